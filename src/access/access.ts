@@ -1,0 +1,32 @@
+// The permission decision: effective permissions come from the user's roles; an optional restriction
+// (a token's permission list, an OAuth scope) can only narrow them, never widen.
+
+import { PERMISSIONS, ROLES, type Permission } from './catalogue.ts';
+
+export interface Principal {
+  readonly partitionId: number;
+  readonly partition: string;
+  readonly userId: number;
+  readonly loginName: string;
+  readonly roles: readonly string[];
+  readonly permissions: ReadonlySet<Permission>;
+  /** How the request authenticated: Basic, the session cookie, or the session header. */
+  readonly via: 'basic' | 'cookie' | 'header';
+  /** When set, only these permissions may be used, on top of the user's own. */
+  readonly restriction: ReadonlySet<string> | null;
+}
+
+export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permission> {
+  const out = new Set<Permission>();
+  for (const role of roles) {
+    const granted = ROLES[role];
+    if (granted === '*') return new Set(PERMISSIONS);
+    for (const p of granted ?? []) out.add(p);
+  }
+  return out;
+}
+
+export function can(principal: Principal, permission: Permission): boolean {
+  if (!principal.permissions.has(permission)) return false;
+  return principal.restriction === null || principal.restriction.has(permission);
+}

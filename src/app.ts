@@ -1,0 +1,142 @@
+// Builds the Fastify app from the modules, without listening: main.ts starts it, tests use it.
+// The flow of a partition request: route → authenticate (onRequest) → validate body → handler
+// (one service call, one transaction) → envelope; every failure goes through handleError.
+
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import cookie from '@fastify/cookie';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import rateLimit from '@fastify/rate-limit';
+import type { Config } from './config.ts';
+import type { Db } from './db/db.ts';
+import { authenticate } from './auth/authenticate.ts';
+import { AppError } from './http/errors.ts';
+import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
+import { registerMetrics } from './http/metrics.ts';
+import { registerOps } from './http/ops.ts';
+import { RELEASE } from './release.ts';
+import { accountRoutes } from './modules/accounts/routes.ts';
+
+/** Every partition module: each registers its routes, and each route declares its `access`. */
+const PARTITION_MODULES: ReadonlyArray<(app: FastifyInstance) => void> = [accountRoutes];
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly db: Db;
+  /** Fastify logger options; defaults to JSON logs at the configured level. */
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+export async function buildApp({ config, db, logger }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: logger ?? { level: config.logLevel },
+    // One line per request, written by our onResponse hook with partition and user.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.maxBodyBytes,
+    trustProxy: config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // Unknown fields are errors, and types are not silently converted: the conventions ask for -4.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    return503OnClosing: true,
+  });
+  app.decorate('config', config);
+  app.decorate('db', db);
+  app.decorateRequest('principal', null);
+  app.decorateRequest('partitionRef', null);
+  app.decorateRequest('issuedCsrfToken', undefined);
+
+  // An empty JSON body is "no body" (clients POST operations without a payload), not an error.
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, function parseJson(req, body, done) {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    void defaultJson(req, body as string, done);
+  });
+
+  app.setErrorHandler(function onError(err, req, reply) {
+    return reply.send(handleError(err, req, reply));
+  });
+  app.setNotFoundHandler(function onNotFound(req, reply) {
+    return reply.send(
+      handleError(
+        new AppError('ROUTE_NOT_FOUND', `Unknown operation ${req.method} ${req.url.split('?')[0]}`),
+        req,
+        reply,
+      ),
+    );
+  });
+
+  app.addHook('onRequest', function requestId(req, reply, done) {
+    void reply.header('x-request-id', req.id);
+    done();
+  });
+  app.addHook('onResponse', function logRequest(req, reply, done) {
+    req.log.info(
+      {
+        partition: req.partitionRef?.name,
+        user: req.principal?.loginName,
+        method: req.method,
+        route: req.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request',
+    );
+    done();
+  });
+
+  await app.register(cookie);
+  if (config.rateLimitPerMinute > 0) {
+    await app.register(rateLimit, {
+      max: config.rateLimitPerMinute,
+      timeWindow: 60_000,
+      errorResponseBuilder: () => new AppError('RATE_LIMITED'),
+    });
+  }
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Ratecard API', version: RELEASE, description: 'Pricing-management REST API' },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic' },
+          session: { type: 'apiKey', in: 'header', name: `X-${config.productToken}-jwt` },
+        },
+      },
+      security: [{ basic: [] }, { session: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  registerMetrics(app);
+  registerOps(app);
+
+  await app.register(
+    function partitionScope(scope, _opts, done) {
+      scope.addHook('onRoute', function requireAccess(route) {
+        if (route.config?.access === undefined) throw new Error(`route ${route.url} declares no access`);
+        route.schema = {
+          ...route.schema,
+          response: {
+            400: errorEnvelopeSchema,
+            401: errorEnvelopeSchema,
+            403: errorEnvelopeSchema,
+            ...(route.schema?.response as object),
+          },
+        };
+      });
+      scope.addHook('onRequest', authenticate);
+      for (const mod of PARTITION_MODULES) mod(scope);
+      done();
+    },
+    { prefix: `${config.basePath}/:partition` },
+  );
+  return app;
+}

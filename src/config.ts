@@ -1,0 +1,127 @@
+// Every setting of Ratecard, read from the environment and validated once at start-up.
+// A bad value stops the process with a message naming the variable; nothing else reads process.env.
+
+import { hostname } from 'node:os';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly dbPoolSize: number;
+  readonly productToken: string;
+  readonly basePath: string;
+  readonly nodeId: string;
+  readonly logLevel: string;
+  readonly jwtTtlSeconds: number;
+  readonly maxBodyBytes: number;
+  readonly maxUploadBytes: number;
+  readonly maxPageSize: number;
+  readonly maxBatchRows: number;
+  readonly syncTimeoutSeconds: number;
+  readonly loginMaxFailures: number;
+  readonly loginLockoutMinutes: number;
+  readonly scryptCost: number;
+  readonly rateLimitPerMinute: number;
+  readonly trustProxy: boolean;
+  readonly bootstrapPartitions: readonly string[];
+  readonly bootstrapAdmin: string;
+  readonly bootstrapPassword: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Partition names are URL path segments and log fields: keep them plain. */
+export const PARTITION_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw.trim()))
+    throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  const v = Number(raw.trim());
+  if (v < min || v > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${v}`);
+  return v;
+}
+
+function str(env: Env, name: string, def: string): string {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? def : raw;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = env.DATABASE_URL === '' ? undefined : env.DATABASE_URL;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+  const productToken = str(env, 'PRODUCT_TOKEN', 'Ratecard');
+  if (!/^[A-Za-z][A-Za-z0-9]{0,31}$/.test(productToken)) {
+    throw new ConfigError('PRODUCT_TOKEN must be letters and digits, starting with a letter');
+  }
+  const basePath = str(env, 'BASE_PATH', '/service').replace(/\/+$/, '');
+  if (!/^(\/[A-Za-z0-9_.-]+)+$/.test(basePath)) {
+    throw new ConfigError(`BASE_PATH must look like /service, got ${JSON.stringify(basePath)}`);
+  }
+  const logLevel = str(env, 'LOG_LEVEL', 'info');
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const bootstrapPartitions = str(env, 'BOOTSTRAP_PARTITIONS', 'demo')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const p of bootstrapPartitions) {
+    if (!PARTITION_NAME.test(p)) {
+      throw new ConfigError(
+        `BOOTSTRAP_PARTITIONS: ${JSON.stringify(p)} is not a valid partition name (a-z, 0-9, _ and -)`,
+      );
+    }
+  }
+  const bootstrapPassword = env.BOOTSTRAP_PASSWORD === '' ? undefined : env.BOOTSTRAP_PASSWORD;
+  if (bootstrapPassword !== undefined && bootstrapPassword.length < 8) {
+    throw new ConfigError('BOOTSTRAP_PASSWORD must have at least 8 characters');
+  }
+
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: str(env, 'HOST', '127.0.0.1'),
+    dataDir: str(env, 'DATA_DIR', './data'),
+    databaseUrl,
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 1000),
+    productToken,
+    basePath,
+    nodeId: str(env, 'NODE_ID', `${hostname()}-${process.pid}`),
+    logLevel,
+    jwtTtlSeconds: int(env, 'JWT_TTL_SECONDS', 3600, 10, 366 * 86400),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31),
+    maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 1024 * 1024 * 1024, 1024, 2 ** 42),
+    maxPageSize: int(env, 'MAX_PAGE_SIZE', 10_000, 1, 10_000_000),
+    maxBatchRows: int(env, 'MAX_BATCH_ROWS', 100_000, 1, 100_000_000),
+    syncTimeoutSeconds: int(env, 'SYNC_TIMEOUT_SECONDS', 180, 1, 86_400),
+    loginMaxFailures: int(env, 'LOGIN_MAX_FAILURES', 10, 1, 10_000),
+    loginLockoutMinutes: int(env, 'LOGIN_LOCKOUT_MINUTES', 15, 1, 10_080),
+    scryptCost: int(env, 'SCRYPT_COST', 16_384, 2, 2 ** 20),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    bootstrapPartitions,
+    bootstrapAdmin: str(env, 'BOOTSTRAP_ADMIN', 'admin'),
+    bootstrapPassword,
+  };
+}

@@ -1,0 +1,57 @@
+// The one door to the database: a small `Db` interface with two adapters (embedded PGlite and
+// PostgreSQL through `pg`). Both speak the same SQL, parse values the same way, and run the same
+// migrations; nothing above this layer knows which one it has.
+
+import type { Config } from '../config.ts';
+
+export interface QueryResult<R> {
+  readonly rows: R[];
+  readonly rowCount: number;
+}
+
+export interface Queryable {
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+}
+
+/** A connection inside a transaction. */
+export interface Tx extends Queryable {
+  /** Runs a script of several statements without parameters (migrations). */
+  execScript(sql: string): Promise<void>;
+  /**
+   * Bulk-loads one chunk of CSV text (no header, `FORMAT csv`, NULL as an unquoted empty field)
+   * into `table(columns)` with COPY. Names come from the registry; the caller checks them.
+   */
+  copyFrom(table: string, columns: readonly string[], csv: string): Promise<number>;
+}
+
+export interface PoolStats {
+  readonly total: number;
+  readonly idle: number;
+  readonly waiting: number;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'embedded' | 'postgres';
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  poolStats(): PoolStats;
+  close(): Promise<void>;
+}
+
+/** int8 as a JS number while it is exact, as a string beyond 2^53 (never a BigInt: JSON can't hold it). */
+export function parseInt8(text: string): number | string {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
+
+/** Type OIDs parsed the same way on both adapters. */
+export const OID = { INT8: 20, DATE: 1082, NUMERIC: 1700 } as const;
+
+export async function createDb(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'>): Promise<Db> {
+  if (config.databaseUrl !== undefined) {
+    const { createPgDb } = await import('./pg.ts');
+    return createPgDb(config.databaseUrl, config.dbPoolSize);
+  }
+  const { createEmbeddedDb } = await import('./pglite.ts');
+  return createEmbeddedDb(config.dataDir);
+}

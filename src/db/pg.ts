@@ -1,0 +1,73 @@
+// PostgreSQL adapter: a `pg` pool. COPY goes through pg-copy-streams. Values are parsed exactly as
+// the embedded adapter parses them (int8 → number, date → 'YYYY-MM-DD' text, numeric → text).
+
+import pg from 'pg';
+import { from as copyFromStream } from 'pg-copy-streams';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
+import { ident } from './sql.ts';
+
+const typeParsers: Record<number, (s: string) => unknown> = {
+  [OID.INT8]: parseInt8,
+  [OID.DATE]: (s) => s,
+  [OID.NUMERIC]: (s) => s,
+};
+const types = {
+  getTypeParser: ((oid: number, format?: string): unknown =>
+    typeParsers[oid] ?? (pg.types.getTypeParser(oid, format as 'text') as unknown)) as typeof pg.types.getTypeParser,
+};
+
+type Client = pg.PoolClient | pg.Pool;
+
+async function run<R>(c: Client, sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+  const r = await c.query({ text: sql, values: [...params], types });
+  return { rows: r.rows as R[], rowCount: r.rowCount ?? r.rows.length };
+}
+
+function txOf(client: pg.PoolClient): Tx {
+  return {
+    query: (sql, params) => run(client, sql, params),
+    async execScript(sql) {
+      await client.query(sql);
+    },
+    async copyFrom(table, columns, csv) {
+      const cols = columns.map(ident).join(', ');
+      const stream = client.query(
+        copyFromStream(`COPY ${ident(table)} (${cols}) FROM STDIN WITH (FORMAT csv)`),
+      );
+      await pipeline(Readable.from([csv]), stream);
+      return stream.rowCount ?? 0;
+    },
+  };
+}
+
+export function createPgDb(url: string, max: number): Db {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: 'ratecard' });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return {
+    kind: 'postgres',
+    query: (sql, params) => run(pool, sql, params),
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(txOf(client));
+        await client.query('COMMIT');
+        client.release();
+        return result;
+      } catch (e) {
+        // A client whose ROLLBACK fails has a broken connection: destroy it instead of reusing it.
+        const broken = await client.query('ROLLBACK').then(
+          () => undefined,
+          (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+        );
+        client.release(broken);
+        throw e;
+      }
+    },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,73 @@
+// Embedded adapter: PGlite (PostgreSQL in wasm) in-process, a "pool of one". PGlite serialises
+// queries and transactions itself; a transaction must never wait on a second query outside it.
+// Data lives in `<dataDir>/pgdata`; `:memory:` keeps everything in memory (tests).
+
+import { PGlite } from '@electric-sql/pglite';
+import { join } from 'node:path';
+import { acquireDirLock } from './lock.ts';
+import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
+import { ident } from './sql.ts';
+
+const parsers = {
+  [OID.INT8]: parseInt8,
+  [OID.DATE]: (s: string) => s,
+  [OID.NUMERIC]: (s: string) => s,
+};
+
+interface PgliteQueryable {
+  query<R>(
+    sql: string,
+    params?: unknown[],
+    opts?: { blob?: Blob },
+  ): Promise<{ rows: R[]; affectedRows?: number }>;
+  exec(sql: string): Promise<unknown>;
+}
+
+function wrap(q: PgliteQueryable): Tx {
+  return {
+    async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+      const r = await q.query<R>(sql, [...params]);
+      return { rows: r.rows, rowCount: r.affectedRows || r.rows.length };
+    },
+    async execScript(sql: string): Promise<void> {
+      await q.exec(sql);
+    },
+    async copyFrom(table: string, columns: readonly string[], csv: string): Promise<number> {
+      const cols = columns.map(ident).join(', ');
+      const r = await q.query(`COPY ${ident(table)} (${cols}) FROM '/dev/blob' WITH (FORMAT csv)`, [], {
+        blob: new Blob([csv]),
+      });
+      return r.affectedRows ?? 0;
+    },
+  };
+}
+
+export async function createEmbeddedDb(dataDir: string): Promise<Db> {
+  const inMemory = dataDir === ':memory:';
+  const release = inMemory ? () => {} : acquireDirLock(dataDir);
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(inMemory ? undefined : join(dataDir, 'pgdata'), { parsers });
+  } catch (e) {
+    release();
+    throw e;
+  }
+  const root = wrap(pg);
+  let closed = false;
+  return {
+    kind: 'embedded',
+    query: (sql, params) => root.query(sql, params),
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        if (!inMemory) await pg.query('CHECKPOINT');
+        await pg.close();
+      } finally {
+        release();
+      }
+    },
+  };
+}

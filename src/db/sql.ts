@@ -1,0 +1,25 @@
+// The two doors into SQL text: values go through `Params.add` (→ `$n`), identifiers through `ident`.
+// Identifiers come only from the type registry or migrations, never from request input; `ident`
+// still refuses anything that is not a plain lower-case name, so a registry mistake cannot inject.
+
+export class Params {
+  readonly values: unknown[] = [];
+
+  /** Adds a value and answers its placeholder. */
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+const IDENT = /^[a-z_][a-z0-9_]*$/;
+
+export function ident(name: string): string {
+  if (!IDENT.test(name)) throw new Error(`unsafe SQL identifier: ${JSON.stringify(name)}`);
+  return `"${name}"`;
+}
+
+/** `a.b` with both parts checked. */
+export function qualified(alias: string, column: string): string {
+  return `${ident(alias)}.${ident(column)}`;
+}

@@ -1,0 +1,151 @@
+// The response envelope of every answer, success or failure, and the mapping of every error the
+// process can meet (ours, Fastify's, the database's) to one catalogue entry of ./errors.ts.
+
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type FieldErrors } from './errors.ts';
+import type {} from './fastify-types.ts';
+
+export interface ListInfo {
+  readonly startRow: number;
+  readonly endRow: number;
+  readonly totalRows: number;
+}
+
+export interface Envelope {
+  response: {
+    node: string;
+    status: number;
+    data: unknown;
+    startRow?: number;
+    endRow?: number;
+    totalRows?: number;
+    csrfToken?: string;
+    errors?: FieldErrors;
+    requestId?: string;
+  };
+}
+
+/** A success envelope; adds the CSRF token when authentication just issued one. */
+export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: ListInfo): Envelope {
+  const response: Envelope['response'] = { node: req.server.config.nodeId, status: 0, data };
+  if (list) Object.assign(response, list);
+  if (req.issuedCsrfToken !== undefined) response.csrfToken = req.issuedCsrfToken;
+  return { response };
+}
+
+/** JSON schema of a success envelope whose `data` items are `item` (open objects by default). */
+export function envelopeSchema(
+  item: object = { type: 'object', additionalProperties: true },
+  list = false,
+): object {
+  const paging = list
+    ? { startRow: { type: 'integer' }, endRow: { type: 'integer' }, totalRows: { type: 'integer' } }
+    : {};
+  return {
+    type: 'object',
+    required: ['response'],
+    properties: {
+      response: {
+        type: 'object',
+        required: ['node', 'status', 'data'],
+        properties: {
+          node: { type: 'string' },
+          status: { type: 'integer' },
+          data: { anyOf: [{ type: 'array', items: item }, { type: 'null' }] },
+          csrfToken: { type: 'string' },
+          ...paging,
+        },
+      },
+    },
+  };
+}
+
+export const errorEnvelopeSchema = {
+  type: 'object',
+  properties: {
+    response: {
+      type: 'object',
+      properties: {
+        node: { type: 'string' },
+        status: { type: 'integer' },
+        data: { type: 'string' },
+        errors: { type: 'object', additionalProperties: true },
+        requestId: { type: 'string' },
+      },
+    },
+  },
+} as const;
+
+interface PgError {
+  code?: unknown;
+  constraint?: unknown;
+}
+
+/** The catalogue entry of anything thrown while serving a request. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const fe = err as Partial<FastifyError> & PgError;
+  if (Array.isArray(fe.validation)) {
+    const errors: FieldErrors = {};
+    for (const v of fe.validation) {
+      const params: Record<string, unknown> = v.params;
+      const extra = typeof params.additionalProperty === 'string' ? params.additionalProperty : undefined;
+      const missing = typeof params.missingProperty === 'string' ? params.missingProperty : undefined;
+      const base = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
+      const name = extra ?? missing;
+      const field = [fe.validationContext === 'body' ? '' : fe.validationContext, base, name]
+        .filter((s) => s !== undefined && s !== '')
+        .join('.');
+      const message = extra !== undefined ? 'unknown field' : (v.message ?? 'invalid');
+      errors[field === '' ? 'body' : field] ??= { errorMessage: message };
+    }
+    const first = Object.entries(errors)[0]!;
+    return new AppError('VALIDATION', `${first[0]}: ${first[1].errorMessage}`, { errors });
+  }
+  switch (String(fe.code)) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('BODY_TOO_LARGE');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });
+    case '23505':
+      return new AppError('DUPLICATE_KEY');
+    case '40001':
+    case '40P01':
+      return new AppError('CONFLICT', 'Concurrent change; retry the request');
+    case '57014':
+      return new AppError('TIMEOUT');
+    default:
+      break;
+  }
+  if (fe.statusCode === 429) return new AppError('RATE_LIMITED');
+  if (err instanceof SyntaxError && fe.statusCode === 400) {
+    return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });
+  }
+  if (
+    typeof fe.statusCode === 'number' &&
+    fe.statusCode >= 400 &&
+    fe.statusCode < 500 &&
+    fe.statusCode !== 404
+  ) {
+    return new AppError('VALIDATION', fe.message ?? 'Bad request', { field: 'request' });
+  }
+  return new AppError('INTERNAL');
+}
+
+/** The error handler of the whole app: one envelope for every failure, a log line for the unexpected. */
+export function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Envelope {
+  const e = toAppError(err);
+  if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
+  const response: Envelope['response'] = {
+    node: req.server.config.nodeId,
+    status: e.status,
+    data: e.code === 'INTERNAL' ? `Internal error (request ${req.id})` : e.message,
+    requestId: req.id,
+  };
+  if (e.errors) response.errors = e.errors;
+  void reply.code(e.http);
+  return { response };
+}

@@ -1,0 +1,83 @@
+// The one error catalogue: every failure the API can answer, with its HTTP status and envelope status.
+// Services throw `AppError`s made from these entries; `http/envelope.ts` turns them into the error
+// envelope. docs/errors.md documents each code, and a test keeps the two in step.
+
+export interface ErrorSpec {
+  readonly http: number;
+  readonly status: number;
+  readonly message: string;
+}
+
+export const ERRORS = {
+  // request shape
+  VALIDATION: { http: 400, status: -4, message: 'Validation failed' },
+  UNSUPPORTED_MEDIA_TYPE: { http: 415, status: -4, message: 'Unsupported content type' },
+  // authentication
+  BAD_CREDENTIALS: { http: 401, status: -5, message: 'Invalid user name or password' },
+  LOCKED_OUT: { http: 401, status: -6, message: 'Too many failed logins; try again later' },
+  UNAUTHENTICATED: { http: 401, status: -7, message: 'Authentication required' },
+  // authorisation
+  FORBIDDEN: { http: 403, status: -3, message: 'Not allowed' },
+  CSRF: { http: 403, status: -3, message: 'Missing or invalid CSRF token' },
+  // addressing
+  NOT_FOUND: { http: 404, status: -1, message: 'Not found' },
+  ROUTE_NOT_FOUND: { http: 404, status: -1, message: 'Unknown operation' },
+  PARTITION_NOT_FOUND: { http: 404, status: -1, message: 'Unknown partition' },
+  // state
+  CONFLICT: { http: 409, status: -1, message: 'Conflict' },
+  VERSION_CONFLICT: { http: 409, status: -1, message: 'The record was changed by someone else' },
+  DUPLICATE_KEY: { http: 409, status: -1, message: 'A record with this key already exists' },
+  // limits
+  BODY_TOO_LARGE: { http: 413, status: -12, message: 'Request body too large' },
+  UPLOAD_TOO_LARGE: { http: 413, status: -11, message: 'Upload too large' },
+  RATE_LIMITED: { http: 429, status: -1, message: 'Too many requests' },
+  TIMEOUT: { http: 503, status: -100, message: 'The request timed out' },
+  UNAVAILABLE: { http: 503, status: -1, message: 'Service unavailable' },
+  // everything else
+  INTERNAL: { http: 500, status: -1, message: 'Internal error' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Per-field messages, as the envelope's `errors` map: `{ field: { errorMessage } }`. */
+export type FieldErrors = Record<string, { errorMessage: string }>;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly http: number;
+  readonly status: number;
+  readonly errors: FieldErrors | undefined;
+  readonly details: unknown;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    opts: { field?: string; errors?: FieldErrors; details?: unknown } = {},
+  ) {
+    const spec = ERRORS[code];
+    super(message ?? spec.message);
+    this.name = 'AppError';
+    this.code = code;
+    this.http = spec.http;
+    this.status = spec.status;
+    this.details = opts.details;
+    if (opts.errors) this.errors = opts.errors;
+    else if (opts.field !== undefined) this.errors = { [opts.field]: { errorMessage: this.message } };
+    else this.errors = undefined;
+  }
+}
+
+/** A -4 naming the field at fault. */
+export function validationError(field: string, message: string): AppError {
+  return new AppError('VALIDATION', `${field}: ${message}`, {
+    errors: { [field]: { errorMessage: message } },
+  });
+}
+
+export function notFound(what: string): AppError {
+  return new AppError('NOT_FOUND', `${what} not found`);
+}
+
+export function forbidden(message = ERRORS.FORBIDDEN.message): AppError {
+  return new AppError('FORBIDDEN', message);
+}
