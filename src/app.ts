@@ -18,8 +18,10 @@ import { registerOps } from './http/ops.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 
+export type PartitionModule = (scope: FastifyInstance) => void;
+
 /** Every partition module: each registers its routes, and each route declares its `access`. */
-const PARTITION_MODULES: ReadonlyArray<(app: FastifyInstance) => void> = [accountRoutes];
+export const PARTITION_MODULES: readonly PartitionModule[] = [accountRoutes];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -28,9 +30,16 @@ export interface AppDeps {
   readonly db: Db;
   /** Fastify logger options; defaults to JSON logs at the configured level. */
   readonly logger?: FastifyServerOptions['logger'];
+  /** The modules served under each partition; all of them unless given. */
+  readonly modules?: readonly PartitionModule[];
 }
 
-export async function buildApp({ config, db, logger }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({
+  config,
+  db,
+  logger,
+  modules = PARTITION_MODULES,
+}: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logger ?? { level: config.logLevel },
     // One line per request, written by our onResponse hook with partition and user.
@@ -76,6 +85,16 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   app.addHook('onRequest', function requestId(req, reply, done) {
     void reply.header('x-request-id', req.id);
     done();
+  });
+  // While draining for shutdown, answers close their connection so keep-alive clients let go at once.
+  let closing = false;
+  app.addHook('preClose', function markClosing(done) {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', function closeWhenDraining(_req, reply, payload, done) {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
   });
   app.addHook('onResponse', function logRequest(req, reply, done) {
     req.log.info(
@@ -133,7 +152,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
         };
       });
       scope.addHook('onRequest', authenticate);
-      for (const mod of PARTITION_MODULES) mod(scope);
+      for (const mod of modules) mod(scope);
       done();
     },
     { prefix: `${config.basePath}/:partition` },

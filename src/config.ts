@@ -99,6 +99,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('BOOTSTRAP_PASSWORD must have at least 8 characters');
   }
 
+  const scryptCost = int(env, 'SCRYPT_COST', 16_384, 2, 2 ** 20);
+  if ((scryptCost & (scryptCost - 1)) !== 0)
+    throw new ConfigError(`SCRYPT_COST must be a power of two, got ${scryptCost}`);
+
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST', '127.0.0.1'),
@@ -117,7 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
     syncTimeoutSeconds: int(env, 'SYNC_TIMEOUT_SECONDS', 180, 1, 86_400),
     loginMaxFailures: int(env, 'LOGIN_MAX_FAILURES', 10, 1, 10_000),
     loginLockoutMinutes: int(env, 'LOGIN_LOCKOUT_MINUTES', 15, 1, 10_080),
-    scryptCost: int(env, 'SCRYPT_COST', 16_384, 2, 2 ** 20),
+    scryptCost,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     bootstrapPartitions,

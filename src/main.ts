@@ -86,10 +86,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host });
   log.info(
     { db: db.kind, basePath: config.basePath, partitions: config.bootstrapPartitions },
-    `Ratecard listening on http://${config.host}:${config.port}`,
+    `Ratecard listening on ${address}`,
   );
 }
 

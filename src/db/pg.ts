@@ -15,7 +15,8 @@ const typeParsers: Record<number, (s: string) => unknown> = {
 };
 const types = {
   getTypeParser: ((oid: number, format?: string): unknown =>
-    typeParsers[oid] ?? (pg.types.getTypeParser(oid, format as 'text') as unknown)) as typeof pg.types.getTypeParser,
+    typeParsers[oid] ??
+    (pg.types.getTypeParser(oid, format as 'text') as unknown)) as typeof pg.types.getTypeParser,
 };
 
 type Client = pg.PoolClient | pg.Pool;

@@ -1,0 +1,162 @@
+// The envelope and every status of the error table, over real HTTP.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
+import { probeRoutes } from '../helpers/probe.ts';
+import { PARTITION_MODULES } from '../../src/app.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+function assertError(r: { status: number; body: any }, http: number, status: number): void {
+  assert.equal(r.status, http, JSON.stringify(r.body));
+  assert.equal(r.body.response.status, status);
+  assert.equal(r.body.response.node, 'test-node');
+  assert.equal(typeof r.body.response.data, 'string');
+}
+
+describe('envelope and errors', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({
+      modules: [...PARTITION_MODULES, probeRoutes],
+      env: { MAX_BODY_BYTES: '2048', RATE_LIMIT_PER_MINUTE: '0' },
+    });
+  });
+  after(() => h.close());
+
+  test('success envelope has node, status 0 and data', async () => {
+    const r = await h.call('/probe.strict', { basic: admin, body: { name: 'x', n: 2 } });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.response.data, [{ name: 'x', n: 2 }]);
+    assert.equal(r.body.response.status, 0);
+    assert.equal(r.body.response.node, 'test-node');
+    assert.match(r.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+  });
+
+  test('400/-4 names the field: unknown field, wrong type, missing field', async () => {
+    const unknown = await h.call('/probe.strict', { basic: admin, body: { name: 'x', bogus: 1 } });
+    assertError(unknown, 400, -4);
+    assert.deepEqual(Object.keys(unknown.body.response.errors), ['bogus']);
+    const wrongType = await h.call('/probe.strict', { basic: admin, body: { name: 'x', n: 'two' } });
+    assertError(wrongType, 400, -4);
+    assert.ok(wrongType.body.response.errors.n.errorMessage);
+    const missing = await h.call('/probe.strict', { basic: admin, body: {} });
+    assertError(missing, 400, -4);
+    assert.ok(missing.body.response.errors.name);
+  });
+
+  test('malformed JSON is 400/-4 on field body', async () => {
+    const r = await h.call('/probe.strict', { basic: admin, raw: '{"name": ' });
+    assertError(r, 400, -4);
+    assert.ok(r.body.response.errors.body);
+  });
+
+  test('an empty JSON body is no body, not an error', async () => {
+    const r = await h.call('/login/extended', { basic: admin, raw: '' });
+    assert.equal(r.status, 200);
+  });
+
+  test('413/-12 for a body over the limit', async () => {
+    const r = await h.call('/probe.strict', { basic: admin, body: { name: 'x'.repeat(5000) } });
+    assertError(r, 413, -12);
+  });
+
+  test('415 for a body that is not JSON', async () => {
+    const r = await h.call('/probe.strict', {
+      basic: admin,
+      raw: 'name=x',
+      headers: { 'content-type': 'text/csv' },
+    });
+    assertError(r, 415, -4);
+  });
+
+  test('401/-7 without credentials, 403/-3 without the permission', async () => {
+    assertError(await h.call('/probe.strict', { body: { name: 'x' } }), 401, -7);
+    await h.newUser('plain', 'plain-password-1');
+    const r = await h.call('/probe.perm', { basic: { user: 'plain', password: 'plain-password-1' } });
+    assertError(r, 403, -3);
+    assert.match(r.body.response.data, /USER_FETCH/);
+    assert.equal((await h.call('/probe.perm', { basic: admin })).status, 200);
+  });
+
+  test('a PUBLIC route needs no credentials but still a real partition', async () => {
+    assert.equal((await h.call('/probe.public')).status, 200);
+    assertError(await h.call('//service/no_such_partition/probe.public'), 404, -1);
+  });
+
+  test('404/-1 for an unknown partition and an unknown operation', async () => {
+    const p = await h.call('//service/no_such_partition/login/extended', {
+      basic: { ...admin, partition: 'no_such_partition' },
+    });
+    assertError(p, 404, -1);
+    assertError(await h.call('/no.such.operation', { basic: admin }), 404, -1);
+    assertError(await h.call('//nowhere', { method: 'GET' }), 404, -1);
+  });
+
+  test('409/-1 for a version conflict and for a duplicate key, with nothing half-written', async () => {
+    assertError(await h.call('/probe.conflict', { basic: admin }), 409, -1);
+    const dup = await h.call('/probe.duplicate', { basic: admin });
+    assertError(dup, 409, -1);
+    const left = await h.db.query(
+      `SELECT 1 FROM login_failures WHERE partition_id = $1 AND login_key = 'dup'`,
+      [h.partitionId],
+    );
+    assert.equal(left.rows.length, 0, 'the first insert of the failed transaction was rolled back');
+  });
+
+  test('500/-1 with a request id and no internals', async () => {
+    const r = await h.call('/probe.crash', { basic: admin, headers: { 'x-request-id': 'req-42' } });
+    assertError(r, 500, -1);
+    assert.equal(r.body.response.requestId, 'req-42');
+    assert.match(r.body.response.data, /req-42/);
+    assert.doesNotMatch(r.text, /SELECT|password_hash|at .*\.ts/);
+  });
+
+  test('operational endpoints: health, ready, metrics, openapi, docs', async () => {
+    const health = await h.call('//health', { method: 'GET' });
+    assert.deepEqual(health.body, { status: 'ok', node: 'test-node' });
+    assert.equal((await h.call('//ready', { method: 'GET' })).body.status, 'ready');
+    const metrics = await h.call('//metrics', { method: 'GET' });
+    assert.equal(metrics.status, 200);
+    assert.match(
+      metrics.text,
+      /ratecard_http_requests_total\{method="POST",route="\/service\/:partition\/probe.strict",status="200"\}/,
+    );
+    assert.match(metrics.text, /ratecard_http_request_duration_seconds_bucket/);
+    assert.match(metrics.text, /ratecard_db_pool_connections\{state="total"\}/);
+    const spec = await h.call('//openapi.json', { method: 'GET' });
+    assert.equal(spec.body.openapi, '3.1.0');
+    assert.ok(spec.body.paths['/service/{partition}/login/extended']);
+    const docs = await h.call('//docs', { method: 'GET' });
+    assert.equal(docs.status, 200);
+    assert.match(docs.text, /swagger/i);
+  });
+
+  test('graceful shutdown drains a request in flight', async () => {
+    const other = await startHarness({ modules: [...PARTITION_MODULES, probeRoutes] });
+    const pending = other.call('/probe.slow', { basic: admin });
+    await new Promise((r) => setTimeout(r, 150));
+    const closing = other.close();
+    const r = await pending;
+    await closing;
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.response.data, [{ slow: true }]);
+  });
+});
+
+describe('rate limit', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+  });
+  after(() => h.close());
+
+  test('429/-1 past the configured rate', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await h.call('/login/extended', { basic: admin })).status);
+    assert.deepEqual(statuses.slice(0, 3), [200, 200, 200]);
+    const r = await h.call('/login/extended', { basic: admin });
+    assertError(r, 429, -1);
+  });
+});
