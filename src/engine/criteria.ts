@@ -6,6 +6,7 @@
 import { AppError, validationError } from '../http/errors.ts';
 import { ident, qualified, type Params } from '../db/sql.ts';
 import type { FieldSpec, FieldType } from './types.ts';
+import { EXPECTED, coerceValue, type Value } from './values.ts';
 
 /** Nesting levels and leaf count a filter may have; beyond them a -4, never a deep recursion. */
 export const MAX_CRITERIA_DEPTH = 32;
@@ -248,7 +249,7 @@ function parseSimple(obj: Obj, style: TextMatchStyle, budget: { nodes: number })
 
 /** A value typed for its field: integers as numbers (or decimal strings past 2^53), decimals as
  * strings, dates as YYYY-MM-DD, date-times as ISO 8601 strings, booleans as booleans. */
-export type Value = string | number | boolean;
+export type { Value };
 
 export type ResolvedLeaf =
   | {
@@ -492,99 +493,8 @@ function checkRegexp(name: string, pattern: string): void {
   }
 }
 
-// Value coercion, one function per field type. `undefined` = not a value of that type.
-
-const EXPECTED: Record<FieldType, string> = {
-  string: 'text (without NUL characters)',
-  integer: 'an integer',
-  decimal: 'a number',
-  boolean: 'true or false',
-  date: 'a date (YYYY-MM-DD)',
-  datetime: 'an ISO 8601 date-time',
-  json: 'comparable (json fields only support isNull and notNull)',
-};
-
-const I64_MIN = -(2n ** 63n);
-const I64_MAX = 2n ** 63n - 1n;
-const SAFE_MIN = BigInt(Number.MIN_SAFE_INTEGER);
-const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
-const INTEGER_RE = /^[-+]?\d+$/;
-const DECIMAL_RE = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([-+]?\d+))?$/;
-const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATETIME_RE =
-  /^(\d{4}-\d{2}-\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?)?\s*(?:([Zz])|([-+])(\d{2})(?::?(\d{2}))?)?$/;
-
-function toText(v: unknown): Value | undefined {
-  const s =
-    typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
-  // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver.
-  return s === undefined || s.includes('\u0000') ? undefined : s;
-}
-
-function toInteger(v: unknown): Value | undefined {
-  let n: bigint;
-  if (typeof v === 'number' && Number.isInteger(v)) n = BigInt(v);
-  else if (typeof v === 'string' && INTEGER_RE.test(v.trim())) n = BigInt(v.trim());
-  else return undefined;
-  if (n < I64_MIN || n > I64_MAX) return undefined;
-  // A decimal string keeps integers beyond 2^53 exact; the drivers send both as text anyway.
-  return n >= SAFE_MIN && n <= SAFE_MAX ? Number(n) : n.toString();
-}
-
-function toDecimal(v: unknown): Value | undefined {
-  const s =
-    typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
-  const m = DECIMAL_RE.exec(s);
-  // numeric overflows somewhere past 10^131071; a sane bound on the exponent keeps it a -4.
-  if (!m || (m[1] !== undefined && Math.abs(Number(m[1])) > 1000)) return undefined;
-  return s;
-}
-
-function isCalendarDate(ymd: string): boolean {
-  const m = DATE_RE.exec(ymd);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(0);
-  date.setUTCFullYear(y, mo - 1, d); // not Date.UTC, which reads years below 100 as 19xx
-  return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
-
-function toDate(v: unknown): Value | undefined {
-  return typeof v === 'string' && isCalendarDate(v.trim()) ? v.trim() : undefined;
-}
-
-/** An ISO 8601 date-time, normalised; without an offset it is UTC, so the server's time zone never
- * changes what a filter means (rc_try_timestamptz reads stored text the same way). */
-function toDatetime(v: unknown): Value | undefined {
-  if (typeof v === 'number') return Number.isFinite(v) ? new Date(v).toISOString() : undefined;
-  if (typeof v !== 'string') return undefined;
-  const m = DATETIME_RE.exec(v.trim());
-  if (!m) return undefined;
-  const [, date = '', hh = '00', mi = '00', ss = '00', frac = '', zulu, sign, oh, om = '00'] = m;
-  if (!isCalendarDate(date) || Number(hh) > 23 || Number(mi) > 59 || Number(ss) > 59) return undefined;
-  if (oh !== undefined && (Number(oh) > 15 || Number(om) > 59)) return undefined;
-  const offset = zulu !== undefined || sign === undefined ? 'Z' : `${sign}${oh}:${om}`;
-  return `${date}T${hh}:${mi}:${ss}${frac}${offset}`;
-}
-
-function toBoolean(v: unknown): Value | undefined {
-  if (typeof v === 'boolean') return v;
-  const s = typeof v === 'string' ? v.trim().toLowerCase() : '';
-  return s === 'true' ? true : s === 'false' ? false : undefined;
-}
-
-const COERCE: Record<FieldType, (v: unknown) => Value | undefined> = {
-  string: toText,
-  integer: toInteger,
-  decimal: toDecimal,
-  boolean: toBoolean,
-  date: toDate,
-  datetime: toDatetime,
-  json: () => undefined,
-};
-
 function coerce(name: string, field: FieldSpec, v: unknown): Value {
-  const value = COERCE[field.type](v);
+  const value = coerceValue(field.type, v);
   if (value === undefined) throw validationError(name, `${show(v)} is not ${EXPECTED[field.type]}`);
   return value;
 }

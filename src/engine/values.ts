@@ -1,0 +1,101 @@
+// Values of each field type: parsing and normalising what clients send, for filters and for writes
+// alike. Each parser answers `undefined` for "not a value of that type", and the caller names the
+// field in its -4. Integers beyond 2^53 stay exact as decimal strings.
+
+import type { FieldType } from './types.ts';
+
+export type Value = string | number | boolean;
+
+export const EXPECTED: Record<FieldType, string> = {
+  string: 'text (without NUL characters)',
+  integer: 'an integer',
+  decimal: 'a number',
+  boolean: 'true or false',
+  date: 'a date (YYYY-MM-DD)',
+  datetime: 'an ISO 8601 date-time',
+  json: 'comparable (json fields only support isNull and notNull)',
+};
+
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+const SAFE_MIN = BigInt(Number.MIN_SAFE_INTEGER);
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+const INTEGER_RE = /^[-+]?\d+$/;
+const DECIMAL_RE = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([-+]?\d+))?$/;
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATETIME_RE =
+  /^(\d{4}-\d{2}-\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?)?\s*(?:([Zz])|([-+])(\d{2})(?::?(\d{2}))?)?$/;
+
+function toText(v: unknown): Value | undefined {
+  const s =
+    typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+  // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver.
+  return s === undefined || s.includes('\u0000') ? undefined : s;
+}
+
+function toInteger(v: unknown): Value | undefined {
+  let n: bigint;
+  if (typeof v === 'number' && Number.isInteger(v)) n = BigInt(v);
+  else if (typeof v === 'string' && INTEGER_RE.test(v.trim())) n = BigInt(v.trim());
+  else return undefined;
+  if (n < I64_MIN || n > I64_MAX) return undefined;
+  // A decimal string keeps integers beyond 2^53 exact; the drivers send both as text anyway.
+  return n >= SAFE_MIN && n <= SAFE_MAX ? Number(n) : n.toString();
+}
+
+function toDecimal(v: unknown): Value | undefined {
+  const s =
+    typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
+  const m = DECIMAL_RE.exec(s);
+  // numeric overflows somewhere past 10^131071; a sane bound on the exponent keeps it a -4.
+  if (!m || (m[1] !== undefined && Math.abs(Number(m[1])) > 1000)) return undefined;
+  return s;
+}
+
+export function isCalendarDate(ymd: string): boolean {
+  const m = DATE_RE.exec(ymd);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d); // not Date.UTC, which reads years below 100 as 19xx
+  return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+function toDate(v: unknown): Value | undefined {
+  return typeof v === 'string' && isCalendarDate(v.trim()) ? v.trim() : undefined;
+}
+
+/** An ISO 8601 date-time, normalised; without an offset it is UTC, so the server's time zone never
+ * changes what a filter means (rc_try_timestamptz reads stored text the same way). */
+function toDatetime(v: unknown): Value | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? new Date(v).toISOString() : undefined;
+  if (typeof v !== 'string') return undefined;
+  const m = DATETIME_RE.exec(v.trim());
+  if (!m) return undefined;
+  const [, date = '', hh = '00', mi = '00', ss = '00', frac = '', zulu, sign, oh, om = '00'] = m;
+  if (!isCalendarDate(date) || Number(hh) > 23 || Number(mi) > 59 || Number(ss) > 59) return undefined;
+  if (oh !== undefined && (Number(oh) > 15 || Number(om) > 59)) return undefined;
+  const offset = zulu !== undefined || sign === undefined ? 'Z' : `${sign}${oh}:${om}`;
+  return `${date}T${hh}:${mi}:${ss}${frac}${offset}`;
+}
+
+function toBoolean(v: unknown): Value | undefined {
+  if (typeof v === 'boolean') return v;
+  const s = typeof v === 'string' ? v.trim().toLowerCase() : '';
+  return s === 'true' ? true : s === 'false' ? false : undefined;
+}
+
+const COERCE: Record<FieldType, (v: unknown) => Value | undefined> = {
+  string: toText,
+  integer: toInteger,
+  decimal: toDecimal,
+  boolean: toBoolean,
+  date: toDate,
+  datetime: toDatetime,
+  json: () => undefined,
+};
+
+/** The value in the field type's normal form, or undefined when `v` is not of that type. */
+export function coerceValue(type: FieldType, v: unknown): Value | undefined {
+  return COERCE[type](v);
+}
