@@ -17,11 +17,12 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
+import { generalRoutes } from './modules/general/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
 /** Every partition module: each registers its routes, and each route declares its `access`. */
-export const PARTITION_MODULES: readonly PartitionModule[] = [accountRoutes];
+export const PARTITION_MODULES: readonly PartitionModule[] = [accountRoutes, generalRoutes];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

@@ -9,6 +9,10 @@ export interface Principal {
   readonly userId: number;
   readonly loginName: string;
   readonly roles: readonly string[];
+  /** Names of the user groups the user belongs to (record-level visibility). */
+  readonly groups: readonly string[];
+  /** Holds role ADMIN: sees and edits every record whatever its user groups. */
+  readonly admin: boolean;
   readonly permissions: ReadonlySet<Permission>;
   /** How the request authenticated: Basic, the session cookie, or the session header. */
   readonly via: 'basic' | 'cookie' | 'header';

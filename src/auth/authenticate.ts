@@ -22,13 +22,18 @@ interface AccountRow {
   activated: boolean | null;
   epoch: number | null;
   roles: string[];
+  groups: string[];
 }
 
 const ACCOUNT_SQL = (userCondition: string): string => `
   SELECT p.id AS pid, p.jwt_secret AS secret, p.csrf_enabled AS csrf,
          u.id AS uid, u.login_name AS login, u.password_hash AS hash, u.activated, u.token_epoch AS epoch,
          coalesce((SELECT array_agg(r.role ORDER BY r.role) FROM user_roles r
-                    WHERE r.partition_id = u.partition_id AND r.user_id = u.id), '{}') AS roles
+                    WHERE r.partition_id = u.partition_id AND r.user_id = u.id), '{}') AS roles,
+         coalesce((SELECT array_agg(g.unique_name ORDER BY g.unique_name)
+                     FROM user_group_members m
+                     JOIN user_groups g ON g.partition_id = m.partition_id AND g.id = m.group_id
+                    WHERE m.partition_id = u.partition_id AND m.user_id = u.id), '{}') AS groups
     FROM partitions p
     LEFT JOIN users u ON u.partition_id = p.id AND ${userCondition}
    WHERE p.name = $1`;
@@ -59,6 +64,8 @@ function principalOf(req: FastifyRequest, row: AccountRow, via: Principal['via']
     userId: row.uid!,
     loginName: row.login!,
     roles: row.roles,
+    groups: row.groups,
+    admin: row.roles.includes('ADMIN'),
     permissions: permissionsOfRoles(row.roles),
     via,
     restriction: null,

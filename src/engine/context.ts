@@ -1,0 +1,129 @@
+// A type as one partition sees it: the registry declaration plus the comparison types that the
+// partition's attribute meta gives its custom attributes. Also the pieces of SQL every generic
+// operation shares: the row scope (partition, fixed column, soft delete, user groups), the select
+// list, and the mapping of a stored row to the API record.
+
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
+import { Params, qualified } from '../db/sql.ts';
+import { ATTRIBUTE_TYPES, type FieldDef, type TypeDef } from './registry.ts';
+import type { FieldType } from './types.ts';
+
+export interface TypeContext {
+  readonly type: TypeDef;
+  /** Every field by API name, custom attributes typed by the attribute meta. */
+  readonly fields: ReadonlyMap<string, FieldDef>;
+}
+
+/** Loads the attribute meta of `type` (for extension types: of the extension table `name`). */
+export async function loadTypeContext(
+  q: Queryable,
+  partitionId: number,
+  type: TypeDef,
+  extName?: string,
+): Promise<TypeContext> {
+  const typed = new Map<string, FieldType>();
+  if (type.attributeMeta !== undefined && (!type.metaPerName || extName !== undefined)) {
+    const r = await q.query<{ field: string; ftype: string }>(
+      `SELECT field_name AS field, field_type AS ftype FROM attribute_meta
+        WHERE partition_id = $1 AND owner_type = $2 AND name = $3`,
+      [partitionId, type.code, type.metaPerName ? extName : ''],
+    );
+    for (const row of r.rows) {
+      const t = ATTRIBUTE_TYPES[row.ftype];
+      if (t !== undefined) typed.set(row.field, t);
+    }
+  }
+  const fields = new Map<string, FieldDef>();
+  for (const f of type.fields) {
+    const t = f.custom ? typed.get(f.name) : undefined;
+    fields.set(f.name, t === undefined ? f : { ...f, type: t });
+  }
+  return { type, fields };
+}
+
+/**
+ * The rows a principal may see (or, with `forEdit`, change): this partition, the type's fixed
+ * column, not soft-deleted, and — for types with user groups — a group the principal belongs to.
+ */
+export function rowScope(
+  tc: TypeContext,
+  principal: Principal,
+  params: Params,
+  alias = 't',
+  opts: { forEdit?: boolean; includeDeleted?: boolean } = {},
+): string {
+  const { type } = tc;
+  const parts = [`${qualified(alias, 'partition_id')} = ${params.add(principal.partitionId)}`];
+  if (type.fixed) parts.push(`${qualified(alias, type.fixed.column)} = ${params.add(type.fixed.value)}`);
+  if (type.deleteMode === 'soft' && !opts.includeDeleted)
+    parts.push(`${qualified(alias, 'deleted_at')} IS NULL`);
+  if (type.userGroups && !principal.admin) {
+    const groups = params.add(principal.groups);
+    const col = qualified(alias, 'user_group_view_details');
+    parts.push(`(${col} IS NULL OR ${col} = '' OR ${col} = ANY(${groups}::text[]))`);
+    if (opts.forEdit) {
+      const edit = qualified(alias, 'user_group_edit');
+      parts.push(`(${edit} IS NULL OR ${edit} = '' OR ${edit} = ANY(${groups}::text[]))`);
+    }
+  }
+  return parts.join(' AND ');
+}
+
+const TYPE_CODE = /^[A-Z][A-Z0-9]*$/;
+
+/** `<id>.<TC>` computed in SQL, so fetches need no per-row mapping for it. */
+export function typedIdSql(type: TypeDef, alias = 't'): string {
+  if (!TYPE_CODE.test(type.code)) throw new Error(`bad type code ${type.code}`);
+  return `(${qualified(alias, 'id')}::text || '.${type.code}')`;
+}
+
+/** `"t"."col" AS "apiName"` for the given fields (all of them by default), typedId included. */
+export function selectList(tc: TypeContext, names?: readonly string[], alias = 't'): string {
+  const wanted = names ?? ['typedId', ...tc.fields.keys()];
+  return wanted
+    .map((name) => {
+      if (name === 'typedId') return `${typedIdSql(tc.type, alias)} AS "typedId"`;
+      const f = tc.fields.get(name)!;
+      return `${qualified(alias, f.column)} AS "${safeAlias(f.name)}"`;
+    })
+    .join(', ');
+}
+
+/** API names are registry constants; still, only plain names may become a quoted alias. */
+function safeAlias(name: string): string {
+  if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad field name ${name}`);
+  return name;
+}
+
+/** Custom attributes come back typed as their meta says; everything else as the driver parsed it. */
+export function toRecord(tc: TypeContext, row: Record<string, unknown>): Record<string, unknown> {
+  for (const f of tc.fields.values()) {
+    if (!f.custom || f.type === 'string') continue;
+    const v = row[f.name];
+    if (typeof v !== 'string') continue;
+    row[f.name] = outputValue(f.type, v);
+  }
+  return row;
+}
+
+function outputValue(type: FieldType, stored: string): unknown {
+  switch (type) {
+    case 'integer':
+    case 'decimal': {
+      const n = Number(stored);
+      return Number.isFinite(n) ? n : stored;
+    }
+    case 'boolean':
+      return stored === 'true' ? true : stored === 'false' ? false : stored;
+    case 'string':
+    case 'date':
+    case 'datetime':
+    case 'json':
+      return stored;
+    default: {
+      const never: never = type;
+      return never;
+    }
+  }
+}

@@ -1,0 +1,251 @@
+// The general operations of the interface on any registered type code: fetch, add, update,
+// integrate, delete (one, batch, by filter), massedit, resetcolumn, the type list and
+// metadata.describe. Each handler is one call into the engine; the engine checks the type's
+// permission (routes only require an authenticated user, since the permission depends on the type).
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import {
+  addRecords,
+  deleteByFilter,
+  deleteRecords,
+  fetchOne,
+  fetchRecords,
+  integrateRecords,
+  massEdit,
+  resetColumn,
+  updateRecords,
+  type FetchBody,
+  type MassEditBody,
+  type UpdateItem,
+} from '../../engine/crud.ts';
+import { describeType, listTypes } from '../../engine/describe.ts';
+import { findType, type TypeDef } from '../../engine/registry.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The filter and paging body of fetch-style operations (conventions.md "Fetch bodies"). */
+export const fetchBodySchema = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    textMatchStyle: { type: 'string', enum: ['exact', 'exactCase', 'substring', 'startsWith'] },
+    startRow: { type: 'integer', minimum: 0 },
+    endRow: { type: 'integer', minimum: 0 },
+    oldValues: {},
+    data: {},
+    sortBy: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
+    resultFields: { type: 'array', items: { type: 'string' } },
+    valueFields: { type: 'array', items: { type: 'string' } },
+    distinctResults: { type: 'boolean' },
+    componentId: { type: 'string' },
+    dataSource: { type: 'string' },
+    operationId: { type: 'string' },
+  },
+} as const;
+
+const typeParams = {
+  type: 'object',
+  required: ['typeCode'],
+  properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
+} as const;
+
+const anyBody = {} as const;
+const records = { response: { 200: envelopeSchema() } };
+const list = { response: { 200: envelopeSchema({}, true) } };
+
+export function typeOf(req: FastifyRequest): TypeDef {
+  const code = (req.params as { typeCode: string }).typeCode;
+  const type = findType(code);
+  if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+  return type;
+}
+
+/** `{data: {...}}`, `{data: [...]}` or `[{data: {...}}, ...]` → the records. */
+export function itemsOf(body: unknown): Obj[] {
+  const raw: unknown[] = Array.isArray(body)
+    ? body.map((e: unknown) => (isObj(e) && isObj(e.data) ? e.data : e))
+    : isObj(body) && Array.isArray(body.data)
+      ? body.data
+      : isObj(body) && isObj(body.data)
+        ? [body.data]
+        : [];
+  if (raw.length === 0) throw validationError('data', 'give a record as {data: {...}} or an array of them');
+  raw.forEach((r, i) => {
+    if (!isObj(r)) throw validationError(`data.${i}`, 'must be an object');
+  });
+  return raw as Obj[];
+}
+
+function updateItemsOf(body: unknown): UpdateItem[] {
+  const entries = Array.isArray(body) ? body : [body];
+  return entries.map((e, i) => {
+    if (!isObj(e) || !isObj(e.data))
+      throw validationError(entries.length > 1 ? `${i}.data` : 'data', 'must be an object');
+    if (e.oldValues !== undefined && e.oldValues !== null && !isObj(e.oldValues)) {
+      throw validationError('oldValues', 'must be an object');
+    }
+    return { data: e.data, oldValues: (e.oldValues) ?? null };
+  });
+}
+
+export function generalRoutes(app: FastifyInstance): void {
+  const cfg = app.config;
+  const opts = (summary: string, schema: object = {}) => ({
+    config: { access: AUTHENTICATED as RouteAccess },
+    schema: { summary, tags: ['general'], params: typeParams, ...schema },
+  });
+
+  app.post(
+    '/fetch',
+    {
+      config: { access: AUTHENTICATED },
+      schema: { summary: 'List of all type codes', tags: ['general'], ...records },
+    },
+    (req) => ok(req, listTypes()),
+  );
+
+  app.post(
+    '/fetch/:typeCode',
+    opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }),
+    async (req) => {
+      const r = await fetchRecords(
+        app.db,
+        req.principal!,
+        typeOf(req),
+        (req.body ?? {}),
+        cfg.maxPageSize,
+      );
+      return ok(req, r.rows, r);
+    },
+  );
+
+  app.post(
+    '/fetch/:typeCode/:id',
+    opts('Fetch one record by id or typedId', {
+      params: { ...typeParams, properties: { ...typeParams.properties, id: { type: 'string' } } },
+      ...records,
+    }),
+    async (req) =>
+      ok(req, [await fetchOne(app.db, req.principal!, typeOf(req), (req.params as { id: string }).id)]),
+  );
+
+  app.post('/add/:typeCode', opts('Create records', { body: anyBody, ...records }), async (req) =>
+    ok(req, await addRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body))),
+  );
+
+  for (const returnOld of [false, true]) {
+    const suffix = returnOld ? '/returnolddata' : '';
+    app.post(
+      `/update/:typeCode${suffix}`,
+      opts('Update records (version-checked)', { body: anyBody, ...records }),
+      async (req) =>
+        ok(req, await updateRecords(app.db, req.principal!, typeOf(req), updateItemsOf(req.body), returnOld)),
+    );
+    app.post(
+      `/integrate/:typeCode${suffix}`,
+      opts('Upsert by typedId or business key', { body: anyBody, ...records }),
+      async (req) =>
+        ok(req, await integrateRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body), returnOld)),
+    );
+  }
+
+  app.post(
+    '/delete/:typeCode',
+    opts('Delete records by typedId or business key', { body: anyBody, ...records }),
+    async (req) => ok(req, await deleteRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body))),
+  );
+
+  for (const force of [false, true]) {
+    app.post(
+      `/delete/:typeCode/batch${force ? '/forcefilter' : ''}`,
+      opts(force ? 'Delete all records matching the filter' : 'Delete by filter, ignoring invalid clauses', {
+        body: fetchBodySchema,
+        ...records,
+      }),
+      async (req) => {
+        const r = await deleteByFilter(
+          app.db,
+          req.principal!,
+          typeOf(req),
+          (req.body ?? {}),
+          !force,
+        );
+        return ok(req, [{ deletedRecords: r.count, ...(force ? {} : { ignoredCriteria: r.ignored }) }]);
+      },
+    );
+  }
+
+  app.post(
+    '/massedit/:typeCode',
+    opts('Change fields of all records matching a filter', {
+      body: {
+        type: 'object',
+        required: ['massEditRecords'],
+        additionalProperties: false,
+        properties: {
+          filterCriteria: {},
+          massEditRecords: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['fieldName', 'massEditOperator'],
+              additionalProperties: false,
+              properties: {
+                fieldName: { type: 'string' },
+                massEditOperator: { type: 'string' },
+                fieldValue: {},
+              },
+            },
+          },
+        },
+      },
+      ...records,
+    }),
+    async (req) =>
+      ok(req, [
+        { updatedRecords: await massEdit(app.db, req.principal!, typeOf(req), req.body as MassEditBody) },
+      ]),
+  );
+
+  app.post(
+    '/resetcolumn/:typeCode/:columnName',
+    opts('Remove the values of a column', {
+      params: { ...typeParams, properties: { ...typeParams.properties, columnName: { type: 'string' } } },
+      ...records,
+    }),
+    async (req) => {
+      const column = (req.params as { columnName: string }).columnName;
+      return ok(req, [{ updatedRecords: await resetColumn(app.db, req.principal!, typeOf(req), column) }]);
+    },
+  );
+
+  const describe = async (req: FastifyRequest, code: unknown) => {
+    if (typeof code !== 'string' || code === '') throw validationError('typeCode', 'name the type code');
+    const type = findType(code);
+    if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+    return ok(req, [await describeType(app.db, req.principal!, type)]);
+  };
+  app.post(
+    '/metadata.describe',
+    {
+      config: { access: AUTHENTICATED },
+      schema: {
+        summary: 'Field types of a type (body: {typeCode} or {data: {typeCode}})',
+        tags: ['general'],
+        ...records,
+      },
+    },
+    (req) => {
+      const b = isObj(req.body) ? req.body : {};
+      return describe(req, isObj(b.data) ? b.data.typeCode : b.typeCode);
+    },
+  );
+  app.post('/metadata.describe/:typeCode', opts('Field types of a type', records), (req) =>
+    describe(req, (req.params as { typeCode: string }).typeCode),
+  );
+}
