@@ -17,7 +17,6 @@ import {
   massEdit,
   resetColumn,
   updateRecords,
-  type FetchBody,
   type MassEditBody,
   type UpdateItem,
 } from '../../engine/crud.ts';
