@@ -69,7 +69,7 @@ export function extensionNameOf(criteria: unknown): string | undefined {
 
 function paging(body: FetchBody, maxPageSize: number): { start: number; end: number } {
   const start = body.startRow ?? 0;
-  const end = body.endRow ?? start + 300;
+  const end = body.endRow ?? start + Math.min(300, maxPageSize);
   if (end < start) throw validationError('endRow', 'must not be less than startRow');
   if (end - start > maxPageSize) throw validationError('endRow', `a page holds at most ${maxPageSize} rows`);
   return { start, end };
@@ -117,32 +117,22 @@ export async function fetchRecords(
   const select = selectList(tc, names);
   const limit = params.add(end - start);
   const offset = params.add(start);
-  let sql: string;
-  if (distinct) {
-    // DISTINCT rows carry no id: order by the selected fields, which identify a distinct row.
-    const order = compileSort(
-      body.sortBy ?? names!.filter((n) => n !== 'typedId'),
-      tc.fields,
-      undefined,
-      '1',
-    );
-    sql = `SELECT *, count(*) OVER () AS "__total" FROM (SELECT DISTINCT ${select} FROM ${ident(type.table)} t
-           WHERE ${where}) d ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
-  } else {
-    const order = compileSort(body.sortBy, tc.fields, 't', 'id');
-    sql = `SELECT ${select}, count(*) OVER () AS "__total" FROM ${ident(type.table)} t
-           WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
-  }
+  const from = `${ident(type.table)} t WHERE ${where}`;
+  const sql = distinct
+    ? distinctSql(tc, names!, body.sortBy, from, limit, offset)
+    : `SELECT ${select}, count(*) OVER () AS "__total" FROM ${from}
+        ORDER BY ${compileSort(body.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
   const r = await db.query<Row>(sql, params.values);
   let total = Number(r.rows[0]?.__total ?? 0);
   if (r.rows.length === 0 && start > 0) {
     // Past the last page the window function has no row to report on: count separately.
     const countParams = new Params();
     const countWhere = `${rowScope(tc, principal, countParams)} AND ${filterSql(tc, body.data, body.textMatchStyle, countParams)}`;
-    const from = distinct
-      ? `(SELECT DISTINCT ${select} FROM ${ident(type.table)} t WHERE ${countWhere}) d`
-      : `${ident(type.table)} t WHERE ${countWhere}`;
-    const c = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, countParams.values);
+    const countFrom = `${ident(type.table)} t WHERE ${countWhere}`;
+    const counted = distinct
+      ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${countFrom}) d`
+      : countFrom;
+    const c = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${counted}`, countParams.values);
     total = c.rows[0]!.n;
   }
   const rows = r.rows.map((row) => {
@@ -151,6 +141,43 @@ export async function fetchRecords(
     return asArrays ? names!.map((n) => rec[n] ?? null) : rec;
   });
   return { rows, startRow: start, endRow: start + rows.length, totalRows: total };
+}
+
+/** The stored columns behind the requested fields (typedId is the id). */
+function distinctColumns(tc: TypeContext, names: readonly string[]): string {
+  return [...new Set(names.map((n) => (n === 'typedId' ? 'id' : tc.fields.get(n)!.column)))]
+    .map((c) => qualified('t', c))
+    .join(', ');
+}
+
+/**
+ * DISTINCT rows carry no id of their own: the distinct columns come from an inner query, the API
+ * names from the outer one, and the order defaults to the selected fields (which identify a row).
+ */
+function distinctSql(
+  tc: TypeContext,
+  names: readonly string[],
+  sortBy: unknown,
+  from: string,
+  limit: string,
+  offset: string,
+): string {
+  const sortable = names.filter((n) => n !== 'typedId');
+  const requested =
+    sortBy === undefined || sortBy === null ? sortable : Array.isArray(sortBy) ? sortBy : [sortBy];
+  for (const s of requested) {
+    if (typeof s !== 'string' || !names.includes(s.replace(/^-/, ''))) {
+      throw validationError(
+        'sortBy',
+        `with distinctResults, sort only by the selected fields (${JSON.stringify(s)})`,
+      );
+    }
+  }
+  const first = names[0] === 'typedId' ? 'id' : tc.fields.get(names[0]!)!.column;
+  const order = compileSort(requested, tc.fields, 'd', first);
+  return `SELECT ${selectList(tc, names, 'd')}, count(*) OVER () AS "__total"
+            FROM (SELECT DISTINCT ${distinctColumns(tc, names)} FROM ${from}) d
+           ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
 }
 
 function filterSql(

@@ -166,7 +166,7 @@ describe('session authentication', () => {
   });
 
   test('a token of one partition is refused in another', async () => {
-    const other = await startHarness();
+    const other = await startHarness({ shareDbWith: h });
     try {
       const s = await other.login();
       const r = await h.call('/login/extended', { headers: { 'X-Ratecard-jwt': s.token } });

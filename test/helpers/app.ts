@@ -62,11 +62,17 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 export async function startHarness(
-  opts: { env?: Record<string, string>; modules?: readonly PartitionModule[] } = {},
+  opts: {
+    env?: Record<string, string>;
+    modules?: readonly PartitionModule[];
+    /** Serve another partition of this harness's database (partition isolation tests). */
+    shareDbWith?: Harness;
+  } = {},
 ): Promise<Harness> {
   const config = testConfig(opts.env);
-  const db = await createDb({ ...config, dbPoolSize: 4 });
-  await migrate(db);
+  const shared = opts.shareDbWith?.db;
+  const db = shared ?? (await createDb({ ...config, dbPoolSize: 4 }));
+  if (!shared) await migrate(db);
   const partition = uniqueName();
   const created = await createPartition(
     db,
@@ -139,7 +145,7 @@ export async function startHarness(
     async close() {
       await app.close();
       await db.query('DELETE FROM partitions WHERE id = $1', [created.id]);
-      await db.close();
+      if (!shared) await db.close();
     },
   };
 }

@@ -1,0 +1,535 @@
+// The generic operations over HTTP on the master-data types: every operation, the error paths,
+// paging, typed attributes, user groups, partition isolation and SQL-looking input.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
+
+interface Client {
+  (path: string, body?: unknown): Promise<Reply>;
+}
+
+function clientOf(h: Harness, token: string): Client {
+  return (path, body) => {
+    const opts: CallOptions = {
+      headers: { 'X-Ratecard-jwt': token },
+      ...(body === undefined ? {} : { body }),
+    };
+    return h.call(path, opts);
+  };
+}
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
+
+describe('generic operations on products', () => {
+  let h: Harness;
+  let api: Client;
+  before(async () => {
+    h = await startHarness({ env: { MAX_PAGE_SIZE: '50' } });
+    api = clientOf(h, (await h.login()).token);
+  });
+  after(() => h.close());
+
+  test('add answers the record with server fields; fetch by id and typedId', async () => {
+    const [p] = okData(
+      await api('/add/P', { data: { sku: 'ADD-1', label: 'Added', currency: 'EUR' }, operation: 'add' }),
+    );
+    assert.match(p.typedId, /^\d+\.P$/);
+    assert.equal(p.version, 0);
+    assert.equal(p.sku, 'ADD-1');
+    assert.equal(p.attribute1, null);
+    assert.match(p.createDate, /^\d{4}-\d{2}-\d{2}T.*Z$/);
+    const [byId] = okData(await api(`/fetch/P/${p.id}`));
+    assert.deepEqual(byId, p);
+    assert.deepEqual(okData(await api(`/fetch/P/${p.typedId}`))[0], p);
+    expectError(await api('/fetch/P/999999999'), 404, -1);
+    expectError(await api(`/fetch/P/${p.id}.C`), 400, -4, 'id');
+  });
+
+  test('add refuses bad input with the field at fault, and nothing of a failed batch is written', async () => {
+    expectError(await api('/add/P', { data: { label: 'no sku' } }), 400, -4, 'sku');
+    expectError(await api('/add/P', { data: { sku: 'X', colour: 'red' } }), 400, -4, 'colour');
+    expectError(await api('/add/P', { data: { sku: 'X', label: 'y'.repeat(1001) } }), 400, -4, 'label');
+    expectError(await api('/add/P', { data: 'not an object' }), 400, -4, 'data');
+    okData(await api('/add/P', { data: { sku: 'DUP-1' } }));
+    expectError(await api('/add/P', { data: { sku: 'DUP-1' } }), 409, -1, 'sku');
+    const batch = await api('/add/P', [{ data: { sku: 'BATCH-1' } }, { data: { sku: 'DUP-1' } }]);
+    expectError(batch, 409, -1);
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'BATCH-1' } })).length, 0, 'batch rolled back');
+  });
+
+  test('custom attributes compare and validate by the type in the attribute meta', async () => {
+    okData(
+      await api('/add/PAM', { data: { fieldName: 'attribute3', label: 'Weight', fieldType: 'NUMERIC' } }),
+    );
+    expectError(
+      await api('/add/PAM', { data: { fieldName: 'attribute31', fieldType: 'NUMERIC' } }),
+      400,
+      -4,
+      'fieldName',
+    );
+    expectError(
+      await api('/add/PAM', { data: { fieldName: 'attribute4', fieldType: 'COLOUR' } }),
+      400,
+      -4,
+      'fieldType',
+    );
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'NUM-9', attribute3: '9' } },
+        { data: { sku: 'NUM-10', attribute3: 10 } },
+      ]),
+    );
+    expectError(await api('/add/P', { data: { sku: 'NUM-X', attribute3: 'heavy' } }), 400, -4, 'attribute3');
+    const rows = okData(
+      await api('/fetch/P', {
+        data: adv(
+          { fieldName: 'attribute3', operator: 'lessThan', value: 10 },
+          { fieldName: 'sku', operator: 'startsWith', value: 'NUM' },
+        ),
+      }),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.sku, r.attribute3]),
+      [['NUM-9', 9]],
+    );
+    const sorted = okData(
+      await api('/fetch/P', { data: { sku: 'NUM' }, textMatchStyle: 'startsWith', sortBy: '-attribute3' }),
+    );
+    assert.deepEqual(
+      sorted.map((r) => r.sku),
+      ['NUM-10', 'NUM-9'],
+    );
+    const [meta] = okData(await api('/metadata.describe/P'));
+    assert.equal(meta.fields.find((f: any) => f.name === 'attribute3').type, 'decimal');
+    assert.equal(meta.fields.find((f: any) => f.name === 'attribute4').type, 'string');
+    assert.deepEqual(meta.businessKey, ['sku']);
+    assert.deepEqual(okData(await api('/metadata.describe', { typeCode: 'P' })), [meta]);
+    expectError(await api('/metadata.describe/NOPE'), 404, -1);
+    expectError(await api('/metadata.describe', {}), 400, -4, 'typeCode');
+    const am = okData(await api('/fetch/PAM'));
+    assert.deepEqual(
+      am.map((r) => [r.fieldName, r.fieldType]),
+      [['attribute3', 'NUMERIC']],
+    );
+  });
+
+  test('update: version check, 404, returnolddata, keys unchanged', async () => {
+    const [p] = okData(await api('/add/P', { data: { sku: 'UPD-1', label: 'one', currency: 'EUR' } }));
+    const [u] = okData(
+      await api('/update/P', { data: { typedId: p.typedId, label: 'two' }, oldValues: { version: 0 } }),
+    );
+    assert.equal(u.label, 'two');
+    assert.equal(u.currency, 'EUR', 'unspecified fields keep their values');
+    assert.equal(u.version, 1);
+    expectError(
+      await api('/update/P', { data: { typedId: p.typedId, label: 'three' }, oldValues: { version: 0 } }),
+      409,
+      -1,
+    );
+    expectError(await api('/update/P', { data: { typedId: '999999999.P', label: 'x' } }), 404, -1);
+    expectError(await api('/update/P', { data: { label: 'no address' } }), 400, -4, 'typedId');
+    const [r] = okData(
+      await api('/update/P/returnolddata', {
+        data: { sku: 'UPD-1', label: 'three' },
+        oldValues: { version: 1 },
+      }),
+    );
+    assert.equal(r.label, 'three');
+    assert.equal(r.oldValues.label, 'two');
+    assert.equal(r.oldValues.version, 1);
+    expectError(await api('/update/P', { data: { typedId: p.typedId, sku: 'OTHER' } }), 400, -4, 'sku');
+  });
+
+  test('integrate: upsert by business key or typedId, partial update, no version check', async () => {
+    const [created] = okData(
+      await api('/integrate/P', [{ data: { sku: 'INT-1', label: 'first', currency: 'USD' } }]),
+    );
+    assert.equal(created.version, 0);
+    const [updated] = okData(await api('/integrate/P', [{ data: { sku: 'INT-1', label: 'second' } }]));
+    assert.equal(updated.typedId, created.typedId);
+    assert.equal(updated.label, 'second');
+    assert.equal(updated.currency, 'USD');
+    assert.equal(updated.version, 1);
+    const [viaId] = okData(
+      await api('/integrate/P/returnolddata', [{ data: { typedId: created.typedId, unitOfMeasure: 'KG' } }]),
+    );
+    assert.equal(viaId.unitOfMeasure, 'KG');
+    assert.equal(viaId.oldValues.label, 'second');
+    expectError(await api('/integrate/P', [{ data: { label: 'no key' } }]), 400, -4, 'sku');
+    expectError(await api('/integrate/P', [{ data: { typedId: '999999999.P', label: 'x' } }]), 404, -1);
+  });
+
+  test('delete: one, batch all-or-nothing, by business key', async () => {
+    const made = okData(
+      await api('/add/P', [
+        { data: { sku: 'DEL-1' } },
+        { data: { sku: 'DEL-2' } },
+        { data: { sku: 'DEL-3' } },
+      ]),
+    );
+    const [gone] = okData(await api('/delete/P', { data: { typedId: made[0].typedId } }));
+    assert.equal(gone.sku, 'DEL-1');
+    expectError(await api(`/fetch/P/${made[0].id}`), 404, -1);
+    expectError(
+      await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { typedId: '999999999.P' } }]),
+      404,
+      -1,
+    );
+    assert.equal(okData(await api(`/fetch/P/${made[1].id}`)).length, 1, 'the batch was rolled back');
+    assert.equal(
+      okData(await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { sku: 'DEL-3' } }]))
+        .length,
+      2,
+    );
+  });
+
+  test('delete by filter: forcefilter enforces; legacy batch ignores bad clauses but never deletes everything', async () => {
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'BF-1', label: 'bf' } },
+        { data: { sku: 'BF-2', label: 'bf' } },
+        { data: { sku: 'BF-3' } },
+      ]),
+    );
+    const bad = adv(
+      { fieldName: 'label', operator: 'equals', value: 'bf' },
+      { fieldName: 'nosuch', operator: 'equals', value: 1 },
+    );
+    expectError(await api('/delete/P/batch/forcefilter', { data: bad }), 400, -4, 'nosuch');
+    expectError(
+      await api('/delete/P/batch', { data: adv({ fieldName: 'nosuch', operator: 'equals', value: 1 }) }),
+      400,
+      -4,
+      'nosuch',
+    );
+    const [r] = okData(await api('/delete/P/batch', { data: bad }));
+    assert.equal(r.deletedRecords, 2);
+    assert.equal(r.ignoredCriteria[0].field, 'nosuch');
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'BF-3' } })).length, 1);
+    const [f] = okData(await api('/delete/P/batch/forcefilter', { data: { sku: 'BF-3' } }));
+    assert.equal(f.deletedRecords, 1);
+  });
+
+  test('massedit: set, arithmetic on numeric attributes, null; refusals', async () => {
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute5', fieldType: 'MONEY' } }));
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'ME-1', attribute5: '10' } },
+        { data: { sku: 'ME-2', attribute5: '20.5' } },
+      ]),
+    );
+    const filter = adv({ fieldName: 'sku', operator: 'startsWith', value: 'ME-' });
+    const [r] = okData(
+      await api('/massedit/P', {
+        filterCriteria: filter,
+        massEditRecords: [
+          { fieldName: 'attribute5', massEditOperator: '*', fieldValue: 2 },
+          { fieldName: 'label', massEditOperator: '=', fieldValue: 'edited' },
+          { fieldName: 'currency', massEditOperator: 'null' },
+        ],
+      }),
+    );
+    assert.equal(r.updatedRecords, 2);
+    const rows = okData(await api('/fetch/P', { data: filter, sortBy: 'sku' }));
+    assert.deepEqual(
+      rows.map((p) => [p.attribute5, p.label, p.currency, p.version]),
+      [
+        [20, 'edited', null, 1],
+        [41, 'edited', null, 1],
+      ],
+    );
+    const edit = (e: object) => api('/massedit/P', { filterCriteria: filter, massEditRecords: [e] });
+    expectError(
+      await edit({ fieldName: 'attribute5', massEditOperator: '/', fieldValue: 0 }),
+      400,
+      -4,
+      'massEditRecords.0.fieldValue',
+    );
+    expectError(
+      await edit({ fieldName: 'label', massEditOperator: '+', fieldValue: 1 }),
+      400,
+      -4,
+      'massEditRecords.0.massEditOperator',
+    );
+    expectError(
+      await edit({ fieldName: 'sku', massEditOperator: '=', fieldValue: 'x' }),
+      400,
+      -4,
+      'massEditRecords.0.fieldName',
+    );
+    expectError(
+      await edit({ fieldName: 'label', massEditOperator: '^', fieldValue: 1 }),
+      400,
+      -4,
+      'massEditRecords.0.massEditOperator',
+    );
+    expectError(
+      await api('/massedit/PAM', { massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }] }),
+      400,
+      -4,
+    );
+  });
+
+  test('resetcolumn clears a custom column; keys and unknown columns are refused', async () => {
+    okData(await api('/add/P', { data: { sku: 'RC-1', attribute7: 'x' } }));
+    const [r] = okData(await api('/resetcolumn/P/attribute7'));
+    assert.ok(r.updatedRecords >= 1);
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'RC-1' } }))[0].attribute7, null);
+    expectError(await api('/resetcolumn/P/sku'), 400, -4, 'columnName');
+    expectError(await api('/resetcolumn/P/nosuch'), 400, -4, 'columnName');
+  });
+
+  test('paging: rows, totals, edges and stable order without overlap', async () => {
+    const rows = Array.from({ length: 23 }, (_, i) => ({
+      data: { sku: `PG-${String(i).padStart(2, '0')}`, label: 'page' },
+    }));
+    okData(await api('/add/P', rows));
+    const filter = { label: 'page' };
+    const seen: string[] = [];
+    for (let start = 0; start < 30; start += 10) {
+      const r = await api('/fetch/P', { data: filter, startRow: start, endRow: start + 10 });
+      okData(r);
+      assert.equal(r.body.response.startRow, start);
+      assert.equal(r.body.response.totalRows, 23);
+      assert.equal(r.body.response.endRow, start + r.body.response.data.length);
+      seen.push(...r.body.response.data.map((p: any) => p.sku));
+    }
+    assert.equal(seen.length, 23);
+    assert.equal(new Set(seen).size, 23, 'no overlap, nothing skipped');
+    const past = await api('/fetch/P', { data: filter, startRow: 100, endRow: 110 });
+    assert.deepEqual(okData(past), []);
+    assert.equal(past.body.response.totalRows, 23);
+    assert.equal(past.body.response.endRow, 100);
+    expectError(await api('/fetch/P', { startRow: 10, endRow: 5 }), 400, -4, 'endRow');
+    expectError(await api('/fetch/P', { startRow: 0, endRow: 51 }), 400, -4, 'endRow');
+    expectError(await api('/fetch/P', { startRow: -1 }), 400, -4);
+    const desc = okData(await api('/fetch/P', { data: filter, sortBy: ['-sku'], endRow: 2 }));
+    assert.deepEqual(
+      desc.map((p) => p.sku),
+      ['PG-22', 'PG-21'],
+    );
+  });
+
+  test('resultFields, valueFields and distinctResults', async () => {
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'RF-1', currency: 'EUR' } },
+        { data: { sku: 'RF-2', currency: 'EUR' } },
+        { data: { sku: 'RF-3', currency: 'CHF' } },
+      ]),
+    );
+    const filter = adv({ fieldName: 'sku', operator: 'startsWith', value: 'RF-' });
+    const objects = okData(
+      await api('/fetch/P', { data: filter, resultFields: ['sku', 'typedId'], sortBy: 'sku' }),
+    );
+    assert.deepEqual(Object.keys(objects[0]).sort(), ['sku', 'typedId']);
+    const arrays = okData(
+      await api('/fetch/P', { data: filter, valueFields: ['sku', 'currency'], sortBy: 'sku' }),
+    );
+    assert.deepEqual(arrays, [
+      ['RF-1', 'EUR'],
+      ['RF-2', 'EUR'],
+      ['RF-3', 'CHF'],
+    ]);
+    const distinct = await api('/fetch/P', {
+      data: filter,
+      valueFields: ['currency'],
+      distinctResults: true,
+    });
+    assert.deepEqual(okData(distinct), [['CHF'], ['EUR']]);
+    assert.equal(distinct.body.response.totalRows, 2);
+    expectError(await api('/fetch/P', { resultFields: ['nosuch'] }), 400, -4, 'resultFields');
+    expectError(await api('/fetch/P', { distinctResults: true }), 400, -4, 'distinctResults');
+  });
+
+  test('SQL-looking input is data or a -4, never SQL', async () => {
+    const evil = "x'); DROP TABLE products; --";
+    const [p] = okData(await api('/add/P', { data: { sku: evil, label: '%_\\' } }));
+    assert.equal(p.sku, evil);
+    assert.deepEqual(
+      okData(
+        await api('/fetch/P', { data: adv({ fieldName: 'label', operator: 'contains', value: '%_' }) }),
+      ).map((r) => r.sku),
+      [evil],
+    );
+    expectError(await api('/fetch/P', { data: { 'sku" OR 1=1 --': 'x' } }), 400, -4);
+    expectError(await api('/fetch/P', { sortBy: 'sku; DROP TABLE products' }), 400, -4, 'sortBy');
+    expectError(await api('/fetch/P', { resultFields: ['sku FROM users --'] }), 400, -4, 'resultFields');
+    expectError(await api('/add/P', { data: { sku: 'Y', 'label = 1 --': 'x' } }), 400, -4);
+    expectError(await api("/fetch/P'--"), 404, -1);
+    assert.ok(okData(await api('/fetch/P', { endRow: 1 })).length === 1, 'table still there');
+  });
+
+  test('every list of types and a wrong type code', async () => {
+    const types = okData(await api('/fetch')).map((t) => t.typeCode);
+    for (const code of ['P', 'C', 'PX', 'CX', 'SX', 'SL', 'PAM', 'CAM', 'PXAM', 'CXAM', 'SXAM'])
+      assert.ok(types.includes(code), code);
+    expectError(await api('/fetch/NOPE'), 404, -1);
+    expectError(await api('/add/NOPE', { data: {} }), 404, -1);
+  });
+});
+
+describe('extension tables, permissions, user groups and partitions', () => {
+  let h: Harness;
+  let other: Harness;
+  let admin: Client;
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    admin = clientOf(h, (await h.login()).token);
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  test('PX rows are soft-deleted and revived by a new add; meta per extension table', async () => {
+    okData(
+      await admin('/add/PXAM', { data: { name: 'Costs', fieldName: 'attribute1', fieldType: 'NUMERIC' } }),
+    );
+    const [px] = okData(
+      await admin('/add/PX', { data: { name: 'Costs', sku: 'S1', attribute1: '12.5', attribute2: 'keep?' } }),
+    );
+    assert.equal(px.attribute1, 12.5);
+    expectError(
+      await admin('/add/PX', { data: { name: 'Costs', sku: 'S2', attribute1: 'n/a' } }),
+      400,
+      -4,
+      'attribute1',
+    );
+    okData(await admin('/add/PX', { data: { name: 'Other', sku: 'S2', attribute1: 'n/a' } }));
+    okData(await admin('/delete/PX', { data: { typedId: px.typedId } }));
+    assert.equal(okData(await admin('/fetch/PX', { data: { name: 'Costs' } })).length, 0);
+    const [again] = okData(await admin('/add/PX', { data: { name: 'Costs', sku: 'S1', attribute1: '1' } }));
+    assert.equal(again.typedId, px.typedId, 'the soft-deleted row is replaced');
+    assert.equal(again.attribute2, null, 'a re-add replaces the whole record');
+    expectError(await admin('/add/PX', { data: { name: 'Costs', sku: 'S1' } }), 409, -1);
+    const lt = okData(
+      await admin('/fetch/PX', {
+        data: adv(
+          { fieldName: 'name', operator: 'equals', value: 'Costs' },
+          { fieldName: 'attribute1', operator: 'lessThan', value: 2 },
+        ),
+      }),
+    );
+    assert.equal(lt.length, 1);
+  });
+
+  test('SX update needs oldValues.version', async () => {
+    const [sx] = okData(await admin('/add/SX', { data: { name: 'Region', sellerId: 'SELL-1' } }));
+    expectError(
+      await admin('/update/SX', { data: { typedId: sx.typedId, attribute1: 'a' } }),
+      400,
+      -4,
+      'oldValues.version',
+    );
+    assert.equal(
+      okData(
+        await admin('/update/SX', {
+          data: { typedId: sx.typedId, attribute1: 'a' },
+          oldValues: { version: 0 },
+        }),
+      )[0].version,
+      1,
+    );
+  });
+
+  test('permissions: open fetch of P and C, refusals elsewhere, 401 without credentials', async () => {
+    await h.newUser('reader', 'reader-password');
+    const reader = clientOf(h, (await h.login('reader', 'reader-password')).token);
+    okData(await reader('/fetch/P'));
+    okData(await reader('/fetch/C'));
+    okData(await reader('/fetch/PAM'));
+    expectError(await reader('/fetch/PX'), 403, -3);
+    expectError(await reader('/add/P', { data: { sku: 'R1' } }), 403, -3);
+    expectError(await reader('/delete/P/batch/forcefilter', { data: { sku: 'x' } }), 403, -3);
+    expectError(
+      await reader('/massedit/P', { massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }] }),
+      403,
+      -3,
+    );
+    expectError(await reader('/add/PAM', { data: { fieldName: 'attribute1' } }), 403, -3);
+    expectError(await h.call('/fetch/P', { body: {} }), 401, -7);
+    await h.newUser('editor', 'editor-password', ['PRICESHOP_EDIT']);
+    const editor = clientOf(h, (await h.login('editor', 'editor-password')).token);
+    okData(await editor('/add/P', { data: { sku: 'ED-1' } }));
+  });
+
+  test('user groups restrict what non-admins see and change', async () => {
+    const g = await h.db.query<{ id: number }>(
+      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'sales'), ($1, 'finance') RETURNING id`,
+      [h.partitionId],
+    );
+    const member = await h.newUser('member', 'member-password', ['PRICESHOP_EDIT']);
+    await h.newUser('outsider', 'outsider-password', ['PRICESHOP_EDIT']);
+    await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
+      h.partitionId,
+      member,
+      g.rows[0]!.id,
+    ]);
+    okData(
+      await admin('/add/P', [
+        { data: { sku: 'UG-VIEW', userGroupViewDetails: 'sales' } },
+        { data: { sku: 'UG-EDIT', userGroupEdit: 'sales' } },
+        { data: { sku: 'UG-OPEN' } },
+      ]),
+    );
+    const m = clientOf(h, (await h.login('member', 'member-password')).token);
+    const o = clientOf(h, (await h.login('outsider', 'outsider-password')).token);
+    const skus = async (c: Client) =>
+      okData(await c('/fetch/P', { data: { sku: 'UG-' }, textMatchStyle: 'startsWith', sortBy: 'sku' })).map(
+        (p) => p.sku,
+      );
+    assert.deepEqual(await skus(m), ['UG-EDIT', 'UG-OPEN', 'UG-VIEW']);
+    assert.deepEqual(await skus(o), ['UG-EDIT', 'UG-OPEN']);
+    expectError(await o('/update/P', { data: { sku: 'UG-EDIT', label: 'x' } }), 403, -3);
+    expectError(await o('/update/P', { data: { sku: 'UG-VIEW', label: 'x' } }), 404, -1);
+    expectError(await o('/delete/P', { data: { sku: 'UG-EDIT' } }), 403, -3);
+    expectError(await o('/integrate/P', [{ data: { sku: 'UG-EDIT', label: 'x' } }]), 403, -3);
+    const [d] = okData(
+      await o('/delete/P/batch/forcefilter', { data: { sku: 'UG-' }, textMatchStyle: 'startsWith' }),
+    );
+    assert.equal(d.deletedRecords, 1, 'only the open record');
+    okData(await m('/update/P', { data: { sku: 'UG-EDIT', label: 'ok' } }));
+  });
+
+  test('a record of another partition cannot be read, changed or deleted, even by typedId', async () => {
+    const otherApi = clientOf(other, (await other.login()).token);
+    const [foreign] = okData(await otherApi('/add/P', { data: { sku: 'SECRET', label: 'theirs' } }));
+    expectError(await admin(`/fetch/P/${foreign.typedId}`), 404, -1);
+    expectError(await admin('/update/P', { data: { typedId: foreign.typedId, label: 'mine' } }), 404, -1);
+    expectError(await admin('/delete/P', { data: { typedId: foreign.typedId } }), 404, -1);
+    expectError(
+      await admin('/integrate/P', [{ data: { typedId: foreign.typedId, label: 'mine' } }]),
+      404,
+      -1,
+    );
+    assert.equal(okData(await admin('/fetch/P', { data: { sku: 'SECRET' } })).length, 0);
+    const [mine] = okData(await admin('/integrate/P', [{ data: { sku: 'SECRET', label: 'mine' } }]));
+    assert.notEqual(mine.typedId, foreign.typedId);
+    okData(
+      await admin('/massedit/P', {
+        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'all mine' }],
+      }),
+    );
+    okData(await admin('/delete/P/batch/forcefilter', {}));
+    const [still] = okData(await otherApi(`/fetch/P/${foreign.id}`));
+    assert.equal(still.label, 'theirs');
+    // A session of one partition is no key to another.
+    const s = await h.login();
+    expectError(await other.call('/fetch/P', { headers: { 'X-Ratecard-jwt': s.token }, body: {} }), 401, -7);
+  });
+});
