@@ -24,6 +24,8 @@ export interface Config {
   readonly scryptCost: number;
   readonly rateLimitPerMinute: number;
   readonly trustProxy: boolean;
+  readonly clusterName: string;
+  readonly oneTimeTokenSeconds: number;
   readonly bootstrapPartitions: readonly string[];
   readonly bootstrapAdmin: string;
   readonly bootstrapPassword: string | undefined;
@@ -124,6 +126,8 @@ export function loadConfig(env: Env = process.env): Config {
     scryptCost,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    clusterName: str(env, 'CLUSTER_NAME', 'ratecard'),
+    oneTimeTokenSeconds: int(env, 'ONE_TIME_TOKEN_SECONDS', 60, 5, 3600),
     bootstrapPartitions,
     bootstrapAdmin: str(env, 'BOOTSTRAP_ADMIN', 'admin'),
     bootstrapPassword,

@@ -14,8 +14,11 @@ export interface Principal {
   /** Holds role ADMIN: sees and edits every record whatever its user groups. */
   readonly admin: boolean;
   readonly permissions: ReadonlySet<Permission>;
-  /** How the request authenticated: Basic, the session cookie, or the session header. */
-  readonly via: 'basic' | 'cookie' | 'header';
+  /**
+   * How the request authenticated: Basic, the session cookie or header, Authorization Bearer (an
+   * OAuth or api token of ours), a one-time token, or an external system's JWT.
+   */
+  readonly via: 'basic' | 'cookie' | 'header' | 'bearer' | 'onetime' | 'external';
   /** When set, only these permissions may be used, on top of the user's own. */
   readonly restriction: ReadonlySet<string> | null;
 }

@@ -1,6 +1,9 @@
 // Authentication of partition routes: credentials → Principal, then the route's permission.
 // Order: partition exists (404) → credentials valid (401) → CSRF for cookie sessions (403) →
 // permission (403). Runs in `onRequest`, before the body is read, so refused requests cost little.
+// Credentials, first match wins: `?token=` (one-time), Authorization Basic, Authorization
+// `BEARER <system>;<jwt>` (external), Authorization Bearer <jwt> (OAuth/api token), the
+// `X-Ratecard-jwt` header, the `X-Ratecard-jwt` cookie.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -10,7 +13,10 @@ import { AppError } from '../http/errors.ts';
 import type {} from '../http/fastify-types.ts';
 import { dummyHash, verifyPassword } from './password.ts';
 import { clearFailures, isLockedOut, recordFailure } from './login-guard.ts';
-import { csrfTokenOf, peekSession, signSession, verifySession } from './session.ts';
+import { csrfTokenOf, peekSession, signSession, verifySession, type SessionClaims } from './session.ts';
+import { acceptCode } from './tfa.ts';
+import { consumeOneTimeToken } from './tokens.ts';
+import { verifyExternal } from './external-jwt.ts';
 
 interface AccountRow {
   pid: number;
@@ -23,17 +29,27 @@ interface AccountRow {
   epoch: number | null;
   roles: string[];
   groups: string[];
+  tfa_secret: string | null;
+  tfa_enabled: boolean | null;
+  tfa_last_step: number | null;
+  /** For api tokens: the token row exists, is not revoked and has not expired. */
+  token_ok: boolean | null;
 }
 
+// Effective roles: the user's own and those of the business roles assigned to the user (issue 4
+// adds business roles; until then the second source is empty). Groups likewise.
 const ACCOUNT_SQL = (userCondition: string): string => `
   SELECT p.id AS pid, p.jwt_secret AS secret, p.csrf_enabled AS csrf,
          u.id AS uid, u.login_name AS login, u.password_hash AS hash, u.activated, u.token_epoch AS epoch,
+         u.tfa_secret, u.tfa_enabled, u.tfa_last_step,
          coalesce((SELECT array_agg(r.role ORDER BY r.role) FROM user_roles r
                     WHERE r.partition_id = u.partition_id AND r.user_id = u.id), '{}') AS roles,
          coalesce((SELECT array_agg(g.unique_name ORDER BY g.unique_name)
                      FROM user_group_members m
                      JOIN user_groups g ON g.partition_id = m.partition_id AND g.id = m.group_id
-                    WHERE m.partition_id = u.partition_id AND m.user_id = u.id), '{}') AS groups
+                    WHERE m.partition_id = u.partition_id AND m.user_id = u.id), '{}') AS groups,
+         (SELECT t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+            FROM api_tokens t WHERE t.partition_id = p.id AND t.id = $3 AND t.user_id = u.id) AS token_ok
     FROM partitions p
     LEFT JOIN users u ON u.partition_id = p.id AND ${userCondition}
    WHERE p.name = $1`;
@@ -45,19 +61,27 @@ export interface AuthNames {
   readonly header: string;
   readonly csrfHeader: string;
   readonly csrfCookie: string;
+  readonly tfaHeader: string;
 }
 
 /** Header and cookie names for a product token (`X-Ratecard-jwt`, ...). Headers are lower-case. */
 export function authNames(productToken: string): AuthNames {
+  const lower = productToken.toLowerCase();
   return {
     cookie: `X-${productToken}-jwt`,
-    header: `x-${productToken.toLowerCase()}-jwt`,
-    csrfHeader: `x-${productToken.toLowerCase()}-csrf-token`,
+    header: `x-${lower}-jwt`,
+    csrfHeader: `x-${lower}-csrf-token`,
     csrfCookie: `X-${productToken}-Csrf-Token`,
+    tfaHeader: `${lower}-tfa`,
   };
 }
 
-function principalOf(req: FastifyRequest, row: AccountRow, via: Principal['via']): Principal {
+function principalOf(
+  req: FastifyRequest,
+  row: AccountRow,
+  via: Principal['via'],
+  restriction: readonly string[] | null = null,
+): Principal {
   return {
     partitionId: row.pid,
     partition: req.partitionRef!.name,
@@ -68,16 +92,24 @@ function principalOf(req: FastifyRequest, row: AccountRow, via: Principal['via']
     admin: row.roles.includes('ADMIN'),
     permissions: permissionsOfRoles(row.roles),
     via,
-    restriction: null,
+    restriction: restriction === null ? null : new Set(restriction),
   };
 }
 
-async function loadAccount(req: FastifyRequest, partition: string, sql: string, user: string | number) {
-  const row = (await req.server.db.query<AccountRow>(sql, [partition, user])).rows[0];
+async function loadAccount(
+  req: FastifyRequest,
+  partition: string,
+  sql: string,
+  user: string | number,
+  tokenId: number | null = null,
+): Promise<AccountRow> {
+  const row = (await req.server.db.query<AccountRow>(sql, [partition, user, tokenId])).rows[0];
   if (!row) throw new AppError('PARTITION_NOT_FOUND', `Unknown partition ${partition}`);
   req.partitionRef = { id: row.pid, name: partition };
   return row;
 }
+
+const isActive = (row: AccountRow): boolean => row.uid !== null && row.activated === true;
 
 /** `<partition>/<user>:<password>`; a bare `<user>` means the partition of the path. */
 function parseBasic(header: string, partition: string): { login: string; password: string } | null {
@@ -100,12 +132,7 @@ function setSessionCookies(
   csrf: string | undefined,
 ): void {
   const names = authNames(req.server.config.productToken);
-  const opts = {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax' as const,
-    secure: req.protocol === 'https',
-  };
+  const opts = { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: req.protocol === 'https' };
   void reply.setCookie(names.cookie, token, opts);
   if (csrf !== undefined) void reply.setCookie(names.csrfCookie, csrf, opts);
 }
@@ -117,14 +144,13 @@ async function issueSession(
   sid: string,
 ): Promise<string> {
   const cfg = req.server.config;
-  return signSession(
+  const token = await signSession(
     row.secret,
     { userId: row.uid!, partition: req.partitionRef!.name, epoch: row.epoch!, sid },
     cfg.jwtTtlSeconds,
-  ).then((token) => {
-    void reply.header(authNames(cfg.productToken).header, token);
-    return token;
-  });
+  );
+  void reply.header(authNames(cfg.productToken).header, token);
+  return token;
 }
 
 async function basicAuth(req: FastifyRequest, reply: FastifyReply, partition: string, header: string) {
@@ -140,10 +166,22 @@ async function basicAuth(req: FastifyRequest, reply: FastifyReply, partition: st
   }
   // Unknown users verify against a dummy hash: same time, same answer as a wrong password.
   const ok = await verifyPassword(creds.password, row.hash ?? (await dummyHash(cfg.scryptCost)));
-  if (!ok || row.uid === null || row.activated !== true) {
+  if (!ok || !isActive(row)) {
     await recordFailure(db, row.pid, creds.login, cfg);
     req.log.info({ partition, login: creds.login }, 'login failed');
     throw new AppError('BAD_CREDENTIALS');
+  }
+  if (row.tfa_enabled === true) {
+    const code = req.headers[authNames(cfg.productToken).tfaHeader];
+    const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
+    if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
+      await recordFailure(db, row.pid, creds.login, cfg);
+      req.log.info({ partition, login: creds.login }, 'login failed: two-factor code');
+      throw new AppError(
+        'BAD_CREDENTIALS',
+        `Two-factor code missing, wrong or already used (header ${cfg.productToken}-TFA)`,
+      );
+    }
   }
   if (failures.count > 0) await clearFailures(db, row.pid, creds.login);
   const sid = randomBytes(16).toString('base64url');
@@ -160,65 +198,115 @@ function sameToken(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-async function sessionAuth(
+/** A signed token of ours, from the cookie, the header or `Authorization: Bearer`. */
+async function tokenAuth(
   req: FastifyRequest,
   reply: FastifyReply,
   partition: string,
   token: string,
-  via: 'cookie' | 'header',
+  via: 'cookie' | 'header' | 'bearer',
 ) {
   const cfg = req.server.config;
   const peek = peekSession(token);
   const userId = peek && /^\d{1,15}$/.test(peek.sub) ? Number(peek.sub) : 0;
-  const row = await loadAccount(req, partition, BY_ID, userId);
+  const row = await loadAccount(req, partition, BY_ID, userId, peek?.tid ?? null);
   // A token of another partition names another partition (and fails this partition's key anyway).
-  if (!peek || peek.ptn !== partition) throw new AppError('UNAUTHENTICATED', 'Session token not valid here');
+  if (!peek || peek.ptn !== partition)
+    throw new AppError('UNAUTHENTICATED', 'Token not valid in this partition');
   const claims = await verifySession(token, row.secret);
-  if (!claims || row.uid === null || row.activated !== true || claims.epc !== row.epoch) {
-    throw new AppError('UNAUTHENTICATED', 'Session expired or revoked; log in again');
+  if (!claims || !isActive(row) || claims.epc !== row.epoch || claims.knd === 'refresh') {
+    throw new AppError('UNAUTHENTICATED', 'Token expired or revoked; log in again');
   }
+  if (claims.knd === 'api' && row.token_ok !== true)
+    throw new AppError('UNAUTHENTICATED', 'Token revoked or expired');
   if (via === 'cookie' && row.csrf && req.method !== 'GET' && req.method !== 'HEAD') {
     const sent = req.headers[authNames(cfg.productToken).csrfHeader];
     if (typeof sent !== 'string' || !sameToken(sent, csrfTokenOf(row.secret, claims.sid))) {
       throw new AppError('CSRF');
     }
   }
-  // Re-issue when less than a quarter of the lifetime is left; the session id (and CSRF token) stay.
+  if (claims.knd === 'session') await reissueIfOld(req, reply, row, claims);
+  return principalOf(req, row, via, claims.scp ?? null);
+}
+
+/** Less than a quarter of its lifetime left: a fresh session token, same session id (and CSRF token). */
+async function reissueIfOld(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  row: AccountRow,
+  claims: SessionClaims,
+): Promise<void> {
   const now = Math.floor(Date.now() / 1000);
-  if (claims.exp - now < cfg.jwtTtlSeconds / 4) {
-    const fresh = await issueSession(req, reply, row, claims.sid);
-    setSessionCookies(req, reply, fresh, undefined);
+  if (claims.exp === undefined || claims.exp - now >= req.server.config.jwtTtlSeconds / 4) return;
+  // The spec re-issues "as an updated cookie"; header clients read the same value from the header.
+  setSessionCookies(req, reply, await issueSession(req, reply, row, claims.sid), undefined);
+}
+
+async function oneTimeAuth(req: FastifyRequest, partition: string, token: string) {
+  const row0 = await loadAccount(req, partition, BY_ID, 0);
+  const userId = await consumeOneTimeToken(req.server.db, row0.pid, token);
+  if (userId === null) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
+  const row = await loadAccount(req, partition, BY_ID, userId);
+  if (!isActive(row)) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
+  return principalOf(req, row, 'onetime');
+}
+
+async function externalAuth(req: FastifyRequest, partition: string, system: string, jwt: string) {
+  const cfg = req.server.config;
+  const row0 = await loadAccount(req, partition, BY_ID, 0);
+  const result = await verifyExternal(req.server.db, row0.pid, partition, cfg.clusterName, system, jwt);
+  if (!result.ok) {
+    req.log.warn({ partition, system, reason: result.reason }, 'external JWT refused');
+    throw new AppError('UNAUTHENTICATED', 'External token refused');
   }
-  return principalOf(req, row, via);
+  const row = await loadAccount(req, partition, BY_LOGIN, result.login);
+  if (!isActive(row)) {
+    req.log.warn({ partition, system, login: result.login }, 'external JWT refused: no such active user');
+    throw new AppError('UNAUTHENTICATED', 'External token refused');
+  }
+  return principalOf(req, row, 'external', result.permissions);
+}
+
+async function principalFor(req: FastifyRequest, reply: FastifyReply, partition: string): Promise<Principal> {
+  const names = authNames(req.server.config.productToken);
+  const oneTime = (req.query as Record<string, unknown> | undefined)?.token;
+  if (typeof oneTime === 'string' && oneTime !== '') return oneTimeAuth(req, partition, oneTime);
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) {
+    if (/^basic /i.test(authorization)) return basicAuth(req, reply, partition, authorization);
+    const bearer = /^bearer\s+(.+)$/i.exec(authorization.trim());
+    if (bearer) {
+      const value = bearer[1]!;
+      const semi = value.indexOf(';');
+      if (semi >= 0)
+        return externalAuth(req, partition, value.slice(0, semi).trim(), value.slice(semi + 1).trim());
+      return tokenAuth(req, reply, partition, value, 'bearer');
+    }
+  }
+  const headerToken = req.headers[names.header];
+  if (typeof headerToken === 'string' && headerToken !== '')
+    return tokenAuth(req, reply, partition, headerToken, 'header');
+  const cookieToken = req.cookies[names.cookie];
+  if (cookieToken !== undefined && cookieToken !== '')
+    return tokenAuth(req, reply, partition, cookieToken, 'cookie');
+  await loadAccount(req, partition, BY_ID, 0);
+  throw new AppError('UNAUTHENTICATED');
 }
 
 /** The `onRequest` hook of every partition route. */
 export async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const access = req.routeOptions.config.access;
+  const { access, credentials } = req.routeOptions.config;
   const partition = (req.params as { partition: string }).partition;
-  const cfg = req.server.config;
-  const names = authNames(cfg.productToken);
   if (access === undefined) throw new Error(`route ${req.routeOptions.url} declares no access`);
-
-  const authorization = req.headers.authorization;
-  const headerToken = req.headers[names.header];
-  const cookieToken = req.cookies[names.cookie];
   if (access === PUBLIC) {
     await loadAccount(req, partition, BY_ID, 0);
     return;
   }
-  let principal: Principal;
-  if (authorization !== undefined && /^basic /i.test(authorization)) {
-    principal = await basicAuth(req, reply, partition, authorization);
-  } else if (typeof headerToken === 'string' && headerToken !== '') {
-    principal = await sessionAuth(req, reply, partition, headerToken, 'header');
-  } else if (cookieToken !== undefined && cookieToken !== '') {
-    principal = await sessionAuth(req, reply, partition, cookieToken, 'cookie');
-  } else {
-    await loadAccount(req, partition, BY_ID, 0);
-    throw new AppError('UNAUTHENTICATED');
-  }
+  const principal = await principalFor(req, reply, partition);
   req.principal = principal;
+  if (credentials === 'basic' && principal.via !== 'basic') {
+    throw new AppError('UNAUTHENTICATED', 'This operation needs real credentials (Basic), not a token');
+  }
   if (access !== AUTHENTICATED && !can(principal, access)) {
     throw new AppError('FORBIDDEN', `Permission ${access} required`);
   }

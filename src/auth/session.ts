@@ -1,38 +1,69 @@
-// Session tokens: HS256 JWTs signed with the partition's own secret, so a token of one partition can
-// never verify in another. Claims: sub (user id), ptn (partition name), epc (the user's token epoch),
-// sid (session id, kept across re-issues; the CSRF token is derived from it), iat, exp.
+// Tokens we sign: HS256 JWTs with the partition's own secret, so a token of one partition never
+// verifies in another. Claims: sub (user id), ptn (partition), epc (the user's token epoch), sid
+// (session id, kept across re-issues; the CSRF token derives from it), knd (kind), iat, exp, and
+// optionally scp (the only permissions the token may use) and tid (the api_tokens row).
 
 import { createHmac } from 'node:crypto';
 import { SignJWT, decodeJwt, jwtVerify } from 'jose';
+
+/**
+ * session: a login session (cookie or header); api: from getjsonwebtoken (revocable, may never
+ * expire); oauth: an OAuth access token; refresh: an OAuth refresh token — never a credential.
+ */
+export type TokenKind = 'session' | 'api' | 'oauth' | 'refresh';
+const KINDS: readonly TokenKind[] = ['session', 'api', 'oauth', 'refresh'];
 
 export interface SessionClaims {
   readonly sub: string;
   readonly ptn: string;
   readonly epc: number;
   readonly sid: string;
+  readonly knd: TokenKind;
+  readonly scp: readonly string[] | undefined;
+  readonly tid: number | undefined;
   readonly iat: number;
-  readonly exp: number;
+  readonly exp: number | undefined;
 }
 
+export interface TokenSpec {
+  readonly userId: number;
+  readonly partition: string;
+  readonly epoch: number;
+  readonly sid: string;
+  readonly kind?: TokenKind;
+  readonly scope?: readonly string[];
+  readonly tokenId?: number;
+}
+
+/** Signs a token; `ttlSeconds` null makes a non-expiring token (api tokens only). */
 export async function signSession(
   secret: Uint8Array,
-  claims: { userId: number; partition: string; epoch: number; sid: string },
-  ttlSeconds: number,
+  spec: TokenSpec,
+  ttlSeconds: number | null,
 ): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ ptn: claims.partition, epc: claims.epoch, sid: claims.sid })
+  const claims: Record<string, unknown> = {
+    ptn: spec.partition,
+    epc: spec.epoch,
+    sid: spec.sid,
+    knd: spec.kind ?? 'session',
+  };
+  if (spec.scope !== undefined) claims.scp = spec.scope;
+  if (spec.tokenId !== undefined) claims.tid = spec.tokenId;
+  const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setSubject(String(claims.userId))
-    .setIssuedAt(now)
-    .setExpirationTime(now + ttlSeconds)
-    .sign(secret);
+    .setSubject(String(spec.userId))
+    .setIssuedAt(now);
+  if (ttlSeconds !== null) jwt.setExpirationTime(now + ttlSeconds);
+  return jwt.sign(secret);
 }
 
 /** Reads the claims without verifying, only to know whom to load; `verifySession` decides. */
-export function peekSession(token: string): { sub: string; ptn: string } | null {
+export function peekSession(token: string): { sub: string; ptn: string; tid: number | undefined } | null {
   try {
     const c = decodeJwt(token);
-    return typeof c.sub === 'string' && typeof c.ptn === 'string' ? { sub: c.sub, ptn: c.ptn } : null;
+    if (typeof c.sub !== 'string' || typeof c.ptn !== 'string') return null;
+    return { sub: c.sub, ptn: c.ptn, tid: typeof c.tid === 'number' ? c.tid : undefined };
   } catch {
     return null;
   }
@@ -42,9 +73,9 @@ export async function verifySession(token: string, secret: Uint8Array): Promise<
   try {
     const { payload } = await jwtVerify(token, secret, {
       algorithms: ['HS256'],
-      requiredClaims: ['exp', 'iat', 'sub'],
+      requiredClaims: ['iat', 'sub'],
     });
-    const { sub, ptn, epc, sid, iat, exp } = payload;
+    const { sub, ptn, epc, sid, knd, scp, tid, iat, exp } = payload;
     if (
       typeof sub !== 'string' ||
       typeof ptn !== 'string' ||
@@ -53,7 +84,22 @@ export async function verifySession(token: string, secret: Uint8Array): Promise<
     ) {
       return null;
     }
-    return { sub, ptn, epc, sid, iat: iat!, exp: exp! };
+    const kind = KINDS.find((k) => k === knd);
+    if (kind === undefined) return null;
+    // Only api tokens may live forever.
+    if (exp === undefined && kind !== 'api') return null;
+    if (scp !== undefined && !(Array.isArray(scp) && scp.every((s) => typeof s === 'string'))) return null;
+    return {
+      sub,
+      ptn,
+      epc,
+      sid,
+      knd: kind,
+      scp: scp,
+      tid: typeof tid === 'number' ? tid : undefined,
+      iat: iat!,
+      exp,
+    };
   } catch {
     return null;
   }

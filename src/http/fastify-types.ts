@@ -28,5 +28,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What the route needs: a permission, AUTHENTICATED or PUBLIC. Required on partition routes. */
     access?: RouteAccess;
+    /** `basic`: only Basic credentials are accepted (token operations need real credentials). */
+    credentials?: 'basic';
   }
 }

@@ -1,0 +1,100 @@
+// Tokens a user asks for: api tokens (`getjsonwebtoken`, recorded so they can be listed and
+// revoked; optionally restricted to a permission list and/or expiring) and one-time tokens (random,
+// stored as a hash, short-lived, consumed atomically by the one request that presents them).
+
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db, Queryable } from '../db/db.ts';
+
+const hashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+export async function issueOneTimeToken(
+  q: Queryable,
+  partitionId: number,
+  userId: number,
+  ttlSeconds: number,
+): Promise<{ token: string; expires: Date }> {
+  const token = randomBytes(24).toString('base64url');
+  const r = await q.query<{ expires: Date }>(
+    `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) RETURNING expires_at AS expires`,
+    [partitionId, hashOf(token), userId, ttlSeconds],
+  );
+  // Expired tokens are of no use to anyone: clear them while we are here.
+  await q.query(
+    `DELETE FROM one_time_tokens WHERE partition_id = $1 AND expires_at < now() - interval '1 hour'`,
+    [partitionId],
+  );
+  return { token, expires: r.rows[0]!.expires };
+}
+
+/** Marks the token used and answers its user; null if unknown, used or expired. */
+export async function consumeOneTimeToken(
+  q: Queryable,
+  partitionId: number,
+  token: string,
+): Promise<number | null> {
+  const r = await q.query<{ user_id: number }>(
+    `UPDATE one_time_tokens SET used_at = now()
+      WHERE partition_id = $1 AND token_hash = $2 AND used_at IS NULL AND expires_at > now()
+      RETURNING user_id`,
+    [partitionId, hashOf(token)],
+  );
+  return r.rows[0]?.user_id ?? null;
+}
+
+export interface ApiTokenRow {
+  readonly id: number;
+  readonly userId: number;
+  readonly loginName: string;
+  readonly permissions: string[] | null;
+  readonly expires: Date | null;
+  readonly created: Date;
+  readonly revoked: Date | null;
+}
+
+export async function createApiToken(
+  db: Db,
+  partitionId: number,
+  userId: number,
+  permissions: readonly string[] | null,
+  minutes: number | null,
+): Promise<{ id: number; expires: Date | null }> {
+  const r = await db.query<{ id: number; expires: Date | null }>(
+    `INSERT INTO api_tokens (partition_id, user_id, permissions, expires_at)
+     VALUES ($1, $2, $3, CASE WHEN $4::int IS NULL THEN NULL ELSE now() + make_interval(mins => $4::int) END)
+     RETURNING id, expires_at AS expires`,
+    [partitionId, userId, permissions, minutes],
+  );
+  return r.rows[0]!;
+}
+
+export async function listApiTokens(
+  q: Queryable,
+  partitionId: number,
+  userId: number | null,
+): Promise<ApiTokenRow[]> {
+  const r = await q.query<ApiTokenRow>(
+    `SELECT t.id, t.user_id AS "userId", u.login_name AS "loginName", t.permissions, t.expires_at AS expires,
+            t.created_at AS created, t.revoked_at AS revoked
+       FROM api_tokens t JOIN users u ON u.partition_id = t.partition_id AND u.id = t.user_id
+      WHERE t.partition_id = $1 AND ($2::bigint IS NULL OR t.user_id = $2)
+      ORDER BY t.id`,
+    [partitionId, userId],
+  );
+  return r.rows;
+}
+
+/** Revokes a token; answers false when there is no such token in the partition. */
+export async function revokeApiToken(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+  by: number,
+): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()), revoked_by = coalesce(revoked_by, $3)
+      WHERE partition_id = $1 AND id = $2`,
+    [partitionId, id, by],
+  );
+  return r.rowCount === 1;
+}
