@@ -17,12 +17,21 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
+import { tokenRoutes } from './modules/accounts/token-routes.ts';
 import { generalRoutes } from './modules/general/routes.ts';
+import { loaddataRoutes } from './modules/general/loaddata-routes.ts';
+import { masterdataRoutes } from './modules/masterdata/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
 /** Every partition module: each registers its routes, and each route declares its `access`. */
-export const PARTITION_MODULES: readonly PartitionModule[] = [accountRoutes, generalRoutes];
+export const PARTITION_MODULES: readonly PartitionModule[] = [
+  accountRoutes,
+  tokenRoutes,
+  generalRoutes,
+  loaddataRoutes,
+  masterdataRoutes,
+];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

@@ -217,8 +217,12 @@ async function tokenAuth(
   if (!claims || !isActive(row) || claims.epc !== row.epoch || claims.knd === 'refresh') {
     throw new AppError('UNAUTHENTICATED', 'Token expired or revoked; log in again');
   }
-  if (claims.knd === 'api' && row.token_ok !== true)
+  // Tokens recorded in api_tokens (api tokens, OAuth grants) die with their row.
+  if (claims.tid !== undefined && row.token_ok !== true) {
     throw new AppError('UNAUTHENTICATED', 'Token revoked or expired');
+  }
+  if (claims.knd === 'api' && claims.tid === undefined)
+    throw new AppError('UNAUTHENTICATED', 'Token not valid');
   if (via === 'cookie' && row.csrf && req.method !== 'GET' && req.method !== 'HEAD') {
     const sent = req.headers[authNames(cfg.productToken).csrfHeader];
     if (typeof sent !== 'string' || !sameToken(sent, csrfTokenOf(row.secret, claims.sid))) {

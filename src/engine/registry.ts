@@ -147,6 +147,9 @@ function metaType(code: string, owner: string, fetch: RouteAccess, perName: bool
   };
 }
 
+/** A decimal field (numeric column; values come back as exact decimal strings). */
+const decimal = (name: string, column: string): FieldDef => ({ name, column, type: 'decimal' });
+
 const TYPES: readonly TypeDef[] = [
   masterType({
     code: 'P',
@@ -227,6 +230,32 @@ const TYPES: readonly TypeDef[] = [
   metaType('PXAM', 'PX', AUTHENTICATED, true),
   metaType('CXAM', 'CX', AUTHENTICATED, true),
   metaType('SXAM', 'SX', 'SELLER_FETCH', true),
+  masterType({
+    code: 'PBOME',
+    label: 'Product bill of materials entry',
+    table: 'product_bom',
+    own: [key('sku', 'sku'), key('componentSku', 'component_sku'), decimal('quantity', 'quantity')],
+    businessKey: ['sku', 'componentSku'],
+    deleteMode: 'hard',
+    // Products are open to every user; so is their structure. Changing it is product editing.
+    access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
+  }),
+  masterType({
+    code: 'PCOMP',
+    label: 'Product competition',
+    table: 'product_competition',
+    own: [
+      key('sku', 'sku'),
+      key('competitor', 'competitor'),
+      { name: 'competitionDate', column: 'competition_date', type: 'date', required: true, key: true },
+      decimal('price', 'price'),
+      text('currency', 'currency'),
+      text('label', 'label'),
+    ],
+    businessKey: ['sku', 'competitor', 'competitionDate'],
+    deleteMode: 'hard',
+    access: { fetch: 'PRODUCTCOMPETITION_FETCH', write: 'PRODUCTCOMPETITION_EDIT' },
+  }),
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -120,6 +120,17 @@ export function toAppError(err: unknown): AppError {
     default:
       break;
   }
+  // SQLSTATE class 22 (data exception: a value PostgreSQL cannot take, such as a regular expression
+  // it rejects or a NUL byte): our SQL text is built from validated parts, so the value is at fault.
+  if (typeof fe.code === 'string' && /^22[0-9A-Z]{3}$/.test(fe.code)) {
+    return new AppError(
+      'VALIDATION',
+      'A value was refused by the database (invalid pattern, number or text)',
+      {
+        field: 'data',
+      },
+    );
+  }
   if (fe.statusCode === 429) return new AppError('RATE_LIMITED');
   if (err instanceof SyntaxError && fe.statusCode === 400) {
     return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });

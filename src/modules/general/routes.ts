@@ -88,7 +88,7 @@ function updateItemsOf(body: unknown): UpdateItem[] {
     if (e.oldValues !== undefined && e.oldValues !== null && !isObj(e.oldValues)) {
       throw validationError('oldValues', 'must be an object');
     }
-    return { data: e.data, oldValues: (e.oldValues) ?? null };
+    return { data: e.data, oldValues: e.oldValues ?? null };
   });
 }
 
@@ -112,13 +112,7 @@ export function generalRoutes(app: FastifyInstance): void {
     '/fetch/:typeCode',
     opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }),
     async (req) => {
-      const r = await fetchRecords(
-        app.db,
-        req.principal!,
-        typeOf(req),
-        (req.body ?? {}),
-        cfg.maxPageSize,
-      );
+      const r = await fetchRecords(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
       return ok(req, r.rows, r);
     },
   );
@@ -167,13 +161,7 @@ export function generalRoutes(app: FastifyInstance): void {
         ...records,
       }),
       async (req) => {
-        const r = await deleteByFilter(
-          app.db,
-          req.principal!,
-          typeOf(req),
-          (req.body ?? {}),
-          !force,
-        );
+        const r = await deleteByFilter(app.db, req.principal!, typeOf(req), req.body ?? {}, !force);
         return ok(req, [{ deletedRecords: r.count, ...(force ? {} : { ignoredCriteria: r.ignored }) }]);
       },
     );

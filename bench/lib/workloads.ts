@@ -1,0 +1,210 @@
+// The four workloads, each the API beside its "physical limit" peer: the same work done directly
+// through the driver, without HTTP, authentication, validation or the engine. One function per
+// workload, the same for both databases.
+
+import type { Db } from '../../src/db/db.ts';
+import { findType } from '../../src/engine/registry.ts';
+import {
+  CHUNK_ROWS,
+  FETCH_CRITERIA,
+  HEADER,
+  PAGE_ROWS,
+  chunks,
+  csv,
+  fetchMatches,
+  loaddataBody,
+  upserts,
+  type Row,
+} from './data.ts';
+import { PEER_TABLE } from './databases.ts';
+import { driverThroughput, httpThroughput, type Throughput } from './measure.ts';
+import { expectOk, post, type Server } from './server.ts';
+
+export interface Line {
+  readonly workload: string;
+  readonly api: string;
+  readonly peer: string;
+  /** Peer cost / API cost: 1 means the API adds nothing. */
+  readonly ratio?: number;
+  readonly goal?: number;
+}
+
+export interface Bench {
+  readonly server: Server;
+  readonly token: string;
+  readonly peer: Db;
+  readonly rows: readonly Row[];
+  readonly connections: number;
+  readonly seconds: number;
+  /** Things the reader of the report should know (fallbacks, mismatches). */
+  readonly notes: string[];
+}
+
+/** The peer's rows all belong to one partition, as the server's do. */
+const PEER_PARTITION = 1;
+const PEER_USER = 1;
+
+/** The columns `/fetch/P` selects: typedId and every field of the type, under their API names. */
+const P = findType('P')!;
+const SELECT = [
+  `(t.id::text || '.P') AS "typedId"`,
+  ...P.fields.map((f) => `t.${f.column} AS "${f.name}"`),
+].join(', ');
+
+const auth = (b: Bench) => ({ 'x-ratecard-jwt': b.token });
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const rate = (t: Throughput, unit: string) =>
+  `${int(t.perSecond)} ${unit}/s (p50 ${t.p50Ms.toFixed(1)} ms, p99 ${t.p99Ms.toFixed(1)} ms)` +
+  (t.failures > 0 ? `, ${int(t.failures)} FAILED` : '');
+
+async function totalRows(b: Bench): Promise<number> {
+  const body = JSON.stringify({ startRow: 0, endRow: 1 });
+  const r = expectOk('count products', await post(`${b.server.base}/fetch/P`, body, auth(b)));
+  return r.body.response?.totalRows ?? -1;
+}
+
+/** `/loaddata/P` in 10,000-row calls vs. COPY of the same values into the peer table (same chunks). */
+export async function load(b: Bench): Promise<Line> {
+  const workload = `load ${int(b.rows.length)} rows × ${HEADER.length - 2} attributes`;
+  const parts = chunks(b.rows, CHUNK_ROWS);
+  const bodies = parts.map(loaddataBody);
+  const csvs = parts.map((p) => csv(p, String(PEER_PARTITION)));
+
+  let api: number | string;
+  const t0 = performance.now();
+  try {
+    for (const body of bodies) {
+      const r = await post(`${b.server.base}/loaddata/P`, body, auth(b));
+      if (r.status === 404) throw new Error('not available (404)');
+      expectOk('/loaddata/P', r);
+    }
+    api = (performance.now() - t0) / 1000;
+  } catch (e) {
+    api = (e as Error).message;
+  }
+
+  const t1 = performance.now();
+  for (const text of csvs) {
+    await b.peer.transaction((tx) => tx.copyFrom(PEER_TABLE, ['partition_id', ...HEADER], text));
+  }
+  const copy = (performance.now() - t1) / 1000;
+  const peer = `COPY ${copy.toFixed(2)} s`;
+
+  const loaded = await totalRows(b);
+  if (typeof api === 'number' && loaded !== b.rows.length) {
+    api = `loaded ${int(loaded)} of ${int(b.rows.length)} rows`;
+  }
+  if (typeof api === 'string') return { workload, api, peer };
+  return {
+    workload,
+    api: `${api.toFixed(2)} s (${int(b.rows.length / api)} rows/s)`,
+    peer,
+    ratio: copy / api,
+    goal: 0.5,
+  };
+}
+
+/** Without a working `/loaddata/P`, the rows go in through `/integrate/P` (upsert: partial loads are fine). */
+export async function ensureLoaded(b: Bench): Promise<void> {
+  if ((await totalRows(b)) === b.rows.length) return;
+  const t = performance.now();
+  for (const part of chunks(b.rows, 1000)) {
+    const body = JSON.stringify(
+      part.map((r) => ({ data: Object.fromEntries(HEADER.map((h, i) => [h, r[i]])) })),
+    );
+    expectOk('seed through /integrate/P', await post(`${b.server.base}/integrate/P`, body, auth(b)));
+  }
+  const n = await totalRows(b);
+  if (n !== b.rows.length) throw new Error(`seeding left ${n} of ${b.rows.length} products`);
+  b.notes.push(
+    `The rows for fetch and integrate were loaded through \`/integrate/P\` in 1,000-row calls ` +
+      `(${((performance.now() - t) / 1000).toFixed(1)} s), since \`/loaddata/P\` did not load them.`,
+  );
+}
+
+/** `/fetch/P` with a two-clause filter and a 100-row page vs. the same SELECT through the driver. */
+export async function fetchPage(b: Bench): Promise<Line> {
+  const expected = fetchMatches(b.rows);
+  const body = JSON.stringify({ data: FETCH_CRITERIA, startRow: 0, endRow: PAGE_ROWS });
+  const url = `${b.server.base}/fetch/P`;
+  const headers = { 'content-type': 'application/json', ...auth(b) };
+  const got = expectOk('/fetch/P', await post(url, body, auth(b))).body.response?.totalRows;
+
+  const sql = `SELECT ${SELECT}, count(*) OVER () AS "__total" FROM ${PEER_TABLE} t
+    WHERE t.partition_id = $1 AND (t.attribute1 LIKE $2::text ESCAPE '\\' AND t.label ILIKE $3::text ESCAPE '\\')
+    ORDER BY t.id LIMIT $4 OFFSET $5`;
+  const params = [PEER_PARTITION, 'a%', '%1%', PAGE_ROWS, 0];
+  const peerTotal = Number((await b.peer.query<{ __total: unknown }>(sql, params)).rows[0]?.__total);
+  if (got !== expected || peerTotal !== expected) {
+    b.notes.push(`fetch: ${expected} rows should match; the API found ${got}, the peer ${peerTotal}.`);
+  }
+
+  const api = await httpThroughput({ url, method: 'POST', headers, body }, b.connections, b.seconds);
+  const peer = await driverThroughput(() => b.peer.query(sql, params), b.connections, b.seconds);
+  return {
+    workload: `fetch 100-row page of ${int(expected)} matches, ${b.connections} clients`,
+    api: rate(api, 'req'),
+    peer: rate(peer, 'q'),
+    ratio: api.perSecond / peer.perSecond,
+    goal: 0.35,
+  };
+}
+
+/** `/integrate/P` single-record upserts (half existing skus, half new) vs. the upsert SQL. */
+export async function integrate(b: Bench): Promise<Line> {
+  const url = `${b.server.base}/integrate/P`;
+  const headers = { 'content-type': 'application/json', ...auth(b) };
+  const sanity = JSON.stringify([{ data: { sku: 'SANITY', label: 'sanity', attribute1: 'x' } }]);
+  expectOk('/integrate/P', await post(url, sanity, auth(b)));
+  const nextApi = upserts(b.rows.length);
+  const api = await httpThroughput(
+    { url, method: 'POST', headers, body: () => JSON.stringify([{ data: nextApi() }]) },
+    b.connections,
+    b.seconds,
+  );
+
+  const sql = `INSERT INTO ${PEER_TABLE} AS t (partition_id, created_by, last_update_by, sku, label, attribute1)
+    VALUES ($1, $2, $2, $3, $4, $5)
+    ON CONFLICT (partition_id, sku) DO UPDATE SET label = EXCLUDED.label, attribute1 = EXCLUDED.attribute1,
+      version = t.version + 1, last_update_at = now(), last_update_by = EXCLUDED.last_update_by
+    WHERE t.partition_id = $1
+    RETURNING ${SELECT}`;
+  const nextPeer = upserts(b.rows.length);
+  const peer = await driverThroughput(
+    () => {
+      const u = nextPeer();
+      return b.peer.query(sql, [PEER_PARTITION, PEER_USER, u.sku, u.label, u.attribute1]);
+    },
+    b.connections,
+    b.seconds,
+  );
+  return {
+    workload: `integrate 1 record (existing/new sku), ${b.connections} clients`,
+    api: rate(api, 'req'),
+    peer: rate(peer, 'q'),
+    ratio: api.perSecond / peer.perSecond,
+    goal: 0.3,
+  };
+}
+
+/** `GET /health` and a session-token `POST /login/extended`: the cost of the HTTP and auth layers. */
+export async function foundation(b: Bench): Promise<Line[]> {
+  const health = await httpThroughput(
+    { url: `${b.server.url}/health`, method: 'GET', headers: {} },
+    b.connections,
+    b.seconds,
+  );
+  const login = await httpThroughput(
+    { url: `${b.server.base}/login/extended`, method: 'POST', headers: auth(b) },
+    b.connections,
+    b.seconds,
+  );
+  return [
+    { workload: `GET /health, ${b.connections} clients`, api: rate(health, 'req'), peer: '—' },
+    {
+      workload: `POST /login/extended (session JWT), ${b.connections} clients`,
+      api: rate(login, 'req'),
+      peer: '—',
+    },
+  ];
+}

@@ -1,0 +1,106 @@
+// `POST /loaddata/{TypeCode}`: bulk load of rows under a header of field names, with optional join
+// fields (update the matches, insert the rest). The route only needs an authenticated user: the
+// permission depends on the type, and the engine (src/engine/loaddata.ts) checks it.
+
+import type { FastifyInstance } from 'fastify';
+import { AUTHENTICATED } from '../../access/catalogue.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { loadData, type LoadBody } from '../../engine/loaddata.ts';
+import { typeOf } from './routes.ts';
+
+const bodySchema = {
+  type: 'object',
+  required: ['data'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    data: {
+      type: 'object',
+      required: ['header', 'data'],
+      additionalProperties: false,
+      properties: {
+        header: { type: 'array', items: { type: 'string' } },
+        // Each row's shape (an array as wide as the header) is checked per row by the engine, so a
+        // bad row is reported and skipped instead of failing the whole load.
+        data: { type: 'array' },
+        options: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            detectJoinFields: { type: 'boolean' },
+            joinFields: { type: 'array', items: { type: 'string' } },
+            conditionRecords: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                splicing: {
+                  type: 'object',
+                  additionalProperties: false,
+                  properties: {
+                    setFields: { type: 'object' },
+                    resetFields: { type: 'array', items: { type: 'string' } },
+                    supersedeRecords: { type: 'boolean', default: false },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+const resultSchema = {
+  type: 'object',
+  required: ['inserted', 'updated', 'invalid', 'total', 'errors', 'errorsTruncated'],
+  properties: {
+    inserted: { type: 'integer' },
+    updated: { type: 'integer' },
+    invalid: { type: 'integer' },
+    total: { type: 'integer' },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['row', 'message'],
+        properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+    errorsTruncated: { type: 'boolean' },
+  },
+};
+
+export function loaddataRoutes(app: FastifyInstance): void {
+  app.post(
+    '/loaddata/:typeCode',
+    {
+      config: { access: AUTHENTICATED },
+      schema: {
+        summary: 'Bulk load rows (insert, or update on join fields); per-row error report',
+        tags: ['general'],
+        params: {
+          type: 'object',
+          required: ['typeCode'],
+          properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
+        },
+        body: bodySchema,
+        response: { 200: envelopeSchema(resultSchema) },
+      },
+    },
+    async function loaddata(req) {
+      const result = await loadData(
+        app.db,
+        req.principal!,
+        typeOf(req),
+        (req.body as { data: LoadBody }).data,
+        {
+          maxBatchRows: app.config.maxBatchRows,
+          onChunkError: (err, first, last) =>
+            req.log.error({ err, firstRow: first, lastRow: last }, 'loaddata chunk failed'),
+        },
+      );
+      return ok(req, [result]);
+    },
+  );
+}

@@ -1,0 +1,428 @@
+// The manager operations of master data: product quick search, formula-filtered fetches, customer
+// assignments, seller extensions by category, bills of materials and product competition. Each is a
+// generic engine operation plus one domain rule (a search term, a category, an id set), so paging,
+// user groups and the type's permission always come from the engine; ./store.ts holds the little SQL
+// the engine does not cover (the assignment link table, the recursive BOM walk).
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
+import { loadTypeContext } from '../../engine/context.ts';
+import {
+  fetchOne,
+  fetchRecords,
+  integrateRecords,
+  requireAccess,
+  type FetchBody,
+  type FetchResult,
+} from '../../engine/crud.ts';
+import {
+  parseCriteria,
+  type CriteriaNode,
+  type Operator,
+  type TextMatchStyle,
+} from '../../engine/criteria.ts';
+import { findType, type TypeDef } from '../../engine/registry.ts';
+import type { FieldType } from '../../engine/types.ts';
+import * as store from './store.ts';
+
+type Obj = Record<string, unknown>;
+
+function registered(code: string): TypeDef {
+  const type = findType(code);
+  if (!type) throw new Error(`type ${code} is not registered`);
+  return type;
+}
+
+const PRODUCT = registered('P');
+const CUSTOMER = registered('C');
+const SELLER_EXTENSION = registered('SX');
+const BOM = registered('PBOME');
+const COMPETITION = registered('PCOMP');
+
+/** How deep `/productmanager.bomtree` walks; deeper structures are cut and marked `truncated`. */
+export const BOM_MAX_DEPTH = 50;
+
+// ---------------------------------------------------------------------------------------------
+// One extra criterion ANDed to a client's filter
+
+const STYLE_OPERATOR: Readonly<Record<TextMatchStyle, Operator>> = {
+  exact: 'iEquals',
+  exactCase: 'equals',
+  substring: 'iContains',
+  startsWith: 'iStartsWith',
+};
+
+type Match = Extract<CriteriaNode, { kind: 'match' }>;
+const isMatch = (node: CriteriaNode): node is Match => node.kind === 'match';
+
+/** One key of simple criteria as the AdvancedCriteria the engine reads it as (expandMatch in
+ * engine/criteria.ts): text fields by the textMatchStyle, other fields by equality, a list as "any of".
+ * An unknown field stays a leaf, so the engine's -4 names it. */
+function restate(match: Match, type: FieldType | undefined): Obj {
+  const leaf = (operator: Operator, value: unknown): Obj => ({ fieldName: match.fieldName, operator, value });
+  if (type !== 'string') {
+    return match.values.length === 1 ? leaf('equals', match.values[0]) : leaf('inSet', match.values);
+  }
+  const leaves = match.values.map((v) => leaf(v === null ? 'equals' : STYLE_OPERATOR[match.style], v));
+  return leaves.length === 1 ? leaves[0]! : { operator: 'or', criteria: leaves };
+}
+
+/**
+ * `body` with `extra` ANDed to its filter, so the restriction travels the engine's one filter path.
+ * AdvancedCriteria are nested under an `and` (their strictSQLFiltering lifted to the top, where the
+ * engine reads it). Simple criteria cannot be nested, so they are restated as leaves first. Rejected
+ * alternative: `extra` as one more simple key — it would follow the client's textMatchStyle (a
+ * category must match exactly, not case-insensitively) and collide with a client key of that name.
+ * `extra` comes first, so the engine's extension-table lookup (the first `name equals`) sees it.
+ */
+async function restrict(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  body: FetchBody,
+  extra: Obj,
+  extensionName?: string,
+): Promise<FetchBody> {
+  // The engine's parse checks the filter's shape and names what is wrong with it.
+  const tree = parseCriteria(
+    body.data,
+    body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
+  );
+  const { root } = tree;
+  let own: Obj[];
+  if (root.kind === 'and' && root.children.length === 0) {
+    own = [];
+  } else if (root.kind === 'and' && root.children.every(isMatch)) {
+    const tc = await loadTypeContext(q, principal.partitionId, type, extensionName);
+    own = root.children.filter(isMatch).map((m) => restate(m, tc.fields.get(m.fieldName)?.type));
+  } else {
+    own = [body.data as Obj];
+  }
+  const data = {
+    _constructor: 'AdvancedCriteria',
+    operator: 'and',
+    strictSQLFiltering: tree.strict,
+    criteria: [extra, ...own],
+  };
+  return { ...body, data };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Products and customers
+
+export interface PageBody {
+  readonly startRow?: number;
+  readonly endRow?: number;
+}
+
+/** Case-insensitive substring search over sku and label of the visible products, by sku. */
+export function quickSearch(
+  db: Db,
+  principal: Principal,
+  q: unknown,
+  page: PageBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, PRODUCT.access.fetch);
+  const term = typeof q === 'string' ? q.trim() : '';
+  if (term === '') throw validationError('q', 'give a search term');
+  // iContains matches %, _ and \ literally: the engine escapes them.
+  const data = {
+    _constructor: 'AdvancedCriteria',
+    operator: 'or',
+    criteria: [
+      { fieldName: 'sku', operator: 'iContains', value: term },
+      { fieldName: 'label', operator: 'iContains', value: term },
+    ],
+  };
+  const body: FetchBody = { data, sortBy: 'sku', startRow: page.startRow, endRow: page.endRow };
+  return fetchRecords(db, principal, PRODUCT, body, maxPageSize);
+}
+
+/** Body keys that ask for a logic (formula) filter, which needs the logic engine. */
+const LOGIC_FILTER_KEYS = ['formulaName', 'formulaParameters'] as const;
+
+export type FormulaFilterBody = FetchBody & {
+  readonly formulaName?: unknown;
+  readonly formulaParameters?: unknown;
+};
+
+/** The filter body on products or customers; a logic filter is refused until the logic engine exists. */
+export function fetchFormulaFiltered(
+  db: Db,
+  principal: Principal,
+  code: 'P' | 'C',
+  body: FormulaFilterBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  const type = code === 'P' ? PRODUCT : CUSTOMER;
+  requireAccess(principal, type.access.fetch);
+  for (const key of LOGIC_FILTER_KEYS) {
+    if (body[key] !== undefined && body[key] !== null) {
+      throw validationError(key, 'logic filters are not available yet; filter with data criteria only');
+    }
+  }
+  // The logic-filter keys are absent by now; the engine reads only the fetch-body keys.
+  return fetchRecords(db, principal, type, body, maxPageSize);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Customer assignments
+
+const TYPED_ID = /^(\d{1,15})\.([A-Z][A-Z0-9]{0,39})$/;
+
+/**
+ * The owner of assignments in its canonical form. Of a registered type it must exist and be visible
+ * (the engine's fetchOne: 404, or 403 without the type's fetch permission); an owner of a type not
+ * registered yet (price lists) is taken as named.
+ */
+async function ownerOrFail(q: Queryable, principal: Principal, typedId: string): Promise<string> {
+  const m = TYPED_ID.exec(typedId.trim());
+  if (!m || Number(m[1]) < 1) {
+    throw validationError('typedId', `${JSON.stringify(typedId)} is not a typedId (<id>.<TypeCode>)`);
+  }
+  const owner = `${Number(m[1])}.${m[2]!}`;
+  const type = findType(m[2]!);
+  if (type) await fetchOne(q, principal, type, owner);
+  return owner;
+}
+
+function customerIdOf(typedId: string): number {
+  const m = /^(\d{1,15})(?:\.C)?$/.exec(typedId.trim());
+  if (!m || Number(m[1]) < 1) {
+    throw validationError('customerTypedIds', `${JSON.stringify(typedId)} is not a customer typedId`);
+  }
+  return Number(m[1]);
+}
+
+export interface AssignData {
+  readonly typedId: string;
+  /** Business keys (`customerId`). */
+  readonly customerIds?: readonly string[];
+  readonly customerTypedIds?: readonly string[];
+}
+
+export interface AssignResult {
+  readonly typedId: string;
+  /** Customers named in the request (all of them are assigned now). */
+  readonly assignedCustomers: number;
+  /** Of those, the ones that were not assigned before. */
+  readonly newAssignments: number;
+}
+
+/** Assigns customers (by customerId or typedId) to an owner; idempotent; unknown customers are a -4. */
+export async function assignCustomers(
+  db: Db,
+  principal: Principal,
+  data: AssignData,
+  maxPageSize: number,
+): Promise<AssignResult> {
+  requireAccess(principal, CUSTOMER.access.write);
+  const keys = [...new Set(data.customerIds ?? [])];
+  const ids = [...new Set((data.customerTypedIds ?? []).map(customerIdOf))];
+  const named = keys.length + ids.length;
+  if (named === 0) throw validationError('customerIds', 'name at least one customer');
+  if (named > maxPageSize) throw validationError('customerIds', `at most ${maxPageSize} customers per call`);
+  return db.transaction(async (tx) => {
+    const owner = await ownerOrFail(tx, principal, data.typedId);
+    // The customers the principal may see, through the engine (partition and user groups).
+    const found = await fetchRecords(
+      tx,
+      principal,
+      CUSTOMER,
+      {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'or',
+          criteria: [
+            { fieldName: 'customerId', operator: 'inSet', value: keys },
+            { fieldName: 'id', operator: 'inSet', value: ids },
+          ],
+        },
+        valueFields: ['id', 'customerId'],
+        endRow: named,
+      },
+      maxPageSize,
+    );
+    const rows = found.rows as [number, string][];
+    const errors: FieldErrors = {};
+    const unknownKeys = keys.filter((k) => !rows.some((r) => r[1] === k));
+    const unknownIds = ids.filter((id) => !rows.some((r) => Number(r[0]) === id));
+    if (unknownKeys.length > 0)
+      errors.customerIds = { errorMessage: `unknown customer ${list(unknownKeys)}` };
+    if (unknownIds.length > 0) {
+      errors.customerTypedIds = {
+        errorMessage: `unknown customer ${list(unknownIds.map((id) => `${id}.C`))}`,
+      };
+    }
+    const first = Object.entries(errors)[0];
+    if (first) throw new AppError('VALIDATION', `${first[0]}: ${first[1].errorMessage}`, { errors });
+    const added = await store.insertAssignments(
+      tx,
+      principal,
+      owner,
+      rows.map((r) => Number(r[0])),
+    );
+    return { typedId: owner, assignedCustomers: rows.length, newAssignments: added };
+  });
+}
+
+/** A few values quoted for a message; long lists are cut so a response stays small. */
+function list(values: readonly string[]): string {
+  const shown = values.slice(0, 10).map((v) => JSON.stringify(v));
+  return values.length > 10 ? `${shown.join(', ')} and ${values.length - 10} more` : shown.join(', ');
+}
+
+/** The customers assigned to an owner: an ordinary customer fetch restricted to their ids. */
+export async function fetchAssignments(
+  db: Db,
+  principal: Principal,
+  typedId: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, CUSTOMER.access.fetch);
+  const owner = await ownerOrFail(db, principal, typedId);
+  const ids = await store.assignedCustomerIds(db, principal, owner);
+  const restricted = await restrict(db, principal, CUSTOMER, body, {
+    fieldName: 'id',
+    operator: 'inSet',
+    value: ids,
+  });
+  return fetchRecords(db, principal, CUSTOMER, restricted, maxPageSize);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seller extensions
+
+/** The rows of one seller extension table (`name` = the category), typed by that table's meta. */
+export async function fetchSellerExtensions(
+  db: Db,
+  principal: Principal,
+  category: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, SELLER_EXTENSION.access.fetch);
+  if (category.trim() === '') throw validationError('SXCategory', 'name the seller extension table');
+  const inCategory = { fieldName: 'name', operator: 'equals', value: category };
+  const restricted = await restrict(db, principal, SELLER_EXTENSION, body, inCategory, category);
+  return fetchRecords(db, principal, SELLER_EXTENSION, restricted, maxPageSize);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bill of materials
+
+export interface BomNode {
+  readonly sku: string;
+  readonly label?: string;
+  /** Per unit of the parent; the root is one unit of the product. Decimal text, as fetch answers it. */
+  readonly quantity: string | null;
+  readonly components: BomNode[];
+  /** The component appears above itself on this path: reported, not expanded again. */
+  readonly cycle?: true;
+  /** Below the depth limit there is more that was not walked. */
+  readonly truncated?: true;
+}
+
+/**
+ * The bill of materials of `sku` as a nested tree, components ordered by sku. A product without a
+ * BOM is a tree without components; a sku that is neither a visible product nor has a BOM is a 404.
+ */
+export async function bomTree(db: Db, principal: Principal, sku: string, maxLines: number): Promise<BomNode> {
+  requireAccess(principal, BOM.access.fetch);
+  const products = await loadTypeContext(db, principal.partitionId, PRODUCT);
+  const lines = await store.bomLines(db, principal, products, sku, BOM_MAX_DEPTH, maxLines + 1);
+  if (lines.length > maxLines) {
+    throw validationError(
+      'sku',
+      `the bill of materials of ${JSON.stringify(sku)} has more than ${maxLines} lines`,
+    );
+  }
+  const product = await store.visibleProduct(db, principal, products, sku);
+  if (lines.length === 0 && !product) throw notFound(`Bill of materials of ${JSON.stringify(sku)}`);
+
+  const root = bomNode(sku, product?.label ?? null, '1', false, false);
+  const byPath = new Map<string, BomNode>([[JSON.stringify([sku]), root]]);
+  // Parents before children, siblings by sku: every line finds its parent already placed.
+  const ordered = [...lines].sort(
+    (a, b) => a.path.length - b.path.length || (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0),
+  );
+  for (const line of ordered) {
+    const parent = byPath.get(JSON.stringify(line.path.slice(0, -1)));
+    if (!parent) continue; // cannot happen: the walk reaches a line only through its parent
+    const node = bomNode(line.sku, line.label, line.quantity, line.cycle, line.truncated);
+    parent.components.push(node);
+    byPath.set(JSON.stringify(line.path), node);
+  }
+  return root;
+}
+
+function bomNode(
+  sku: string,
+  label: string | null,
+  quantity: string | null,
+  cycle: boolean,
+  truncated: boolean,
+): BomNode {
+  return {
+    sku,
+    ...(label !== null ? { label } : {}),
+    quantity,
+    components: [],
+    ...(cycle ? { cycle: true as const } : {}),
+    ...(truncated ? { truncated: true as const } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Product competition
+
+export interface ImportResult {
+  readonly insertedRecords: number;
+  readonly updatedRecords: number;
+  /** Always 0 on success: an import applies whole or not at all, and a bad row fails it with a -4. */
+  readonly failedRecords: number;
+}
+
+/** Upserts competition rows by sku + competitor + competitionDate (the engine's integrate). */
+export async function importProductCompetition(
+  db: Db,
+  principal: Principal,
+  items: readonly Obj[],
+): Promise<ImportResult> {
+  const rows = await integrateRecords(db, principal, COMPETITION, items, false);
+  // A row the upsert created is at version 0; one it changed has been bumped.
+  const inserted = rows.filter((r) => r.version === 0).length;
+  return { insertedRecords: inserted, updatedRecords: rows.length - inserted, failedRecords: 0 };
+}
+
+export function fetchProductCompetition(
+  db: Db,
+  principal: Principal,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  return fetchRecords(db, principal, COMPETITION, body, maxPageSize);
+}
+
+/** Competition rows of the products of a product set: the visible products whose label is `label`. */
+export async function fetchProductSetCompetition(
+  db: Db,
+  principal: Principal,
+  label: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, COMPETITION.access.fetch);
+  if (label === '') throw validationError('label', 'name the product set');
+  const products = await loadTypeContext(db, principal.partitionId, PRODUCT);
+  const skus = await store.skusOfProductSet(db, principal, products, label);
+  const restricted = await restrict(db, principal, COMPETITION, body, {
+    fieldName: 'sku',
+    operator: 'inSet',
+    value: skus,
+  });
+  return fetchRecords(db, principal, COMPETITION, restricted, maxPageSize);
+}

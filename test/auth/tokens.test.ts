@@ -1,0 +1,276 @@
+// Api tokens, one-time tokens, Bearer, external JWTs and two-factor authentication over HTTP.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
+import { generate } from 'otplib';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { signSession } from '../../src/auth/session.ts';
+import { setUserPassword } from '../../src/modules/admin/partitions.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+function status(r: Reply): [number, number] {
+  return [r.status, r.body?.response?.status];
+}
+
+describe('api tokens and one-time tokens', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  test('getjsonwebtoken needs Basic credentials and gives a non-expiring token', async () => {
+    const session = await h.login();
+    assert.deepEqual(
+      status(
+        await h.call('/accountmanager.getjsonwebtoken', { headers: { 'X-Ratecard-jwt': session.token } }),
+      ),
+      [401, -7],
+    );
+    const r = await h.call('/accountmanager.getjsonwebtoken', { basic: admin });
+    assert.equal(r.status, 200, r.text);
+    const { token, tokenId, expires } = r.body.response.data[0];
+    assert.equal(expires, null);
+    const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+    assert.equal(claims.exp, undefined);
+    for (const headers of [{ 'X-Ratecard-jwt': token }, { authorization: `Bearer ${token}` }] as Record<
+      string,
+      string
+    >[]) {
+      assert.equal((await h.call('/fetch/P', { headers, body: {} })).status, 200);
+    }
+    // Revoked by an admin: refused from then on.
+    const listed = await h.call('/accountmanager.listjsonwebtokens', { basic: admin });
+    assert.ok(listed.body.response.data.some((t: any) => t.id === tokenId && t.revoked === null));
+    assert.equal(
+      (await h.call(`/accountmanager.revokejsonwebtoken/${tokenId}`, { basic: admin })).status,
+      200,
+    );
+    assert.deepEqual(
+      status(await h.call('/fetch/P', { headers: { authorization: `Bearer ${token}` }, body: {} })),
+      [401, -7],
+    );
+    assert.deepEqual(
+      status(await h.call('/accountmanager.revokejsonwebtoken/99999999', { basic: admin })),
+      [404, -1],
+    );
+  });
+
+  test('an expiring token carries its expiry; minutes are validated', async () => {
+    const r = await h.call('/accountmanager.getjsonwebtoken/5', { basic: admin });
+    const claims = JSON.parse(
+      Buffer.from(r.body.response.data[0].token.split('.')[1], 'base64url').toString(),
+    );
+    assert.ok(Math.abs(claims.exp - claims.iat - 300) <= 1);
+    assert.deepEqual(status(await h.call('/accountmanager.getjsonwebtoken/0', { basic: admin })), [400, -4]);
+    assert.deepEqual(
+      status(await h.call('/accountmanager.getjsonwebtoken/abc', { basic: admin })),
+      [400, -4],
+    );
+  });
+
+  test('a restricted token never exceeds the listed permissions nor the user’s own', async () => {
+    const r = await h.call('/accountmanager.getjsonwebtoken', {
+      basic: admin,
+      body: { data: { permissions: ['USER_FETCH'] } },
+    });
+    const token = r.body.response.data[0].token;
+    const headers = { 'X-Ratecard-jwt': token };
+    assert.equal(
+      (await h.call('/fetch/P', { headers, body: {} })).status,
+      200,
+      'open types need no permission',
+    );
+    assert.deepEqual(status(await h.call('/add/P', { headers, body: { data: { sku: 'R' } } })), [403, -3]);
+    assert.deepEqual(status(await h.call('/fetch/PX', { headers, body: {} })), [403, -3]);
+    const bad = await h.call('/accountmanager.getjsonwebtoken', {
+      basic: admin,
+      body: { data: { permissions: ['NO_SUCH'] } },
+    });
+    assert.deepEqual(status(bad), [400, -4]);
+    await h.newUser('plain', 'plain-password');
+    const beyond = await h.call('/accountmanager.getjsonwebtoken', {
+      basic: { user: 'plain', password: 'plain-password' },
+      body: { data: { permissions: ['PRODUCT_EDIT'] } },
+    });
+    assert.deepEqual(status(beyond), [403, -3]);
+  });
+
+  test('a password change revokes api tokens too', async () => {
+    await h.newUser('changer', 'changer-password');
+    const r = await h.call('/accountmanager.getjsonwebtoken', {
+      basic: { user: 'changer', password: 'changer-password' },
+    });
+    const token = r.body.response.data[0].token;
+    assert.equal((await h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body: {} })).status, 200);
+    await setUserPassword(h.db, h.partition, 'changer', 'changed-password', h.config.scryptCost);
+    assert.deepEqual(
+      status(await h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body: {} })),
+      [401, -7],
+    );
+  });
+
+  test('a refresh token is never a credential', async () => {
+    const s = await h.db.query<{ s: Uint8Array; id: number }>(
+      `SELECT p.jwt_secret AS s, u.id FROM partitions p JOIN users u ON u.partition_id = p.id WHERE p.id = $1 AND u.login_name = $2`,
+      [h.partitionId, ADMIN],
+    );
+    const refresh = await signSession(
+      s.rows[0]!.s,
+      { userId: s.rows[0]!.id, partition: h.partition, epoch: 0, sid: 'x', kind: 'refresh' },
+      600,
+    );
+    assert.deepEqual(
+      status(await h.call('/fetch/P', { headers: { authorization: `Bearer ${refresh}` }, body: {} })),
+      [401, -7],
+    );
+  });
+
+  test('a one-time token works for one request only', async () => {
+    const r = await h.call('/accountmanager.getonetimetoken', { basic: admin });
+    const { token } = r.body.response.data[0];
+    assert.equal((await h.call(`/fetch/P?token=${encodeURIComponent(token)}`, { body: {} })).status, 200);
+    assert.deepEqual(
+      status(await h.call(`/fetch/P?token=${encodeURIComponent(token)}`, { body: {} })),
+      [401, -7],
+    );
+    const late = (await h.call('/accountmanager.getonetimetoken', { basic: admin })).body.response.data[0]
+      .token;
+    await h.db.query(
+      `UPDATE one_time_tokens SET expires_at = now() - interval '1 second' WHERE partition_id = $1`,
+      [h.partitionId],
+    );
+    assert.deepEqual(
+      status(await h.call(`/fetch/P?token=${encodeURIComponent(late)}`, { body: {} })),
+      [401, -7],
+    );
+  });
+});
+
+describe('external JWT', () => {
+  let h: Harness;
+  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+  before(async () => {
+    h = await startHarness();
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    privateKey = pair.privateKey;
+    const config = {
+      entries: {
+        ERP: { publicKey: await exportSPKI(pair.publicKey), permissions: null },
+        Reader: { publicKey: await exportSPKI(pair.publicKey), permissions: ['USER_FETCH'] },
+      },
+    };
+    await h.db.query(
+      `INSERT INTO advanced_config (partition_id, unique_name, value) VALUES ($1, 'externalJWTConfiguration', $2)`,
+      [h.partitionId, JSON.stringify(config)],
+    );
+  });
+  after(() => h.close());
+
+  const sign = (claims: Record<string, unknown>, opts: { iss?: string; aud?: string; exp?: string } = {}) =>
+    new SignJWT({ partition: h.partition, ...claims })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setSubject(ADMIN)
+      .setIssuer(opts.iss ?? 'ERP')
+      .setAudience(opts.aud ?? 'ratecard')
+      .setIssuedAt()
+      .setExpirationTime(opts.exp ?? '5m')
+      .sign(privateKey);
+  const call = (
+    system: string,
+    jwt: string,
+    path = '/add/P',
+    body: unknown = { data: { sku: `E-${Math.random()}` } },
+  ) => h.call(path, { headers: { authorization: `BEARER ${system};${jwt}` }, body });
+
+  test('a valid token of a trusted system acts as the user', async () => {
+    const r = await call('ERP', await sign({}));
+    assert.equal(r.status, 200, r.text);
+  });
+
+  test('the permission list filters', async () => {
+    const jwt = await sign({}, { iss: 'Reader' });
+    assert.deepEqual(status(await call('Reader', jwt)), [403, -3]);
+    assert.equal((await call('Reader', jwt, '/fetch/P', {})).status, 200);
+  });
+
+  test('every other token is refused with 401', async () => {
+    const cases: Array<[string, string]> = [
+      ['ERP', await sign({}, { aud: 'other-cluster' })],
+      ['ERP', await sign({}, { iss: 'Reader' })],
+      ['ERP', await sign({ partition: 'elsewhere' })],
+      ['ERP', await sign({}, { exp: '-1m' })],
+      ['Unknown', await sign({}, { iss: 'Unknown' })],
+      ['Bad-Name', await sign({}, { iss: 'Bad-Name' })],
+      ['ERP', (await sign({})).slice(0, -4) + 'AAAA'],
+      [
+        'ERP',
+        await new SignJWT({ partition: h.partition })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setSubject(ADMIN)
+          .setIssuer('ERP')
+          .setAudience('ratecard')
+          .setExpirationTime('5m')
+          .sign(new Uint8Array(32)),
+      ],
+    ];
+    for (const [system, jwt] of cases) assert.deepEqual(status(await call(system, jwt)), [401, -7], system);
+    const ghost = await new SignJWT({ partition: h.partition })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setSubject('ghost')
+      .setIssuer('ERP')
+      .setAudience('ratecard')
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    assert.deepEqual(status(await call('ERP', ghost)), [401, -7]);
+  });
+});
+
+describe('two-factor authentication', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  test('enrol, confirm, then Basic logins need a fresh code; sessions do not', async () => {
+    await h.newUser('secure', 'secure-password', ['ADMIN']);
+    const basic = { user: 'secure', password: 'secure-password' };
+    const e = await h.call('/accountmanager.tfa.enroll', { basic });
+    assert.equal(e.status, 200, e.text);
+    const { secret, uri } = e.body.response.data[0];
+    assert.match(uri, /^otpauth:\/\/totp\//);
+    assert.deepEqual(
+      status(await h.call('/accountmanager.tfa.confirm', { basic, body: { data: { code: '000000' } } })),
+      [400, -4],
+    );
+    const now = Math.floor(Date.now() / 1000);
+    const code = await generate({ secret, epoch: now });
+    assert.equal(
+      (await h.call('/accountmanager.tfa.confirm', { basic, body: { data: { code } } })).status,
+      200,
+    );
+
+    assert.deepEqual(status(await h.call('/login/extended', { basic })), [401, -5]);
+    assert.deepEqual(
+      status(await h.call('/login/extended', { basic, headers: { 'Ratecard-TFA': code } })),
+      [401, -5],
+      'replay',
+    );
+    const next = await generate({ secret, epoch: now + 30 });
+    const ok = await h.call('/login/extended', { basic, headers: { 'ratecard-tfa': next } });
+    assert.equal(ok.status, 200, ok.text);
+    const token = ok.headers.get('x-ratecard-jwt')!;
+    assert.equal((await h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body: {} })).status, 200);
+
+    await h.db.query(
+      `UPDATE users SET tfa_last_step = tfa_last_step - 2 WHERE partition_id = $1 AND login_name = 'secure'`,
+      [h.partitionId],
+    );
+    const off = await h.call('/accountmanager.tfa.disable', { basic, headers: { 'Ratecard-TFA': next } });
+    assert.equal(off.status, 200, off.text);
+    assert.equal((await h.call('/login/extended', { basic })).status, 200);
+  });
+});

@@ -1,0 +1,116 @@
+// Malformed and hostile bodies on every general operation: always an envelope, never a 500 or a
+// success that failed. Slow answers are reported too (a pattern must not hang the database).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness } from '../helpers/app.ts';
+test('odd bodies on the general operations answer 4xx envelopes, never 500', async () => {
+  const h = await startHarness();
+  const s = await h.login();
+  const H = { 'X-Ratecard-jwt': s.token };
+  const bodies: unknown[] = [
+    null,
+    1,
+    'x',
+    [],
+    [1],
+    {},
+    { data: null },
+    { data: 'x' },
+    { data: [] },
+    { data: [null] },
+    { data: { sku: { a: 1 } } },
+    { data: { sku: ['a'] } },
+    { data: { sku: 'a', attribute1: { x: 1 } } },
+    { data: { sku: 'a', label: 12 } },
+    { data: { sku: 'a\u0000' } },
+    { startRow: 1e15 },
+    { endRow: 1e15 },
+    { sortBy: 5 },
+    { sortBy: [null] },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'sku', operator: 'equals', value: { a: 1 } }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'sku', operator: 'inSet', value: [{}, []] }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'sku', operator: 'regexp', value: '(' }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'id', operator: 'greaterThan', value: '99999999999999999999' }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'createDate', operator: 'greaterThan', value: '2024-02-30' }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'label', operator: 'regexp', value: 'a{99999}' }],
+      },
+    },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'label', operator: 'iregexp', value: '[[:alpha:]' }],
+      },
+    },
+    { data: { sku: 'a', typedId: 'x' } },
+    { data: { typedId: '1.P', id: 'zz' } },
+    { oldValues: 5, data: { sku: 'a' } },
+    { data: { sku: 'a' }, oldValues: { version: 'x' } },
+    {
+      filterCriteria: 5,
+      massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: { x: 1 } }],
+    },
+  ];
+  const paths = [
+    '/fetch/P',
+    '/add/P',
+    '/update/P',
+    '/integrate/P',
+    '/delete/P',
+    '/delete/P/batch',
+    '/delete/P/batch/forcefilter',
+    '/massedit/P',
+    '/fetch/P/x',
+    '/resetcolumn/P/x',
+    '/metadata.describe',
+    '/fetch/PX',
+    '/update/SX',
+    '/add/PAM',
+  ];
+  const bad: string[] = [];
+  for (const p of paths)
+    for (const b of bodies) {
+      const t0 = Date.now();
+      const r = await h.call(p, { headers: H, raw: JSON.stringify(b) });
+      if (Date.now() - t0 > 10_000) bad.push('SLOW ' + p + ' ' + JSON.stringify(b) + ' ' + (Date.now() - t0));
+      if (r.status >= 500 || (r.status === 200 && r.body.response.status !== 0))
+        bad.push(`${p} ${JSON.stringify(b)} -> ${r.status} ${r.text.slice(0, 200)}`);
+    }
+  assert.deepEqual(bad, []);
+  await h.close();
+});
