@@ -263,9 +263,12 @@ function dedupeKey(plan: LoadPlan, values: readonly Stored[]): string | undefine
 // ---------------------------------------------------------------------------------------------
 // CSV for COPY
 
-/** One CSV line: every non-null value quoted (quotes doubled); NULL is an unquoted empty field. */
-function csvLine(rownum: number, values: readonly Stored[]): string {
-  let line = String(rownum);
+/**
+ * One CSV line: `prefix` (numbers: the row number, or partition and audit ids) then every non-null
+ * value quoted (quotes doubled); NULL is an unquoted empty field.
+ */
+function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
+  let line = typeof prefix === 'number' ? String(prefix) : prefix.join(',');
   for (const v of values) {
     line += ',';
     if (v === null) continue;
@@ -482,7 +485,10 @@ export async function loadData(
     await contexts.prepare(raw.map((r) => nameOf(plan, r)));
     const { valid, errors: chunkErrors } = checkChunk(plan, contexts, raw, start, seen);
     if (valid.length > 0) {
-      const outcome = await runChunk(db, plan, sql, valid).catch((err: unknown): ChunkOutcome => {
+      const write = async (): Promise<ChunkOutcome> =>
+        (plan.join.length === 0 ? await insertDirectly(db, plan, principal, valid) : undefined) ??
+        runChunk(db, plan, sql, valid);
+      const outcome = await write().catch((err: unknown): ChunkOutcome => {
         limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
         const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
         return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
@@ -508,6 +514,59 @@ function reasonOf(err: unknown): string {
   if (err instanceof AppError) return err.message;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? `database error ${code}` : 'database error';
+}
+
+const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
+  string: 'text[]',
+  integer: 'bigint[]',
+  decimal: 'numeric[]',
+  boolean: 'boolean[]',
+  date: 'date[]',
+  datetime: 'timestamptz[]',
+  json: 'jsonb[]',
+};
+
+/**
+ * The fast path of an insert-only chunk (no join fields): when none of its business keys exists yet
+ * (live or soft-deleted), COPY the rows straight into the target — no staging table, no merge.
+ * Answers undefined when the chunk needs the merge path instead: a key exists, or a concurrent
+ * insert of the same key won the race (the unique violation rolls this attempt back whole).
+ */
+async function insertDirectly(
+  db: Db,
+  plan: LoadPlan,
+  principal: Principal,
+  rows: readonly ValidRow[],
+): Promise<ChunkOutcome | undefined> {
+  const { type } = plan;
+  if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
+  const params = new Params();
+  const partition = params.add(principal.partitionId);
+  const keys = plan.key.map((i) => {
+    const f = plan.header[i]!;
+    return {
+      col: qualified('t', f.column),
+      list: params.add(rows.map((r) => r.values[i])),
+      type: ARRAY_TYPE[f.type],
+    };
+  });
+  const existing = `SELECT 1 FROM ${ident(type.table)} t
+     WHERE t.partition_id = ${partition} AND (${keys.map((k) => k.col).join(', ')}) IN
+           (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')})) LIMIT 1`;
+  const prefix = [principal.partitionId, principal.userId, principal.userId];
+  let csv = '';
+  for (const r of rows) csv += `${csvLine(prefix, r.values)}\n`;
+  try {
+    return await db.transaction(async (tx: Tx) => {
+      if ((await tx.query(existing, params.values)).rows.length > 0) return undefined;
+      const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
+      await tx.copyFrom(type.table, columns, csv);
+      return { inserted: rows.length, updated: 0, errors: [] };
+    });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '23505') return undefined;
+    throw err;
+  }
 }
 
 /** One chunk in one transaction: stage by COPY, update the matches, insert the rest. */

@@ -597,6 +597,8 @@ describe('loaddata', () => {
               if (/^\s*WITH /.test(sql)) throw Object.assign(new Error('boom'), { code: '23514' });
               return tx.query(sql, params);
             },
+            // Insert-only chunks go straight to the target by COPY: fail that too.
+            copyFrom: () => Promise.reject(Object.assign(new Error('boom'), { code: '23514' })),
           };
           return fn(broken);
         }),

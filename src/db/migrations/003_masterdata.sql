@@ -50,7 +50,6 @@ CREATE TABLE products (
   PRIMARY KEY (partition_id, id),
   UNIQUE (partition_id, sku)
 );
-CREATE INDEX products_label ON products (partition_id, lower(label));
 
 CREATE TABLE customers (
   partition_id bigint NOT NULL REFERENCES partitions (id) ON DELETE CASCADE,
