@@ -354,16 +354,18 @@ export async function addRecords(
   items: readonly Obj[],
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
+  const add = async (q: Queryable, ctx: ReturnType<typeof contextCache>, data: Obj): Promise<Row> => {
+    const tc = await ctx(data);
+    const row = await insertRow(q, tc, principal, prepareValues(tc, data, 'add'), 'revive-deleted');
+    if (!row) throw duplicate(type, data);
+    return toRecord(tc, row);
+  };
+  // One record is one INSERT statement, atomic without BEGIN/COMMIT round trips.
+  if (items.length === 1) return [await add(db, contextCache(db, principal, type), items[0]!)];
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
     const out: Row[] = [];
-    for (const data of items) {
-      const tc = await ctx(data);
-      const values = prepareValues(tc, data, 'add');
-      const row = await insertRow(tx, tc, principal, values, 'revive-deleted');
-      if (!row) throw duplicate(type, data);
-      out.push(toRecord(tc, row));
-    }
+    for (const data of items) out.push(await add(tx, ctx, data));
     return out;
   });
 }
@@ -374,7 +376,7 @@ export async function addRecords(
  * the existing row if the principal may edit it (integrate).
  */
 async function insertRow(
-  tx: Tx,
+  tx: Queryable,
   tc: TypeContext,
   principal: Principal,
   values: Map<FieldDef, unknown>,
@@ -518,6 +520,17 @@ export async function integrateRecords(
   returnOld: boolean,
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
+  const only = items.length === 1 ? items[0]! : undefined;
+  const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
+  if (only !== undefined && byKey !== undefined && 'key' in byKey) {
+    // The common case — one record by business key — is a single upsert statement, atomic on its
+    // own: no BEGIN/COMMIT round trips.
+    const tc = await contextCache(db, principal, type)(only);
+    const row = await insertRow(db, tc, principal, prepareValues(tc, only, 'add'), 'merge');
+    if (!row)
+      throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
+    return [toRecord(tc, row)];
+  }
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
     const out: Row[] = [];
