@@ -89,15 +89,22 @@ function outputFields(
   return [...new Set(names)];
 }
 
+/**
+ * `restrict`: AdvancedCriteria the server ANDs to the client's filter (a manager operation's own
+ * condition, such as "these ids" or "this extension table"); compiled separately, so the client's
+ * simple criteria and textMatchStyle keep their meaning.
+ */
 export async function fetchRecords(
   db: Queryable,
   principal: Principal,
   type: TypeDef,
   body: FetchBody,
   maxPageSize: number,
+  restrict?: Obj,
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
-  const tc = await loadTypeContext(db, principal.partitionId, type, extensionNameOf(body.data));
+  const extName = extensionNameOf(restrict) ?? extensionNameOf(body.data);
+  const tc = await loadTypeContext(db, principal.partitionId, type, extName);
   const { start, end } = paging(body, maxPageSize);
   if (body.resultFields !== undefined && body.valueFields !== undefined) {
     throw validationError('valueFields', 'give resultFields or valueFields, not both');
@@ -113,7 +120,10 @@ export async function fetchRecords(
     throw validationError('distinctResults', 'needs resultFields or valueFields');
 
   const params = new Params();
-  const where = `${rowScope(tc, principal, params)} AND ${filterSql(tc, body.data, body.textMatchStyle, params)}`;
+  const filter = (p: Params): string =>
+    `${rowScope(tc, principal, p)} AND ${filterSql(tc, body.data, body.textMatchStyle, p)}` +
+    (restrict === undefined ? '' : ` AND ${filterSql(tc, restrict, undefined, p)}`);
+  const where = filter(params);
   const select = selectList(tc, names);
   const limit = params.add(end - start);
   const offset = params.add(start);
@@ -127,7 +137,7 @@ export async function fetchRecords(
   if (r.rows.length === 0 && start > 0) {
     // Past the last page the window function has no row to report on: count separately.
     const countParams = new Params();
-    const countWhere = `${rowScope(tc, principal, countParams)} AND ${filterSql(tc, body.data, body.textMatchStyle, countParams)}`;
+    const countWhere = filter(countParams);
     const countFrom = `${ident(type.table)} t WHERE ${countWhere}`;
     const counted = distinct
       ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${countFrom}) d`

@@ -16,14 +16,7 @@ import {
   type FetchBody,
   type FetchResult,
 } from '../../engine/crud.ts';
-import {
-  parseCriteria,
-  type CriteriaNode,
-  type Operator,
-  type TextMatchStyle,
-} from '../../engine/criteria.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
-import type { FieldType } from '../../engine/types.ts';
 import * as store from './store.ts';
 
 type Obj = Record<string, unknown>;
@@ -42,71 +35,6 @@ const COMPETITION = registered('PCOMP');
 
 /** How deep `/productmanager.bomtree` walks; deeper structures are cut and marked `truncated`. */
 export const BOM_MAX_DEPTH = 50;
-
-// ---------------------------------------------------------------------------------------------
-// One extra criterion ANDed to a client's filter
-
-const STYLE_OPERATOR: Readonly<Record<TextMatchStyle, Operator>> = {
-  exact: 'iEquals',
-  exactCase: 'equals',
-  substring: 'iContains',
-  startsWith: 'iStartsWith',
-};
-
-type Match = Extract<CriteriaNode, { kind: 'match' }>;
-const isMatch = (node: CriteriaNode): node is Match => node.kind === 'match';
-
-/** One key of simple criteria as the AdvancedCriteria the engine reads it as (expandMatch in
- * engine/criteria.ts): text fields by the textMatchStyle, other fields by equality, a list as "any of".
- * An unknown field stays a leaf, so the engine's -4 names it. */
-function restate(match: Match, type: FieldType | undefined): Obj {
-  const leaf = (operator: Operator, value: unknown): Obj => ({ fieldName: match.fieldName, operator, value });
-  if (type !== 'string') {
-    return match.values.length === 1 ? leaf('equals', match.values[0]) : leaf('inSet', match.values);
-  }
-  const leaves = match.values.map((v) => leaf(v === null ? 'equals' : STYLE_OPERATOR[match.style], v));
-  return leaves.length === 1 ? leaves[0]! : { operator: 'or', criteria: leaves };
-}
-
-/**
- * `body` with `extra` ANDed to its filter, so the restriction travels the engine's one filter path.
- * AdvancedCriteria are nested under an `and` (their strictSQLFiltering lifted to the top, where the
- * engine reads it). Simple criteria cannot be nested, so they are restated as leaves first. Rejected
- * alternative: `extra` as one more simple key — it would follow the client's textMatchStyle (a
- * category must match exactly, not case-insensitively) and collide with a client key of that name.
- * `extra` comes first, so the engine's extension-table lookup (the first `name equals`) sees it.
- */
-async function restrict(
-  q: Queryable,
-  principal: Principal,
-  type: TypeDef,
-  body: FetchBody,
-  extra: Obj,
-  extensionName?: string,
-): Promise<FetchBody> {
-  // The engine's parse checks the filter's shape and names what is wrong with it.
-  const tree = parseCriteria(
-    body.data,
-    body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
-  );
-  const { root } = tree;
-  let own: Obj[];
-  if (root.kind === 'and' && root.children.length === 0) {
-    own = [];
-  } else if (root.kind === 'and' && root.children.every(isMatch)) {
-    const tc = await loadTypeContext(q, principal.partitionId, type, extensionName);
-    own = root.children.filter(isMatch).map((m) => restate(m, tc.fields.get(m.fieldName)?.type));
-  } else {
-    own = [body.data as Obj];
-  }
-  const data = {
-    _constructor: 'AdvancedCriteria',
-    operator: 'and',
-    strictSQLFiltering: tree.strict,
-    criteria: [extra, ...own],
-  };
-  return { ...body, data };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Products and customers
@@ -285,12 +213,11 @@ export async function fetchAssignments(
   requireAccess(principal, CUSTOMER.access.fetch);
   const owner = await ownerOrFail(db, principal, typedId);
   const ids = await store.assignedCustomerIds(db, principal, owner);
-  const restricted = await restrict(db, principal, CUSTOMER, body, {
+  return fetchRecords(db, principal, CUSTOMER, body, maxPageSize, {
     fieldName: 'id',
     operator: 'inSet',
     value: ids,
   });
-  return fetchRecords(db, principal, CUSTOMER, restricted, maxPageSize);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -307,8 +234,7 @@ export async function fetchSellerExtensions(
   requireAccess(principal, SELLER_EXTENSION.access.fetch);
   if (category.trim() === '') throw validationError('SXCategory', 'name the seller extension table');
   const inCategory = { fieldName: 'name', operator: 'equals', value: category };
-  const restricted = await restrict(db, principal, SELLER_EXTENSION, body, inCategory, category);
-  return fetchRecords(db, principal, SELLER_EXTENSION, restricted, maxPageSize);
+  return fetchRecords(db, principal, SELLER_EXTENSION, body, maxPageSize, inCategory);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,10 +345,9 @@ export async function fetchProductSetCompetition(
   if (label === '') throw validationError('label', 'name the product set');
   const products = await loadTypeContext(db, principal.partitionId, PRODUCT);
   const skus = await store.skusOfProductSet(db, principal, products, label);
-  const restricted = await restrict(db, principal, COMPETITION, body, {
+  return fetchRecords(db, principal, COMPETITION, body, maxPageSize, {
     fieldName: 'sku',
     operator: 'inSet',
     value: skus,
   });
-  return fetchRecords(db, principal, COMPETITION, restricted, maxPageSize);
 }
