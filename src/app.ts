@@ -20,7 +20,11 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/accounts/token-routes.ts';
 import { generalRoutes } from './modules/general/routes.ts';
 import { loaddataRoutes } from './modules/general/loaddata-routes.ts';
+import { lookupTableRoutes } from './modules/lookuptables/routes.ts';
 import { masterdataRoutes } from './modules/masterdata/routes.ts';
+import { oauthRoutes } from './modules/oauth/routes.ts';
+import { jobRoutes } from './jobs/routes.ts';
+import { filesRoutes } from './modules/files/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -31,6 +35,10 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   generalRoutes,
   loaddataRoutes,
   masterdataRoutes,
+  oauthRoutes,
+  lookupTableRoutes,
+  jobRoutes,
+  filesRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -2,6 +2,7 @@
 // A bad value stops the process with a message naming the variable; nothing else reads process.env.
 
 import { hostname } from 'node:os';
+import { NO_OAUTH, parseOAuthConfiguration, type OAuthConfiguration } from './modules/oauth/clients.ts';
 
 export interface Config {
   readonly port: number;
@@ -29,6 +30,18 @@ export interface Config {
   readonly bootstrapPartitions: readonly string[];
   readonly bootstrapAdmin: string;
   readonly bootstrapPassword: string | undefined;
+  /** The application property `oauthConfiguration`: the known OAuth clients. */
+  readonly oauthConfiguration: OAuthConfiguration;
+  /** Jobs of one partition processing at once, over all nodes. */
+  readonly jobConcurrency: number;
+  /** How often a node refreshes the heartbeat of the jobs it runs. */
+  readonly jobHeartbeatSeconds: number;
+  /** A processing job without a heartbeat for this long is INTERRUPTED (its node died). */
+  readonly jobStaleSeconds: number;
+  /** Upload slots not used for this long are removed with their file. */
+  readonly uploadSlotTtlMinutes: number;
+  /** `postgres` (chunked bytea in the database) or the path of a directory shared by all nodes. */
+  readonly blobStore: string;
 }
 
 export class ConfigError extends Error {
@@ -64,6 +77,37 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+/** OAUTH_CONFIGURATION: JSON, or the path of a JSON file; unset means no OAuth client is known. */
+function oauthConfiguration(env: Env): OAuthConfiguration {
+  const raw = env.OAUTH_CONFIGURATION;
+  if (raw === undefined || raw.trim() === '') return NO_OAUTH;
+  try {
+    return parseOAuthConfiguration(raw);
+  } catch (e) {
+    throw new ConfigError(`OAUTH_CONFIGURATION: ${(e as Error).message}`);
+  }
+}
+
+/** Jobs, uploads and files (README "Jobs, uploads and files"). */
+function jobSettings(env: Env) {
+  const jobHeartbeatSeconds = int(env, 'JOB_HEARTBEAT_SECONDS', 10, 1, 3600);
+  const jobStaleSeconds = int(env, 'JOB_STALE_SECONDS', 60, 2, 86_400);
+  if (jobStaleSeconds <= jobHeartbeatSeconds) {
+    throw new ConfigError('JOB_STALE_SECONDS must be greater than JOB_HEARTBEAT_SECONDS');
+  }
+  const blobStore = str(env, 'BLOB_STORE', 'postgres');
+  if (blobStore !== 'postgres' && !blobStore.startsWith('/') && !blobStore.startsWith('.')) {
+    throw new ConfigError('BLOB_STORE must be postgres or a directory path (absolute, or starting with .)');
+  }
+  return {
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 1000),
+    jobHeartbeatSeconds,
+    jobStaleSeconds,
+    uploadSlotTtlMinutes: int(env, 'UPLOAD_SLOT_TTL_MINUTES', 60, 1, 525_600),
+    blobStore,
+  };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -131,5 +175,7 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapPartitions,
     bootstrapAdmin: str(env, 'BOOTSTRAP_ADMIN', 'admin'),
     bootstrapPassword,
+    oauthConfiguration: oauthConfiguration(env),
+    ...jobSettings(env),
   };
 }

@@ -9,6 +9,7 @@ import { LockError } from './db/lock.ts';
 import { migrate } from './db/migrate.ts';
 import { bootstrap } from './modules/admin/partitions.ts';
 import { buildApp } from './app.ts';
+import { buildJobRunner } from './modules/files/runner-setup.ts';
 
 const SHUTDOWN_DEADLINE_MS = 30_000;
 
@@ -63,6 +64,9 @@ async function main(): Promise<void> {
     }
   }
 
+  // Every process is also a worker: it claims jobs from the shared jobs table.
+  const runner = buildJobRunner(db, config, { log });
+
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -75,6 +79,8 @@ async function main(): Promise<void> {
     deadline.unref();
     try {
       await app.close();
+      // Running jobs stop at their next check and are retried by another node (or after a restart).
+      await runner.stop();
       await db.close();
       log.info('stopped');
       process.exit(0);
@@ -87,6 +93,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   const address = await app.listen({ port: config.port, host: config.host });
+  runner.start();
   log.info(
     { db: db.kind, basePath: config.basePath, partitions: config.bootstrapPartitions },
     `Ratecard listening on ${address}`,

@@ -1,5 +1,6 @@
-// The permission decision: effective permissions come from the user's roles; an optional restriction
-// (a token's permission list, an OAuth scope) can only narrow them, never widen.
+// The permission decision: effective permissions come from the user's roles (direct ones and those of
+// the user's business roles, gathered by the account query in auth/authenticate.ts); an optional
+// restriction (a token's permission list, an OAuth scope) can only narrow them, never widen.
 
 import { PERMISSIONS, ROLES, type Permission } from './catalogue.ts';
 
@@ -26,7 +27,8 @@ export interface Principal {
 export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permission> {
   const out = new Set<Permission>();
   for (const role of roles) {
-    const granted = ROLES[role];
+    // Own keys only: a stored name such as `constructor` must not reach Object.prototype.
+    const granted = Object.hasOwn(ROLES, role) ? ROLES[role] : undefined;
     if (granted === '*') return new Set(PERMISSIONS);
     for (const p of granted ?? []) out.add(p);
   }
@@ -36,4 +38,17 @@ export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permis
 export function can(principal: Principal, permission: Permission): boolean {
   if (!principal.permissions.has(permission)) return false;
   return principal.restriction === null || principal.restriction.has(permission);
+}
+
+/** For each permission the roles hold, the roles that grant it (the "where from" of audit reports). */
+export function grantingRoles(roles: readonly string[]): Map<Permission, string[]> {
+  const out = new Map<Permission, string[]>();
+  for (const role of [...new Set(roles)].sort()) {
+    for (const p of permissionsOfRoles([role])) {
+      const list = out.get(p);
+      if (list) list.push(role);
+      else out.set(p, [role]);
+    }
+  }
+  return out;
 }

@@ -1,24 +1,45 @@
-// The permission catalogue and the roles that grant permissions. `ADMIN` holds every permission.
-// A route declares one permission (or AUTHENTICATED / PUBLIC); `can` in ./access.ts decides.
+// The permission catalogue and the roles that grant permissions: one typed constant each, documented
+// in docs/permissions.md (a test keeps the two in step). `ADMIN` holds every permission. A route
+// declares one permission (or AUTHENTICATED / PUBLIC); `can` in ./access.ts decides. Business roles
+// (type BR) are bundles of these roles stored per partition; they add no permission of their own.
 
-export const PERMISSIONS = [
-  'USER_FETCH',
-  'USER_EDIT',
-  'PARTITION_ADMIN',
-  'PRODUCT_EDIT',
-  'CUSTOMER_EDIT',
-  'SELLER_FETCH',
-  'SELLER_EDIT',
-  'PRODUCTEXTENSION_FETCH',
-  'PRODUCTEXTENSION_EDIT',
-  'CUSTOMEREXTENSION_FETCH',
-  'CUSTOMEREXTENSION_EDIT',
-  'ATTRIBUTEMETA_EDIT',
-  'PRODUCTCOMPETITION_FETCH',
-  'PRODUCTCOMPETITION_EDIT',
-] as const;
+/** Every permission, with what it allows (the text of docs/permissions.md). */
+export const PERMISSION_CATALOGUE = {
+  USER_FETCH:
+    "Read users with all their fields (`/fetch/U`, full rows of `accountmanager.fetchusers`), other users' groups and business roles, the groups of a business role, audit reports (with `ROLE_FETCH`)",
+  USER_EDIT:
+    "Create, change and delete users, user groups and business roles; assign roles, groups and business roles; copy roles and users; change other users' passwords; list and revoke other users' api tokens",
+  ROLE_FETCH: 'Read the roles of a user or of a business role (`accountmanager.fetchroles`), audit reports',
+  PARTITION_ADMIN: 'Partition-wide settings of the operator kind (reserved: no operation needs it yet)',
+  ADVANCEDCONFIG_EDIT:
+    'Read and write the advanced configuration options (type `ACO`, e.g. `externalJWTConfiguration`)',
+  PRODUCT_EDIT: 'Create, change and delete products (`P`) and bills of materials (`PBOME`)',
+  CUSTOMER_EDIT: 'Create, change and delete customers (`C`) and customer assignments',
+  SELLER_FETCH: 'Read sellers (`SL`), seller extensions (`SX`) and their attribute meta',
+  SELLER_EDIT: 'Create, change and delete sellers and seller extensions',
+  PRODUCTEXTENSION_FETCH: 'Read product extension rows (`PX`)',
+  PRODUCTEXTENSION_EDIT: 'Create, change and delete product extension rows',
+  CUSTOMEREXTENSION_FETCH: 'Read customer extension rows (`CX`)',
+  CUSTOMEREXTENSION_EDIT: 'Create, change and delete customer extension rows',
+  ATTRIBUTEMETA_EDIT: 'Create, change and delete attribute meta (`PAM`, `CAM`, `PXAM`, ...)',
+  PRODUCTCOMPETITION_FETCH: 'Read product competition data (`PCOMP`)',
+  PRODUCTCOMPETITION_EDIT: 'Create, change, delete and import product competition data',
+  LOOKUPTABLE_ADD: 'Create lookup tables and add values (`lookuptablemanager.add`)',
+  LOOKUPTABLE_UPDATE:
+    'Change lookup tables and their values (`lookuptablemanager.update`, `.massedit`, `.findref`)',
+  LOOKUPTABLE_REMOVE:
+    'Delete lookup tables and values, clear value columns (`lookuptablemanager.delete`, `.resetcolumn`)',
+  LOOKUPTABLE_COPY: 'Copy a lookup table with its values (`lookuptablemanager.copy`)',
+  LOOKUPTABLEVALUES_INTEGRATE:
+    'Create or update lookup table values by name (`lookuptablemanager.integrate`)',
+  CALCULATIONGRID_SUBMIT:
+    'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
+  WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
+} as const satisfies Record<string, string>;
 
-export type Permission = (typeof PERMISSIONS)[number];
+export type Permission = keyof typeof PERMISSION_CATALOGUE;
+
+export const PERMISSIONS: readonly Permission[] = Object.keys(PERMISSION_CATALOGUE) as Permission[];
 
 /** Any authenticated user of the partition, whatever their roles. */
 export const AUTHENTICATED = 'AUTHENTICATED';
@@ -27,40 +48,107 @@ export const PUBLIC = 'PUBLIC';
 
 export type RouteAccess = Permission | typeof AUTHENTICATED | typeof PUBLIC;
 
+export interface RoleSpec {
+  /** The permissions the role grants; `'*'` means all of them. */
+  readonly grants: readonly Permission[] | '*';
+  /** Who the role is meant for (the text of docs/permissions.md). */
+  readonly purpose: string;
+}
+
+const WORKFLOW: readonly Permission[] = ['WORKFLOW_FETCH'];
+
+/**
+ * `ADMIN_WO_USER_MGMT` is `ADMIN` without user management: no `USER_EDIT`, and no `ROLE_FETCH`
+ * (the interface lists who may call fetchroles, and this role is not among them).
+ */
+const NOT_FOR_ADMIN_WO_USER_MGMT: readonly Permission[] = ['USER_EDIT', 'ROLE_FETCH'];
+
+/** Every role the platform knows. Only these names can be assigned to users and business roles. */
+export const ROLE_CATALOGUE = {
+  ADMIN: { grants: '*', purpose: 'Administrator: every permission; sees and edits every record' },
+  ADMIN_WO_USER_MGMT: {
+    grants: PERMISSIONS.filter((p) => !NOT_FOR_ADMIN_WO_USER_MGMT.includes(p)),
+    purpose: 'Administrator without user management',
+  },
+  USERADMIN: {
+    grants: ['USER_FETCH', 'USER_EDIT', 'ROLE_FETCH'],
+    purpose: 'Manages users, groups, business roles and passwords',
+  },
+  USERAUDIT: { grants: ['USER_FETCH', 'ROLE_FETCH'], purpose: 'Reviews users and their rights' },
+  SUPPORT: { grants: ['USER_FETCH', 'ROLE_FETCH', 'WORKFLOW_FETCH'], purpose: 'Support staff' },
+  PLASMA: { grants: ['ROLE_FETCH', 'LOOKUPTABLE_UPDATE'], purpose: 'Market-data (PlasmA) maintenance' },
+  DATAINTEGRATION: {
+    grants: [
+      'PRODUCT_EDIT',
+      'CUSTOMER_EDIT',
+      'SELLER_FETCH',
+      'SELLER_EDIT',
+      'PRODUCTEXTENSION_FETCH',
+      'PRODUCTEXTENSION_EDIT',
+      'CUSTOMEREXTENSION_FETCH',
+      'CUSTOMEREXTENSION_EDIT',
+      'PRODUCTCOMPETITION_FETCH',
+      'PRODUCTCOMPETITION_EDIT',
+      'LOOKUPTABLEVALUES_INTEGRATE',
+    ],
+    purpose: 'Technical users of integrations (loads of master data and lookup values)',
+  },
+  PRICESHOP_RO: {
+    grants: [
+      'PRODUCTEXTENSION_FETCH',
+      'CUSTOMEREXTENSION_FETCH',
+      'SELLER_FETCH',
+      'PRODUCTCOMPETITION_FETCH',
+      'WORKFLOW_FETCH',
+    ],
+    purpose: 'Reads the price shop',
+  },
+  PRICESHOP_EDIT: {
+    grants: [
+      'PRODUCT_EDIT',
+      'PRODUCTEXTENSION_FETCH',
+      'PRODUCTEXTENSION_EDIT',
+      'CUSTOMEREXTENSION_FETCH',
+      'SELLER_FETCH',
+      'PRODUCTCOMPETITION_FETCH',
+      'CALCULATIONGRID_SUBMIT',
+      'WORKFLOW_FETCH',
+    ],
+    purpose: 'Works in the price shop: products, extensions, calculation grids',
+  },
+  PB_PRICEGRIDS_RO: { grants: WORKFLOW, purpose: 'Reads price grids' },
+  PB_PARAMETERS: {
+    grants: ['LOOKUPTABLE_ADD', 'LOOKUPTABLE_UPDATE', 'LOOKUPTABLE_REMOVE', 'LOOKUPTABLE_COPY'],
+    purpose: 'Maintains company parameters (lookup tables)',
+  },
+  PB_CONDITIONRECORDEDITOR: {
+    grants: [],
+    purpose: 'Edits condition records (their permissions come with the condition-record operations)',
+  },
+  WF_BUILDER: { grants: WORKFLOW, purpose: 'Builds workflows' },
+  WF_ADMIN: { grants: WORKFLOW, purpose: 'Administers workflows' },
+  RM_RAT: { grants: WORKFLOW, purpose: 'Rebate agreement templates' },
+  RM_REBATEAGREEMENTS_RO: { grants: WORKFLOW, purpose: 'Reads rebate agreements' },
+  RM_REBATEAGREEMENTS: { grants: WORKFLOW, purpose: 'Works on rebate agreements' },
+  CONTRACTS_RO: { grants: WORKFLOW, purpose: 'Reads contracts' },
+  CM_CONTRACTMANAGER: { grants: WORKFLOW, purpose: 'Manages contracts' },
+  SC_COMPENSATIONS_RO: { grants: WORKFLOW, purpose: 'Reads sales compensations' },
+  SC_ADMIN: { grants: WORKFLOW, purpose: 'Administers sales compensations' },
+} as const satisfies Record<string, RoleSpec>;
+
+export type Role = keyof typeof ROLE_CATALOGUE;
+
+export const ROLE_NAMES: readonly Role[] = Object.keys(ROLE_CATALOGUE) as Role[];
+
 /** Roles and the permissions each grants; `'*'` means all. */
-export const ROLES: Readonly<Record<string, readonly Permission[] | '*'>> = {
-  ADMIN: '*',
-  USERADMIN: ['USER_FETCH', 'USER_EDIT'],
-  USERAUDIT: ['USER_FETCH'],
-  SUPPORT: ['USER_FETCH'],
-  DATAINTEGRATION: [
-    'PRODUCT_EDIT',
-    'CUSTOMER_EDIT',
-    'SELLER_FETCH',
-    'SELLER_EDIT',
-    'PRODUCTEXTENSION_FETCH',
-    'PRODUCTEXTENSION_EDIT',
-    'CUSTOMEREXTENSION_FETCH',
-    'CUSTOMEREXTENSION_EDIT',
-    'PRODUCTCOMPETITION_FETCH',
-    'PRODUCTCOMPETITION_EDIT',
-  ],
-  PRICESHOP_RO: [
-    'PRODUCTEXTENSION_FETCH',
-    'CUSTOMEREXTENSION_FETCH',
-    'SELLER_FETCH',
-    'PRODUCTCOMPETITION_FETCH',
-  ],
-  PRICESHOP_EDIT: [
-    'PRODUCT_EDIT',
-    'PRODUCTEXTENSION_FETCH',
-    'PRODUCTEXTENSION_EDIT',
-    'CUSTOMEREXTENSION_FETCH',
-    'SELLER_FETCH',
-    'PRODUCTCOMPETITION_FETCH',
-  ],
-};
+export const ROLES: Readonly<Record<string, readonly Permission[] | '*'>> = Object.fromEntries(
+  ROLE_NAMES.map((r) => [r, ROLE_CATALOGUE[r].grants]),
+);
 
 export function isKnownPermission(name: string): name is Permission {
-  return (PERMISSIONS as readonly string[]).includes(name);
+  return Object.hasOwn(PERMISSION_CATALOGUE, name);
+}
+
+export function isKnownRole(name: string): name is Role {
+  return Object.hasOwn(ROLE_CATALOGUE, name);
 }

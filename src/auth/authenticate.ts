@@ -36,18 +36,30 @@ interface AccountRow {
   token_ok: boolean | null;
 }
 
-// Effective roles: the user's own and those of the business roles assigned to the user (issue 4
-// adds business roles; until then the second source is empty). Groups likewise.
+// Effective roles: the user's own and those of the business roles assigned to the user, read on
+// every request, so an assignment takes effect on the user's next request. Groups likewise. UNION
+// (not UNION ALL) because a role held both directly and through a business role counts once.
 const ACCOUNT_SQL = (userCondition: string): string => `
   SELECT p.id AS pid, p.jwt_secret AS secret, p.csrf_enabled AS csrf,
          u.id AS uid, u.login_name AS login, u.password_hash AS hash, u.activated, u.token_epoch AS epoch,
          u.tfa_secret, u.tfa_enabled, u.tfa_last_step,
-         coalesce((SELECT array_agg(r.role ORDER BY r.role) FROM user_roles r
-                    WHERE r.partition_id = u.partition_id AND r.user_id = u.id), '{}') AS roles,
-         coalesce((SELECT array_agg(g.unique_name ORDER BY g.unique_name)
-                     FROM user_group_members m
-                     JOIN user_groups g ON g.partition_id = m.partition_id AND g.id = m.group_id
-                    WHERE m.partition_id = u.partition_id AND m.user_id = u.id), '{}') AS groups,
+         coalesce((SELECT array_agg(x.role ORDER BY x.role) FROM (
+                     SELECT r.role FROM user_roles r
+                      WHERE r.partition_id = u.partition_id AND r.user_id = u.id
+                     UNION
+                     SELECT brr.role FROM user_business_roles ub
+                       JOIN business_role_roles brr
+                         ON brr.partition_id = ub.partition_id AND brr.business_role_id = ub.business_role_id
+                      WHERE ub.partition_id = u.partition_id AND ub.user_id = u.id) x), '{}') AS roles,
+         coalesce((SELECT array_agg(g.unique_name ORDER BY g.unique_name) FROM user_groups g
+                    WHERE g.partition_id = u.partition_id AND g.id IN (
+                      SELECT m.group_id FROM user_group_members m
+                       WHERE m.partition_id = u.partition_id AND m.user_id = u.id
+                      UNION
+                      SELECT brg.group_id FROM user_business_roles ub
+                        JOIN business_role_groups brg
+                          ON brg.partition_id = ub.partition_id AND brg.business_role_id = ub.business_role_id
+                       WHERE ub.partition_id = u.partition_id AND ub.user_id = u.id)), '{}') AS groups,
          (SELECT t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
             FROM api_tokens t WHERE t.partition_id = p.id AND t.id = $3 AND t.user_id = u.id) AS token_ok
     FROM partitions p

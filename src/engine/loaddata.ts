@@ -4,6 +4,7 @@
 // into a temporary staging table, then the set-based UPDATE and INSERT ... ON CONFLICT of
 // `buildMergeSql`). Refused rows are reported per row; a chunk is all-or-nothing, and the chunks
 // before a failed one stay committed (the architecture's chunked-transaction rule).
+// `loadDataStream` is the same flow over chunks that arrive as an async iterable (file loads).
 
 import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
@@ -16,8 +17,13 @@ import type { FieldDef, TypeDef } from './registry.ts';
 export interface LoadOptions {
   readonly detectJoinFields?: boolean;
   readonly joinFields?: readonly string[];
-  /** Only for CRCP loads (not implemented yet); refused for every other type. */
+  /** Only for CRCP loads (condition records, a later area): refused with a -4 for every type there is. */
   readonly conditionRecords?: unknown;
+  /**
+   * A soft-deleted match is replaced by the row (columns absent from the header become NULL)
+   * instead of being restored with its old values; needs join fields (file loads).
+   */
+  readonly replaceSoftDeleted?: boolean;
 }
 
 export interface LoadBody {
@@ -66,6 +72,7 @@ export interface LoadPlan {
   readonly missingForInsert: FieldDef | undefined;
   /** Header position of the extension table `name` (types with attribute meta per table). */
   readonly nameAt: number | undefined;
+  readonly replaceSoftDeleted: boolean;
 }
 
 const STAGE = 'rc_load_stage';
@@ -121,6 +128,13 @@ export function planLoad(type: TypeDef, body: LoadBody, maxBatchRows: number): L
   // An extension row belongs to one table: matching across tables would update the wrong ones.
   if (join.length > 0 && nameAt !== undefined && !join.includes(nameAt)) join.unshift(nameAt);
 
+  if (options.replaceSoftDeleted === true && join.length === 0) {
+    throw validationError(
+      'replaceSoftDeleted',
+      'needs join fields: give joinFields or set detectJoinFields to true',
+    );
+  }
+
   const key = type.businessKey.map((k) => at(k));
   const missingForInsert = type.fields.find(
     (f) => (f.required || type.businessKey.includes(f.name)) && !f.system && at(f.name) === undefined,
@@ -138,6 +152,7 @@ export function planLoad(type: TypeDef, body: LoadBody, maxBatchRows: number): L
     key: key.every((k) => k !== undefined) ? key : [],
     missingForInsert,
     nameAt,
+    replaceSoftDeleted: options.replaceSoftDeleted === true,
   };
 }
 
@@ -344,6 +359,13 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
       'last_update_at = now()',
       `last_update_by = ${p.add(principal.userId)}`,
     );
+    if (type.deleteMode === 'soft' && plan.replaceSoftDeleted) {
+      // Replaced, not restored: what the row does not carry is emptied on soft-deleted matches.
+      for (const f of type.fields) {
+        if (f.system || f.key || plan.header.includes(f)) continue;
+        sets.push(`${ident(f.column)} = CASE WHEN t.deleted_at IS NULL THEN t.${ident(f.column)} END`);
+      }
+    }
     if (type.deleteMode === 'soft') sets.push('deleted_at = NULL'); // a soft-deleted match is restored
     const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
     update = {
@@ -471,17 +493,67 @@ export async function loadData(
 ): Promise<LoadResult> {
   requireAccess(principal, type.access.write);
   const plan = planLoad(type, body, limits.maxBatchRows);
-  const base = await loadTypeContext(db, principal.partitionId, type);
+  const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
+  function* chunks() {
+    for (let start = 0; start < body.data.length; start += chunkRows) {
+      yield body.data.slice(start, start + chunkRows);
+    }
+  }
+  return runLoad(db, principal, plan, chunks(), { ...limits, dedupeAcrossChunks: true });
+}
+
+/** What a streamed load has done so far (counted from its `firstRow`). */
+export interface LoadProgress {
+  readonly rows: number;
+  readonly inserted: number;
+  readonly updated: number;
+  readonly invalid: number;
+}
+
+export interface StreamLimits extends Omit<LoadLimits, 'maxBatchRows' | 'chunkRows'> {
+  /** File row number of the first row given (a resumed load keeps the file's numbering). */
+  readonly firstRow?: number;
+  /** Told after each chunk; may throw to stop the load between chunks (cancellation). */
+  readonly afterChunk?: (done: LoadProgress) => Promise<void>;
+}
+
+/**
+ * File loads: the same plan, checks and merge as `loadData`, over rows that arrive as an async
+ * iterable of chunks (each chunk one transaction), without the per-call row limit. Memory stays
+ * bounded by a chunk: a row repeating the key of a row of an earlier chunk is not refused in JS but
+ * meets that row in the database (an update, or a duplicate-key row error without join fields).
+ */
+export async function loadDataStream(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  head: Omit<LoadBody, 'data'>,
+  chunks: AsyncIterable<readonly unknown[]>,
+  limits: StreamLimits,
+): Promise<LoadResult> {
+  requireAccess(principal, type.access.write);
+  const plan = planLoad(type, { ...head, data: [] }, Number.POSITIVE_INFINITY);
+  return runLoad(db, principal, plan, chunks, { ...limits, dedupeAcrossChunks: false });
+}
+
+async function runLoad(
+  db: Db,
+  principal: Principal,
+  plan: LoadPlan,
+  chunks: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  limits: StreamLimits & { readonly dedupeAcrossChunks: boolean },
+): Promise<LoadResult> {
+  const base = await loadTypeContext(db, principal.partitionId, plan.type);
   const contexts = new Contexts(db, principal, base);
   const sql = buildMergeSql(plan, base, principal);
-  const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
   const errors = new ErrorList(limits.maxErrors ?? MAX_ERRORS);
-  const seen = new Set<string>();
+  let seen = new Set<string>();
   let inserted = 0;
   let updated = 0;
+  let start = limits.firstRow ?? 0;
 
-  for (let start = 0; start < body.data.length; start += chunkRows) {
-    const raw = body.data.slice(start, start + chunkRows);
+  for await (const raw of chunks) {
+    if (!limits.dedupeAcrossChunks) seen = new Set<string>();
     await contexts.prepare(raw.map((r) => nameOf(plan, r)));
     const { valid, errors: chunkErrors } = checkChunk(plan, contexts, raw, start, seen);
     if (valid.length > 0) {
@@ -498,12 +570,15 @@ export async function loadData(
       chunkErrors.push(...outcome.errors);
     }
     errors.addChunk(chunkErrors);
+    start += raw.length;
+    const rows = start - (limits.firstRow ?? 0);
+    await limits.afterChunk?.({ rows, inserted, updated, invalid: errors.count });
   }
   return {
     inserted,
     updated,
     invalid: errors.count,
-    total: body.data.length,
+    total: start - (limits.firstRow ?? 0),
     errors: errors.listed,
     errorsTruncated: errors.count > errors.listed.length,
   };

@@ -2,10 +2,13 @@
 // attributes, delete mode, flags and permissions. The generic operations, /fetch, metadata.describe,
 // the attribute meta and the loaders all read it; adding a type is one declaration plus a migration.
 
+import { createPublicKey } from 'node:crypto';
 import type { Permission, RouteAccess } from '../access/catalogue.ts';
-import { AUTHENTICATED } from '../access/catalogue.ts';
+import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldSpec, FieldType } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
+import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { LOOKUP_TYPES } from './registry-lookup.ts';
 
 export interface FieldDef extends FieldSpec {
   /** Needed on add (business keys, extension table names). */
@@ -46,37 +49,15 @@ export interface TypeDef {
   readonly access: { readonly fetch: RouteAccess; readonly write: Permission };
   /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
   readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;
+  /**
+   * The general operations (`/fetch|add|update|delete|...`) refuse this type with a -4 naming the
+   * dedicated manager operation to use instead (the spec: lookup table values, user groups, ...).
+   */
+  readonly managerOnly?: string;
 }
 
-const SYSTEM: readonly FieldDef[] = [
-  { name: 'id', column: 'id', type: 'integer', system: true },
-  { name: 'version', column: 'version', type: 'integer', system: true },
-  { name: 'createDate', column: 'created_at', type: 'datetime', system: true },
-  { name: 'createdBy', column: 'created_by', type: 'integer', system: true },
-  { name: 'lastUpdateDate', column: 'last_update_at', type: 'datetime', system: true },
-  { name: 'lastUpdateBy', column: 'last_update_by', type: 'integer', system: true },
-];
-
-const text = (name: string, column: string, extra: Partial<FieldDef> = {}): FieldDef => ({
-  name,
-  column,
-  type: 'string',
-  maxLength: 1000,
-  ...extra,
-});
-const key = (name: string, column: string): FieldDef =>
-  text(name, column, { required: true, key: true, maxLength: 255 });
-
-export const ATTRIBUTE_COUNT = 30;
-const attributes = (n = ATTRIBUTE_COUNT): FieldDef[] =>
-  Array.from({ length: n }, (_, i) => ({
-    name: `attribute${i + 1}`,
-    column: `attribute${i + 1}`,
-    type: 'string',
-    custom: true,
-    storedAsText: true,
-    maxLength: 4000,
-  }));
+// SYSTEM, text, key and attributes live in ./registry-fields.ts, shared with ./registry-lookup.ts.
+export { ATTRIBUTE_COUNT } from './registry-fields.ts';
 const userGroupFields = [
   text('userGroupEdit', 'user_group_edit'),
   text('userGroupViewDetails', 'user_group_view_details'),
@@ -149,6 +130,197 @@ function metaType(code: string, owner: string, fetch: RouteAccess, perName: bool
 
 /** A decimal field (numeric column; values come back as exact decimal strings). */
 const decimal = (name: string, column: string): FieldDef => ({ name, column, type: 'decimal' });
+
+// ---------------------------------------------------------------------------------------------
+// Accounts and configuration: users, user groups, business roles, advanced configuration options.
+// Their roles and memberships are link tables served by the account manager (modules/accounts), which
+// also owns /add/U, /update/U, /delete/U and the deletes of UG and BR: the generic routes never see
+// those writes. The password hash is deliberately not a field, so no generic operation can read it.
+
+/** Login names travel in Basic credentials as `<partition>/<login>:<password>`. */
+const LOGIN_NAME = /^[^\s:/]+$/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+function userRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const errors: FieldErrors = {};
+  if (typeof data.loginName === 'string' && !LOGIN_NAME.test(data.loginName)) {
+    errors.loginName = { errorMessage: 'must not contain spaces, ":" or "/"' };
+  }
+  if (typeof data.email === 'string' && data.email !== '' && !EMAIL.test(data.email)) {
+    errors.email = { errorMessage: 'is not an e-mail address' };
+  }
+  // The column is NOT NULL: an empty value would otherwise reach the database as NULL.
+  if ('activated' in data && (data.activated === null || data.activated === '')) {
+    errors.activated = { errorMessage: 'must be true or false' };
+  }
+  return Object.keys(errors).length > 0 ? errors : undefined;
+}
+
+/** The option whose value the external-JWT authentication reads (auth/external-jwt.ts). */
+export const EXTERNAL_JWT_OPTION = 'externalJWTConfiguration';
+const SYSTEM_NAME = /^[A-Za-z0-9]+$/;
+
+/**
+ * `{entries: {<system>: {publicKey: <PEM RSA public key>, permissions: null | [names]}}}`; the reason
+ * it is not, or undefined. Checked on write, so a broken trust relation is refused when it is
+ * configured rather than found when the first external call fails.
+ */
+export function externalJwtConfigProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be a JSON text';
+  let config: unknown;
+  try {
+    config = JSON.parse(value);
+  } catch {
+    return 'must be valid JSON';
+  }
+  const entries = isRecord(config) ? config.entries : undefined;
+  if (!isRecord(entries)) return 'must be {"entries": {<system>: {publicKey, permissions}}}';
+  for (const [system, entry] of Object.entries(entries)) {
+    const at = `entries.${system}`;
+    if (!SYSTEM_NAME.test(system)) return `${at}: system names are letters A-Z, a-z and digits only`;
+    if (!isRecord(entry)) return `${at} must be {publicKey, permissions}`;
+    const extra = Object.keys(entry).find((k) => k !== 'publicKey' && k !== 'permissions');
+    if (extra !== undefined) return `${at}.${extra} is not a known setting`;
+    if (typeof entry.publicKey !== 'string') return `${at}.publicKey must be a PEM public key`;
+    try {
+      if (createPublicKey(entry.publicKey).asymmetricKeyType !== 'rsa')
+        return `${at}.publicKey must be an RSA key`;
+    } catch {
+      return `${at}.publicKey is not a PEM public key`;
+    }
+    const permissions = entry.permissions;
+    if (permissions === undefined || permissions === null) continue;
+    if (!Array.isArray(permissions)) return `${at}.permissions must be null or a list of permission names`;
+    for (const p of permissions as unknown[]) {
+      if (typeof p !== 'string' || !isKnownPermission(p)) {
+        return `${at}.permissions: unknown permission ${JSON.stringify(p)}`;
+      }
+    }
+  }
+  return undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A value written together with its option's name (add, update by name); see also the ACO routes. */
+function advancedConfigRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  // No value (null) means no trust relation at all, like a missing option.
+  if (data.uniqueName !== EXTERNAL_JWT_OPTION || data.value === undefined || data.value === null) {
+    return undefined;
+  }
+  const problem = externalJwtConfigProblem(data.value);
+  return problem === undefined ? undefined : { value: { errorMessage: problem } };
+}
+
+function accountType(
+  t: Pick<TypeDef, 'code' | 'label' | 'table' | 'access' | 'bulkLoadable' | 'validate'> & {
+    own: readonly FieldDef[];
+  },
+): TypeDef {
+  const { own, ...rest } = t;
+  return {
+    ...rest,
+    fields: [...own, ...SYSTEM],
+    businessKey: [own[0]!.name],
+    uniqueColumns: [own[0]!.column],
+    deleteMode: 'hard',
+    massEditable: false,
+    userGroups: false,
+  };
+}
+
+const ACCOUNT_TYPES: readonly TypeDef[] = [
+  accountType({
+    code: 'U',
+    label: 'User',
+    table: 'users',
+    own: [
+      // The unique index is on lower(login_name): adds conflict case-insensitively (ON CONFLICT DO
+      // NOTHING of hard-deleted types needs no target); U takes no upserts, which would need one.
+      key('loginName', 'login_name'),
+      text('firstName', 'first_name', { maxLength: 255 }),
+      text('lastName', 'last_name', { maxLength: 255 }),
+      text('email', 'email', { maxLength: 320 }),
+      { name: 'activated', column: 'activated', type: 'boolean' },
+    ],
+    bulkLoadable: false,
+    access: { fetch: 'USER_FETCH', write: 'USER_EDIT' },
+    validate: userRules,
+  }),
+  accountType({
+    code: 'UG',
+    label: 'User group',
+    table: 'user_groups',
+    own: [key('uniqueName', 'unique_name'), text('label', 'label')],
+    // The interface lists UG among the file bulk-load codes.
+    bulkLoadable: true,
+    access: { fetch: AUTHENTICATED, write: 'USER_EDIT' },
+  }),
+  accountType({
+    code: 'BR',
+    label: 'Business role',
+    table: 'business_roles',
+    own: [key('uniqueName', 'unique_name'), text('label', 'label')],
+    bulkLoadable: false,
+    access: { fetch: AUTHENTICATED, write: 'USER_EDIT' },
+  }),
+  accountType({
+    code: 'ACO',
+    label: 'Advanced configuration option',
+    table: 'advanced_config',
+    own: [key('uniqueName', 'unique_name'), text('value', 'value', { maxLength: 1_000_000 })],
+    bulkLoadable: false,
+    access: { fetch: 'ADVANCEDCONFIG_EDIT', write: 'ADVANCEDCONFIG_EDIT' },
+    validate: advancedConfigRules,
+  }),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Jobs (JST, src/jobs/): written only by the job runner and the asynchronous operations, so every
+// field is a system field and the general add/update/integrate are refused. Any user may fetch JST,
+// but only their own jobs unless admin: src/jobs/routes.ts serves /fetch/JST and /fetch/JST/{id}
+// with that restriction (`createdBy equals <user>`) passed to the engine's fetchRecords.
+
+const jobField = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
+  name,
+  column,
+  type,
+  system: true,
+});
+
+const JOB_TYPE: TypeDef = {
+  code: 'JST',
+  label: 'Job status tracker',
+  table: 'jobs',
+  fields: [
+    jobField('jobName', 'job_name'),
+    jobField('trackerType', 'tracker_type'),
+    jobField('targetObject', 'target_object'),
+    jobField('status', 'status'),
+    jobField('progress', 'progress', 'integer'),
+    jobField('processingStart', 'processing_start', 'datetime'),
+    jobField('processingEnd', 'processing_end', 'datetime'),
+    jobField('processingNode', 'processing_node'),
+    jobField('cancelRequested', 'cancel_requested', 'boolean'),
+    jobField('messages', 'messages', 'json'),
+    jobField('calculationResults', 'calculation_results', 'json'),
+    jobField('parameters', 'parameters', 'json'),
+    ...SYSTEM,
+  ],
+  businessKey: [],
+  uniqueColumns: [],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  // Deleting job records is partition housekeeping; writing them is the runner's alone.
+  access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
+  validate: () => ({
+    typeCode: { errorMessage: 'jobs are created by asynchronous operations, not written directly' },
+  }),
+};
 
 const TYPES: readonly TypeDef[] = [
   masterType({
@@ -256,6 +428,9 @@ const TYPES: readonly TypeDef[] = [
     deleteMode: 'hard',
     access: { fetch: 'PRODUCTCOMPETITION_FETCH', write: 'PRODUCTCOMPETITION_EDIT' },
   }),
+  ...ACCOUNT_TYPES,
+  ...LOOKUP_TYPES,
+  JOB_TYPE,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -30,6 +30,7 @@ export const ERRORS = {
   // limits
   BODY_TOO_LARGE: { http: 413, status: -12, message: 'Request body too large' },
   UPLOAD_TOO_LARGE: { http: 413, status: -11, message: 'Upload too large' },
+  RANGE_NOT_SATISFIABLE: { http: 416, status: -4, message: 'Requested range not satisfiable' },
   RATE_LIMITED: { http: 429, status: -1, message: 'Too many requests' },
   TIMEOUT: { http: 503, status: -100, message: 'The request timed out' },
   UNAVAILABLE: { http: 503, status: -1, message: 'Service unavailable' },

@@ -61,6 +61,12 @@ export function typeOf(req: FastifyRequest): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
   const type = findType(code);
   if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+  if (type.managerOnly !== undefined) {
+    throw validationError(
+      'typeCode',
+      `${code} is not handled by the general operations: use ${type.managerOnly}`,
+    );
+  }
   return type;
 }
 
@@ -80,13 +86,15 @@ export function itemsOf(body: unknown): Obj[] {
   return raw as Obj[];
 }
 
-function updateItemsOf(body: unknown): UpdateItem[] {
+/** `{data: {...}, oldValues}` or an array of them: the body of every update-style operation. */
+export function updateItemsOf(body: unknown): UpdateItem[] {
   const entries = Array.isArray(body) ? body : [body];
+  if (entries.length === 0) throw validationError('data', 'give a record as {data: {...}}');
   return entries.map((e, i) => {
-    if (!isObj(e) || !isObj(e.data))
-      throw validationError(entries.length > 1 ? `${i}.data` : 'data', 'must be an object');
+    const at = entries.length > 1 ? `${i}.` : '';
+    if (!isObj(e) || !isObj(e.data)) throw validationError(`${at}data`, 'must be an object');
     if (e.oldValues !== undefined && e.oldValues !== null && !isObj(e.oldValues)) {
-      throw validationError('oldValues', 'must be an object');
+      throw validationError(`${at}oldValues`, 'must be an object');
     }
     return { data: e.data, oldValues: e.oldValues ?? null };
   });

@@ -1,0 +1,36 @@
+// Field declarations shared by the type registry (./registry.ts) and its lookup-table part
+// (./registry-lookup.ts): the server-maintained fields of every record, text and key fields, and
+// the custom attributes. A file of its own so both can import them without an import cycle
+// (registry.ts imports registry-lookup.ts; this file imports only types).
+
+import type { FieldDef } from './registry.ts';
+
+export const SYSTEM: readonly FieldDef[] = [
+  { name: 'id', column: 'id', type: 'integer', system: true },
+  { name: 'version', column: 'version', type: 'integer', system: true },
+  { name: 'createDate', column: 'created_at', type: 'datetime', system: true },
+  { name: 'createdBy', column: 'created_by', type: 'integer', system: true },
+  { name: 'lastUpdateDate', column: 'last_update_at', type: 'datetime', system: true },
+  { name: 'lastUpdateBy', column: 'last_update_by', type: 'integer', system: true },
+];
+
+export const text = (name: string, column: string, extra: Partial<FieldDef> = {}): FieldDef => ({
+  name,
+  column,
+  type: 'string',
+  maxLength: 1000,
+  ...extra,
+});
+export const key = (name: string, column: string): FieldDef =>
+  text(name, column, { required: true, key: true, maxLength: 255 });
+
+export const ATTRIBUTE_COUNT = 30;
+export const attributes = (n = ATTRIBUTE_COUNT): FieldDef[] =>
+  Array.from({ length: n }, (_, i) => ({
+    name: `attribute${i + 1}`,
+    column: `attribute${i + 1}`,
+    type: 'string',
+    custom: true,
+    storedAsText: true,
+    maxLength: 4000,
+  }));

@@ -1,0 +1,461 @@
+// Attachments of any record (`bdmanager.*`) and product images (`productimages.*`). Rights come
+// from the owner record through the engine: reading needs view rights (fetchOne of the owner: its
+// type's fetch permission and user groups), attaching/changing needs edit rights (the owner type's
+// `access.write` plus `userGroupEdit`, the engine's row scope for edits). A slot's file is taken
+// over without copying; a replaced or deleted file is removed from the blob store after commit.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import type { BlobStore } from '../../db/blob-store.ts';
+import { Params, ident } from '../../db/sql.ts';
+import { loadTypeContext, rowScope } from '../../engine/context.ts';
+import { fetchOne, requireAccess } from '../../engine/crud.ts';
+import { findType, type TypeDef } from '../../engine/registry.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { findFilledSlotOrFail, iso, takeSlotFile } from './slots.ts';
+import type { StoredFile } from './download.ts';
+
+export interface AttachmentRow {
+  readonly partition_id: number;
+  readonly id: number;
+  readonly owner_type: string;
+  readonly owner_id: number;
+  readonly file_name: string;
+  readonly content_type: string;
+  readonly size: number;
+  readonly blob_key: string;
+  readonly metadata: unknown;
+  readonly version: number;
+  readonly created_at: Date | string;
+  readonly created_by: number | null;
+  readonly last_update_at: Date | string;
+  readonly last_update_by: number | null;
+}
+
+export function attachmentView(a: AttachmentRow) {
+  return {
+    id: a.id,
+    binaryDataId: a.id,
+    ownerTypedId: `${a.owner_id}.${a.owner_type}`,
+    fileName: a.file_name,
+    contentType: a.content_type,
+    size: Number(a.size),
+    metadata: a.metadata ?? null,
+    version: a.version,
+    createDate: iso(a.created_at),
+    createdBy: a.created_by,
+    lastUpdateDate: iso(a.last_update_at),
+    lastUpdateBy: a.last_update_by,
+  };
+}
+
+export function storedFileOf(a: {
+  partition_id: number;
+  blob_key: string;
+  size: number;
+  content_type: string;
+  file_name: string;
+}): StoredFile {
+  return {
+    partitionId: a.partition_id,
+    key: a.blob_key,
+    size: Number(a.size),
+    contentType: a.content_type,
+    fileName: a.file_name,
+  };
+}
+
+export interface Owner {
+  readonly type: TypeDef;
+  readonly id: number;
+}
+
+/** `<id>.<TypeCode>` of a registered type. */
+export function parseOwner(typedId: string): Owner {
+  const m = /^(\d{1,15})\.([A-Za-z][A-Za-z0-9]*)$/.exec(typedId.trim());
+  if (!m) throw validationError('typedId', `${JSON.stringify(typedId)} is not a typedId (<id>.<TypeCode>)`);
+  const type = findType(m[2]!);
+  if (!type) throw notFound(`Type ${m[2]}`);
+  return { type, id: Number(m[1]) };
+}
+
+/** View rights on the owner: the engine's fetchOne (404 when invisible). */
+export async function requireView(db: Db, principal: Principal, owner: Owner): Promise<void> {
+  await fetchOne(db, principal, owner.type, String(owner.id));
+}
+
+/** Edit rights on the owner: the type's write permission and the engine's row scope for edits. */
+export async function requireEdit(q: Queryable, principal: Principal, owner: Owner): Promise<void> {
+  requireAccess(principal, owner.type.access.write);
+  const tc = await loadTypeContext(q, principal.partitionId, owner.type);
+  const p = new Params();
+  const scope = rowScope(tc, principal, p, 't');
+  const id = p.add(owner.id);
+  const editable = rowScope(tc, principal, p, 't', { forEdit: true });
+  const r = await q.query<{ editable: boolean }>(
+    `SELECT (${editable}) AS editable FROM ${ident(owner.type.table)} t WHERE ${scope} AND t.id = ${id}`,
+    p.values,
+  );
+  if (!r.rows[0]) throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`);
+  if (!r.rows[0].editable) {
+    throw new AppError('FORBIDDEN', `Not allowed to change ${owner.id}.${owner.type.code} (user group)`);
+  }
+}
+
+function attachmentId(text: string): number {
+  if (!/^\d{1,15}$/.test(text.trim()))
+    throw validationError('binaryDataId', `${JSON.stringify(text)} is not an id`);
+  return Number(text.trim());
+}
+
+async function findAttachment(
+  q: Queryable,
+  principal: Principal,
+  id: number,
+  owner?: Owner,
+): Promise<AttachmentRow> {
+  const r = await q.query<AttachmentRow>('SELECT * FROM attachments WHERE partition_id = $1 AND id = $2', [
+    principal.partitionId,
+    id,
+  ]);
+  const a = r.rows[0];
+  if (!a || (owner && (a.owner_type !== owner.type.code || Number(a.owner_id) !== owner.id))) {
+    throw notFound(`Attachment ${id}`);
+  }
+  return a;
+}
+
+export async function attach(
+  db: Db,
+  principal: Principal,
+  ownerTypedId: string,
+  slotId: string,
+): Promise<AttachmentRow> {
+  const owner = parseOwner(ownerTypedId);
+  await requireEdit(db, principal, owner);
+  const slot = await findFilledSlotOrFail(db, principal, slotId);
+  return db.transaction(async (tx) => {
+    await takeSlotFile(tx, principal, slotId, slot.blob_key);
+    const r = await tx.query<AttachmentRow>(
+      `INSERT INTO attachments (partition_id, owner_type, owner_id, file_name, content_type, size, blob_key,
+                                created_by, last_update_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+      [
+        principal.partitionId,
+        owner.type.code,
+        owner.id,
+        slot.file_name,
+        slot.content_type ?? 'application/octet-stream',
+        slot.size,
+        slot.blob_key,
+        principal.userId,
+      ],
+    );
+    return r.rows[0]!;
+  });
+}
+
+export async function listAttachments(
+  db: Db,
+  principal: Principal,
+  ownerTypedId: string,
+): Promise<AttachmentRow[]> {
+  const owner = parseOwner(ownerTypedId);
+  await requireView(db, principal, owner);
+  const r = await db.query<AttachmentRow>(
+    'SELECT * FROM attachments WHERE partition_id = $1 AND owner_type = $2 AND owner_id = $3 ORDER BY id',
+    [principal.partitionId, owner.type.code, owner.id],
+  );
+  return r.rows;
+}
+
+/** An attachment the principal may read; `ownerTypedId` (when given) must be its owner. */
+export async function readableAttachment(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  ownerTypedId?: string,
+): Promise<AttachmentRow> {
+  const owner = ownerTypedId === undefined ? undefined : parseOwner(ownerTypedId);
+  const a = await findAttachment(db, principal, attachmentId(idText), owner);
+  const type = findType(a.owner_type);
+  if (!type) throw notFound(`Attachment ${idText}`);
+  await requireView(db, principal, { type, id: Number(a.owner_id) });
+  return a;
+}
+
+/** true when the attachment exists and its owner is visible to the principal. */
+export async function attachmentExists(db: Db, principal: Principal, idText: string): Promise<boolean> {
+  try {
+    await readableAttachment(db, principal, idText);
+    return true;
+  } catch (e) {
+    if (e instanceof AppError && (e.code === 'NOT_FOUND' || e.code === 'FORBIDDEN')) return false;
+    throw e;
+  }
+}
+
+export interface AttachmentChange {
+  readonly id?: unknown;
+  readonly binaryDataId?: unknown;
+  readonly fileName?: unknown;
+  readonly metadata?: unknown;
+}
+
+export async function updateAttachment(
+  db: Db,
+  principal: Principal,
+  ownerTypedId: string,
+  change: AttachmentChange,
+  oldVersion: unknown,
+): Promise<AttachmentRow> {
+  const owner = parseOwner(ownerTypedId);
+  const idValue = change.binaryDataId ?? change.id;
+  if (idValue === undefined || idValue === null)
+    throw validationError('data.id', 'name the attachment (id or binaryDataId)');
+  if (typeof idValue !== 'number' && typeof idValue !== 'string') {
+    throw validationError('data.id', 'must be an id');
+  }
+  const id = attachmentId(String(idValue));
+  if (
+    change.fileName !== undefined &&
+    (typeof change.fileName !== 'string' || change.fileName.trim() === '')
+  ) {
+    throw validationError('data.fileName', 'must be a non-empty text');
+  }
+  if (
+    change.metadata !== undefined &&
+    change.metadata !== null &&
+    (typeof change.metadata !== 'object' || Array.isArray(change.metadata))
+  ) {
+    throw validationError('data.metadata', 'must be an object');
+  }
+  if (oldVersion !== undefined && oldVersion !== null && !Number.isInteger(oldVersion)) {
+    throw validationError('oldValues.version', 'must be an integer');
+  }
+  await requireEdit(db, principal, owner);
+  await findAttachment(db, principal, id, owner);
+  const r = await db.query<AttachmentRow>(
+    `UPDATE attachments
+        SET file_name = coalesce($3, file_name),
+            metadata = CASE WHEN $4::boolean THEN $5::jsonb ELSE metadata END,
+            version = version + 1, last_update_at = now(), last_update_by = $6
+      WHERE partition_id = $1 AND id = $2 AND ($7::int IS NULL OR version = $7)
+     RETURNING *`,
+    [
+      principal.partitionId,
+      id,
+      typeof change.fileName === 'string' ? change.fileName.trim().slice(0, 255) : null,
+      change.metadata !== undefined,
+      change.metadata === undefined ? null : JSON.stringify(change.metadata),
+      principal.userId,
+      oldVersion ?? null,
+    ],
+  );
+  if (!r.rows[0])
+    throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${String(oldVersion)}`);
+  return r.rows[0];
+}
+
+export async function deleteAttachment(
+  db: Db,
+  blobs: BlobStore,
+  principal: Principal,
+  ownerTypedId: string,
+  idText: string,
+): Promise<AttachmentRow> {
+  const owner = parseOwner(ownerTypedId);
+  await requireEdit(db, principal, owner);
+  const a = await findAttachment(db, principal, attachmentId(idText), owner);
+  const r = await db.query<AttachmentRow>(
+    'DELETE FROM attachments WHERE partition_id = $1 AND id = $2 RETURNING *',
+    [principal.partitionId, a.id],
+  );
+  if (!r.rows[0]) throw notFound(`Attachment ${idText}`);
+  await blobs.delete(principal.partitionId, a.blob_key);
+  return r.rows[0];
+}
+
+/** Replaces the attachment's file with the slot's (`bdmanager.edit`). */
+export async function replaceAttachment(
+  db: Db,
+  blobs: BlobStore,
+  principal: Principal,
+  ownerTypedId: string,
+  idText: string,
+  slotId: string,
+): Promise<AttachmentRow> {
+  const owner = parseOwner(ownerTypedId);
+  await requireEdit(db, principal, owner);
+  const a = await findAttachment(db, principal, attachmentId(idText), owner);
+  const slot = await findFilledSlotOrFail(db, principal, slotId);
+  const row = await db.transaction(async (tx) => {
+    await takeSlotFile(tx, principal, slotId, slot.blob_key);
+    const r = await tx.query<AttachmentRow>(
+      `UPDATE attachments
+          SET blob_key = $3, size = $4, content_type = $5, file_name = $6, version = version + 1,
+              last_update_at = now(), last_update_by = $7
+        WHERE partition_id = $1 AND id = $2 AND blob_key = $8 RETURNING *`,
+      [
+        principal.partitionId,
+        a.id,
+        slot.blob_key,
+        slot.size,
+        slot.content_type ?? 'application/octet-stream',
+        slot.file_name,
+        principal.userId,
+        a.blob_key,
+      ],
+    );
+    if (!r.rows[0]) throw new AppError('CONFLICT', `Attachment ${a.id} changed meanwhile; retry`);
+    return r.rows[0];
+  });
+  await blobs.delete(principal.partitionId, a.blob_key);
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Product images
+
+/** The image type of a file by its first bytes (PNG, JPEG, GIF, WebP), or undefined. */
+export function imageTypeOf(head: Buffer): string | undefined {
+  if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return 'image/png';
+  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
+  const ascii = head.subarray(0, 12).toString('latin1');
+  if (ascii.startsWith('GIF87a') || ascii.startsWith('GIF89a')) return 'image/gif';
+  if (ascii.startsWith('RIFF') && ascii.slice(8, 12) === 'WEBP') return 'image/webp';
+  return undefined;
+}
+
+export interface ImageRow {
+  readonly partition_id: number;
+  readonly product_id: number;
+  readonly file_name: string;
+  readonly content_type: string;
+  readonly size: number;
+  readonly blob_key: string;
+  readonly version: number;
+  readonly last_update_at: Date | string;
+}
+
+const P = (): TypeDef => findType('P')!;
+
+/** The product of `sku` visible (or, `forEdit`, editable) to the principal. */
+async function productIdOf(
+  q: Queryable,
+  principal: Principal,
+  sku: string,
+  forEdit: boolean,
+): Promise<number> {
+  const type = P();
+  if (forEdit) requireAccess(principal, type.access.write);
+  else requireAccess(principal, type.access.fetch);
+  const tc = await loadTypeContext(q, principal.partitionId, type);
+  const p = new Params();
+  const scope = rowScope(tc, principal, p, 't');
+  const skuParam = p.add(sku);
+  const editable = rowScope(tc, principal, p, 't', { forEdit: true });
+  const r = await q.query<{ id: number; editable: boolean }>(
+    `SELECT t.id, (${editable}) AS editable FROM ${ident(type.table)} t WHERE ${scope} AND t.sku = ${skuParam}`,
+    p.values,
+  );
+  const row = r.rows[0];
+  if (!row) throw notFound(`Product ${sku}`);
+  if (forEdit && !row.editable)
+    throw new AppError('FORBIDDEN', `Not allowed to change product ${sku} (user group)`);
+  return row.id;
+}
+
+export async function setProductImage(
+  db: Db,
+  blobs: BlobStore,
+  principal: Principal,
+  slotId: string,
+  sku: string,
+): Promise<ImageRow & { sku: string }> {
+  const productId = await productIdOf(db, principal, sku, true);
+  const slot = await findFilledSlotOrFail(db, principal, slotId);
+  let head = Buffer.alloc(0);
+  for await (const piece of blobs.read(principal.partitionId, slot.blob_key, { start: 0, end: 16 })) {
+    head = Buffer.concat([head, piece]);
+  }
+  const contentType = imageTypeOf(head);
+  if (contentType === undefined) {
+    throw validationError(
+      'slotId',
+      'the file is not an image (PNG, JPEG, GIF or WebP, judged by its content)',
+    );
+  }
+  const { row, oldKey } = await db.transaction(async (tx) => {
+    await takeSlotFile(tx, principal, slotId, slot.blob_key);
+    const old = await tx.query<{ blob_key: string }>(
+      'SELECT blob_key FROM product_images WHERE partition_id = $1 AND product_id = $2 FOR UPDATE',
+      [principal.partitionId, productId],
+    );
+    const r = await tx.query<ImageRow>(
+      `INSERT INTO product_images (partition_id, product_id, file_name, content_type, size, blob_key, created_by,
+                                   last_update_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+       ON CONFLICT (partition_id, product_id) DO UPDATE
+          SET file_name = EXCLUDED.file_name, content_type = EXCLUDED.content_type, size = EXCLUDED.size,
+              blob_key = EXCLUDED.blob_key, version = product_images.version + 1, last_update_at = now(),
+              last_update_by = EXCLUDED.last_update_by
+       RETURNING *`,
+      [
+        principal.partitionId,
+        productId,
+        slot.file_name,
+        contentType,
+        slot.size,
+        slot.blob_key,
+        principal.userId,
+      ],
+    );
+    return { row: r.rows[0]!, oldKey: old.rows[0]?.blob_key };
+  });
+  if (oldKey !== undefined) await blobs.delete(principal.partitionId, oldKey);
+  return { ...row, sku };
+}
+
+export async function productImage(db: Db, principal: Principal, sku: string): Promise<ImageRow> {
+  const productId = await productIdOf(db, principal, sku, false);
+  const r = await db.query<ImageRow>(
+    'SELECT * FROM product_images WHERE partition_id = $1 AND product_id = $2',
+    [principal.partitionId, productId],
+  );
+  if (!r.rows[0]) throw notFound(`Image of product ${sku}`);
+  return r.rows[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maintenance
+
+/**
+ * Attachments whose owner record was deleted (hard; a soft-deleted owner may come back) are removed,
+ * and so are files no row refers to any more (older than a day, so a file being written — its key is
+ * recorded before its first byte — is never taken). Answers the number of files removed.
+ */
+export async function removeOrphanFiles(db: Db, blobs: BlobStore): Promise<number> {
+  const owners = await db.query<{ owner_type: string }>('SELECT DISTINCT owner_type FROM attachments');
+  for (const { owner_type } of owners.rows) {
+    const type = findType(owner_type);
+    if (!type) continue;
+    await db.query(
+      `DELETE FROM attachments a WHERE a.owner_type = $1
+          AND NOT EXISTS (SELECT 1 FROM ${ident(type.table)} t WHERE t.partition_id = a.partition_id AND t.id = a.owner_id)`,
+      [owner_type],
+    );
+  }
+  const orphans = await db.query<{ partition_id: number; blob_key: string }>(
+    `SELECT b.partition_id, b.blob_key FROM blobs b
+      WHERE b.created_at < now() - interval '1 day'
+        AND NOT EXISTS (SELECT 1 FROM upload_slots s WHERE s.partition_id = b.partition_id AND s.blob_key = b.blob_key)
+        AND NOT EXISTS (SELECT 1 FROM upload_status u WHERE u.partition_id = b.partition_id AND u.blob_key = b.blob_key)
+        AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.partition_id = b.partition_id AND a.blob_key = b.blob_key)
+        AND NOT EXISTS (SELECT 1 FROM product_images i WHERE i.partition_id = b.partition_id AND i.blob_key = b.blob_key)
+      LIMIT 1000`,
+  );
+  for (const o of orphans.rows) await blobs.delete(o.partition_id, o.blob_key);
+  return orphans.rows.length;
+}

@@ -1,0 +1,252 @@
+// Attachments (`/bdmanager.*`) and product images (`/productimages.*`) over HTTP. Routes need an
+// authenticated user; the rights on the owner record are checked by the service through the engine.
+// File answers stream from the blob store with range support (./download.ts); JSON answers use the
+// envelope.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AUTHENTICATED } from '../../access/catalogue.ts';
+import type { BlobStore } from '../../db/blob-store.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import {
+  attach,
+  attachmentExists,
+  attachmentView,
+  deleteAttachment,
+  listAttachments,
+  productImage,
+  readableAttachment,
+  replaceAttachment,
+  setProductImage,
+  storedFileOf,
+  updateAttachment,
+  type AttachmentChange,
+} from './attachments.ts';
+import { sendFile } from './download.ts';
+
+const one = { response: { 200: envelopeSchema() } };
+const params = (...names: string[]) => ({
+  type: 'object',
+  required: names,
+  properties: {
+    partition: { type: 'string' },
+    ...Object.fromEntries(names.map((n) => [n, { type: 'string', maxLength: 255 }])),
+  },
+});
+type P = Record<string, string>;
+
+const updateBody = {
+  type: 'object',
+  required: ['data'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    data: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        id: { anyOf: [{ type: 'integer' }, { type: 'string' }] },
+        binaryDataId: { anyOf: [{ type: 'integer' }, { type: 'string' }] },
+        fileName: { type: 'string', minLength: 1, maxLength: 255 },
+        metadata: { anyOf: [{ type: 'object' }, { type: 'null' }] },
+      },
+    },
+    oldValues: {
+      anyOf: [{ type: 'object', properties: { version: { type: 'integer' } } }, { type: 'null' }],
+    },
+  },
+} as const;
+
+export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
+  const config = { access: AUTHENTICATED } as const;
+  const tags = ['attachments'];
+
+  app.post(
+    '/bdmanager.upload/:typedId/:slotId',
+    {
+      config,
+      schema: {
+        summary: 'Attach the file of an upload slot to a record',
+        tags,
+        params: params('typedId', 'slotId'),
+        ...one,
+      },
+    },
+    async (req) => {
+      const p = req.params as P;
+      return ok(req, [attachmentView(await attach(app.db, req.principal!, p.typedId!, p.slotId!))]);
+    },
+  );
+
+  app.post(
+    '/bdmanager.list/:typedId',
+    {
+      config,
+      schema: {
+        summary: 'Files attached to a record',
+        tags,
+        params: params('typedId'),
+        response: { 200: envelopeSchema({}, true) },
+      },
+    },
+    async (req) => {
+      const rows = await listAttachments(app.db, req.principal!, (req.params as P).typedId!);
+      return ok(req, rows.map(attachmentView), { startRow: 0, endRow: rows.length, totalRows: rows.length });
+    },
+  );
+
+  const download = async (req: FastifyRequest, reply: FastifyReply) => {
+    const p = req.params as P;
+    const a = await readableAttachment(app.db, req.principal!, p.binaryDataId!, p.typedId);
+    if ((req.query as { output?: string }).output === 'file')
+      return sendFile(req, reply, blobs, storedFileOf(a));
+    return ok(req, [attachmentView(a)]);
+  };
+  const downloadOpts = {
+    config,
+    schema: {
+      summary:
+        'Details of an attached file; GET with ?output=file: the file itself (range requests supported)',
+      tags,
+      params: params('typedId', 'binaryDataId'),
+      querystring: { type: 'object', properties: { output: { type: 'string' } } },
+    },
+  };
+  app.post('/bdmanager.download/:typedId/:binaryDataId', downloadOpts, download);
+  app.get('/bdmanager.download/:typedId/:binaryDataId', downloadOpts, download);
+
+  app.get(
+    '/bdmanager.downloaddata/:binaryDataId',
+    {
+      config,
+      schema: {
+        summary: 'The attached file (range requests supported)',
+        tags,
+        params: params('binaryDataId'),
+      },
+    },
+    async (req, reply) => {
+      const a = await readableAttachment(app.db, req.principal!, (req.params as P).binaryDataId!);
+      return sendFile(req, reply, blobs, storedFileOf(a));
+    },
+  );
+
+  app.post(
+    '/bdmanager.checkifexists/:binaryDataId',
+    {
+      config,
+      schema: {
+        summary: 'data is [true] when the attachment exists (and is visible)',
+        tags,
+        params: params('binaryDataId'),
+        response: { 200: envelopeSchema({ type: 'boolean' }) },
+      },
+    },
+    async (req) => ok(req, [await attachmentExists(app.db, req.principal!, (req.params as P).binaryDataId!)]),
+  );
+
+  app.post(
+    '/bdmanager.update/:typedId',
+    {
+      config,
+      schema: {
+        summary: 'Change the file name or metadata of an attachment',
+        tags,
+        params: params('typedId'),
+        body: updateBody,
+        ...one,
+      },
+    },
+    async (req) => {
+      const body = req.body as { data: AttachmentChange; oldValues?: { version?: number } | null };
+      const row = await updateAttachment(
+        app.db,
+        req.principal!,
+        (req.params as P).typedId!,
+        body.data,
+        body.oldValues?.version,
+      );
+      return ok(req, [attachmentView(row)]);
+    },
+  );
+
+  app.post(
+    '/bdmanager.delete/:typedId/:binaryDataId',
+    {
+      config,
+      schema: { summary: 'Delete an attachment', tags, params: params('typedId', 'binaryDataId'), ...one },
+    },
+    async (req) => {
+      const p = req.params as P;
+      return ok(req, [
+        attachmentView(await deleteAttachment(app.db, blobs, req.principal!, p.typedId!, p.binaryDataId!)),
+      ]);
+    },
+  );
+
+  app.post(
+    '/bdmanager.edit/:typedId/:binaryDataId/:slotId',
+    {
+      config,
+      schema: {
+        summary: 'Replace an attachment with the file of an upload slot',
+        tags,
+        params: params('typedId', 'binaryDataId', 'slotId'),
+        ...one,
+      },
+    },
+    async (req) => {
+      const p = req.params as P;
+      const row = await replaceAttachment(
+        app.db,
+        blobs,
+        req.principal!,
+        p.typedId!,
+        p.binaryDataId!,
+        p.slotId!,
+      );
+      return ok(req, [attachmentView(row)]);
+    },
+  );
+
+  app.post(
+    '/productimages.upload/:slotId/:sku',
+    {
+      config,
+      schema: {
+        summary: 'Make the file of an upload slot the image of a product (PNG, JPEG, GIF, WebP by content)',
+        tags: ['products'],
+        params: params('slotId', 'sku'),
+        ...one,
+      },
+    },
+    async (req) => {
+      const p = req.params as P;
+      const img = await setProductImage(app.db, blobs, req.principal!, p.slotId!, p.sku!);
+      return ok(req, [
+        {
+          sku: img.sku,
+          fileName: img.file_name,
+          contentType: img.content_type,
+          size: Number(img.size),
+          version: img.version,
+        },
+      ]);
+    },
+  );
+
+  app.get(
+    '/productimages.get/:sku',
+    {
+      config,
+      schema: {
+        summary: 'The image of a product (range requests supported)',
+        tags: ['products'],
+        params: params('sku'),
+      },
+    },
+    async (req, reply) => {
+      const img = await productImage(app.db, req.principal!, (req.params as P).sku!);
+      return sendFile(req, reply, blobs, storedFileOf(img), 'inline');
+    },
+  );
+}

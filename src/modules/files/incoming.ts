@@ -1,0 +1,107 @@
+// Reading a file out of a request, streamed: a multipart/form-data part (busboy, through
+// @fastify/multipart) or a raw body whose name comes from `Content-Disposition`. The bytes are
+// handed on as an async iterable; nothing here buffers a file.
+
+import type { FastifyRequest } from 'fastify';
+import type {} from '@fastify/multipart';
+import { AppError, validationError } from '../../http/errors.ts';
+import { uploadTooLarge } from '../../db/blob-store.ts';
+import { cleanFileName, type IncomingFile } from './slots.ts';
+
+/** Room for multipart boundaries and small fields on top of the file itself. */
+const MULTIPART_OVERHEAD = 1024 * 1024;
+
+/** Refuses at once a request whose declared length cannot fit (no byte of it is read). */
+export function refuseOversized(req: FastifyRequest, maxBytes: number): void {
+  const declared = Number(req.headers['content-length']);
+  if (!Number.isFinite(declared)) return;
+  const room = req.isMultipart() ? maxBytes + MULTIPART_OVERHEAD : maxBytes;
+  if (declared > room) throw uploadTooLarge(maxBytes);
+}
+
+/** `filename*=UTF-8''...` or `filename="..."` of a Content-Disposition header. */
+export function dispositionFileName(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const star = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(header);
+  if (star) {
+    try {
+      return decodeURIComponent(star[1]!.trim());
+    } catch {
+      // fall through to the plain form
+    }
+  }
+  const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/.exec(header);
+  return plain ? (plain[1] ?? plain[2])?.replace(/\\(.)/g, '$1') : undefined;
+}
+
+/** The raw body as the file (`Content-Type` and `Content-Disposition` describe it). */
+export function rawFile(req: FastifyRequest): IncomingFile {
+  const type = req.headers['content-type'];
+  return {
+    fileName: cleanFileName(dispositionFileName(req.headers['content-disposition'])),
+    contentType:
+      typeof type === 'string' && type !== '' ? type.split(';')[0]!.trim() : 'application/octet-stream',
+    stream: req.raw,
+  };
+}
+
+export interface MultipartResult<T> {
+  /** The text fields, by name (the last value of a repeated field). */
+  readonly fields: Readonly<Record<string, string>>;
+  /** What `onFile` answered for the file part, if there was one. */
+  readonly file: T | undefined;
+}
+
+/**
+ * Reads a multipart body: text fields are collected; the first file part named one of
+ * `fileFields` goes to `onFile` as it arrives (other file parts are discarded). Fields sent after
+ * the file are still read, so `onFile` must not depend on them.
+ */
+export async function readMultipart<T>(
+  req: FastifyRequest,
+  fileFields: readonly string[],
+  maxBytes: number,
+  onFile: (file: IncomingFile) => Promise<T>,
+): Promise<MultipartResult<T>> {
+  const fields: Record<string, string> = {};
+  let file: T | undefined;
+  let seen = false;
+  try {
+    for await (const part of req.parts({
+      limits: { fileSize: maxBytes + 1, fields: 50, fieldSize: 1024 * 1024 },
+    })) {
+      if (part.type === 'field') {
+        if (typeof part.value === 'string') fields[part.fieldname] = part.value;
+        continue;
+      }
+      if (seen || !fileFields.includes(part.fieldname)) {
+        part.file.resume();
+        continue;
+      }
+      seen = true;
+      file = await onFile({
+        fileName: cleanFileName(part.filename),
+        contentType: part.mimetype || 'application/octet-stream',
+        stream: part.file,
+      });
+    }
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'FST_REQ_FILE_TOO_LARGE') throw uploadTooLarge(maxBytes);
+    if (typeof code === 'string' && /^FST_(PARTS|FILES|FIELDS)_LIMIT$/.test(code)) {
+      throw new AppError('VALIDATION', 'Too many parts in the multipart body', { field: 'body' });
+    }
+    throw e;
+  }
+  if (!seen) throw validationError(fileFields[0]!, 'the multipart body holds no file in this field');
+  return { fields, file };
+}
+
+/** A boolean form field: absent → `def`; `true`/`false` (any case) otherwise a -4. */
+export function formBoolean(fields: Readonly<Record<string, string>>, name: string, def = false): boolean {
+  const v = fields[name];
+  if (v === undefined || v.trim() === '') return def;
+  if (/^true$/i.test(v.trim())) return true;
+  if (/^false$/i.test(v.trim())) return false;
+  throw validationError(name, `must be true or false, got ${JSON.stringify(v)}`);
+}

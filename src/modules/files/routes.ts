@@ -1,0 +1,343 @@
+// Upload slots, file loads and imports over HTTP: `/uploadmanager.*`, `/loaddata.file/{TC}` (sync
+// and async), `/importfile/...`, plus the attachment and image routes (./binary-routes.ts). One
+// encapsulated plugin: multipart support (@fastify/multipart) and the raw-body parser exist only
+// here, so the JSON-only routes of other modules are untouched. Handlers call the services.
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { AUTHENTICATED } from '../../access/catalogue.ts';
+import type { Principal } from '../../access/access.ts';
+import { createBlobStore, type BlobStore } from '../../db/blob-store.ts';
+import { requireAccess } from '../../engine/crud.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { notifyJobQueued } from '../../jobs/runner.ts';
+import { binaryRoutes } from './binary-routes.ts';
+import { formBoolean, readMultipart, rawFile, refuseOversized } from './incoming.ts';
+import {
+  checkFileLoadOptions,
+  createUploadStatus,
+  executeFileLoad,
+  failUploadStatus,
+  fileLoadType,
+  findUploadStatusOrFail,
+  parseJoinFields,
+  queueFileLoad,
+  setStatusFile,
+  uploadStatusView,
+  type FileLoadOptions,
+} from './loadfile.ts';
+import {
+  createSlot,
+  deleteSlot,
+  findFilledSlotOrFail,
+  findSlotOrFail,
+  slotView,
+  uploadIntoSlot,
+} from './slots.ts';
+
+const one = { response: { 200: envelopeSchema() } };
+const params = (...names: string[]) => ({
+  type: 'object',
+  required: names,
+  properties: {
+    partition: { type: 'string' },
+    ...Object.fromEntries(names.map((n) => [n, { type: 'string', maxLength: 255 }])),
+  },
+});
+
+/** The query of file loads: `name` (extension table), `delimiter`; others (`token`) are auth's. */
+const loadQuery = {
+  type: 'object',
+  properties: { name: { type: 'string', minLength: 1, maxLength: 255 }, delimiter: { type: 'string' } },
+} as const;
+
+const loadResult = {
+  type: 'object',
+  properties: {
+    uploadStatusId: { type: 'integer' },
+    loadedRecords: { type: 'integer' },
+    invalidRecords: { type: 'integer' },
+    totalRecords: { type: 'integer' },
+    deletedRecords: { type: 'integer' },
+    jstId: { type: 'integer' },
+  },
+};
+
+export function filesRoutes(scope: FastifyInstance): void {
+  void scope.register(async function filesScope(app) {
+    const cfg = app.config;
+    const blobs = createBlobStore(app.db, cfg.blobStore);
+    await app.register(multipart, { limits: { fileSize: cfg.maxUploadBytes + 1 } });
+    // Raw uploads: any other content type is left unread, for the handler to stream. (text/plain
+    // too: Fastify's own parser would buffer it.)
+    app.removeContentTypeParser('text/plain');
+    app.addContentTypeParser('*', function leaveUnread(_req, _payload, done) {
+      done(null, undefined);
+    });
+    uploadRoutes(app, blobs);
+    fileLoadRoutes(app, blobs);
+    binaryRoutes(app, blobs);
+  });
+}
+
+function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
+  const cfg = app.config;
+  const config = { access: AUTHENTICATED } as const;
+  const limits = {
+    maxBytes: cfg.maxUploadBytes,
+    ttlMinutes: cfg.uploadSlotTtlMinutes,
+    staleSeconds: cfg.jobStaleSeconds,
+  };
+  const slotIdOf = (req: FastifyRequest) => (req.params as { slotId: string }).slotId;
+
+  const newSlot = {
+    config,
+    schema: { summary: 'Create an upload slot; answers its id', tags: ['uploads'], ...one },
+  };
+  const createHandler = async (req: FastifyRequest) =>
+    ok(req, [slotView(await createSlot(app.db, req.principal!, cfg.uploadSlotTtlMinutes))]);
+  app.get('/uploadmanager.newuploadslot', newSlot, createHandler);
+  app.post('/uploadmanager.newuploadslot', newSlot, createHandler);
+
+  // A scope of its own: here a JSON body is a file like any other (left unread for the handler),
+  // not a request to parse.
+  void app.register(async function rawUploads(sub) {
+    sub.removeContentTypeParser('application/json');
+    sub.post(
+      '/uploadmanager.upload/:slotId',
+      {
+        config,
+        schema: {
+          summary:
+            'Upload a file into a slot: multipart field `file`, or the raw body (name in Content-Disposition)',
+          tags: ['uploads'],
+          params: params('slotId'),
+          ...one,
+        },
+      },
+      async (req) => {
+        const principal = req.principal!;
+        const slotId = slotIdOf(req);
+        refuseOversized(req, cfg.maxUploadBytes);
+        await findSlotOrFail(app.db, principal, slotId);
+        const slot = req.isMultipart()
+          ? (
+              await readMultipart(req, ['file'], cfg.maxUploadBytes, (file) =>
+                uploadIntoSlot(app.db, blobs, principal, slotId, file, limits),
+              )
+            ).file!
+          : await uploadIntoSlot(app.db, blobs, principal, slotId, rawFile(req), limits);
+        return ok(req, [slotView(slot)]);
+      },
+    );
+    return Promise.resolve();
+  });
+
+  app.post(
+    '/uploadmanager.progress/:slotId',
+    {
+      config,
+      schema: {
+        summary: 'Bytes received and status of a slot',
+        tags: ['uploads'],
+        params: params('slotId'),
+        ...one,
+      },
+    },
+    async (req) => ok(req, [slotView(await findSlotOrFail(app.db, req.principal!, slotIdOf(req)))]),
+  );
+
+  const del = {
+    config,
+    schema: {
+      summary: 'Delete a slot (and its file); answers upload status, file name, size and file version',
+      tags: ['uploads'],
+      params: params('slotId'),
+      ...one,
+    },
+  };
+  const deleteHandler = async (req: FastifyRequest) => {
+    const s = await deleteSlot(app.db, blobs, req.principal!, slotIdOf(req));
+    return ok(req, [{ ...slotView(s), uploadStatus: s.status }]);
+  };
+  app.get('/uploadmanager.deleteslot/:slotId', del, deleteHandler);
+  app.post('/uploadmanager.deleteslot/:slotId', del, deleteHandler);
+
+  app.post(
+    '/uploadmanager.status/:uploadStatusId',
+    {
+      config,
+      schema: {
+        summary: 'Status record of a file load or import (counts, first row errors)',
+        tags: ['uploads'],
+        params: params('uploadStatusId'),
+        ...one,
+      },
+    },
+    async (req) => {
+      const id = (req.params as { uploadStatusId: string }).uploadStatusId;
+      return ok(req, [uploadStatusView(await findUploadStatusOrFail(app.db, req.principal!, id))]);
+    },
+  );
+}
+
+/** The options of a file load from its form fields and query. */
+function loadOptionsOf(
+  fields: Readonly<Record<string, string>>,
+  query: { name?: string; delimiter?: string },
+): FileLoadOptions {
+  const name = query.name ?? fields.name;
+  const delimiter = query.delimiter ?? fields.delimiter;
+  return {
+    joinFields: parseJoinFields(fields.joinFields),
+    detectJoinFields: formBoolean(fields, 'detectJoinFields'),
+    replaceSoftDeleted: formBoolean(fields, 'replaceSoftDeleted'),
+    syncOnTargetTable: formBoolean(fields, 'syncOnTargetTable'),
+    ...(name !== undefined && name !== '' ? { name } : {}),
+    ...(delimiter !== undefined && delimiter !== '' ? { delimiter } : {}),
+  };
+}
+
+/**
+ * A deadline for the synchronous work of a request: SYNC_TIMEOUT_SECONDS from when the work starts
+ * (after the upload: the transfer is paced by the client). Checked between chunks, so a load is cut
+ * only at a chunk boundary — every committed chunk is whole — and answers 503/-100.
+ */
+function syncDeadline(seconds: number): (done: { rows: number; loaded: number }) => Promise<void> {
+  const until = Date.now() + seconds * 1000;
+  return (done) => {
+    if (Date.now() <= until) return Promise.resolve();
+    throw new AppError(
+      'TIMEOUT',
+      `The load ran past the synchronous time-out of ${seconds} s and was stopped after ${done.rows} rows ` +
+        `(${done.loaded} loaded, in whole chunks); use the /async variant for large files`,
+    );
+  };
+}
+
+function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
+  const cfg = app.config;
+  const config = { access: AUTHENTICATED } as const;
+
+  /** Stores the multipart file under a new status record; answers the record and the options. */
+  async function receive(req: FastifyRequest, principal: Principal) {
+    const type = fileLoadType((req.params as { typeCode: string }).typeCode);
+    // Refused before a byte of the file is read.
+    requireAccess(principal, type.access.write);
+    refuseOversized(req, cfg.maxUploadBytes);
+    if (!req.isMultipart()) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field fileName)');
+    }
+    const query = req.query as { name?: string; delimiter?: string };
+    const key = blobs.newKey();
+    const status = await createUploadStatus(app.db, principal, type.code, query.name, { blobKey: key });
+    try {
+      const { fields } = await readMultipart(req, ['fileName', 'file'], cfg.maxUploadBytes, async (file) => {
+        const size = await blobs.write(principal.partitionId, key, file.stream, {
+          maxBytes: cfg.maxUploadBytes,
+        });
+        await setStatusFile(app.db, status, file.fileName, size);
+        return size;
+      });
+      const options = loadOptionsOf(fields, query);
+      checkFileLoadOptions(type, options);
+      return { type, status, options };
+    } catch (e) {
+      await failUploadStatus(app.db, blobs, status, e instanceof AppError ? e.message : 'the upload failed');
+      throw e;
+    }
+  }
+
+  const schema = (summary: string) => ({
+    summary,
+    tags: ['general'],
+    params: params('typeCode'),
+    querystring: loadQuery,
+    consumes: ['multipart/form-data'],
+    response: { 200: envelopeSchema(loadResult) },
+  });
+
+  app.post(
+    '/loaddata.file/:typeCode',
+    { config, schema: schema('Bulk load a CSV file (multipart field fileName) with the /loaddata loader') },
+    async function loaddataFile(req) {
+      const principal = req.principal!;
+      const { type, status, options } = await receive(req, principal);
+      const checkDeadline = syncDeadline(cfg.syncTimeoutSeconds);
+      const result = await executeFileLoad(app.db, blobs, principal, type, status, options, {
+        afterChunk: checkDeadline,
+        log: (err, first, last) =>
+          req.log.error({ err, firstRow: first, lastRow: last }, 'file load chunk failed'),
+      });
+      return ok(req, [result]);
+    },
+  );
+
+  app.post(
+    '/loaddata.file/:typeCode/async',
+    {
+      config,
+      schema: schema('Bulk load a CSV file as a LOADDATA_FILE job; answers uploadStatusId and jstId'),
+    },
+    async function loaddataFileAsync(req) {
+      const principal = req.principal!;
+      const { type, status, options } = await receive(req, principal);
+      const job = await queueFileLoad(app.db, principal, type, status, options);
+      notifyJobQueued();
+      return ok(req, [{ uploadStatusId: status.id, jstId: job.id }]);
+    },
+  );
+
+  const importHandler = async (req: FastifyRequest) => {
+    const principal = req.principal!;
+    const p = req.params as { typeCode?: string; target: string; slotId: string };
+    const type = fileLoadType(p.typeCode ?? 'SX');
+    if (!type.metaPerName) throw validationError('typeCode', 'imports go into PX, CX or SX tables');
+    requireAccess(principal, type.access.write);
+    const slot = await findFilledSlotOrFail(app.db, principal, p.slotId);
+    const options: FileLoadOptions = {
+      joinFields: [],
+      detectJoinFields: true,
+      replaceSoftDeleted: false,
+      syncOnTargetTable: false,
+      name: p.target,
+    };
+    const status = await createUploadStatus(app.db, principal, type.code, p.target, {
+      fileName: slot.file_name,
+      size: Number(slot.size),
+    });
+    const checkDeadline = syncDeadline(cfg.syncTimeoutSeconds);
+    const result = await executeFileLoad(app.db, blobs, principal, type, status, options, {
+      slotFile: slot.blob_key,
+      afterChunk: checkDeadline,
+    });
+    return ok(req, [result]);
+  };
+  const importSchema = (summary: string, names: string[]) => ({
+    config,
+    schema: {
+      summary,
+      tags: ['imports'],
+      params: params(...names),
+      response: { 200: envelopeSchema(loadResult) },
+    },
+  });
+  app.post(
+    '/importfile/SX/:target/:slotId',
+    importSchema('Import a CSV or XLSX file from an upload slot into a seller extension table', [
+      'target',
+      'slotId',
+    ]),
+    importHandler,
+  );
+  app.post(
+    '/importfile/:typeCode/:target/:slotId',
+    importSchema('Import a CSV or XLSX file from an upload slot into a PX, CX or SX table', [
+      'typeCode',
+      'target',
+      'slotId',
+    ]),
+    importHandler,
+  );
+}

@@ -1,0 +1,191 @@
+// Rows out of a stored file, streamed: CSV through csv-parse (quotes, embedded newlines, BOM; the
+// delimiter `,` `;` or tab detected from the header line unless given) or XLSX through exceljs's
+// streaming reader (first worksheet). The first row is the header; the rest arrive in chunks, so a
+// file of any size is read in constant memory. XLSX is recognised by its content (a ZIP), not by
+// its name.
+
+import { Readable } from 'node:stream';
+import { parse, CsvError } from 'csv-parse';
+import ExcelJS from 'exceljs';
+import { validationError } from '../../http/errors.ts';
+
+export interface RowSource {
+  readonly format: 'csv' | 'xlsx';
+  readonly header: readonly string[];
+  /** The data rows (after the header), as arrays of text (null: an empty XLSX cell). */
+  readonly rows: AsyncIterable<(string | null)[]>;
+}
+
+export const DELIMITERS: Readonly<Record<string, string>> = { ',': ',', ';': ';', '\t': '\t', tab: '\t' };
+
+/** Bytes of the file read so far (for progress). */
+export class ByteCounter {
+  bytes = 0;
+  async *count(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    for await (const piece of source) {
+      this.bytes += piece.length;
+      yield piece;
+    }
+  }
+}
+
+/** Reads up to `min` bytes ahead (or the whole file if shorter); answers them and the full stream. */
+async function peek(
+  source: AsyncIterable<Buffer>,
+  min: number,
+): Promise<{ head: Buffer; all: AsyncIterable<Buffer> }> {
+  const it = source[Symbol.asyncIterator]();
+  const pieces: Buffer[] = [];
+  let length = 0;
+  let done = false;
+  while (length < min) {
+    const n = await it.next();
+    if (n.done) {
+      done = true;
+      break;
+    }
+    pieces.push(n.value);
+    length += n.value.length;
+  }
+  const head = Buffer.concat(pieces);
+  async function* all() {
+    if (head.length > 0) yield head;
+    if (done) return;
+    for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+  }
+  return { head, all: all() };
+}
+
+/** The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a tie). */
+export function detectDelimiter(head: Buffer): string {
+  let text = head.subarray(0, 64 * 1024).toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const counts = new Map<string, number>([
+    [',', 0],
+    [';', 0],
+    ['\t', 0],
+  ]);
+  let quoted = false;
+  for (const ch of text) {
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && (ch === '\n' || ch === '\r')) break;
+    else if (!quoted && counts.has(ch)) counts.set(ch, counts.get(ch)! + 1);
+  }
+  let best = ',';
+  for (const [d, n] of counts) if (n > counts.get(best)!) best = d;
+  return best;
+}
+
+function csvFailure(e: unknown): never {
+  if (e instanceof CsvError) {
+    const line = (e as CsvError & { lines?: number }).lines;
+    throw validationError('fileName', `CSV${line !== undefined ? ` line ${line}` : ''}: ${e.message}`);
+  }
+  throw e;
+}
+
+async function csvSource(all: AsyncIterable<Buffer>, delimiter: string): Promise<RowSource> {
+  const parser = Readable.from(all).pipe(
+    parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true }),
+  );
+  const it = (parser as AsyncIterable<string[]>)[Symbol.asyncIterator]();
+  let first: IteratorResult<string[]>;
+  try {
+    first = await it.next();
+  } catch (e) {
+    csvFailure(e);
+  }
+  if (first.done) throw validationError('fileName', 'the file is empty: a header line is needed');
+  async function* rows() {
+    try {
+      for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+    } catch (e) {
+      csvFailure(e);
+    } finally {
+      // A load stopped early (time-out, cancellation) releases the parser and the file read.
+      await it.return?.();
+    }
+  }
+  return { format: 'csv', header: first.value.map((h) => h.trim()), rows: rows() };
+}
+
+/** A cell of exceljs as text (dates as ISO, formulas by their result, rich text joined); null when empty. */
+export function cellText(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (v instanceof Date) {
+    const iso = v.toISOString();
+    return iso.endsWith('T00:00:00.000Z') ? iso.slice(0, 10) : iso;
+  }
+  if (typeof v === 'object') {
+    const o = v as { richText?: { text: string }[]; result?: unknown; text?: unknown; error?: unknown };
+    if (Array.isArray(o.richText)) return o.richText.map((r) => r.text).join('');
+    if ('result' in o) return cellText(o.result);
+    if (typeof o.text === 'string') return o.text;
+    if (o.error !== undefined) return null;
+  }
+  return null;
+}
+
+async function xlsxSource(all: AsyncIterable<Buffer>): Promise<RowSource> {
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(Readable.from(all), {
+    worksheets: 'emit',
+    sharedStrings: 'cache',
+    styles: 'cache',
+    hyperlinks: 'ignore',
+    entries: 'ignore',
+  });
+  const sheets = reader[Symbol.asyncIterator]();
+  const sheet = await sheets.next().catch(() => {
+    throw validationError('fileName', 'not a readable XLSX workbook');
+  });
+  if (sheet.done) throw validationError('fileName', 'the workbook has no worksheet');
+  const rowsIt = sheet.value[Symbol.asyncIterator]();
+  const toTexts = (row: ExcelJS.Row): (string | null)[] => {
+    const values = row.values as unknown[];
+    const out: (string | null)[] = [];
+    for (let i = 1; i < values.length; i++) out.push(cellText(values[i]));
+    return out;
+  };
+  const first = await rowsIt.next();
+  if (first.done) throw validationError('fileName', 'the worksheet is empty: a header row is needed');
+  const header = toTexts(first.value).map((h) => (h ?? '').trim());
+  async function* rows() {
+    for (let n = await rowsIt.next(); !n.done; n = await rowsIt.next()) {
+      const texts = toTexts(n.value);
+      if (texts.every((t) => t === null || t === '')) continue;
+      // XLSX leaves trailing empty cells out; the row is as wide as the header.
+      while (texts.length < header.length) texts.push(null);
+      yield texts;
+    }
+    // The rest of the workbook (other sheets) is read and dropped, so the zip stream completes.
+    for (let s = await sheets.next(); !s.done; s = await sheets.next()) {
+      for await (const _ of s.value) void _;
+    }
+  }
+  return { format: 'xlsx', header, rows: rows() };
+}
+
+/** The rows of a CSV or XLSX file (told apart by content); `delimiter` overrides the detection. */
+export async function rowsOf(source: AsyncIterable<Buffer>, delimiter?: string): Promise<RowSource> {
+  const { head, all } = await peek(source, 4);
+  if (head.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) return xlsxSource(all);
+  if (delimiter !== undefined) return csvSource(all, delimiter);
+  // Enough of the file to see the whole header line (or 64 KiB of it).
+  const more = await peek(all, 64 * 1024);
+  return csvSource(more.all, detectDelimiter(more.head));
+}
+
+/** Groups rows into arrays of `size`. */
+export async function* chunked<T>(rows: AsyncIterable<T>, size: number): AsyncIterable<T[]> {
+  let chunk: T[] = [];
+  for await (const r of rows) {
+    chunk.push(r);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}

@@ -1,0 +1,39 @@
+// The job runner of a server process, composed: the job kinds that exist so far (LOADDATA_FILE) and
+// the file maintenance (expired upload slots, abandoned loads, orphan files). main.ts starts it; tests build
+// their own with extra kinds or a partition filter.
+
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/db.ts';
+import { createBlobStore } from '../../db/blob-store.ts';
+import { JobRunner, type JobKinds, type RunnerOptions } from '../../jobs/runner.ts';
+import { LOADDATA_FILE, closeAbandonedLoads, loadFileJobKind } from './loadfile.ts';
+import { removeExpiredSlots } from './slots.ts';
+import { removeOrphanFiles } from './attachments.ts';
+
+/** The orphan sweep scans whole tables: hourly is enough. */
+const ORPHAN_SWEEP_MS = 60 * 60 * 1000;
+
+export function buildJobRunner(
+  db: Db,
+  config: Config,
+  extra: Partial<Omit<RunnerOptions, 'db' | 'config'>> & { extraKinds?: JobKinds } = {},
+): JobRunner {
+  const blobs = createBlobStore(db, config.blobStore);
+  const { extraKinds, ...rest } = extra;
+  let orphansSweptAt = 0;
+  return new JobRunner({
+    db,
+    config,
+    kinds: { [LOADDATA_FILE]: loadFileJobKind(db, blobs), ...extraKinds },
+    maintenance: [
+      () => removeExpiredSlots(db, blobs, config.jobStaleSeconds),
+      () => closeAbandonedLoads(db, blobs, config.syncTimeoutSeconds),
+      async () => {
+        if (Date.now() - orphansSweptAt < ORPHAN_SWEEP_MS) return;
+        orphansSweptAt = Date.now();
+        await removeOrphanFiles(db, blobs);
+      },
+    ],
+    ...rest,
+  });
+}

@@ -1,0 +1,355 @@
+// /loaddata.file over real HTTP on both databases: a CSV with BOM, quoting and a bad row through
+// the /loaddata loader; delimiters; join fields; replaceSoftDeleted; syncOnTargetTable; `?name=`;
+// the async variant (a LOADDATA_FILE job finishing while another job runs, parallel loads); the
+// upload status record; refusals (type, options, permission); partition isolation; the synchronous
+// time-out (503/-100, whole chunks only).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { admin, assertError, assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
+import type { JobRunner } from '../../src/jobs/runner.ts';
+import { closeAbandonedLoads } from '../../src/modules/files/loadfile.ts';
+import { createBlobStore } from '../../src/db/blob-store.ts';
+
+const BOM = '\uFEFF';
+
+describe('file loads', () => {
+  let h: Harness;
+  let runner: JobRunner;
+  const viewer = { user: 'viewer', password: 'viewer-password-1' };
+  let slowRelease: () => void = () => {};
+
+  before(async () => {
+    h = await startHarness();
+    await h.newUser(viewer.user, viewer.password);
+    runner = runnerFor(h, {
+      TEST_BLOCK: {
+        maxAttempts: 1,
+        async run(ctx) {
+          await new Promise<void>((r) => (slowRelease = r));
+          await ctx.progress({ progress: 50 });
+          return {};
+        },
+      },
+    }).start();
+  });
+  after(async () => {
+    slowRelease();
+    await runner.stop();
+    await h.close();
+  });
+
+  const load = (
+    code: string,
+    csv: string | Buffer,
+    fields: Record<string, string> = {},
+    query = '',
+    who = admin,
+  ) =>
+    send(h, `/loaddata.file/${code}${query}`, {
+      who,
+      body: form(fields, { field: 'fileName', name: 'data.csv', data: csv }),
+    });
+
+  async function products(prefix: string) {
+    const r = await h.db.query<Record<string, any>>(
+      `SELECT sku, label, currency, attribute1 FROM products WHERE partition_id = $1 AND sku LIKE $2 ORDER BY sku`,
+      [h.partitionId, `${prefix}%`],
+    );
+    return r.rows;
+  }
+
+  test('a CSV with BOM, quoting, embedded newlines and a bad row', async () => {
+    const p = uniqueName('q');
+    const csv =
+      `${BOM}sku;label;currency;attribute1\r\n` +
+      `${p}-1;"Semi; colon";EUR;plain\r\n` +
+      `${p}-2;"Line\nbreak";USD;"say ""hi"""\r\n` +
+      `${p}-3;too;few\r\n` + // a bad row: three values under four columns
+      `${p}-4;;CHF;"'; DROP TABLE products; --"\r\n`;
+    const res = assertOk(await load('P', csv))[0];
+    assert.deepEqual(
+      { loaded: res.loadedRecords, invalid: res.invalidRecords, total: res.totalRecords },
+      { loaded: 3, invalid: 1, total: 4 },
+    );
+    assert.ok(Number.isInteger(res.uploadStatusId));
+    const rows = await products(p);
+    assert.deepEqual(
+      rows.map((r) => [r.sku, r.label, r.currency, r.attribute1]),
+      [
+        [`${p}-1`, 'Semi; colon', 'EUR', 'plain'],
+        [`${p}-2`, 'Line\nbreak', 'USD', 'say "hi"'],
+        [`${p}-4`, '', 'CHF', "'; DROP TABLE products; --"],
+      ],
+    );
+    const status = assertOk(await send(h, `/uploadmanager.status/${res.uploadStatusId}`))[0];
+    assert.equal(status.status, 'FINISHED');
+    assert.equal(status.fileName, 'data.csv');
+    assert.equal(status.typeCode, 'P');
+    assert.equal(status.errors.length, 1);
+    assert.equal(status.errors[0].row, 2);
+    assert.match(status.errors[0].message, /3 values/);
+    // The stored file is gone once the load ended.
+    const blobs = await h.db.query(
+      'SELECT 1 FROM upload_status WHERE partition_id = $1 AND id = $2 AND blob_key IS NULL',
+      [h.partitionId, res.uploadStatusId],
+    );
+    assert.equal(blobs.rows.length, 1);
+    // Another user cannot read the status record.
+    assertError(await send(h, `/uploadmanager.status/${res.uploadStatusId}`, { who: viewer }), 404, -1);
+  });
+
+  test('tab and comma delimiters; detectJoinFields updates; joinFields as a list', async () => {
+    const p = uniqueName('d');
+    assertOk(await load('P', `sku\tlabel\n${p}-1\tOne\n${p}-2\tTwo\n`));
+    const upd = assertOk(
+      await load('P', `sku,label\n${p}-1,Uno\n${p}-3,Tres\n`, { detectJoinFields: 'true' }),
+    )[0];
+    assert.equal(upd.loadedRecords, 2);
+    const joined = assertOk(await load('P', `sku,currency\n${p}-2,SEK\n`, { joinFields: 'sku' }))[0];
+    assert.equal(joined.loadedRecords, 1);
+    const rows = await products(p);
+    assert.deepEqual(
+      rows.map((r) => [r.sku, r.label, r.currency]),
+      [
+        [`${p}-1`, 'Uno', null],
+        [`${p}-2`, 'Two', 'SEK'],
+        [`${p}-3`, 'Tres', null],
+      ],
+    );
+    // A delimiter given explicitly wins over detection.
+    const given = assertOk(await load('P', `sku;label\n${p}-4;"a,b"\n`, {}, '?delimiter=;'))[0];
+    assert.equal(given.loadedRecords, 1);
+  });
+
+  test('replaceSoftDeleted needs join fields; it replaces soft-deleted rows instead of restoring them', async () => {
+    const t = uniqueName('px');
+    assertError(await load('PX', `name,sku,attribute1\n${t},A,1\n`, { replaceSoftDeleted: 'true' }), 400, -4);
+    assertOk(await load('PX', `name,sku,attribute1,attribute2\n${t},A,a1,a2\n${t},B,b1,b2\n`));
+    await h.db.query(
+      `UPDATE product_extensions SET deleted_at = now() WHERE partition_id = $1 AND name = $2`,
+      [h.partitionId, t],
+    );
+    // A: restored (attribute2 kept); B: replaced (attribute2 emptied).
+    assertOk(await load('PX', `name,sku,attribute1\n${t},A,a1new\n`, { detectJoinFields: 'true' }));
+    assertOk(
+      await load('PX', `name,sku,attribute1\n${t},B,b1new\n`, {
+        detectJoinFields: 'true',
+        replaceSoftDeleted: 'true',
+      }),
+    );
+    const r = await h.db.query<Record<string, any>>(
+      `SELECT sku, attribute1, attribute2, deleted_at FROM product_extensions
+        WHERE partition_id = $1 AND name = $2 ORDER BY sku`,
+      [h.partitionId, t],
+    );
+    assert.deepEqual(
+      r.rows.map((x) => [x.sku, x.attribute1, x.attribute2, x.deleted_at]),
+      [
+        ['A', 'a1new', 'a2', null],
+        ['B', 'b1new', null, null],
+      ],
+    );
+  });
+
+  test('?name= fills the table of rows without a name column and restricts rows with one', async () => {
+    const t = uniqueName('px');
+    const res = assertOk(await load('PX', `sku,attribute1\nS1,x\nS2,y\n`, {}, `?name=${t}`))[0];
+    assert.equal(res.loadedRecords, 2);
+    const other = uniqueName('px');
+    const mixed = assertOk(await load('PX', `name,sku\n${t},S3\n${other},S4\n`, {}, `?name=${t}`))[0];
+    assert.deepEqual([mixed.loadedRecords, mixed.invalidRecords, mixed.totalRecords], [1, 1, 2]);
+    const status = assertOk(await send(h, `/uploadmanager.status/${mixed.uploadStatusId}`))[0];
+    assert.match(status.errors[0].message, /belongs to table/);
+    assertError(await load('P', `sku\nX\n`, {}, `?name=${t}`), 400, -4);
+  });
+
+  test('syncOnTargetTable deletes the rows of that table the file does not hold', async () => {
+    const t = uniqueName('px');
+    const keep = uniqueName('px');
+    assertOk(await load('PX', `name,sku\n${t},A\n${t},B\n${t},C\n${keep},A\n`));
+    const res = assertOk(
+      await load('PX', `name,sku,attribute1\n${t},A,1\n${t},C,3\n`, {
+        detectJoinFields: 'true',
+        syncOnTargetTable: 'true',
+      }),
+    )[0];
+    assert.deepEqual([res.loadedRecords, res.deletedRecords], [2, 1]);
+    const live = await h.db.query<{ name: string; sku: string }>(
+      `SELECT name, sku FROM product_extensions WHERE partition_id = $1 AND name = ANY($2::text[]) AND deleted_at IS NULL
+        ORDER BY name = $3, sku`,
+      [h.partitionId, [t, keep], keep],
+    );
+    assert.deepEqual(
+      live.rows.map((r) => `${r.name === t ? 't' : 'keep'}:${r.sku}`),
+      ['t:A', 't:C', 'keep:A'],
+    );
+    // With a refused row nothing is deleted (the row may have meant a record that exists).
+    const bad = assertOk(
+      await load('PX', `name,sku\n${t},A\n${t}\n`, { detectJoinFields: 'true', syncOnTargetTable: 'true' }),
+    )[0];
+    assert.deepEqual([bad.invalidRecords, bad.deletedRecords], [1, 0]);
+  });
+
+  test('refusals: type, options, permission, no file', async () => {
+    assertError(await load('CRCS', 'a\n1\n'), 400, -4);
+    const notYet = await load('CDESC', 'a\n1\n');
+    assertError(notYet, 400, -4);
+    assert.match(notYet.body.response.data, /not bulk-loadable yet/);
+    assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);
+    assertError(await load('P', 'sku\nx\n', {}, '', viewer), 403, -3);
+    assertError(await send(h, '/loaddata.file/P', { body: form({ detectJoinFields: 'true' }) }), 400, -4);
+    assertError(await load('P', 'nosuchfield\nx\n'), 400, -4);
+    const anon = await fetch(`${h.url}${h.config.basePath}/${h.partition}/loaddata.file/P`, {
+      method: 'POST',
+      body: form({}, { field: 'fileName', name: 'x.csv', data: 'sku\nx\n' }),
+    });
+    assert.equal(anon.status, 401);
+  });
+
+  test('async: a LOADDATA_FILE job finishes while another job runs; parallel loads', async () => {
+    const blockerJob = await h.db.query<{ id: number }>(
+      `INSERT INTO jobs (partition_id, job_name, tracker_type, created_by)
+       SELECT $1, 'blocker', 'TEST_BLOCK', id FROM users WHERE partition_id = $1 AND login_name = 'admin' RETURNING id`,
+      [h.partitionId],
+    );
+    const blocker = blockerJob.rows[0]!.id;
+    await waitForJob(h, blocker, (j) => j.status === 'PROCESSING');
+    const p = uniqueName('a');
+    const [a, b] = await Promise.all(
+      [1, 2].map((n) =>
+        send(h, '/loaddata.file/P/async', {
+          body: form(
+            {},
+            { field: 'fileName', name: `a${n}.csv`, data: `sku,label\n${p}-${n}-1,x\n${p}-${n}-2,y\n` },
+          ),
+        }),
+      ),
+    );
+    const started = [assertOk(a!)[0], assertOk(b!)[0]];
+    for (const s of started) {
+      assert.ok(Number.isInteger(s.uploadStatusId) && Number.isInteger(s.jstId));
+    }
+    // JOB_CONCURRENCY is 2: one load runs beside the blocker, then the other.
+    for (const s of started) {
+      const job = await waitForJob(h, s.jstId);
+      assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+      assert.equal(job.trackerType, 'LOADDATA_FILE');
+      assert.equal(job.calculationResults.loadedRecords, 2);
+      const status = assertOk(await send(h, `/uploadmanager.status/${s.uploadStatusId}`))[0];
+      assert.deepEqual([status.status, status.loadedRecords, status.jstId], ['FINISHED', 2, s.jstId]);
+    }
+    assert.equal(assertOk(await send(h, `/admin.fetchjst/${blocker}`))[0].status, 'PROCESSING');
+    slowRelease();
+    assert.equal((await waitForJob(h, blocker)).status, 'FINISHED');
+    assert.equal((await products(p)).length, 4);
+  });
+
+  test('maintenance: a load whose job ended without it is closed and its file removed', async () => {
+    const blobs = createBlobStore(h.db, h.config.blobStore);
+    const key = blobs.newKey();
+    await blobs.write(h.partitionId, key, [Buffer.from('sku\nx\n')], { maxBytes: 100 });
+    const r = await h.db.query<{ id: number }>(
+      `WITH j AS (INSERT INTO jobs (partition_id, job_name, tracker_type, status) VALUES ($1, 'x', 'LOADDATA_FILE', 'CANCELLED')
+                  RETURNING id)
+       INSERT INTO upload_status (partition_id, type_code, status, job_id, blob_key)
+       SELECT $1, 'P', 'PROCESSING', j.id, $2 FROM j RETURNING id`,
+      [h.partitionId, key],
+    );
+    assert.ok((await closeAbandonedLoads(h.db, blobs, 180)) >= 1);
+    const status = assertOk(await send(h, `/uploadmanager.status/${r.rows[0]!.id}`))[0];
+    assert.equal(status.status, 'CANCELLED');
+    const left = await h.db.query('SELECT 1 FROM blobs WHERE partition_id = $1 AND blob_key = $2', [
+      h.partitionId,
+      key,
+    ]);
+    assert.equal(left.rows.length, 0);
+  });
+
+  test('an interrupted LOADDATA_FILE job is retried and resumes after its checkpoint', async () => {
+    const p = uniqueName('r');
+    const blobs = createBlobStore(h.db, h.config.blobStore);
+    const key = blobs.newKey();
+    const csv = `sku,label\n${[0, 1, 2, 3, 4].map((i) => `${p}-${i},x`).join('\n')}\n`;
+    await blobs.write(h.partitionId, key, [Buffer.from(csv)], { maxBytes: 10_000 });
+    // A load whose node died after committing rows 0-1 (its checkpoint), heartbeat long stale.
+    const r = await h.db.query<{ job: number; status: number }>(
+      `WITH u AS (SELECT id FROM users WHERE partition_id = $1 AND login_name = 'admin'),
+            s AS (INSERT INTO upload_status (partition_id, type_code, status, blob_key, file_name, size, created_by)
+                  SELECT $1, 'P', 'PROCESSING', $2, 'r.csv', $3, u.id FROM u RETURNING id, created_by)
+       INSERT INTO jobs (partition_id, job_name, tracker_type, status, processing_node, heartbeat_at, attempts,
+                         max_attempts, parameters, checkpoint, created_by)
+       SELECT $1, 'resume', 'LOADDATA_FILE', 'PROCESSING', 'dead-node', now() - interval '1 hour', 1, 3,
+              jsonb_build_object('uploadStatusId', s.id, 'typeCode', 'P', 'options',
+                jsonb_build_object('joinFields', '[]'::jsonb, 'detectJoinFields', false,
+                                   'replaceSoftDeleted', false, 'syncOnTargetTable', false)),
+              '{"rows": 2, "loaded": 2, "invalid": 0, "errors": [], "mark": "2020-01-01T00:00:00Z"}', s.created_by
+         FROM s RETURNING id AS job, (SELECT id FROM s) AS status`,
+      [h.partitionId, key, Buffer.byteLength(csv)],
+    );
+    await runner.sweep();
+    const job = await waitForJob(h, r.rows[0]!.job);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.ok(job.messages.some((m: any) => /interrupted: node dead-node/.test(m.text)));
+    assert.deepEqual([job.calculationResults.loadedRecords, job.calculationResults.totalRecords], [5, 5]);
+    // Rows 0-1 were the dead attempt's: the retry skipped them.
+    assert.deepEqual(
+      (await products(p)).map((x) => x.sku),
+      [2, 3, 4].map((i) => `${p}-${i}`),
+    );
+    const status = assertOk(await send(h, `/uploadmanager.status/${r.rows[0]!.status}`))[0];
+    assert.deepEqual([status.status, status.loadedRecords], ['FINISHED', 5]);
+  });
+
+  test('partition isolation: another partition neither sees nor changes these rows', async () => {
+    const p = uniqueName('iso');
+    const res = assertOk(await load('P', `sku,label\n${p},mine\n`))[0];
+    const other = await startHarness({ shareDbWith: h });
+    try {
+      const theirs = assertOk(
+        await send(other, '/loaddata.file/P', {
+          body: form(
+            { detectJoinFields: 'true' },
+            { field: 'fileName', name: 'x.csv', data: `sku,label\n${p},theirs\n` },
+          ),
+        }),
+      )[0];
+      assert.equal(theirs.loadedRecords, 1);
+      assertError(await send(other, `/uploadmanager.status/${res.uploadStatusId}`), 404, -1);
+    } finally {
+      await other.close();
+    }
+    assert.equal((await products(p))[0]!.label, 'mine');
+  });
+});
+
+describe('file loads: the synchronous time-out', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { SYNC_TIMEOUT_SECONDS: '1' } });
+  });
+  after(() => h.close());
+
+  test('a load past SYNC_TIMEOUT_SECONDS answers 503/-100 and keeps whole chunks only', async () => {
+    const p = uniqueName('t');
+    let csv = 'sku,label\n';
+    for (let i = 0; i < 300_000; i++) csv += `${p}-${i},label ${i}\n`;
+    const r = await send(h, '/loaddata.file/P', {
+      body: form({}, { field: 'fileName', name: 'big.csv', data: csv }),
+    });
+    assertError(r, 503, -100);
+    const status = await h.db.query<{ status: string; message: string }>(
+      'SELECT status, message FROM upload_status WHERE partition_id = $1 ORDER BY id DESC LIMIT 1',
+      [h.partitionId],
+    );
+    assert.equal(status.rows[0]!.status, 'FAILED');
+    assert.match(status.rows[0]!.message, /time-out/);
+    const n = await h.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM products WHERE partition_id = $1 AND sku LIKE $2',
+      [h.partitionId, `${p}-%`],
+    );
+    assert.ok(n.rows[0]!.n > 0 && n.rows[0]!.n < 300_000, String(n.rows[0]!.n));
+    assert.equal(n.rows[0]!.n % 10_000, 0);
+  });
+});

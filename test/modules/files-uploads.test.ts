@@ -1,0 +1,194 @@
+// Upload slots over HTTP on both databases: create, multipart and raw uploads (streamed into the
+// blob store), progress, delete, the size limit (413/-11), ownership, partition isolation and the
+// clean-up of expired slots.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { startHarness, type Harness } from '../helpers/app.ts';
+import { admin, assertError, assertOk, form, send } from '../jobs/helpers.ts';
+import { removeExpiredSlots } from '../../src/modules/files/slots.ts';
+import { createBlobStore } from '../../src/db/blob-store.ts';
+
+const MAX = 100_000;
+
+describe('upload slots', () => {
+  let h: Harness;
+  const bob = { user: 'bob', password: 'bob-password-1' };
+
+  before(async () => {
+    h = await startHarness({ env: { MAX_UPLOAD_BYTES: String(MAX) } });
+    await h.newUser(bob.user, bob.password);
+  });
+  after(() => h.close());
+
+  async function blobCount(): Promise<number> {
+    const r = await h.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM blobs WHERE partition_id = $1',
+      [h.partitionId],
+    );
+    return r.rows[0]!.n;
+  }
+
+  test('a slot by GET and by POST; a multipart upload; progress; delete answers the details', async () => {
+    const viaGet = assertOk(await send(h, '/uploadmanager.newuploadslot', { method: 'GET' }))[0];
+    assert.match(viaGet.slotId, /^[a-f0-9]{32}$/);
+    assert.equal(viaGet.status, 'EMPTY');
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const data = randomBytes(70 * 1024);
+    const up = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form(
+          { note: 'x' },
+          { field: 'file', name: 'C:\\dir\\data.bin', data, type: 'application/x-test' },
+        ),
+      }),
+    )[0];
+    assert.equal(up.status, 'FINISHED');
+    assert.equal(up.size, data.length);
+    assert.equal(up.fileName, 'data.bin');
+    assert.equal(up.contentType, 'application/x-test');
+    assert.equal(up.fileVersion, 1);
+
+    const progress = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+    assert.equal(progress.bytesReceived, data.length);
+    assert.equal(progress.status, 'FINISHED');
+
+    // A second upload replaces the file and bumps the version.
+    const again = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form({}, { field: 'file', name: 'second.bin', data: 'abc' }),
+      }),
+    )[0];
+    assert.equal(again.fileVersion, 2);
+    assert.equal(again.size, 3);
+
+    const before = await blobCount();
+    const deleted = assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`, { method: 'GET' }))[0];
+    assert.equal(deleted.uploadStatus, 'FINISHED');
+    assert.equal(deleted.fileName, 'second.bin');
+    assert.equal(deleted.size, 3);
+    assert.equal(deleted.fileVersion, 2);
+    assert.equal(await blobCount(), before - 1);
+    assertError(await send(h, `/uploadmanager.progress/${slotId}`), 404, -1);
+    assertError(await send(h, `/uploadmanager.deleteslot/${slotId}`), 404, -1);
+  });
+
+  test('a raw body upload takes its name from Content-Disposition', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const up = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: 'a;b\n1;2\n',
+        headers: { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="prices.csv"' },
+      }),
+    )[0];
+    assert.equal(up.fileName, 'prices.csv');
+    assert.equal(up.contentType, 'text/csv');
+    assert.equal(up.size, 8);
+    const utf = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: 'x',
+        headers: {
+          'content-type': 'text/plain',
+          'content-disposition': "attachment; filename*=UTF-8''pr%C3%A9s.txt",
+        },
+      }),
+    )[0];
+    assert.equal(utf.fileName, 'prés.txt');
+    // A JSON file is a file too, not a body to parse.
+    const jsonFile = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: '{"a": 1}',
+        headers: { 'content-type': 'application/json', 'content-disposition': 'attachment; filename=a.json' },
+      }),
+    )[0];
+    assert.deepEqual(
+      [jsonFile.fileName, jsonFile.size, jsonFile.contentType],
+      ['a.json', 8, 'application/json'],
+    );
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+  });
+
+  test('an upload over MAX_UPLOAD_BYTES is refused with 413/-11 and leaves nothing', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const before = await blobCount();
+    // Multipart: the limit is met while streaming.
+    const big = randomBytes(MAX + 5_000);
+    assertError(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form({}, { field: 'file', name: 'big', data: big }),
+      }),
+      413,
+      -11,
+    );
+    const failed = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.hasFile, false);
+    assert.equal(await blobCount(), before);
+    // Raw: the declared length alone is refused.
+    assertError(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: big,
+        headers: { 'content-type': 'application/octet-stream' },
+      }),
+      413,
+      -11,
+    );
+    // Exactly the limit is fine.
+    const ok = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: randomBytes(MAX),
+        headers: { 'content-type': 'application/octet-stream' },
+      }),
+    )[0];
+    assert.equal(ok.size, MAX);
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+  });
+
+  test('a slot is its creator’s: another user, no credentials, another partition are refused', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    assertError(await send(h, `/uploadmanager.progress/${slotId}`, { who: bob }), 404, -1);
+    assertError(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        who: bob,
+        body: form({}, { field: 'file', name: 'x', data: 'x' }),
+      }),
+      404,
+      -1,
+    );
+    const anon = await fetch(`${h.url}${h.config.basePath}/${h.partition}/uploadmanager.newuploadslot`, {
+      method: 'POST',
+    });
+    assert.equal(anon.status, 401);
+    const other = await startHarness({ shareDbWith: h, env: { MAX_UPLOAD_BYTES: String(MAX) } });
+    try {
+      assertError(await send(other, `/uploadmanager.progress/${slotId}`, { who: admin }), 404, -1);
+      assertError(await send(other, `/uploadmanager.deleteslot/${slotId}`, { who: admin }), 404, -1);
+    } finally {
+      await other.close();
+    }
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+  });
+
+  test('expired slots are removed with their files', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form({}, { field: 'file', name: 'a', data: randomBytes(1000) }),
+      }),
+    );
+    const keep = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const before = await blobCount();
+    await h.db.query(
+      `UPDATE upload_slots SET expires_at = now() - interval '1 minute' WHERE partition_id = $1 AND id = $2`,
+      [h.partitionId, slotId],
+    );
+    // An expired slot is unknown at once, and removed by the maintenance pass.
+    assertError(await send(h, `/uploadmanager.progress/${slotId}`), 404, -1);
+    assert.ok((await removeExpiredSlots(h.db, createBlobStore(h.db, h.config.blobStore), 60)) >= 1);
+    const left = await h.db.query('SELECT id FROM upload_slots WHERE partition_id = $1', [h.partitionId]);
+    assert.ok(!left.rows.some((r) => r.id === slotId));
+    assert.ok(left.rows.some((r) => r.id === keep));
+    assert.equal(await blobCount(), before - 1);
+  });
+});
