@@ -10,6 +10,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import rateLimit from '@fastify/rate-limit';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
+import { enterDeadline } from './db/deadline.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
 import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
@@ -100,8 +101,10 @@ export async function buildApp({
     );
   });
 
-  app.addHook('onRequest', function requestId(req, reply, done) {
+  app.addHook('onRequest', function requestScope(req, reply, done) {
     void reply.header('x-request-id', req.id);
+    // Every transaction of this request must commit within the synchronous time-out (503/-100).
+    enterDeadline(config.syncTimeoutSeconds * 1000);
     done();
   });
   // While draining for shutdown, answers close their connection so keep-alive clients let go at once.

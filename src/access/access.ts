@@ -7,6 +7,8 @@ import { PERMISSIONS, ROLES, type Permission } from './catalogue.ts';
 export interface Principal {
   readonly partitionId: number;
   readonly partition: string;
+  /** The partition's attribute-meta version at authentication (keys cached attribute types). */
+  readonly metaVersion?: number;
   readonly userId: number;
   readonly loginName: string;
   readonly roles: readonly string[];

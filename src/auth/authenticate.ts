@@ -20,6 +20,7 @@ import { verifyExternal } from './external-jwt.ts';
 
 interface AccountRow {
   pid: number;
+  meta_version: number;
   secret: Uint8Array;
   csrf: boolean;
   uid: number | null;
@@ -40,7 +41,7 @@ interface AccountRow {
 // every request, so an assignment takes effect on the user's next request. Groups likewise. UNION
 // (not UNION ALL) because a role held both directly and through a business role counts once.
 const ACCOUNT_SQL = (userCondition: string): string => `
-  SELECT p.id AS pid, p.jwt_secret AS secret, p.csrf_enabled AS csrf,
+  SELECT p.id AS pid, p.jwt_secret AS secret, p.csrf_enabled AS csrf, p.meta_version AS meta_version,
          u.id AS uid, u.login_name AS login, u.password_hash AS hash, u.activated, u.token_epoch AS epoch,
          u.tfa_secret, u.tfa_enabled, u.tfa_last_step,
          coalesce((SELECT array_agg(x.role ORDER BY x.role) FROM (
@@ -97,6 +98,7 @@ function principalOf(
   return {
     partitionId: row.pid,
     partition: req.partitionRef!.name,
+    metaVersion: row.meta_version,
     userId: row.uid!,
     loginName: row.login!,
     roles: row.roles,

@@ -47,10 +47,13 @@ export function parseInt8(text: string): number | string {
 /** Type OIDs parsed the same way on both adapters. */
 export const OID = { INT8: 20, DATE: 1082, NUMERIC: 1700 } as const;
 
-export async function createDb(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'>): Promise<Db> {
+export async function createDb(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'> &
+    Partial<Pick<Config, 'syncTimeoutSeconds'>>,
+): Promise<Db> {
   if (config.databaseUrl !== undefined) {
     const { createPgDb } = await import('./pg.ts');
-    return createPgDb(config.databaseUrl, config.dbPoolSize);
+    return createPgDb(config.databaseUrl, config.dbPoolSize, config.syncTimeoutSeconds);
   }
   const { createEmbeddedDb } = await import('./pglite.ts');
   return createEmbeddedDb(config.dataDir);

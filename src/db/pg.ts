@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
 import { ident } from './sql.ts';
+import { checkDeadline, remainingMs } from './deadline.ts';
 
 const typeParsers: Record<number, (s: string) => unknown> = {
   [OID.INT8]: parseInt8,
@@ -43,8 +44,17 @@ function txOf(client: pg.PoolClient): Tx {
   };
 }
 
-export function createPgDb(url: string, max: number): Db {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: 'ratecard' });
+/**
+ * `statementTimeoutSeconds`: no statement runs longer (the synchronous time-out); inside a request's
+ * transaction the cut comes sooner, at the request's own deadline (SET LOCAL below).
+ */
+export function createPgDb(url: string, max: number, statementTimeoutSeconds?: number): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    application_name: 'ratecard',
+    ...(statementTimeoutSeconds === undefined ? {} : { statement_timeout: statementTimeoutSeconds * 1000 }),
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   return {
@@ -54,7 +64,14 @@ export function createPgDb(url: string, max: number): Db {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
+        // Within a request, no statement may run past its synchronous deadline (57014 → 503).
+        const left = remainingMs();
+        if (left !== undefined) {
+          checkDeadline();
+          await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(left))}`);
+        }
         const result = await fn(txOf(client));
+        checkDeadline();
         await client.query('COMMIT');
         client.release();
         return result;

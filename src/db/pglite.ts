@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
 import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
 import { ident } from './sql.ts';
+import { checkDeadline } from './deadline.ts';
 
 const parsers = {
   [OID.INT8]: parseInt8,
@@ -57,7 +58,15 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
   return {
     kind: 'embedded',
     query: (sql, params) => root.query(sql, params),
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    // PGlite cannot interrupt a running statement (one wasm thread); past the request's deadline
+    // the transaction is refused at COMMIT time instead, so nothing half-done is kept.
+    transaction: (fn) =>
+      pg.transaction(async (tx) => {
+        checkDeadline();
+        const result = await fn(wrap(tx));
+        checkDeadline();
+        return result;
+      }),
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     async close() {
       if (closed) return;

@@ -15,25 +15,59 @@ export interface TypeContext {
   readonly fields: ReadonlyMap<string, FieldDef>;
 }
 
+/** Whose types: a partition, and the version of its attribute meta when the request knows it. */
+export interface ContextOwner {
+  readonly partitionId: number;
+  /** `partitions.meta_version` as read with the request's credentials (a trigger bumps it). */
+  readonly metaVersion?: number;
+}
+
+// Attribute types per (partition, meta version, type, extension table). A key names the version it
+// was read at, so an entry can never be stale; old versions just stop being asked for. Not request
+// state: the same answer the database would give for that version.
+const MAX_CACHED = 2_000;
+const cache = new Map<string, ReadonlyMap<string, FieldType>>();
+
+async function attributeTypes(
+  q: Queryable,
+  owner: ContextOwner,
+  type: TypeDef,
+  extName: string,
+): Promise<ReadonlyMap<string, FieldType>> {
+  const key =
+    owner.metaVersion === undefined
+      ? undefined
+      : `${owner.partitionId}:${owner.metaVersion}:${type.code}:${extName}`;
+  const hit = key === undefined ? undefined : cache.get(key);
+  if (hit) return hit;
+  const r = await q.query<{ field: string; ftype: string }>(
+    `SELECT field_name AS field, field_type AS ftype FROM attribute_meta
+      WHERE partition_id = $1 AND owner_type = $2 AND name = $3`,
+    [owner.partitionId, type.code, extName],
+  );
+  const typed = new Map<string, FieldType>();
+  for (const row of r.rows) {
+    const t = ATTRIBUTE_TYPES[row.ftype];
+    if (t !== undefined) typed.set(row.field, t);
+  }
+  if (key !== undefined) {
+    if (cache.size >= MAX_CACHED) cache.clear();
+    cache.set(key, typed);
+  }
+  return typed;
+}
+
 /** Loads the attribute meta of `type` (for extension types: of the extension table `name`). */
 export async function loadTypeContext(
   q: Queryable,
-  partitionId: number,
+  owner: ContextOwner,
   type: TypeDef,
   extName?: string,
 ): Promise<TypeContext> {
-  const typed = new Map<string, FieldType>();
-  if (type.attributeMeta !== undefined && (!type.metaPerName || extName !== undefined)) {
-    const r = await q.query<{ field: string; ftype: string }>(
-      `SELECT field_name AS field, field_type AS ftype FROM attribute_meta
-        WHERE partition_id = $1 AND owner_type = $2 AND name = $3`,
-      [partitionId, type.code, type.metaPerName ? extName : ''],
-    );
-    for (const row of r.rows) {
-      const t = ATTRIBUTE_TYPES[row.ftype];
-      if (t !== undefined) typed.set(row.field, t);
-    }
-  }
+  const typed =
+    type.attributeMeta !== undefined && (!type.metaPerName || extName !== undefined)
+      ? await attributeTypes(q, owner, type, type.metaPerName ? extName! : '')
+      : new Map<string, FieldType>();
   const fields = new Map<string, FieldDef>();
   for (const f of type.fields) {
     const t = f.custom ? typed.get(f.name) : undefined;

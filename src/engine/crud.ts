@@ -104,7 +104,7 @@ export async function fetchRecords(
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
   const extName = extensionNameOf(restrict) ?? extensionNameOf(body.data);
-  const tc = await loadTypeContext(db, principal.partitionId, type, extName);
+  const tc = await loadTypeContext(db, principal, type, extName);
   const { start, end } = paging(body, maxPageSize);
   if (body.resultFields !== undefined && body.valueFields !== undefined) {
     throw validationError('valueFields', 'give resultFields or valueFields, not both');
@@ -210,12 +210,12 @@ export async function fetchOne(
 ): Promise<Row> {
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');
-  const tc = await loadTypeContext(db, principal.partitionId, type);
+  const tc = await loadTypeContext(db, principal, type);
   const row = await selectOne(db, tc, principal, { id }, false);
   if (!row) throw notFound(`${type.label} ${idText}`);
   // Extension rows: type the attributes with their own table's meta.
   if (type.metaPerName && typeof row.name === 'string') {
-    return toRecord(await loadTypeContext(db, principal.partitionId, type, row.name), row);
+    return toRecord(await loadTypeContext(db, principal, type, row.name), row);
   }
   return toRecord(tc, row);
 }
@@ -335,7 +335,7 @@ function contextCache(q: Queryable, principal: Principal, type: TypeDef) {
     const name = type.metaPerName && typeof data.name === 'string' ? data.name : '';
     let c = cache.get(name);
     if (!c) {
-      c = loadTypeContext(q, principal.partitionId, type, type.metaPerName ? name : undefined);
+      c = loadTypeContext(q, principal, type, type.metaPerName ? name : undefined);
       cache.set(name, c);
     }
     return c;
@@ -476,15 +476,13 @@ export async function updateRecords(
     const out: Row[] = [];
     for (const item of items) {
       const address = requireAddress(type, item.data);
-      const base = await loadTypeContext(tx, principal.partitionId, type);
+      const base = await loadTypeContext(tx, principal, type);
       const old = await selectOne(tx, base, principal, address, true);
       if (!old)
         throw notFound(
           `${type.label} ${JSON.stringify(item.data.typedId ?? type.businessKey.map((k) => item.data[k]))}`,
         );
-      const tc = type.metaPerName
-        ? await loadTypeContext(tx, principal.partitionId, type, String(old.name))
-        : base;
+      const tc = type.metaPerName ? await loadTypeContext(tx, principal, type, String(old.name)) : base;
       if (!canEdit(tc, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
       checkVersion(type, item.oldValues, old);
@@ -550,7 +548,7 @@ export async function integrateRecords(
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
       }
       if ('id' in address || returnOld) {
-        const base = await loadTypeContext(tx, principal.partitionId, type);
+        const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
           const tc = type.metaPerName ? await ctx({ name: old.name }) : base;
@@ -585,7 +583,7 @@ export async function deleteRecords(
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
-    const tc = await loadTypeContext(tx, principal.partitionId, type);
+    const tc = await loadTypeContext(tx, principal, type);
     const out: Row[] = [];
     for (const data of items) {
       const old = await selectOne(tx, tc, principal, requireAddress(type, data), true);
@@ -636,7 +634,7 @@ export async function deleteByFilter(
 ): Promise<BatchResult> {
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
-    const tc = await loadTypeContext(tx, principal.partitionId, type, extensionNameOf(body.data));
+    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.data));
     const tree = parseCriteria(
       body.data,
       body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
@@ -692,7 +690,7 @@ export async function massEdit(
   if (body.massEditRecords.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
   return db.transaction(async (tx) => {
-    const tc = await loadTypeContext(tx, principal.partitionId, type, extensionNameOf(body.filterCriteria));
+    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.filterCriteria));
     const params = new Params();
     const sets: string[] = [];
     const seen = new Set<string>();
@@ -758,7 +756,7 @@ export async function resetColumn(
   column: string,
 ): Promise<number> {
   requireAccess(principal, type.access.write);
-  const tc = await loadTypeContext(db, principal.partitionId, type);
+  const tc = await loadTypeContext(db, principal, type);
   const f = editableField(tc, column, 'columnName');
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
   return db.transaction(async (tx) => {

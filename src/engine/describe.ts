@@ -13,7 +13,7 @@ export function listTypes(): { typeCode: string; label: string }[] {
 
 export async function describeType(q: Queryable, principal: Principal, type: TypeDef) {
   requireAccess(principal, type.access.fetch);
-  const tc = await loadTypeContext(q, principal.partitionId, type);
+  const tc = await loadTypeContext(q, principal, type);
   return {
     name: type.label,
     typeCode: type.code,

@@ -10,6 +10,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { AppError, validationError } from '../http/errors.ts';
+import { DeadlineError } from '../db/deadline.ts';
 import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
 import { checkValue, requireAccess } from './crud.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
@@ -201,7 +202,7 @@ class Contexts {
     );
     for (const n of fresh) this.byName.set(n, this.base);
     for (const { name } of r.rows) {
-      this.byName.set(name, await loadTypeContext(this.q, this.principal.partitionId, type, name));
+      this.byName.set(name, await loadTypeContext(this.q, this.principal, type, name));
     }
   }
 
@@ -543,7 +544,7 @@ async function runLoad(
   chunks: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
   limits: StreamLimits & { readonly dedupeAcrossChunks: boolean },
 ): Promise<LoadResult> {
-  const base = await loadTypeContext(db, principal.partitionId, plan.type);
+  const base = await loadTypeContext(db, principal, plan.type);
   const contexts = new Contexts(db, principal, base);
   const sql = buildMergeSql(plan, base, principal);
   const errors = new ErrorList(limits.maxErrors ?? MAX_ERRORS);
@@ -561,6 +562,10 @@ async function runLoad(
         (plan.join.length === 0 ? await insertDirectly(db, plan, principal, valid) : undefined) ??
         runChunk(db, plan, sql, valid);
       const outcome = await write().catch((err: unknown): ChunkOutcome => {
+        // Past the request's deadline the whole call stops (503); committed chunks stay whole.
+        if (err instanceof DeadlineError) throw err;
+        // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
+        if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
         limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
         const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
         return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };

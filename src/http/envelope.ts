@@ -3,6 +3,7 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type FieldErrors } from './errors.ts';
+import { DeadlineError } from '../db/deadline.ts';
 import type {} from './fastify-types.ts';
 
 export interface ListInfo {
@@ -84,6 +85,7 @@ interface PgError {
 /** The catalogue entry of anything thrown while serving a request. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof DeadlineError) return new AppError('TIMEOUT', err.message);
   const fe = err as Partial<FastifyError> & PgError;
   if (Array.isArray(fe.validation)) {
     const errors: FieldErrors = {};

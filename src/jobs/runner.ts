@@ -5,6 +5,7 @@
 // held while a job works (claims and progress are single short statements), so the runner is safe on
 // PGlite's single connection.
 
+import { outsideRequest } from '../db/deadline.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { Principal } from '../access/access.ts';
@@ -98,7 +99,9 @@ export class JobRunner {
   private stopping = false;
   private ticking: Promise<void> | undefined;
   private again = false;
-  private readonly onNudge = () => void this.tick();
+  // A nudge comes from a request handler: the jobs it starts must not inherit that request's
+  // synchronous deadline (src/db/deadline.ts).
+  private readonly onNudge = () => void outsideRequest(() => this.tick());
 
   constructor(o: RunnerOptions) {
     this.o = o;

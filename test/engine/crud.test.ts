@@ -126,6 +126,19 @@ describe('generic operations on products', () => {
     );
   });
 
+  test('a change of the attribute meta applies to the very next request', async () => {
+    const typeOf = async () =>
+      okData(await api('/metadata.describe/P'))[0].fields.find((f: any) => f.name === 'attribute9').type;
+    assert.equal(await typeOf(), 'string');
+    const [meta] = okData(await api('/add/PAM', { data: { fieldName: 'attribute9', fieldType: 'INTEGER' } }));
+    assert.equal(await typeOf(), 'integer');
+    okData(await api('/update/PAM', { data: { typedId: meta.typedId, fieldType: 'DATE' } }));
+    assert.equal(await typeOf(), 'date');
+    expectError(await api('/add/P', { data: { sku: 'META-1', attribute9: '12' } }), 400, -4, 'attribute9');
+    okData(await api('/delete/PAM', { data: { typedId: meta.typedId } }));
+    assert.equal(await typeOf(), 'string');
+  });
+
   test('update: version check, 404, returnolddata, keys unchanged', async () => {
     const [p] = okData(await api('/add/P', { data: { sku: 'UPD-1', label: 'one', currency: 'EUR' } }));
     const [u] = okData(

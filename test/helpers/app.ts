@@ -71,7 +71,8 @@ export async function startHarness(
 ): Promise<Harness> {
   const config = testConfig(opts.env);
   const shared = opts.shareDbWith?.db;
-  const db = shared ?? (await createDb({ ...config, dbPoolSize: 4 }));
+  // No pool-wide statement cap here: a suite with a 1 s time-out must still wait for migrations.
+  const db = shared ?? (await createDb({ ...config, dbPoolSize: 4, syncTimeoutSeconds: undefined }));
   if (!shared) await migrate(db);
   const partition = uniqueName();
   const created = await createPartition(

@@ -87,7 +87,7 @@ export async function requireView(db: Db, principal: Principal, owner: Owner): P
 /** Edit rights on the owner: the type's write permission and the engine's row scope for edits. */
 export async function requireEdit(q: Queryable, principal: Principal, owner: Owner): Promise<void> {
   requireAccess(principal, owner.type.access.write);
-  const tc = await loadTypeContext(q, principal.partitionId, owner.type);
+  const tc = await loadTypeContext(q, principal, owner.type);
   const p = new Params();
   const scope = rowScope(tc, principal, p, 't');
   const id = p.add(owner.id);
@@ -351,7 +351,7 @@ async function productIdOf(
   const type = P();
   if (forEdit) requireAccess(principal, type.access.write);
   else requireAccess(principal, type.access.fetch);
-  const tc = await loadTypeContext(q, principal.partitionId, type);
+  const tc = await loadTypeContext(q, principal, type);
   const p = new Params();
   const scope = rowScope(tc, principal, p, 't');
   const skuParam = p.add(sku);

@@ -5,6 +5,7 @@
 // then deletes the target's records the load did not touch. The status record (`uploadStatusId`)
 // keeps the counts and the first row errors; the stored file is removed when the load ends.
 
+import { DeadlineError } from '../../db/deadline.ts';
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
@@ -336,7 +337,7 @@ export async function executeFileLoad(
         db,
         blobs,
         s,
-        e instanceof AppError ? e.message : 'the load failed unexpectedly',
+        e instanceof AppError || e instanceof DeadlineError ? e.message : 'the load failed unexpectedly',
       );
     }
     throw e;

@@ -3,6 +3,7 @@
 // encapsulated plugin: multipart support (@fastify/multipart) and the raw-body parser exist only
 // here, so the JSON-only routes of other modules are untouched. Handlers call the services.
 
+import { enterDeadline } from '../../db/deadline.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
@@ -206,6 +207,8 @@ function loadOptionsOf(
  */
 function syncDeadline(seconds: number): (done: { rows: number; loaded: number }) => Promise<void> {
   const until = Date.now() + seconds * 1000;
+  // The database layer's deadline of this request restarts with the work too.
+  enterDeadline(seconds * 1000);
   return (done) => {
     if (Date.now() <= until) return Promise.resolve();
     throw new AppError(

@@ -258,7 +258,7 @@ export interface BomNode {
  */
 export async function bomTree(db: Db, principal: Principal, sku: string, maxLines: number): Promise<BomNode> {
   requireAccess(principal, BOM.access.fetch);
-  const products = await loadTypeContext(db, principal.partitionId, PRODUCT);
+  const products = await loadTypeContext(db, principal, PRODUCT);
   const lines = await store.bomLines(db, principal, products, sku, BOM_MAX_DEPTH, maxLines + 1);
   if (lines.length > maxLines) {
     throw validationError(
@@ -343,7 +343,7 @@ export async function fetchProductSetCompetition(
 ): Promise<FetchResult> {
   requireAccess(principal, COMPETITION.access.fetch);
   if (label === '') throw validationError('label', 'name the product set');
-  const products = await loadTypeContext(db, principal.partitionId, PRODUCT);
+  const products = await loadTypeContext(db, principal, PRODUCT);
   const skus = await store.skusOfProductSet(db, principal, products, label);
   return fetchRecords(db, principal, COMPETITION, body, maxPageSize, {
     fieldName: 'sku',
