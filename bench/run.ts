@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, platform } from 'node:os';
 import { generateRows, type Row } from './lib/data.ts';
 import { PEER_TABLE, openTarget, type DbKind, type Defer } from './lib/databases.ts';
+import { fileLoad } from './lib/fileload.ts';
 import { renderReport, writeReport } from './lib/report.ts';
 import { login, startServer } from './lib/server.ts';
 import {
@@ -31,6 +32,7 @@ function envInt(name: string, def: number): number {
 
 const ROWS = envInt('BENCH_ROWS', 100_000);
 const SECONDS = envInt('BENCH_SECONDS', 10);
+const FILE_MB = envInt('BENCH_FILE_MB', 256);
 const PG_URL = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
 // Cleanups run in reverse order when their scope ends, on SIGINT/SIGTERM, or at the time limit; one
@@ -113,6 +115,9 @@ async function benchOn(
     lines.push(await integrate(b));
     console.log(`[${kind}] foundation ...`);
     lines.push(...(await foundation(b)));
+    // Last: it adds its own rows (other skus), which the measurements above must not see.
+    console.log(`[${kind}] file load (${FILE_MB} MB) ...`);
+    lines.push(await fileLoad(b, FILE_MB));
 
     const text = renderReport(
       {
@@ -134,7 +139,7 @@ const machine = [
   pinned
     ? 'pinning: server on core 0 (`taskset -c 0`), bench process (autocannon and peers) on core 1'
     : 'pinning: none (needs Linux, 2+ cores and taskset): absolute numbers mix server and load generator',
-  `settings: ${ROWS.toLocaleString('en-US')} rows, ${CONNECTIONS} concurrent clients, ${SECONDS} s per measurement (after 1 s warm-up)`,
+  `settings: ${ROWS.toLocaleString('en-US')} rows, ${CONNECTIONS} concurrent clients, ${SECONDS} s per measurement (after 1 s warm-up), file load ${FILE_MB} MB`,
   'ratio: load = COPY time / API time; fetch and integrate = API req/s / peer queries/s. Compare ratios, not absolutes.',
 ];
 console.log(machine.join('\n'));

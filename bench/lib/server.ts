@@ -14,6 +14,8 @@ export interface Server {
   readonly url: string;
   /** `/service/bench`. */
   readonly base: string;
+  /** The server's node process (taskset execs it, so the child's pid is node's). */
+  readonly pid: number;
   output(): string;
   stop(): Promise<void>;
 }
@@ -40,6 +42,8 @@ export async function startServer(dbEnv: Record<string, string>, pin: boolean): 
     BOOTSTRAP_ADMIN: ADMIN,
     BOOTSTRAP_PASSWORD: PASSWORD,
     SCRYPT_COST: '16384',
+    // The file-load workload's synchronous load of a large file must not be cut at the default 180 s.
+    SYNC_TIMEOUT_SECONDS: '3600',
     ...dbEnv,
   };
   const main = [process.execPath, 'src/main.ts'];
@@ -49,10 +53,12 @@ export async function startServer(dbEnv: Record<string, string>, pin: boolean): 
   const keep = (d: Buffer) => (out = (out + d.toString()).slice(-20_000));
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
+  if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
   const url = `http://127.0.0.1:${port}`;
   const server: Server = {
     url,
     base: `${url}/service/${PARTITION}`,
+    pid: child.pid,
     output: () => out,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
