@@ -19,7 +19,7 @@ async function call(path: string, headers: Record<string, string>, body?: unknow
     headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  const json = (await res.json());
+  const json = await res.json();
   console.log(res.status, path, JSON.stringify(json).slice(0, 160));
   return json;
 }
