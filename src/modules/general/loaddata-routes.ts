@@ -8,7 +8,8 @@ import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { loadData, type LoadBody } from '../../engine/loaddata.ts';
 import { typeOf } from './routes.ts';
 
-const bodySchema = {
+/** The body of every `loaddata` operation (also `/lookuptablemanager.loaddata/{TypeCode}`). */
+export const loaddataBodySchema = {
   type: 'object',
   required: ['data'],
   additionalProperties: false,
@@ -84,7 +85,7 @@ export function loaddataRoutes(app: FastifyInstance): void {
           required: ['typeCode'],
           properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
         },
-        body: bodySchema,
+        body: loaddataBodySchema,
         response: { 200: envelopeSchema(resultSchema) },
       },
     },

@@ -10,6 +10,7 @@ import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
+import { loaddataBodySchema } from '../general/loaddata-routes.ts';
 import {
   addTables,
   addValues,
@@ -78,33 +79,6 @@ const copyBody = {
       required: ['uniqueName'],
       additionalProperties: false,
       properties: { uniqueName: {}, label: {} },
-    },
-  },
-} as const;
-
-const loadBody = {
-  type: 'object',
-  required: ['data'],
-  additionalProperties: false,
-  properties: {
-    operationType: { type: 'string' },
-    data: {
-      type: 'object',
-      required: ['header', 'data'],
-      additionalProperties: false,
-      properties: {
-        header: { type: 'array', items: { type: 'string' } },
-        // Row shapes are checked per row, so a bad row is reported and skipped (as /loaddata).
-        data: { type: 'array' },
-        options: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            detectJoinFields: { type: 'boolean' },
-            joinFields: { type: 'array', items: { type: 'string' } },
-          },
-        },
-      },
     },
   },
 } as const;
@@ -336,7 +310,7 @@ export function lookupTableRoutes(app: FastifyInstance): void {
           additionalProperties: false,
           properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
         },
-        body: loadBody,
+        body: loaddataBodySchema,
         response: { 200: envelopeSchema(loadResult) },
       },
     ),
