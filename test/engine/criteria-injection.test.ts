@@ -6,8 +6,7 @@
 // describe/test return promises that the runner tracks itself, hence `void` (no-floating-promises).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
+import { rawDatabases, type RawDb } from '../helpers/raw-db.ts';
 import {
   compileCriteria,
   compileSort,
@@ -213,43 +212,11 @@ void describe('criteria injection: limits', () => {
 // ---------------------------------------------------------------------------------------------
 // On the databases: only matching rows come back and the tables survive.
 
-interface Db {
-  query(sql: string, params?: readonly unknown[]): Promise<readonly Record<string, unknown>[]>;
-  exec(sql: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function openPglite(): Promise<Db> {
-  const db = await PGlite.create();
-  return {
-    query: async (sql, params = []) => (await db.query<Record<string, unknown>>(sql, [...params])).rows,
-    exec: async (sql) => void (await db.exec(sql)),
-    close: () => db.close(),
-  };
-}
-
-async function openPostgres(url: string): Promise<Db> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const schema = `rc_criteria_injection_${process.pid}_${Date.now()}`;
-  await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-  return {
-    query: async (sql, params = []) => (await client.query<Record<string, unknown>>(sql, [...params])).rows,
-    exec: async (sql) => void (await client.query(sql)),
-    close: async () => {
-      await client.query(`DROP SCHEMA ${schema} CASCADE`);
-      await client.end();
-    },
-  };
-}
-
-const databases: Array<[string, () => Promise<Db>]> = [['PGlite', openPglite]];
-const url = process.env.DATABASE_URL;
-if (url) databases.push(['PostgreSQL', () => openPostgres(url)]);
+const databases = rawDatabases('rc_criteria_injection');
 
 for (const [dbName, open] of databases) {
   void describe(`criteria injection on ${dbName}`, () => {
-    let db: Db;
+    let db: RawDb;
     before(async () => {
       db = await open();
       await db.exec('CREATE TABLE x (id integer); INSERT INTO x VALUES (1);');

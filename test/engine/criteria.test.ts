@@ -5,8 +5,7 @@
 // describe/test return promises that the runner tracks itself, hence `void` (no-floating-promises).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
+import { rawDatabases, type RawDb } from '../helpers/raw-db.ts';
 import { readFileSync } from 'node:fs';
 import {
   compileCriteria,
@@ -616,37 +615,6 @@ void describe('compileSort', () => {
 // ---------------------------------------------------------------------------------------------
 // The same filters on real databases.
 
-interface Db {
-  query(sql: string, params?: readonly unknown[]): Promise<readonly Record<string, unknown>[]>;
-  exec(sql: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function openPglite(): Promise<Db> {
-  const db = await PGlite.create();
-  return {
-    query: async (sql, params = []) => (await db.query<Record<string, unknown>>(sql, [...params])).rows,
-    exec: async (sql) => void (await db.exec(sql)),
-    close: () => db.close(),
-  };
-}
-
-async function openPostgres(url: string): Promise<Db> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  // A schema of its own (functions included), dropped afterwards: the suite can run twice in a row.
-  const schema = `rc_criteria_test_${process.pid}_${Date.now()}`;
-  await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-  return {
-    query: async (sql, params = []) => (await client.query<Record<string, unknown>>(sql, [...params])).rows,
-    exec: async (sql) => void (await client.query(sql)),
-    close: async () => {
-      await client.query(`DROP SCHEMA ${schema} CASCADE`);
-      await client.end();
-    },
-  };
-}
-
 const SETUP = String.raw`
 CREATE TABLE items (
   id integer PRIMARY KEY, name text, code text, qty integer, price numeric, d date, ts timestamptz,
@@ -906,13 +874,11 @@ const SAFE_CAST_FUNCTIONS_SQL = readFileSync(
   'utf8',
 );
 
-const databases: Array<[string, () => Promise<Db>]> = [['PGlite', openPglite]];
-const url = process.env.DATABASE_URL;
-if (url) databases.push(['PostgreSQL', () => openPostgres(url)]);
+const databases = rawDatabases('rc_criteria_test');
 
 for (const [dbName, open] of databases) {
   void describe(`criteria on ${dbName}`, () => {
-    let db: Db;
+    let db: RawDb;
     before(async () => {
       db = await open();
       await db.exec(SAFE_CAST_FUNCTIONS_SQL);

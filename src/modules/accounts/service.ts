@@ -367,9 +367,13 @@ export async function deleteGroups(db: Db, principal: Principal, items: readonly
     for (const data of items) {
       const id = await namedIdOf(tx, principal, GROUP, data);
       const removedMemberships =
-        id === undefined ? 0 : await store.removeMember(tx, principal.partitionId, 'userGroups', id);
+        id === undefined
+          ? 0
+          : await store.removeAllLinksOf(tx, principal.partitionId, 'userGroups', 'member', id);
       const removedFromBusinessRoles =
-        id === undefined ? 0 : await store.removeMember(tx, principal.partitionId, 'businessRoleGroups', id);
+        id === undefined
+          ? 0
+          : await store.removeAllLinksOf(tx, principal.partitionId, 'businessRoleGroups', 'member', id);
       // The engine finds (404), checks and deletes the record itself.
       const [row] = await deleteRecords(store.withinTx(db, tx), principal, GROUP, [data]);
       out.push({ ...row, removedMemberships, removedFromBusinessRoles });
@@ -394,9 +398,9 @@ export async function deleteBusinessRoles(
       if (id !== undefined) {
         await guardBusinessRoles(tx, principal, [id]);
         counts = {
-          unassignedUsers: await store.removeMember(tx, pid, 'userBusinessRoles', id),
-          removedRoles: await store.removeOwner(tx, pid, 'businessRoleRoles', id),
-          removedGroups: await store.removeOwner(tx, pid, 'businessRoleGroups', id),
+          unassignedUsers: await store.removeAllLinksOf(tx, pid, 'userBusinessRoles', 'member', id),
+          removedRoles: await store.removeAllLinksOf(tx, pid, 'businessRoleRoles', 'owner', id),
+          removedGroups: await store.removeAllLinksOf(tx, pid, 'businessRoleGroups', 'owner', id),
         };
       }
       const [row] = await deleteRecords(store.withinTx(db, tx), principal, BUSINESS_ROLE, [data]);

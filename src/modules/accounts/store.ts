@@ -92,32 +92,21 @@ export async function removeLinks(
   return new Set(r.rows.map((row) => Number(row.owner)));
 }
 
-/** Removes every link of a member (a deleted group or business role); answers how many. */
-export async function removeMember(
+/**
+ * Removes every link whose `side` is `id` (a deleted group or business role as the member, a deleted
+ * business role as the owner); answers how many.
+ */
+export async function removeAllLinksOf(
   q: Queryable,
   partitionId: number,
   link: Link,
-  member: Member,
+  side: 'member' | 'owner',
+  id: Member,
 ): Promise<number> {
   const l = LINKS[link];
   const r = await q.query(
-    `DELETE FROM ${ident(l.table)} WHERE partition_id = $1 AND ${ident(l.member)} = $2`,
-    [partitionId, member],
-  );
-  return r.rowCount;
-}
-
-/** Removes every link of an owner (a deleted business role); answers how many. */
-export async function removeOwner(
-  q: Queryable,
-  partitionId: number,
-  link: Link,
-  owner: number,
-): Promise<number> {
-  const l = LINKS[link];
-  const r = await q.query(
-    `DELETE FROM ${ident(l.table)} WHERE partition_id = $1 AND ${ident(l.owner)} = $2`,
-    [partitionId, owner],
+    `DELETE FROM ${ident(l.table)} WHERE partition_id = $1 AND ${ident(l[side])} = $2`,
+    [partitionId, id],
   );
   return r.rowCount;
 }

