@@ -3,7 +3,7 @@
 // the custom attributes. A file of its own so both can import them without an import cycle
 // (registry.ts imports registry-lookup.ts; this file imports only types).
 
-import type { FieldDef } from './registry.ts';
+import type { FieldDef } from './types.ts';
 
 export const SYSTEM: readonly FieldDef[] = [
   { name: 'id', column: 'id', type: 'integer', system: true },

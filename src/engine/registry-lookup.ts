@@ -6,7 +6,7 @@
 
 import { AUTHENTICATED, type Permission } from '../access/catalogue.ts';
 import type { FieldErrors } from '../http/errors.ts';
-import type { FieldDef, TypeDef } from './registry.ts';
+import type { FieldDef, TypeDef } from './types.ts';
 import { SYSTEM, attributes, key, text } from './registry-fields.ts';
 import type { FieldType } from './types.ts';
 import { coerceValue } from './values.ts';

@@ -3,58 +3,14 @@
 // the attribute meta and the loaders all read it; adding a type is one declaration plus a migration.
 
 import { createPublicKey } from 'node:crypto';
-import type { Permission, RouteAccess } from '../access/catalogue.ts';
+import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
-import type { FieldSpec, FieldType } from './types.ts';
+import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-fields.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 
-export interface FieldDef extends FieldSpec {
-  /** Needed on add (business keys, extension table names). */
-  readonly required?: boolean;
-  /** Server-maintained (id, version, dates): never written by clients, silently ignored on input. */
-  readonly system?: boolean;
-  /** A custom attribute: text column, type from the attribute meta. */
-  readonly custom?: boolean;
-  /** Part of the business key: may be set on add, never changed afterwards. */
-  readonly key?: boolean;
-  readonly maxLength?: number;
-  /** Values allowed for this field (checked on writes). */
-  readonly oneOf?: readonly string[];
-}
-
-export interface TypeDef {
-  readonly code: string;
-  readonly label: string;
-  readonly table: string;
-  readonly fields: readonly FieldDef[];
-  /** API names of the business key, in order. */
-  readonly businessKey: readonly string[];
-  /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
-  readonly attributeMeta?: string;
-  /** For extension types: attribute meta is kept per extension table (the `name` field). */
-  readonly metaPerName?: boolean;
-  /** Columns of the table's unique key after partition_id (the conflict target of upserts). */
-  readonly uniqueColumns: readonly string[];
-  /** A column every row of this type has a fixed value in (attribute-meta types share one table). */
-  readonly fixed?: { readonly column: string; readonly value: string };
-  readonly deleteMode: 'soft' | 'hard';
-  readonly massEditable: boolean;
-  readonly bulkLoadable: boolean;
-  /** `/update` must carry `oldValues.version`. */
-  readonly updateNeedsVersion?: boolean;
-  /** Record-level visibility through `userGroupViewDetails` / `userGroupEdit`. */
-  readonly userGroups: boolean;
-  readonly access: { readonly fetch: RouteAccess; readonly write: Permission };
-  /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
-  readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;
-  /**
-   * The general operations (`/fetch|add|update|delete|...`) refuse this type with a -4 naming the
-   * dedicated manager operation to use instead (the spec: lookup table values, user groups, ...).
-   */
-  readonly managerOnly?: string;
-}
+export type { FieldDef, TypeDef } from './types.ts';
 
 // SYSTEM, text, key and attributes live in ./registry-fields.ts, shared with ./registry-lookup.ts.
 export { ATTRIBUTE_COUNT } from './registry-fields.ts';
