@@ -26,6 +26,7 @@ import { masterdataRoutes } from './modules/masterdata/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
 import { jobRoutes } from './jobs/routes.ts';
 import { filesRoutes } from './modules/files/routes.ts';
+import { adminIndexRoutes } from './modules/admin/indexes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -40,6 +41,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   lookupTableRoutes,
   jobRoutes,
   filesRoutes,
+  adminIndexRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -3,6 +3,7 @@
 // Data lives in `<dataDir>/pgdata`; `:memory:` keeps everything in memory (tests).
 
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
 import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
@@ -48,7 +49,11 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
   const release = inMemory ? () => {} : acquireDirLock(dataDir);
   let pg: PGlite;
   try {
-    pg = await PGlite.create(inMemory ? undefined : join(dataDir, 'pgdata'), { parsers });
+    pg = await PGlite.create(inMemory ? undefined : join(dataDir, 'pgdata'), {
+      parsers,
+      // Trigram indexes for contains-style filters (migration 012), as on PostgreSQL.
+      extensions: { pg_trgm },
+    });
   } catch (e) {
     release();
     throw e;

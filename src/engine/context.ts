@@ -26,29 +26,34 @@ export interface ContextOwner {
 // was read at, so an entry can never be stale; old versions just stop being asked for. Not request
 // state: the same answer the database would give for that version.
 const MAX_CACHED = 2_000;
-const cache = new Map<string, ReadonlyMap<string, FieldType>>();
+interface AttributeType {
+  readonly type: FieldType;
+  /** The attribute meta asks for an index (src/engine/indexes.ts keeps it). */
+  readonly indexed: boolean;
+}
+const cache = new Map<string, ReadonlyMap<string, AttributeType>>();
 
 async function attributeTypes(
   q: Queryable,
   owner: ContextOwner,
   type: TypeDef,
   extName: string,
-): Promise<ReadonlyMap<string, FieldType>> {
+): Promise<ReadonlyMap<string, AttributeType>> {
   const key =
     owner.metaVersion === undefined
       ? undefined
       : `${owner.partitionId}:${owner.metaVersion}:${type.code}:${extName}`;
   const hit = key === undefined ? undefined : cache.get(key);
   if (hit) return hit;
-  const r = await q.query<{ field: string; ftype: string }>(
-    `SELECT field_name AS field, field_type AS ftype FROM attribute_meta
+  const r = await q.query<{ field: string; ftype: string; indexed: boolean }>(
+    `SELECT field_name AS field, field_type AS ftype, indexed FROM attribute_meta
       WHERE partition_id = $1 AND owner_type = $2 AND name = $3`,
     [owner.partitionId, type.code, extName],
   );
-  const typed = new Map<string, FieldType>();
+  const typed = new Map<string, AttributeType>();
   for (const row of r.rows) {
     const t = ATTRIBUTE_TYPES[row.ftype];
-    if (t !== undefined) typed.set(row.field, t);
+    if (t !== undefined) typed.set(row.field, { type: t, indexed: row.indexed === true });
   }
   if (key !== undefined) {
     if (cache.size >= MAX_CACHED) cache.clear();
@@ -67,11 +72,14 @@ export async function loadTypeContext(
   const typed =
     type.attributeMeta !== undefined && (!type.metaPerName || extName !== undefined)
       ? await attributeTypes(q, owner, type, type.metaPerName ? extName! : '')
-      : new Map<string, FieldType>();
+      : new Map<string, AttributeType>();
   const fields = new Map<string, FieldDef>();
   for (const f of type.fields) {
     const t = f.custom ? typed.get(f.name) : undefined;
-    fields.set(f.name, t === undefined ? f : { ...f, type: t });
+    if (t === undefined) fields.set(f.name, f);
+    else if (t.indexed && t.type === 'string')
+      fields.set(f.name, { ...f, type: t.type, searchIndexed: true });
+    else fields.set(f.name, { ...f, type: t.type });
   }
   return { type, fields };
 }

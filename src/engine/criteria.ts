@@ -616,7 +616,14 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
     const { value, glob } = leaf.rhs;
     pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
   }
-  return negated(`${a} ${leaf.ci ? 'ILIKE' : 'LIKE'} ${pattern} ESCAPE '\\'`, leaf.negate, ctx);
+  // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
+  // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
+  // match on an indexed column adds the lower() test it implies (lower() maps character by character,
+  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides.
+  const lowered = `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
+  const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
+  const test = leaf.ci ? lowered : leaf.field.searchIndexed ? `(${lowered} AND ${exact})` : exact;
+  return negated(test, leaf.negate, ctx);
 }
 
 /** Parameters carry explicit casts, so PostgreSQL never guesses a type (or an operator). */

@@ -120,30 +120,31 @@ export async function fetchRecords(
     throw validationError('distinctResults', 'needs resultFields or valueFields');
 
   const params = new Params();
-  const filter = (p: Params): string =>
-    `${rowScope(tc, principal, p)} AND ${filterSql(tc, body.data, body.textMatchStyle, p)}` +
-    (restrict === undefined ? '' : ` AND ${filterSql(tc, restrict, undefined, p)}`);
-  const where = filter(params);
+  const where =
+    `${rowScope(tc, principal, params)} AND ${filterSql(tc, body.data, body.textMatchStyle, params)}` +
+    (restrict === undefined ? '' : ` AND ${filterSql(tc, restrict, undefined, params)}`);
+  // The filter's parameters alone (before LIMIT and OFFSET): what a count by itself binds.
+  const filterParams = params.values.slice();
   const select = selectList(tc, names);
   const limit = params.add(end - start);
   const offset = params.add(start);
   const from = `${ident(type.table)} t WHERE ${where}`;
+  // totalRows: a count of its own, not `count(*) OVER ()` (which builds the whole match set before the
+  // first row of the page). It rides along as an uncorrelated scalar subquery — evaluated once, able
+  // to use an index-only or bitmap scan — so page and count still take one round trip.
+  const counted = distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
+  const count = `SELECT count(*) AS n FROM ${counted}`;
+  const total$ = `(${count}) AS "__total"`;
   const sql = distinct
-    ? distinctSql(tc, names!, body.sortBy, from, limit, offset)
-    : `SELECT ${select}, count(*) OVER () AS "__total" FROM ${from}
+    ? distinctSql(tc, names!, body.sortBy, from, limit, offset, total$)
+    : `SELECT ${select}, ${total$} FROM ${from}
         ORDER BY ${compileSort(body.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
   const r = await db.query<Row>(sql, params.values);
   let total = Number(r.rows[0]?.__total ?? 0);
   if (r.rows.length === 0 && start > 0) {
-    // Past the last page the window function has no row to report on: count separately.
-    const countParams = new Params();
-    const countWhere = filter(countParams);
-    const countFrom = `${ident(type.table)} t WHERE ${countWhere}`;
-    const counted = distinct
-      ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${countFrom}) d`
-      : countFrom;
-    const c = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${counted}`, countParams.values);
-    total = c.rows[0]!.n;
+    // Past the last page there is no row to carry the count: count alone (same filter, same params).
+    const c = await db.query<{ n: unknown }>(count, filterParams);
+    total = Number(c.rows[0]!.n);
   }
   const rows = r.rows.map((row) => {
     delete row.__total;
@@ -171,6 +172,7 @@ function distinctSql(
   from: string,
   limit: string,
   offset: string,
+  total: string,
 ): string {
   const sortable = names.filter((n) => n !== 'typedId');
   const requested =
@@ -185,7 +187,7 @@ function distinctSql(
   }
   const first = names[0] === 'typedId' ? 'id' : tc.fields.get(names[0]!)!.column;
   const order = compileSort(requested, tc.fields, 'd', first);
-  return `SELECT ${selectList(tc, names, 'd')}, count(*) OVER () AS "__total"
+  return `SELECT ${selectList(tc, names, 'd')}, ${total}
             FROM (SELECT DISTINCT ${distinctColumns(tc, names)} FROM ${from}) d
            ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
 }

@@ -14,6 +14,7 @@ import { DeadlineError } from '../db/deadline.ts';
 import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
 import { checkValue, requireAccess } from './crud.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
+import { wroteRows } from './statistics.ts';
 
 export interface LoadOptions {
   readonly detectJoinFields?: boolean;
@@ -579,6 +580,8 @@ async function runLoad(
     const rows = start - (limits.firstRow ?? 0);
     await limits.afterChunk?.({ rows, inserted, updated, invalid: errors.count });
   }
+  // Fresh planner statistics once the load settles (a large share of the table may be new).
+  wroteRows(db, plan.type.table, inserted + updated);
   return {
     inserted,
     updated,

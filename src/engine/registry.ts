@@ -19,13 +19,28 @@ const userGroupFields = [
   text('userGroupViewDetails', 'user_group_view_details'),
 ];
 
+/** Business keys and label/name with text search indexes (migration 012_search_indexes.sql). */
+const SEARCH_INDEXED: ReadonlySet<string> = new Set([
+  'products.sku',
+  'products.label',
+  'customers.customer_id',
+  'customers.name',
+  'sellers.seller_id',
+  'sellers.name',
+  'product_extensions.sku',
+  'customer_extensions.customer_id',
+  'seller_extensions.seller_id',
+]);
+
 function masterType(
   t: Omit<TypeDef, 'fields' | 'massEditable' | 'bulkLoadable' | 'userGroups' | 'uniqueColumns'> & {
     own: readonly FieldDef[];
   },
 ): TypeDef {
   const { own, ...rest } = t;
-  const fields = [...own, ...attributes(), ...SYSTEM];
+  const searched = (f: FieldDef): FieldDef =>
+    SEARCH_INDEXED.has(`${t.table}.${f.column}`) ? { ...f, searchIndexed: true } : f;
+  const fields = [...own.map(searched), ...attributes(), ...SYSTEM];
   return {
     ...rest,
     fields,
@@ -66,6 +81,8 @@ function metaType(code: string, owner: string, fetch: RouteAccess, perName: bool
     text('fieldType', 'field_type', { oneOf: Object.keys(ATTRIBUTE_TYPES), maxLength: 20 }),
     { name: 'requiredField', column: 'required_field', type: 'boolean' },
     { name: 'readOnly', column: 'read_only', type: 'boolean' },
+    // The engine keeps an index matching the attribute's compiled SQL (src/engine/indexes.ts).
+    { name: 'indexed', column: 'indexed', type: 'boolean' },
   ];
   return {
     code,

@@ -20,6 +20,12 @@ export interface FieldSpec {
    * comes from the attribute meta): the compiler then casts safely, a non-parsable value being NULL.
    */
   readonly storedAsText?: boolean;
+  /**
+   * Text search indexes exist on the column (`lower(col) text_pattern_ops` and a `lower(col)`
+   * trigram index; migration 012, or an `indexed` attribute meta): case-sensitive text matches then
+   * add the implied `lower(col) LIKE lower(pattern)`, which those indexes serve.
+   */
+  readonly searchIndexed?: boolean;
 }
 
 export interface FieldDef extends FieldSpec {

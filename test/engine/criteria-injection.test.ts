@@ -86,7 +86,7 @@ void describe('criteria injection: the SQL text', () => {
         'regexp',
       ]) {
         const { sql, params } = compile(leaf('name', operator, name));
-        assert.match(sql, /^(NOT coalesce\()?(lower\()?"t"\."name"\)? (=|ILIKE|LIKE|~) (lower\()?\$1::text/);
+        assert.match(sql, /^(NOT coalesce\()?(lower\()?"t"\."name"\)? (=|LIKE|~) (lower\()?\$1::text/);
         assert.ok(!sql.replace('$1::text', '').includes(name), sql);
         assert.equal(params.length, 1);
       }

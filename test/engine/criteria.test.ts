@@ -353,9 +353,14 @@ void describe('compileCriteria: exact SQL', () => {
     ['contains', leaf('name', 'contains', '50%_\\'), `"name" LIKE $1::text ESCAPE '\\'`, ['%50\\%\\_\\\\%']],
     ['startsWith', leaf('name', 'startsWith', 'a_'), `"name" LIKE $1::text ESCAPE '\\'`, ['a\\_%']],
     ['endsWith', leaf('name', 'endsWith', '%'), `"name" LIKE $1::text ESCAPE '\\'`, ['%\\%']],
-    ['iContains', leaf('name', 'iContains', 'A'), `"name" ILIKE $1::text ESCAPE '\\'`, ['%A%']],
-    ['iStartsWith', leaf('name', 'iStartsWith', 'A'), `"name" ILIKE $1::text ESCAPE '\\'`, ['A%']],
-    ['iEndsWith', leaf('name', 'iEndsWith', 'A'), `"name" ILIKE $1::text ESCAPE '\\'`, ['%A']],
+    ['iContains', leaf('name', 'iContains', 'A'), `lower("name") LIKE lower($1::text) ESCAPE '\\'`, ['%A%']],
+    [
+      'iStartsWith',
+      leaf('name', 'iStartsWith', 'A'),
+      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
+      ['A%'],
+    ],
+    ['iEndsWith', leaf('name', 'iEndsWith', 'A'), `lower("name") LIKE lower($1::text) ESCAPE '\\'`, ['%A']],
     [
       'notContains matches NULLs',
       leaf('name', 'notContains', 'a'),
@@ -371,7 +376,7 @@ void describe('compileCriteria: exact SQL', () => {
     [
       'iNotEndsWith',
       leaf('name', 'iNotEndsWith', 'a'),
-      `NOT coalesce("name" ILIKE $1::text ESCAPE '\\', false)`,
+      `NOT coalesce(lower("name") LIKE lower($1::text) ESCAPE '\\', false)`,
       ['%a'],
     ],
     // patterns: * and ? are wildcards, everything else literal
@@ -389,7 +394,12 @@ void describe('compileCriteria: exact SQL', () => {
       ['a\\\\%'],
     ],
     ['endsWithPattern', leaf('name', 'endsWithPattern', '*x'), `"name" LIKE $1::text ESCAPE '\\'`, ['%%x']],
-    ['iMatchesPattern', leaf('name', 'iMatchesPattern', 'A*'), `"name" ILIKE $1::text ESCAPE '\\'`, ['A%']],
+    [
+      'iMatchesPattern',
+      leaf('name', 'iMatchesPattern', 'A*'),
+      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
+      ['A%'],
+    ],
     ['regexp', leaf('name', 'regexp', '^a.+$'), '"name" ~ $1::text', ['^a.+$']],
     ['iregexp', leaf('name', 'iregexp', '(?i)^A'), '"name" ~* $1::text', ['(?i)^A']],
     // null and blank
@@ -469,7 +479,7 @@ void describe('compileCriteria: exact SQL', () => {
     [
       'iStartsWithField',
       leaf('name', 'iStartsWithField', 'code'),
-      `"name" ILIKE (replace(replace(replace("code", '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%') ESCAPE '\\'`,
+      `lower("name") LIKE lower((replace(replace(replace("code", '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')) ESCAPE '\\'`,
       [],
     ],
     [
@@ -557,14 +567,14 @@ void describe('compileCriteria: exact SQL', () => {
     [
       'simple substring',
       { name: 'a%' },
-      `"name" ILIKE $1::text ESCAPE '\\'`,
+      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
       ['%a\\%%'],
       { textMatchStyle: 'substring' },
     ],
     [
       'simple startsWith',
       { name: 'a' },
-      `"name" ILIKE $1::text ESCAPE '\\'`,
+      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
       ['a%'],
       { textMatchStyle: 'startsWith' },
     ],

@@ -1,4 +1,5 @@
-// The job runner of a server process, composed: the job kinds that exist so far (LOADDATA_FILE) and
+// The job runner of a server process, composed: the job kinds that exist so far (LOADDATA_FILE,
+// INDEX_SYNC) and
 // the file maintenance (expired upload slots, abandoned loads, orphan files). main.ts starts it; tests build
 // their own with extra kinds or a partition filter.
 
@@ -9,6 +10,7 @@ import { JobRunner, type JobKinds, type RunnerOptions } from '../../jobs/runner.
 import { LOADDATA_FILE, closeAbandonedLoads, loadFileJobKind } from './loadfile.ts';
 import { removeExpiredSlots } from './slots.ts';
 import { removeOrphanFiles } from './attachments.ts';
+import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
 
 /** The orphan sweep scans whole tables: hourly is enough. */
 const ORPHAN_SWEEP_MS = 60 * 60 * 1000;
@@ -24,7 +26,11 @@ export function buildJobRunner(
   return new JobRunner({
     db,
     config,
-    kinds: { [LOADDATA_FILE]: loadFileJobKind(db, blobs), ...extraKinds },
+    kinds: {
+      [LOADDATA_FILE]: loadFileJobKind(db, blobs),
+      [INDEX_SYNC]: indexSyncJobKind(db),
+      ...extraKinds,
+    },
     maintenance: [
       () => removeExpiredSlots(db, blobs, config.jobStaleSeconds),
       () => closeAbandonedLoads(db, blobs, config.syncTimeoutSeconds),

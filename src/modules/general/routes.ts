@@ -22,6 +22,7 @@ import {
 } from '../../engine/crud.ts';
 import { describeType, listTypes } from '../../engine/describe.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
+import { isAttributeMeta, queueIndexSync } from '../admin/indexes.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -102,6 +103,11 @@ export function updateItemsOf(body: unknown): UpdateItem[] {
 
 export function generalRoutes(app: FastifyInstance): void {
   const cfg = app.config;
+  /** After a committed write: attribute meta may have changed which indexes are wanted. */
+  const written = async <T>(req: FastifyRequest, type: TypeDef, result: T): Promise<T> => {
+    if (isAttributeMeta(type)) await queueIndexSync(app.db, req.principal!, type);
+    return result;
+  };
   const opts = (summary: string, schema: object = {}) => ({
     config: { access: AUTHENTICATED as RouteAccess },
     schema: { summary, tags: ['general'], params: typeParams, ...schema },
@@ -136,7 +142,14 @@ export function generalRoutes(app: FastifyInstance): void {
   );
 
   app.post('/add/:typeCode', opts('Create records', { body: anyBody, ...records }), async (req) =>
-    ok(req, await addRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body))),
+    ok(
+      req,
+      await written(
+        req,
+        typeOf(req),
+        await addRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body)),
+      ),
+    ),
   );
 
   for (const returnOld of [false, true]) {
@@ -145,20 +158,42 @@ export function generalRoutes(app: FastifyInstance): void {
       `/update/:typeCode${suffix}`,
       opts('Update records (version-checked)', { body: anyBody, ...records }),
       async (req) =>
-        ok(req, await updateRecords(app.db, req.principal!, typeOf(req), updateItemsOf(req.body), returnOld)),
+        ok(
+          req,
+          await written(
+            req,
+            typeOf(req),
+            await updateRecords(app.db, req.principal!, typeOf(req), updateItemsOf(req.body), returnOld),
+          ),
+        ),
     );
     app.post(
       `/integrate/:typeCode${suffix}`,
       opts('Upsert by typedId or business key', { body: anyBody, ...records }),
       async (req) =>
-        ok(req, await integrateRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body), returnOld)),
+        ok(
+          req,
+          await written(
+            req,
+            typeOf(req),
+            await integrateRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body), returnOld),
+          ),
+        ),
     );
   }
 
   app.post(
     '/delete/:typeCode',
     opts('Delete records by typedId or business key', { body: anyBody, ...records }),
-    async (req) => ok(req, await deleteRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body))),
+    async (req) =>
+      ok(
+        req,
+        await written(
+          req,
+          typeOf(req),
+          await deleteRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body)),
+        ),
+      ),
   );
 
   for (const force of [false, true]) {
@@ -169,7 +204,11 @@ export function generalRoutes(app: FastifyInstance): void {
         ...records,
       }),
       async (req) => {
-        const r = await deleteByFilter(app.db, req.principal!, typeOf(req), req.body ?? {}, !force);
+        const r = await written(
+          req,
+          typeOf(req),
+          await deleteByFilter(app.db, req.principal!, typeOf(req), req.body ?? {}, !force),
+        );
         return ok(req, [{ deletedRecords: r.count, ...(force ? {} : { ignoredCriteria: r.ignored }) }]);
       },
     );

@@ -1,0 +1,178 @@
+// Indexes on custom attributes, kept in step with the attribute meta's `indexed` flag. An index
+// matches exactly the SQL the criteria compiler (criteria.ts) emits for the attribute's declared type:
+//   TEXT / LINK          (partition_id, col)                          equals, inSet, ranges, sort
+//                        (partition_id, lower(col) text_pattern_ops)  iEquals, (i)StartsWith
+//                        gin (lower(col) gin_trgm_ops)                (i)Contains, (i)EndsWith
+//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col))
+//   DATE                 (partition_id, rc_try_date(col))
+//   DATETIME             (partition_id, rc_try_timestamptz(col))
+//   BOOLEAN              (partition_id, rc_try_boolean(col))
+// Tables are shared by all partitions, so an index is too: it serves every partition that declares
+// the same attribute with the same type as indexed, and it stays while any partition still does.
+// Their names (`rcx_<table>_<column>_<kind>`) say what they are; `syncIndexes` compares the indexes
+// the meta asks for with the `rcx_` indexes that exist and creates or drops the difference
+// (CONCURRENTLY on PostgreSQL, outside any transaction; plainly on PGlite). It runs as the job
+// INDEX_SYNC (src/modules/admin/indexes.ts), queued when attribute meta changes.
+
+import type { Db, Queryable } from '../db/db.ts';
+import { ident } from '../db/sql.ts';
+import { ATTRIBUTE_TYPES, allTypes } from './registry.ts';
+import type { FieldType } from './types.ts';
+
+export interface IndexSpec {
+  readonly name: string;
+  /** `USING … (…)`: what follows `ON <table>`. */
+  readonly body: string;
+}
+
+/** Name prefix of the indexes this file manages; the migrations' own indexes are `rc_*`. */
+export const MANAGED_PREFIX = 'rcx_';
+
+const TYPED: Partial<Record<FieldType, { readonly fn: string; readonly kind: string }>> = {
+  integer: { fn: 'rc_try_numeric', kind: 'num' },
+  decimal: { fn: 'rc_try_numeric', kind: 'num' },
+  date: { fn: 'rc_try_date', kind: 'date' },
+  datetime: { fn: 'rc_try_timestamptz', kind: 'ts' },
+  boolean: { fn: 'rc_try_boolean', kind: 'bool' },
+};
+
+/** The indexes an indexed attribute of `type` needs on `table.column`. */
+export function attributeIndexes(table: string, column: string, type: FieldType): IndexSpec[] {
+  const col = ident(column);
+  const name = (kind: string): string => {
+    const n = `${MANAGED_PREFIX}${table}_${column}_${kind}`;
+    ident(n); // a plain name: table and column come from the registry
+    if (n.length > 63) throw new Error(`index name ${n} is too long`);
+    return n;
+  };
+  if (type === 'string') {
+    return [
+      { name: name('eq'), body: `USING btree (partition_id, ${col})` },
+      { name: name('lower'), body: `USING btree (partition_id, lower(${col}) text_pattern_ops)` },
+      { name: name('trgm'), body: `USING gin (lower(${col}) gin_trgm_ops)` },
+    ];
+  }
+  const typed = TYPED[type];
+  return typed ? [{ name: name(typed.kind), body: `USING btree (partition_id, ${typed.fn}(${col}))` }] : [];
+}
+
+/** Tables with custom attributes, and the type codes (attribute-meta owners) stored in each. */
+export function attributeTables(): ReadonlyMap<string, readonly string[]> {
+  const out = new Map<string, string[]>();
+  for (const t of allTypes()) {
+    if (t.attributeMeta === undefined) continue;
+    out.set(t.table, [...(out.get(t.table) ?? []), t.code]);
+  }
+  return out;
+}
+
+/** What every partition's attribute meta asks for on `table` (a maintenance read across partitions). */
+export async function wantedIndexes(q: Queryable, table: string): Promise<Map<string, IndexSpec>> {
+  const owners = attributeTables().get(table);
+  if (owners === undefined) throw new Error(`${table} has no custom attributes`);
+  const r = await q.query<{ field_name: string; field_type: string }>(
+    `SELECT DISTINCT field_name, field_type FROM attribute_meta WHERE indexed AND owner_type = ANY($1::text[])`,
+    [owners],
+  );
+  const out = new Map<string, IndexSpec>();
+  for (const row of r.rows) {
+    const type = ATTRIBUTE_TYPES[row.field_type];
+    if (type === undefined || !/^attribute\d+$/.test(row.field_name)) continue;
+    for (const spec of attributeIndexes(table, row.field_name, type)) out.set(spec.name, spec);
+  }
+  return out;
+}
+
+interface ExistingIndex {
+  readonly name: string;
+  readonly valid: boolean;
+}
+
+async function managedIndexes(q: Queryable, table: string): Promise<ExistingIndex[]> {
+  const r = await q.query<ExistingIndex>(
+    `SELECT c.relname AS name, i.indisvalid AS valid
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid = $1::regclass AND starts_with(c.relname, $2)`,
+    [table, MANAGED_PREFIX],
+  );
+  return r.rows;
+}
+
+export interface SyncResult {
+  readonly created: readonly string[];
+  readonly dropped: readonly string[];
+}
+
+/**
+ * Creates the indexes the meta asks for and drops those it no longer does. An invalid index (a
+ * concurrent build that failed) is dropped and built again. `step` is told before each statement
+ * (job progress). Idempotent, and safe against another node syncing the same table (IF [NOT] EXISTS).
+ */
+export async function syncIndexes(
+  db: Db,
+  table: string,
+  step: (done: number, total: number, what: string) => Promise<void> = async () => {},
+): Promise<SyncResult> {
+  const wanted = await wantedIndexes(db, table);
+  const existing = await managedIndexes(db, table);
+  const have = new Set(existing.filter((e) => e.valid).map((e) => e.name));
+  const drop = existing.filter((e) => !e.valid || !wanted.has(e.name)).map((e) => e.name);
+  const create = [...wanted.values()].filter((s) => !have.has(s.name));
+  const concurrently = db.kind === 'postgres' ? ' CONCURRENTLY' : '';
+  const total = drop.length + create.length;
+  let done = 0;
+  for (const name of drop) {
+    await step(done++, total, `drop ${name}`);
+    await db.query(`DROP INDEX${concurrently} IF EXISTS ${ident(name)}`);
+  }
+  for (const spec of create) {
+    await step(done++, total, `create ${spec.name}`);
+    await db.query(
+      `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
+    );
+  }
+  return { created: create.map((s) => s.name), dropped: drop.filter((n) => !wanted.has(n)) };
+}
+
+export interface IndexInfo {
+  readonly name: string;
+  /** The index definition as PostgreSQL prints it. */
+  readonly definition: string;
+  /** Managed from the attribute meta (`rcx_`), rather than made by a migration. */
+  readonly managed: boolean;
+  readonly valid: boolean;
+  readonly sizeBytes: number;
+  /** Index scans since statistics were last reset (`pg_stat_user_indexes.idx_scan`). */
+  readonly scans: number;
+}
+
+/** Every index of `table` with its size and how often queries used it. */
+export async function listIndexes(q: Queryable, table: string): Promise<IndexInfo[]> {
+  const r = await q.query<{
+    name: string;
+    definition: string | null;
+    valid: boolean;
+    size: number | string | null;
+    scans: number | string | null;
+  }>(
+    `SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition, i.indisvalid AS valid,
+            pg_relation_size(i.indexrelid) AS size, s.idx_scan AS scans
+       FROM pg_index i
+       JOIN pg_class c ON c.oid = i.indexrelid
+       LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid
+      WHERE i.indrelid = $1::regclass
+      ORDER BY c.relname`,
+    [table],
+  );
+  // An index dropped while this ran (a concurrent sync) has no definition any more: leave it out.
+  return r.rows
+    .filter((x) => x.definition !== null)
+    .map((x) => ({
+      name: x.name,
+      definition: x.definition!,
+      managed: x.name.startsWith(MANAGED_PREFIX),
+      valid: x.valid,
+      sizeBytes: Number(x.size ?? 0),
+      scans: Number(x.scans ?? 0),
+    }));
+}

@@ -1,0 +1,53 @@
+// Planner statistics after bulk writes. A bulk load can change a large part of a table within
+// seconds; until the table is analyzed the planner keeps planning with the old row counts (a fresh
+// table "has" no rows, so every filter looks cheap as a sequential scan). PostgreSQL's autovacuum
+// catches up within a minute or so; PGlite has none. So the loaders report what they wrote, and
+// once a table has been quiet for `QUIET_MS` (a load of many calls is analyzed once, at its end) and
+// the writes are a large part of it (autovacuum's rule: at least 10 % and 1,000 rows), it is
+// analyzed in the background, outside any request's transaction. Losing a pending ANALYZE (the
+// process stops) costs only plan quality until autovacuum or the next load; nothing depends on it.
+
+import type { Db } from '../db/db.ts';
+import { ident } from '../db/sql.ts';
+
+const QUIET_MS = 500;
+const MIN_ROWS = 1_000;
+const MIN_SHARE = 0.1;
+
+interface Pending {
+  rows: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const pending = new WeakMap<Db, Map<string, Pending>>();
+
+/** Counts `rows` written into `table` by a bulk operation; analyzes the table once writes settle. */
+export function wroteRows(db: Db, table: string, rows: number, quietMs = QUIET_MS): void {
+  if (rows <= 0) return;
+  ident(table);
+  let tables = pending.get(db);
+  if (!tables) pending.set(db, (tables = new Map<string, Pending>()));
+  const p = tables.get(table) ?? { rows: 0, timer: undefined };
+  tables.set(table, p);
+  p.rows += rows;
+  if (p.timer) clearTimeout(p.timer);
+  p.timer = setTimeout(() => {
+    tables.delete(table);
+    void analyzeIfLarge(db, table, p.rows).catch(() => {
+      // A closed database or a dropped table: the statistics simply stay as they were.
+    });
+  }, quietMs);
+  p.timer.unref();
+}
+
+async function analyzeIfLarge(db: Db, table: string, rows: number): Promise<void> {
+  if (rows < MIN_ROWS) return;
+  const r = await db.query<{ n: number }>(
+    `SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass`,
+    [table],
+  );
+  const known = r.rows[0]?.n ?? -1;
+  // reltuples is -1 before the first ANALYZE (or VACUUM) of a table.
+  if (known >= 0 && rows < known * MIN_SHARE) return;
+  await db.query(`ANALYZE ${ident(table)}`);
+}

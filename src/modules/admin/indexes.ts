@@ -1,0 +1,90 @@
+// Indexes for operators: `/admin.indexes/{TypeCode}` lists the indexes of a type's table (name,
+// definition, size, index scans so far), and the job kind INDEX_SYNC builds or drops the indexes that
+// attribute meta marked `indexed` asks for (src/engine/indexes.ts). A write to an attribute-meta type
+// (PAM, CXAM, ...) queues that job for the owner type's table; its progress is a JST record like any
+// other job's.
+
+import type { FastifyInstance } from 'fastify';
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import { attributeTables, listIndexes, syncIndexes } from '../../engine/indexes.ts';
+import { findType, ownerOfMeta, type TypeDef } from '../../engine/registry.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { AppError } from '../../http/errors.ts';
+import type { JobKind } from '../../jobs/runner.ts';
+import { notifyJobQueued } from '../../jobs/runner.ts';
+import { createJob } from '../../jobs/store.ts';
+
+export const INDEX_SYNC = 'INDEX_SYNC';
+
+/** After a committed write to an attribute-meta type: queue the index sync of its owner's table. */
+export async function queueIndexSync(db: Db, principal: Principal, meta: TypeDef): Promise<void> {
+  const owner = ownerOfMeta(meta);
+  if (owner === undefined || owner.attributeMeta !== meta.code) return;
+  await createJob(db, principal, {
+    jobName: `Indexes of ${owner.code} (${owner.table})`,
+    trackerType: INDEX_SYNC,
+    targetObject: owner.table,
+    parameters: { table: owner.table },
+    maxAttempts: 3,
+  });
+  notifyJobQueued();
+}
+
+/** Whether `type` is an attribute-meta type (its writes change which indexes are wanted). */
+export function isAttributeMeta(type: TypeDef): boolean {
+  const owner = ownerOfMeta(type);
+  return owner !== undefined && owner.attributeMeta === type.code;
+}
+
+export function indexSyncJobKind(db: Db): JobKind {
+  return {
+    maxAttempts: 3,
+    async run(ctx) {
+      const table = (ctx.job.parameters as { table?: unknown }).table;
+      if (typeof table !== 'string' || !attributeTables().has(table)) {
+        throw new AppError('VALIDATION', `INDEX_SYNC: unknown table ${JSON.stringify(table)}`);
+      }
+      return syncIndexes(db, table, (done, total, what) =>
+        ctx.progress({ progress: total === 0 ? 0 : (99 * done) / total, message: what }),
+      );
+    },
+  };
+}
+
+export function adminIndexRoutes(app: FastifyInstance): void {
+  app.post(
+    '/admin.indexes/:typeCode',
+    {
+      config: { access: 'ATTRIBUTEMETA_EDIT' },
+      schema: {
+        summary: 'Indexes of a type: name, definition, size, index scans',
+        tags: ['admin'],
+        params: {
+          type: 'object',
+          required: ['typeCode'],
+          properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
+        },
+        response: {
+          200: envelopeSchema({
+            type: 'object',
+            properties: {
+              name: { type: 'string' },
+              definition: { type: 'string' },
+              managed: { type: 'boolean' },
+              valid: { type: 'boolean' },
+              sizeBytes: { type: 'integer' },
+              scans: { type: 'integer' },
+            },
+          }),
+        },
+      },
+    },
+    async (req) => {
+      const code = (req.params as { typeCode: string }).typeCode;
+      const type = findType(code);
+      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+      return ok(req, await listIndexes(app.db, type.table));
+    },
+  );
+}

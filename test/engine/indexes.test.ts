@@ -1,0 +1,325 @@
+// Indexes that follow the filters: the attribute meta's `indexed` flag builds (and drops) indexes
+// through the INDEX_SYNC job; `/admin.indexes/P` lists them; every operator the issue names is
+// served by an index (with sequential scans disabled the plan must not fall back to one, which it
+// would if the compiled SQL did not match the index expression); results are the same with and
+// without the index; on PostgreSQL a 50,000-row partition is filtered without a sequential scan.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { runnerFor } from '../jobs/helpers.ts';
+import type { JobRunner } from '../../src/jobs/runner.ts';
+import type { Principal } from '../../src/access/access.ts';
+import { Params } from '../../src/db/sql.ts';
+import { compileCriteria, parseCriteria, resolveCriteria } from '../../src/engine/criteria.ts';
+import { loadTypeContext, rowScope } from '../../src/engine/context.ts';
+import { findType } from '../../src/engine/registry.ts';
+import { syncIndexes } from '../../src/engine/indexes.ts';
+
+const P = findType('P')!;
+const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
+const leaf = (fieldName: string, operator: string, value?: unknown, extra: object = {}) => ({
+  fieldName,
+  operator,
+  ...(value === undefined ? {} : { value }),
+  ...extra,
+});
+
+/** Filters each served by an index once attribute1 (TEXT), attribute2 (NUMERIC), attribute3 (DATE) are indexed. */
+const INDEXED_FILTERS: readonly [string, object][] = [
+  ['equals text attribute', leaf('attribute1', 'equals', 'alpha')],
+  ['iEquals text attribute', leaf('attribute1', 'iEquals', 'ALPHA')],
+  ['inSet text attribute', leaf('attribute1', 'inSet', ['alpha', 'beta%x'])],
+  ['startsWith text attribute', leaf('attribute1', 'startsWith', 'al')],
+  ['iStartsWith text attribute', leaf('attribute1', 'iStartsWith', 'AL')],
+  ['contains text attribute', leaf('attribute1', 'contains', 'lph')],
+  ['iContains text attribute', leaf('attribute1', 'iContains', 'LPH')],
+  ['endsWith text attribute', leaf('attribute1', 'endsWith', 'pha')],
+  ['iEndsWith text attribute', leaf('attribute1', 'iEndsWith', 'PHA')],
+  ['equals numeric attribute', leaf('attribute2', 'equals', 10)],
+  ['greaterThan numeric attribute', leaf('attribute2', 'greaterThan', 5)],
+  ['lessThan numeric attribute (NULLs count as lowest)', leaf('attribute2', 'lessThan', 5)],
+  ['between numeric attribute', leaf('attribute2', 'betweenInclusive', undefined, { start: 2.5, end: 10 })],
+  ['inSet numeric attribute', leaf('attribute2', 'inSet', [10, 2.5])],
+  ['greaterOrEqual date attribute', leaf('attribute3', 'greaterOrEqual', '2024-01-05')],
+  ['iStartsWith label', leaf('label', 'iStartsWith', 'PRODUCT 1')],
+  ['iContains label', leaf('label', 'iContains', 'DUCT 1')],
+  ['startsWith label', leaf('label', 'startsWith', 'Product 1')],
+  ['iEquals label', leaf('label', 'iEquals', 'product 3')],
+  ['inSet sku', leaf('sku', 'inSet', ['IX-1', 'IX-2', 'IX-9'])],
+  ['iStartsWith sku', leaf('sku', 'iStartsWith', 'ix-1')],
+  ['iContains sku', leaf('sku', 'iContains', 'X-1')],
+];
+
+/** More filters (not all of them indexable) whose results must not change when indexes appear. */
+const OTHER_FILTERS: readonly [string, object][] = [
+  ['notEqual text attribute', leaf('attribute1', 'notEqual', 'alpha')],
+  ['iNotContains text attribute', leaf('attribute1', 'iNotContains', 'LPH')],
+  ['short contains', leaf('attribute1', 'contains', '%')],
+  ['underscore is literal', leaf('attribute1', 'iContains', '_')],
+  ['startsWithPattern', leaf('attribute1', 'startsWithPattern', 'b?ta*')],
+  ['notInSet numeric attribute', leaf('attribute2', 'notInSet', [10])],
+  ['isNull numeric attribute', leaf('attribute2', 'isNull')],
+  ['lessOrEqual date attribute', leaf('attribute3', 'lessOrEqual', '2024-01-05')],
+  ['strict lessThan', { ...adv(leaf('attribute2', 'lessThan', 5)), strictSQLFiltering: true }],
+];
+
+// attribute1 text with mixed case and LIKE characters; attribute2 numbers as text (some not
+// numbers); attribute3 dates as text (one impossible).
+const ROWS: readonly (readonly [string, string | null, string | null, string | null, string | null])[] = [
+  ['IX-1', 'Product 1', 'alpha', '10', '2024-01-05'],
+  ['IX-2', 'product 2', 'Alpha', '10.0', '2024-02-30'],
+  ['IX-3', 'PRODUCT 3', 'ALPHA-2', '2.5', '2023-12-31'],
+  ['IX-4', 'Product 10', 'beta%x', 'abc', 'x'],
+  ['IX-5', 'Product 11', 'b_ta', null, null],
+  ['IX-6', null, null, ' 7 ', '2024-06-01'],
+  ['IX-7', 'Prod', '', '1e3', '2024-01-05'],
+  ['IX-8', 'Produkt 1', 'gamma', '-4', '2025-01-01'],
+  ['IX-9', 'Product 1x', 'alphabet', '5', '2024-01-04'],
+];
+
+const META = [
+  { fieldName: 'attribute1', label: 'text', fieldType: 'TEXT' },
+  { fieldName: 'attribute2', label: 'number', fieldType: 'NUMERIC' },
+  { fieldName: 'attribute3', label: 'date', fieldType: 'DATE' },
+];
+
+const WANTED = [
+  'rcx_products_attribute1_eq',
+  'rcx_products_attribute1_lower',
+  'rcx_products_attribute1_trgm',
+  'rcx_products_attribute2_num',
+  'rcx_products_attribute3_date',
+];
+
+/** The filter as the engine compiles it for /fetch/P (row scope included), for EXPLAIN and plan tests. */
+async function compiled(h: Harness, criteria: object): Promise<{ where: string; params: unknown[] }> {
+  const principal = { partitionId: h.partitionId, admin: true, groups: [] } as unknown as Principal;
+  const tc = await loadTypeContext(h.db, principal, P);
+  const params = new Params();
+  const { criteria: resolved } = resolveCriteria(parseCriteria(criteria), tc.fields);
+  const where = `${rowScope(tc, principal, params)} AND ${compileCriteria(resolved, params, 't')}`;
+  return { where, params: params.values };
+}
+
+/** Ids matching, with only sequential scans or with sequential scans off; and that plan. */
+async function idsWith(
+  h: Harness,
+  criteria: object,
+  scans: 'seq' | 'index',
+): Promise<{ ids: number[]; plan: string }> {
+  const { where, params } = await compiled(h, criteria);
+  const sql = `SELECT t.id FROM products t WHERE ${where} ORDER BY t.id`;
+  const settings =
+    scans === 'seq' ? ['enable_indexscan', 'enable_bitmapscan', 'enable_indexonlyscan'] : ['enable_seqscan'];
+  return h.db.transaction(async (tx) => {
+    for (const s of settings) await tx.query(`SET LOCAL ${s} = off`);
+    const plan = (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    const ids = (await tx.query<{ id: number }>(sql, params)).rows.map((r) => r.id);
+    return { ids, plan };
+  });
+}
+
+async function fetchSkus(h: Harness, criteria: object): Promise<{ skus: string[]; total: number }> {
+  const r = await h.call('/fetch/P', {
+    basic: { user: 'admin', password: 'admin-password-1' },
+    body: { data: criteria, sortBy: 'sku', startRow: 0, endRow: 100 },
+  });
+  const rows = okData(r);
+  return { skus: rows.map((x) => x.sku as string), total: r.body.response.totalRows as number };
+}
+
+describe('indexes on what users filter on', () => {
+  let h: Harness;
+  let runner: JobRunner;
+  const call = (path: string, body?: unknown) =>
+    h.call(path, { basic: { user: 'admin', password: 'admin-password-1' }, ...(body ? { body } : {}) });
+
+  before(async () => {
+    h = await startHarness();
+    runner = runnerFor(h);
+    runner.start();
+    okData(
+      await call(
+        '/add/P',
+        ROWS.map(([sku, label, a1, a2, a3]) => ({
+          data: { sku, label, attribute1: a1, attribute2: a2, attribute3: a3 },
+        })),
+      ),
+    );
+    okData(
+      await call(
+        '/add/PAM',
+        META.map((data) => ({ data })),
+      ),
+    );
+  });
+  after(async () => {
+    await runner.stop();
+    await h.close();
+    // The partition and its meta are gone: the indexes it asked for go too.
+    await syncIndexes(h.db, 'products').catch(() => {});
+  });
+
+  const before$ = new Map<string, { skus: string[]; total: number }>();
+  test('results before any attribute index exists', async () => {
+    for (const [name, filter] of [...INDEXED_FILTERS, ...OTHER_FILTERS]) {
+      const criteria = 'fieldName' in filter ? adv(filter) : filter;
+      before$.set(name, await fetchSkus(h, criteria));
+    }
+    assert.deepEqual(before$.get('iEquals text attribute')!.skus, ['IX-1', 'IX-2']);
+    assert.deepEqual(before$.get('lessThan numeric attribute (NULLs count as lowest)')!.skus, [
+      'IX-3',
+      'IX-4',
+      'IX-5',
+      'IX-8',
+    ]);
+    assert.deepEqual(before$.get('iContains label')!.skus, ['IX-1', 'IX-4', 'IX-5', 'IX-9']);
+  });
+
+  test('indexed: true builds the indexes through the INDEX_SYNC job; /admin.indexes/P lists them', async () => {
+    const meta = okData(await call('/fetch/PAM', { data: {} }));
+    assert.equal(meta.length, 3);
+    assert.equal(meta[0].indexed, false);
+    okData(
+      await call(
+        '/update/PAM',
+        META.map((m) => ({ data: { fieldName: m.fieldName, indexed: true } })),
+      ),
+    );
+    const deadline = Date.now() + 30_000;
+    let names: string[] = [];
+    while (Date.now() < deadline) {
+      const list = okData(await call('/admin.indexes/P'));
+      names = list.filter((i) => i.managed && i.valid).map((i) => i.name as string);
+      if (WANTED.every((w) => names.includes(w))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(names.sort(), WANTED);
+    const list = okData(await call('/admin.indexes/P'));
+    const num = list.find((i) => i.name === 'rcx_products_attribute2_num');
+    assert.match(num.definition, /rc_try_numeric\(attribute2\)/);
+    assert.equal(typeof num.sizeBytes, 'number');
+    assert.equal(typeof num.scans, 'number');
+    assert.ok(list.some((i) => i.name === 'rc_products_label_trgm' && !i.managed));
+    const jobs = okData(await call('/fetch/JST', { data: { trackerType: 'INDEX_SYNC' } }));
+    assert.ok(jobs.length >= 1);
+    assert.ok(
+      jobs.every((j) => j.status === 'FINISHED'),
+      JSON.stringify(jobs),
+    );
+  });
+
+  test('with the indexes, every named operator is served by one (no sequential scan)', async () => {
+    for (const [name, filter] of INDEXED_FILTERS) {
+      const { plan } = await idsWith(h, adv(filter), 'index');
+      assert.doesNotMatch(plan, /Seq Scan/, `${name}:\n${plan}`);
+    }
+  });
+
+  test('same rows with and without the index, and over HTTP as before the index existed', async () => {
+    for (const [name, filter] of [...INDEXED_FILTERS, ...OTHER_FILTERS]) {
+      const criteria = 'fieldName' in filter ? adv(filter) : filter;
+      const seq = await idsWith(h, criteria, 'seq');
+      const idx = await idsWith(h, criteria, 'index');
+      assert.deepEqual(idx.ids, seq.ids, name);
+      assert.deepEqual(await fetchSkus(h, criteria), before$.get(name), name);
+    }
+  });
+
+  test('indexed: false (or deleting the meta) drops the indexes no partition asks for', async () => {
+    okData(await call('/update/PAM', [{ data: { fieldName: 'attribute1', indexed: false } }]));
+    okData(await call('/delete/PAM', [{ data: { fieldName: 'attribute3' } }]));
+    const deadline = Date.now() + 30_000;
+    let names: string[] = [];
+    while (Date.now() < deadline) {
+      names = okData(await call('/admin.indexes/P'))
+        .filter((i) => i.managed)
+        .map((i) => i.name as string);
+      if (names.length === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(names, ['rcx_products_attribute2_num']);
+  });
+
+  test('/admin.indexes needs ATTRIBUTEMETA_EDIT and a known type', async () => {
+    await h.newUser('plain', 'plain-password-1');
+    const r = await h.call('/admin.indexes/P', { basic: { user: 'plain', password: 'plain-password-1' } });
+    assert.equal(r.status, 403, r.text);
+    const u = await call('/admin.indexes/NOPE');
+    assert.equal(u.status, 404, u.text);
+  });
+});
+
+describe(
+  'a 50,000-row partition is filtered through indexes (PostgreSQL EXPLAIN)',
+  { skip: !onPostgres },
+  () => {
+    let h: Harness;
+    before(async () => {
+      h = await startHarness();
+      await h.db.query(
+        `INSERT INTO products (partition_id, sku, label, attribute1, attribute2)
+       SELECT $1, 'SKU' || lpad(g::text, 6, '0'), 'Product ' || g, 'v' || (g % 5000), (g % 10000)::text
+         FROM generate_series(1, 50000) g`,
+        [h.partitionId],
+      );
+      const basic = { user: 'admin', password: 'admin-password-1' };
+      okData(
+        await h.call('/add/PAM', {
+          basic,
+          body: [
+            { data: { fieldName: 'attribute1', fieldType: 'TEXT', indexed: true } },
+            { data: { fieldName: 'attribute2', fieldType: 'NUMERIC', indexed: true } },
+          ],
+        }),
+      );
+      await syncIndexes(h.db, 'products');
+      await h.db.query('ANALYZE products');
+    });
+    after(async () => {
+      await h.close();
+      await syncIndexes(h.db, 'products').catch(() => {});
+    });
+
+    const skus = Array.from({ length: 50 }, (_, i) => `SKU${String(i * 997 + 1).padStart(6, '0')}`);
+    const FILTERS: readonly [string, object][] = [
+      ['equals on an indexed attribute', leaf('attribute1', 'equals', 'v5')],
+      [
+        'numeric range on an indexed NUMERIC attribute',
+        leaf('attribute2', 'between', undefined, { start: 100, end: 105 }),
+      ],
+      ['iStartsWith on label', leaf('label', 'iStartsWith', 'product 4999')],
+      ['iContains on label', leaf('label', 'iContains', 'uct 4999')],
+      ['inSet of 50 skus', leaf('sku', 'inSet', skus)],
+      ['iEquals on an indexed attribute', leaf('attribute1', 'iEquals', 'V7')],
+      ['iStartsWith on an indexed attribute', leaf('attribute1', 'iStartsWith', 'V499')],
+      ['iContains on an indexed attribute', leaf('attribute1', 'iContains', '4999')],
+    ];
+
+    test('no sequential scan for the fetch page, nor for its count', async () => {
+      for (const [name, filter] of FILTERS) {
+        const { where, params } = await compiled(h, adv(filter));
+        for (const sql of [
+          `SELECT t.* FROM products t WHERE ${where} ORDER BY t.id LIMIT 100`,
+          `SELECT count(*) FROM products t WHERE ${where}`,
+        ]) {
+          const plan = (await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows
+            .map((r) => r['QUERY PLAN'])
+            .join('\n');
+          assert.doesNotMatch(plan, /Seq Scan/, `${name}:\n${plan}`);
+        }
+      }
+    });
+  },
+);

@@ -1,0 +1,54 @@
+// Planner statistics after bulk writes: once writes to a table settle, a large share of new rows
+// gets the table analyzed (reltuples follows), a small one does not.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { wroteRows } from '../../src/engine/statistics.ts';
+
+let h: Harness;
+before(async () => {
+  h = await startHarness();
+});
+after(() => h.close());
+
+async function reltuples(table: string): Promise<number> {
+  const r = await h.db.query<{ n: number }>(
+    'SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass',
+    [table],
+  );
+  return r.rows[0]!.n;
+}
+
+async function tableWith(rows: number): Promise<string> {
+  const table = uniqueName('stats');
+  await h.db.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v text)`);
+  await h.db.query(`INSERT INTO ${table} SELECT g, 'v' || g FROM generate_series(1, ${rows}) g`);
+  return table;
+}
+
+test('a bulk write of many rows gets the table analyzed once writes settle', async () => {
+  const table = await tableWith(5000);
+  try {
+    assert.ok((await reltuples(table)) <= 0);
+    wroteRows(h.db, table, 3000, 20);
+    wroteRows(h.db, table, 2000, 20); // the same load's next call: one ANALYZE after both
+    const deadline = Date.now() + 10_000;
+    while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await reltuples(table), 5000);
+  } finally {
+    await h.db.query(`DROP TABLE ${table}`);
+  }
+});
+
+test('a few rows leave the statistics alone', async () => {
+  const table = await tableWith(500);
+  try {
+    wroteRows(h.db, table, 500, 10);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok((await reltuples(table)) <= 0);
+  } finally {
+    await h.db.query(`DROP TABLE ${table}`);
+  }
+});
