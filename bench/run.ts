@@ -5,13 +5,17 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, platform } from 'node:os';
 import { generateRows, type Row } from './lib/data.ts';
-import { PEER_TABLE, openTarget, type DbKind, type Defer } from './lib/databases.ts';
+import { openTarget, type DbKind, type Defer } from './lib/databases.ts';
 import { fileLoad } from './lib/fileload.ts';
 import { renderReport, writeReport } from './lib/report.ts';
 import { login, startServer } from './lib/server.ts';
+import { createPeerTables } from './lib/peers.ts';
 import {
+  declareIndexedMeta,
   ensureLoaded,
-  fetchPage,
+  fetchById,
+  fetchPages,
+  fillReadPeer,
   foundation,
   integrate,
   load,
@@ -93,24 +97,33 @@ async function benchOn(
     const peer = await target.openPeer();
     defer(() => peer.close());
     const version = (await peer.query<{ v: string }>('SELECT version() AS v')).rows[0]!.v;
+    const token = await login(server);
     const b: Bench = {
       server,
-      token: await login(server),
+      token,
       peer,
       rows,
       connections: CONNECTIONS,
       seconds: SECONDS,
       notes: [target.peerNote],
     };
+    // The indexed attribute meta first (its indexes exist during the load, as they would), then the
+    // peers' tables, the write peer copying the project's indexes.
+    await declareIndexedMeta(b);
+    const copied = await createPeerTables(peer);
+    b.notes.push(`The write peer (COPY, upserts) has the project's ${copied} indexes on products.`);
 
     console.log(`\n[${kind}] load ...`);
     const lines: Line[] = [await load(b)];
     await ensureLoaded(b);
-    // Autovacuum would analyze both tables within a minute on PostgreSQL; do it now so both sides
-    // plan with statistics. PGlite has no autovacuum: there neither side is analyzed.
-    if (kind === 'postgres') await peer.query(`ANALYZE products, ${PEER_TABLE}`);
+    await fillReadPeer(b);
+    // The server analyzes products itself after the load (in the background, once the load settles);
+    // analyzing here too makes sure both sides plan with statistics before the measurements.
+    await peer.query(kind === 'postgres' ? 'ANALYZE products' : 'SELECT 1');
     console.log(`[${kind}] fetch ...`);
-    lines.push(await fetchPage(b));
+    lines.push(...(await fetchPages(b, (name) => console.log(`[${kind}]   ${name}`))));
+    console.log(`[${kind}] fetch by id ...`);
+    lines.push(await fetchById(b));
     console.log(`[${kind}] integrate ...`);
     lines.push(await integrate(b));
     console.log(`[${kind}] foundation ...`);

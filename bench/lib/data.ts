@@ -23,17 +23,21 @@ function prng(seed: number): () => number {
   };
 }
 
-const WORDS = ['alpha', 'bravo', 'charlie', 'delta'];
 export const skuOf = (i: number): string => `SKU${String(i).padStart(7, '0')}`;
 
-/** `n` rows in HEADER order: attribute1 starts with `a` in a quarter of them, label holds `1` in ~45%. */
+/**
+ * `n` rows in HEADER order: label `Product <i>`; attribute1 `v<i mod 1000>` (an indexed TEXT
+ * attribute: 1 in 1,000 rows per value); attribute2 a number 0..99,999.99 (an indexed NUMERIC
+ * attribute); attribute3..30 random text (attribute5 is the non-indexed filter).
+ */
 export function generateRows(n: number): Row[] {
   const rand = prng(42);
   return Array.from({ length: n }, (_, i) => [
     skuOf(i + 1),
     `Product ${i + 1}`,
-    `${WORDS[Math.floor(rand() * WORDS.length)]}-${Math.floor(rand() * 1e6)}`,
-    ...Array.from({ length: ATTRIBUTES - 1 }, () => `v${Math.floor(rand() * 1e6)}`),
+    `v${(i + 1) % 1000}`,
+    (Math.floor(rand() * 10_000_000) / 100).toFixed(2),
+    ...Array.from({ length: ATTRIBUTES - 2 }, () => `v${Math.floor(rand() * 1e6)}`),
   ]);
 }
 
@@ -54,18 +58,86 @@ export function csv(rows: readonly Row[], prefix: string): string {
   return rows.map((r) => [prefix, ...r].map(csvField).join(',') + '\n').join('');
 }
 
-/** The fetch filter: `attribute1 startsWith 'a'` AND `label iContains '1'`. */
-export const FETCH_CRITERIA = {
+/** The attribute meta the bench declares before loading: attribute1 TEXT and attribute2 NUMERIC, indexed. */
+export const INDEXED_META = [
+  { fieldName: 'attribute1', label: 'Group', fieldType: 'TEXT', indexed: true },
+  { fieldName: 'attribute2', label: 'Weight', fieldType: 'NUMERIC', indexed: true },
+] as const;
+
+/** One filtered fetch: the API's criteria, the peer's WHERE over `t` ($1 is the partition), the expected matches. */
+export interface Filter {
+  readonly name: string;
+  readonly criteria: object;
+  readonly peerWhere: string;
+  readonly peerParams: readonly unknown[];
+  readonly matches: (r: Row) => boolean;
+  /** Whether an index serves it on both sides (the goal differs for a scan). */
+  readonly indexed: boolean;
+}
+
+const leaf = (fieldName: string, operator: string, more: object) => ({
   _constructor: 'AdvancedCriteria',
   operator: 'and',
-  criteria: [
-    { fieldName: 'attribute1', operator: 'startsWith', value: 'a' },
-    { fieldName: 'label', operator: 'iContains', value: '1' },
-  ],
-} as const;
+  criteria: [{ fieldName, operator, ...more }],
+});
 
-export const fetchMatches = (rows: readonly Row[]): number =>
-  rows.filter((r) => r[2]!.startsWith('a') && r[1]!.toLowerCase().includes('1')).length;
+/** The issue's five indexed filters and one scan, each answered as a 100-row page with totalRows. */
+export function filters(rows: readonly Row[]): Filter[] {
+  const n = rows.length;
+  const skus = Array.from({ length: 50 }, (_, i) => skuOf(1 + ((i * 7919) % n)));
+  const skuSet = new Set(skus);
+  const scanValue = rows[Math.floor(n / 2)]![6]!; // attribute5 of a row in the middle
+  return [
+    {
+      name: 'attribute1 equals "v5" (indexed TEXT)',
+      criteria: leaf('attribute1', 'equals', { value: 'v5' }),
+      peerWhere: 't.attribute1 = $2',
+      peerParams: ['v5'],
+      matches: (r) => r[2] === 'v5',
+      indexed: true,
+    },
+    {
+      name: 'attribute2 between 1000 and 2000 (indexed NUMERIC)',
+      criteria: leaf('attribute2', 'betweenInclusive', { start: 1000, end: 2000 }),
+      peerWhere: 't.attribute2::numeric BETWEEN $2 AND $3',
+      peerParams: [1000, 2000],
+      matches: (r) => Number(r[3]) >= 1000 && Number(r[3]) <= 2000,
+      indexed: true,
+    },
+    {
+      name: 'label iStartsWith "product 12"',
+      criteria: leaf('label', 'iStartsWith', { value: 'product 12' }),
+      peerWhere: "lower(t.label) LIKE 'product 12%'",
+      peerParams: [],
+      matches: (r) => r[1]!.toLowerCase().startsWith('product 12'),
+      indexed: true,
+    },
+    {
+      name: 'label iContains "duct 123"',
+      criteria: leaf('label', 'iContains', { value: 'duct 123' }),
+      peerWhere: "lower(t.label) LIKE '%duct 123%'",
+      peerParams: [],
+      matches: (r) => r[1]!.toLowerCase().includes('duct 123'),
+      indexed: true,
+    },
+    {
+      name: 'sku inSet of 50 skus',
+      criteria: leaf('sku', 'inSet', { value: skus }),
+      peerWhere: 't.sku = ANY($2)',
+      peerParams: [skus],
+      matches: (r) => skuSet.has(r[0]!),
+      indexed: true,
+    },
+    {
+      name: 'attribute5 equals a value (not indexed: a scan on both sides)',
+      criteria: leaf('attribute5', 'equals', { value: scanValue }),
+      peerWhere: 't.attribute5 = $2',
+      peerParams: [scanValue],
+      matches: (r) => r[6] === scanValue,
+      indexed: false,
+    },
+  ];
+}
 
 /**
  * Single-record upserts for `/integrate/P` and its peer: every other one updates an existing sku

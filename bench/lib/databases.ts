@@ -20,14 +20,14 @@ export interface Target {
   openPeer(): Promise<Db>;
 }
 
-/** The peer's table: products' columns, defaults and indexes, no foreign keys. */
+/** The peers' tables (bench/lib/peers.ts): products' shape, no foreign keys, no triggers. */
 export const PEER_TABLE = 'bench_peer_products';
+export const PEER_LOAD_TABLE = 'bench_peer_load';
 /** The server's pool size; the PostgreSQL peer uses the same. */
 const POOL_SIZE = loadConfig({}).dbPoolSize;
 
 async function withPeerTable(db: Db): Promise<Db> {
   await migrate(db); // creates `products` in the peer's PGlite; a no-op on the server's PostgreSQL
-  await db.query(`CREATE TABLE ${PEER_TABLE} (LIKE products INCLUDING ALL)`);
   return db;
 }
 

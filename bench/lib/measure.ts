@@ -18,6 +18,8 @@ export interface HttpLoad {
   readonly headers: Record<string, string>;
   /** A fixed body, or a fresh one per request. */
   readonly body?: string | (() => string);
+  /** A fresh path per request (instead of the url's). */
+  readonly path?: () => string;
 }
 
 const WARMUP_SECONDS = 1;
@@ -26,7 +28,14 @@ async function cannon(load: HttpLoad, connections: number, seconds: number): Pro
   const { body } = load;
   const request: Request = { method: load.method, headers: load.headers };
   if (typeof body === 'string') request.body = body;
-  else if (body) request.setupRequest = (req) => ({ ...req, body: body() });
+  const { path } = load;
+  if (typeof body === 'function' || path) {
+    request.setupRequest = (req) => ({
+      ...req,
+      ...(typeof body === 'function' ? { body: body() } : {}),
+      ...(path ? { path: path() } : {}),
+    });
+  }
   const r = await autocannon({
     url: load.url,
     connections,
