@@ -27,6 +27,7 @@ import { oauthRoutes } from './modules/oauth/routes.ts';
 import { jobRoutes } from './jobs/routes.ts';
 import { filesRoutes } from './modules/files/routes.ts';
 import { adminIndexRoutes } from './modules/admin/indexes.ts';
+import { notificationRoutes } from './modules/notifications/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -42,6 +43,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   jobRoutes,
   filesRoutes,
   adminIndexRoutes,
+  notificationRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -35,6 +35,8 @@ export const PERMISSION_CATALOGUE = {
   CALCULATIONGRID_SUBMIT:
     'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
   WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
+  NOTIFICATION_SEND:
+    'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
 } as const satisfies Record<string, string>;
 
 export type Permission = keyof typeof PERMISSION_CATALOGUE;

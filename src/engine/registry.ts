@@ -9,6 +9,7 @@ import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-fields.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
+import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -404,6 +405,7 @@ const TYPES: readonly TypeDef[] = [
   ...ACCOUNT_TYPES,
   ...LOOKUP_TYPES,
   JOB_TYPE,
+  NOTIFICATION_TYPE,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -4,6 +4,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Db, Queryable } from '../db/db.ts';
+import { notifyUsers, type NotificationInput } from '../modules/notifications/service.ts';
 
 export type JobStatus =
   | 'WAITING_FOR_DISPATCH'
@@ -182,34 +183,75 @@ export interface Ending {
   readonly results?: unknown;
 }
 
-/** Ends the attempt. INTERRUPTED (the node stops) becomes FAILED when no attempt is left. */
+interface EndedJob {
+  readonly partition_id: number;
+  readonly id: number;
+  readonly job_name: string;
+  readonly tracker_type: string;
+  readonly status: JobStatus;
+  readonly created_by: number | null;
+}
+
+const ENDED_JOB = 'partition_id, id, job_name, tracker_type, status, created_by';
+
+const ENDINGS: Partial<Record<JobStatus, { word: string; level: NotificationInput['status'] }>> = {
+  FINISHED: { word: 'finished', level: 'SUCCESS' },
+  FAILED: { word: 'failed', level: 'ERROR' },
+  CANCELLED: { word: 'was cancelled', level: 'WARNING' },
+};
+
+/** Tells the owner of a job that ended (finished, failed, cancelled), in the caller's transaction. */
+async function notifyOwner(q: Queryable, job: EndedJob, text: string | undefined): Promise<void> {
+  const ending = ENDINGS[job.status];
+  if (ending === undefined || job.created_by === null) return;
+  await notifyUsers(q, job.partition_id, [job.created_by], {
+    title: `Job ${job.job_name} ${ending.word}`,
+    ...(text === undefined ? {} : { message: text }),
+    source: `${job.id}.JST`,
+    status: ending.level,
+    topic: 'JOB',
+    actionType: 'INFO_MESSAGE',
+    payload: { jstId: job.id, typedId: `${job.id}.JST`, trackerType: job.tracker_type, status: job.status },
+  });
+}
+
+/**
+ * Ends the attempt. INTERRUPTED (the node stops) becomes FAILED when no attempt is left. The job's
+ * owner is notified of FINISHED, FAILED and CANCELLED in the same transaction.
+ */
 export async function finishJob(db: Db, job: JobRow, end: Ending): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE jobs
+  return db.transaction(async (tx) => {
+    const r = await tx.query<EndedJob>(
+      `UPDATE jobs
         SET status = CASE WHEN $5 = 'INTERRUPTED' AND attempts >= max_attempts THEN 'FAILED' ELSE $5 END,
             progress = CASE WHEN $5 = 'FINISHED' THEN 100 ELSE progress END,
             processing_end = now(),
             calculation_results = coalesce($6::jsonb, calculation_results),
             messages = CASE WHEN $7::jsonb IS NULL THEN messages ELSE messages || $7::jsonb END,
             version = version + 1, last_update_at = now()
-      WHERE ${FENCE}`,
-    [
-      ...fence(job),
-      end.status,
-      end.results === undefined ? null : JSON.stringify(end.results),
-      end.message === undefined ? null : message(end.level ?? 'INFO', end.message),
-    ],
-  );
-  return r.rowCount === 1;
+      WHERE ${FENCE} RETURNING ${ENDED_JOB}`,
+      [
+        ...fence(job),
+        end.status,
+        end.results === undefined ? null : JSON.stringify(end.results),
+        end.message === undefined ? null : message(end.level ?? 'INFO', end.message),
+      ],
+    );
+    const ended = r.rows[0];
+    if (ended) await notifyOwner(tx, ended, end.message);
+    return ended !== undefined;
+  });
 }
 
 /**
  * Jobs whose node stopped heartbeating for `staleSeconds`: INTERRUPTED, to be retried by any node
- * (the claim takes them) while attempts are left, else FAILED. Answers the jobs changed.
+ * (the claim takes them) while attempts are left, else FAILED (and the owner is notified). Answers
+ * the jobs changed.
  */
 export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]> {
-  const r = await db.query<JobRow>(
-    `UPDATE jobs
+  return db.transaction(async (tx) => {
+    const r = await tx.query<JobRow>(
+      `UPDATE jobs
         SET status = CASE WHEN attempts < max_attempts THEN 'INTERRUPTED' ELSE 'FAILED' END,
             processing_end = now(),
             messages = messages || jsonb_build_array(jsonb_build_object(
@@ -221,9 +263,11 @@ export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]
             version = version + 1, last_update_at = now()
       WHERE status = 'PROCESSING' AND heartbeat_at < now() - make_interval(secs => $1)
      RETURNING *`,
-    [staleSeconds],
-  );
-  return r.rows;
+      [staleSeconds],
+    );
+    for (const j of r.rows) await notifyOwner(tx, j, 'interrupted: its node sent no heartbeat; not retried');
+    return r.rows;
+  });
 }
 
 /**
@@ -237,8 +281,12 @@ export async function requestCancel(
   jobId: number,
   own: number | undefined,
 ): Promise<{ status: JobStatus; cancel_requested: boolean } | undefined> {
-  const r = await db.query<{ status: JobStatus; cancel_requested: boolean }>(
-    `UPDATE jobs
+  return db.transaction(async (tx) => {
+    const r = await tx.query<EndedJob & { cancel_requested: boolean; old_status: JobStatus }>(
+      `WITH old AS (
+       SELECT partition_id, id, status AS old_status FROM jobs
+        WHERE partition_id = $1 AND id = $2 AND ($3::bigint IS NULL OR created_by = $3) FOR UPDATE)
+     UPDATE jobs
         SET cancel_requested = CASE WHEN status IN ('FINISHED', 'FAILED', 'CANCELLED') THEN cancel_requested
                                     ELSE true END,
             status = CASE WHEN status IN ('WAITING_FOR_DISPATCH', 'QUEUED_FOR_EXECUTION', 'INTERRUPTED')
@@ -246,9 +294,17 @@ export async function requestCancel(
             processing_end = CASE WHEN status IN ('WAITING_FOR_DISPATCH', 'QUEUED_FOR_EXECUTION', 'INTERRUPTED')
                                   THEN now() ELSE processing_end END,
             version = version + 1, last_update_at = now()
-      WHERE partition_id = $1 AND id = $2 AND ($3::bigint IS NULL OR created_by = $3)
-     RETURNING status, cancel_requested`,
-    [partitionId, jobId, own ?? null],
-  );
-  return r.rows[0];
+       FROM old
+      WHERE jobs.partition_id = old.partition_id AND jobs.id = old.id
+     RETURNING jobs.partition_id, jobs.id, jobs.job_name, jobs.tracker_type, jobs.status, jobs.created_by,
+               jobs.cancel_requested, old.old_status`,
+      [partitionId, jobId, own ?? null],
+    );
+    const row = r.rows[0];
+    if (row === undefined) return undefined;
+    if (row.status === 'CANCELLED' && row.old_status !== 'CANCELLED') {
+      await notifyOwner(tx, row, 'cancelled on request before it ran');
+    }
+    return { status: row.status, cancel_requested: row.cancel_requested };
+  });
 }
