@@ -1,0 +1,81 @@
+// Workflow (and other) conditions: one expression of the logic language over the fields of a record,
+// e.g. `totalAmount > 10000 and customer.country in ["DE", "AT"]`. Bare names are the record's
+// fields (dotted access reaches nested objects); decimal semantics; no data access; the same step and
+// time limits as logics. Compile once, evaluate many times.
+
+import { AppError } from '../http/errors.ts';
+import { DEFAULT_LIMITS, EvalError, LimitError, newElementState, type Env, type LogicLimits } from './env.ts';
+import { checkExpression, emptyReads } from './expression/check.ts';
+import { compile, type Closure } from './expression/compile.ts';
+import { ExpressionError, parseExpression } from './expression/parse.ts';
+import { logicTextError } from './errors.ts';
+import { PURE_FUNCTIONS } from './functions/index.ts';
+import { LogicDate, staticTypeOf, toValue, type Value } from './values.ts';
+
+export interface CompiledCondition {
+  readonly text: string;
+  /** The record fields the condition reads (first segment of each name). */
+  readonly fields: readonly string[];
+  readonly run: Closure;
+}
+
+/**
+ * Compiles a condition. With `fieldNames`, a name outside the list is refused. Throws the project's
+ * validation error (-4, field `condition`) with line and column on bad text.
+ */
+export function compileCondition(text: string, fieldNames?: readonly string[]): CompiledCondition {
+  try {
+    const tree = parseExpression(text);
+    const reads = emptyReads();
+    const checked = checkExpression(
+      tree,
+      { functions: PURE_FUNCTIONS, recordFields: fieldNames === undefined ? 'any' : new Set(fieldNames) },
+      reads,
+    );
+    if (checked.type !== 'boolean' && checked.type !== 'any' && checked.type !== 'null')
+      throw new ExpressionError(`a condition must be true/false, this one gives ${checked.type}`, 0);
+    const fields = [...new Set([...reads.fields].map((f) => f.split('.')[0] as string))];
+    return Object.freeze({ text, fields, run: compile(checked) });
+  } catch (err) {
+    if (err instanceof ExpressionError) throw logicTextError('condition', text, err);
+    throw err;
+  }
+}
+
+/** Evaluates a compiled condition on a record: true or false (null counts as false). */
+export function evaluateCondition(
+  c: CompiledCondition,
+  record: Record<string, unknown>,
+  limits: LogicLimits = DEFAULT_LIMITS,
+): boolean {
+  const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
+  for (const f of c.fields) if (Object.hasOwn(record, f)) roots[f] = toValue(record[f]);
+  const today = new LogicDate(new Date().toISOString().slice(0, 10));
+  const env: Env = {
+    steps: 0,
+    maxSteps: limits.maxSteps,
+    deadline: performance.now() + limits.maxMs,
+    values: [],
+    inputs: {},
+    roots,
+    targetDate: today,
+    today,
+    data: undefined,
+    explain: false,
+    element: newElementState(false),
+  };
+  let v: Value;
+  try {
+    v = c.run(env);
+  } catch (err) {
+    if (err instanceof EvalError || err instanceof LimitError)
+      throw new AppError('VALIDATION', `condition: ${err.message}`, { field: 'condition' });
+    throw err;
+  }
+  if (v === null) return false;
+  if (typeof v !== 'boolean')
+    throw new AppError('VALIDATION', `condition: must be true/false, gave ${staticTypeOf(v)}`, {
+      field: 'condition',
+    });
+  return v;
+}

@@ -1,0 +1,107 @@
+// The state one evaluation runs in: its limits (steps, deadline), the values it can read (element
+// results, inputs, records, the target date), the data port through which look-ups reach prefetched
+// rows, and the optional explanation trace. Pure types and small helpers; no I/O here.
+
+import type { LogicDate, RecordValue, Value } from './values.ts';
+
+/** Evaluation limits (settings `LOGIC_MAX_STEPS`, `LOGIC_MAX_MS`). */
+export interface LogicLimits {
+  readonly maxSteps: number;
+  readonly maxMs: number;
+}
+export const DEFAULT_LIMITS: LogicLimits = { maxSteps: 100_000, maxMs: 1_000 };
+
+/** A failure of one element at run time (bad value, division by zero...): the element's CRITICAL alert. */
+export class EvalError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EvalError';
+  }
+}
+
+/** A step or time limit was hit: the whole evaluation stops. */
+export class LimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LimitError';
+  }
+}
+
+/**
+ * Data the evaluation needs and the port has not loaded yet. The evaluator collects these, loads them
+ * set-based for every item of the batch, and runs the items again (see `logic/run.ts`).
+ */
+export class NeedData extends Error {
+  readonly request: DataRequest;
+  constructor(request: DataRequest) {
+    super('data needed');
+    this.name = 'NeedData';
+    this.request = request;
+  }
+}
+
+export type DataRequest =
+  | { readonly kind: 'lookup'; readonly table: string; readonly keys: readonly string[] }
+  | {
+      readonly kind: 'condition';
+      readonly set: string;
+      readonly keys: readonly string[];
+      readonly date: string;
+    }
+  | { readonly kind: 'extension'; readonly owner: 'product' | 'customer'; readonly table: string };
+
+/** A row a look-up found (or null), with what the explanation shows of it. */
+export interface FoundRow {
+  readonly row: RecordValue | null;
+  /** For tables: `value` of SIMPLE/RANGE rows, `attribute1` of matrix rows. */
+  readonly value: Value;
+}
+
+/** Synchronous access to prefetched data; throws `NeedData` when something is not loaded yet. */
+export interface DataPort {
+  lookup(table: string, keys: readonly Value[]): FoundRow;
+  conditionRecord(set: string, keys: readonly Value[], date: LogicDate): RecordValue | null;
+  extension(owner: 'product' | 'customer', table: string): readonly RecordValue[];
+}
+
+/** One entry of an element's explanation. */
+export type TraceEntry = Readonly<Record<string, unknown>> & { readonly kind: string };
+
+export interface ElementState {
+  warnings: string[];
+  alertType: 'CRITICAL' | 'WARNING' | null;
+  alertMessage: string | null;
+  /** Explanation entries of this element; undefined when not explaining (nothing is paid for it). */
+  trace: TraceEntry[] | undefined;
+}
+
+export interface Env {
+  steps: number;
+  readonly maxSteps: number;
+  readonly deadline: number;
+  /** Results of the elements so far, by element index. */
+  readonly values: Value[];
+  readonly inputs: Readonly<Record<string, Value>>;
+  /** Records by root name (`product`, `customer`, `seller`, `row`; a condition's record fields). */
+  readonly roots: Readonly<Record<string, Value>>;
+  readonly targetDate: LogicDate;
+  readonly today: LogicDate;
+  readonly data: DataPort | undefined;
+  readonly explain: boolean;
+  element: ElementState;
+}
+
+export function newElementState(explain: boolean): ElementState {
+  return { warnings: [], alertType: null, alertMessage: null, trace: explain ? [] : undefined };
+}
+
+/** Counts a step; every 1,024 steps also checks the clock. */
+export function step(env: Env, n = 1): void {
+  env.steps += n;
+  if (env.steps > env.maxSteps) throw new LimitError(`step limit of ${env.maxSteps} exceeded`);
+  if ((env.steps & 1023) < n && performance.now() > env.deadline) throw new LimitError('time limit exceeded');
+}
+
+export function traceEntry(env: Env, entry: TraceEntry): void {
+  env.element.trace?.push(entry);
+}

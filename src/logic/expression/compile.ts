@@ -1,0 +1,229 @@
+// Checked tree → a tree of closures, built once per logic version. No `eval`, no `new Function`: each
+// closure does one thing on logic values and counts a step, so hostile text can only ever run the
+// operations this file names, within the step and time limits of `env`.
+
+import { EvalError, step, type Env } from '../env.ts';
+import { asDec, compareValues, RecordValue, staticTypeOf, valuesEqual, type Value } from '../values.ts';
+import type { Checked } from './check.ts';
+import type { BinaryOp } from './parse.ts';
+
+export type Closure = (env: Env) => Value;
+
+/** Reads `rest` (a dotted field path) from a value: records by own field names, anything else null. */
+function dig(v: Value, rest: readonly string[]): Value {
+  let cur = v;
+  for (const name of rest) {
+    if (cur === null) return null;
+    if (!(cur instanceof RecordValue)) throw new EvalError(`.${name}: not a record`);
+    cur = cur.get(name);
+  }
+  return cur;
+}
+
+function truth(v: Value, what: string): boolean {
+  if (v === null) return false;
+  if (typeof v === 'boolean') return v;
+  throw new EvalError(`${what} must be true/false, got ${staticTypeOf(v)}`);
+}
+
+export function compile(node: Checked): Closure {
+  switch (node.k) {
+    case 'const': {
+      const value = node.value;
+      return (env) => {
+        step(env);
+        return value;
+      };
+    }
+    case 'targetDate':
+      return (env) => {
+        step(env);
+        return env.targetDate;
+      };
+    case 'element': {
+      const { index, rest } = node;
+      return (env) => {
+        step(env);
+        return dig(env.values[index] ?? null, rest);
+      };
+    }
+    case 'input': {
+      const { name, rest } = node;
+      return (env) => {
+        step(env);
+        return dig(Object.hasOwn(env.inputs, name) ? (env.inputs[name] ?? null) : null, rest);
+      };
+    }
+    case 'field': {
+      const { root, rest } = node;
+      return (env) => {
+        step(env);
+        const base = Object.hasOwn(env.roots, root) ? (env.roots[root] ?? null) : null;
+        return dig(base, rest);
+      };
+    }
+    case 'list': {
+      const items = node.items.map(compile);
+      return (env) => {
+        step(env);
+        return items.map((f) => f(env));
+      };
+    }
+    case 'if': {
+      const [t, a, b] = [compile(node.test), compile(node.then), compile(node.else)];
+      return (env) => {
+        step(env);
+        return truth(t(env), 'condition') ? a(env) : b(env);
+      };
+    }
+    case 'coalesce': {
+      const args = node.args.map(compile);
+      return (env) => {
+        step(env);
+        for (const f of args) {
+          const v = f(env);
+          if (v !== null) return v;
+        }
+        return null;
+      };
+    }
+    case 'unary': {
+      const arg = compile(node.arg);
+      if (node.op === 'not')
+        return (env) => {
+          step(env);
+          const v = arg(env);
+          return v === null ? null : !truth(v, 'not');
+        };
+      const negate = node.op === '-';
+      return (env) => {
+        step(env);
+        const v = arg(env);
+        if (v === null) return null;
+        const d = asDec(v);
+        if (d === undefined) throw new EvalError(`${node.op} needs a number, got ${staticTypeOf(v)}`);
+        return negate ? d.neg() : d;
+      };
+    }
+    case 'binary':
+      return compileBinary(node.op, compile(node.left), compile(node.right));
+    case 'call': {
+      const { fn, site } = node;
+      const args = node.args.map(compile);
+      return (env) => {
+        step(env);
+        const values = args.map((f) => f(env));
+        return fn.run(values, env, site);
+      };
+    }
+  }
+}
+
+type DecOf = NonNullable<ReturnType<typeof asDec>>;
+
+function numbers(op: BinaryOp, a: Value, b: Value): [DecOf, DecOf] {
+  const x = asDec(a);
+  const y = asDec(b);
+  if (x === undefined || y === undefined)
+    throw new EvalError(`${op} needs numbers, got ${staticTypeOf(a)} and ${staticTypeOf(b)}`);
+  return [x, y];
+}
+
+function compileBinary(op: BinaryOp, l: Closure, r: Closure): Closure {
+  switch (op) {
+    case 'and':
+      return (env) => {
+        step(env);
+        return truth(l(env), 'and') && truth(r(env), 'and');
+      };
+    case 'or':
+      return (env) => {
+        step(env);
+        return truth(l(env), 'or') || truth(r(env), 'or');
+      };
+    case '==':
+      return (env) => {
+        step(env);
+        return valuesEqual(l(env), r(env));
+      };
+    case '!=':
+      return (env) => {
+        step(env);
+        return !valuesEqual(l(env), r(env));
+      };
+    case '<':
+    case '<=':
+    case '>':
+    case '>=': {
+      const test =
+        op === '<'
+          ? (c: number) => c < 0
+          : op === '<='
+            ? (c: number) => c <= 0
+            : op === '>'
+              ? (c: number) => c > 0
+              : (c: number) => c >= 0;
+      return (env) => {
+        step(env);
+        const a = l(env);
+        const b = r(env);
+        if (a === null || b === null) return false;
+        const c = compareValues(a, b);
+        if (c === undefined)
+          throw new EvalError(`${op} cannot compare ${staticTypeOf(a)} with ${staticTypeOf(b)}`);
+        return test(c);
+      };
+    }
+    case 'in':
+      return (env) => {
+        step(env);
+        const a = l(env);
+        const list = r(env);
+        if (list === null) return false;
+        if (!Array.isArray(list)) throw new EvalError(`in needs a list, got ${staticTypeOf(list)}`);
+        const items = list as readonly Value[];
+        step(env, items.length);
+        return items.some((x) => valuesEqual(a, x));
+      };
+    case '+':
+      return (env) => {
+        step(env);
+        const a = l(env);
+        const b = r(env);
+        if (a === null || b === null) return null;
+        if (typeof a === 'string' && typeof b === 'string') {
+          if (a.length + b.length > 100_000) throw new EvalError('+: text longer than 100000 characters');
+          return a + b;
+        }
+        const [x, y] = numbers(op, a, b);
+        return x.plus(y);
+      };
+    case '-':
+      return arith(op, l, r, (x, y) => x.minus(y));
+    case '*':
+      return arith(op, l, r, (x, y) => x.times(y));
+    case '/':
+      return arith(op, l, r, (x, y) => {
+        if (y.isZero()) throw new EvalError('division by zero');
+        return x.div(y);
+      });
+    case '%':
+      return arith(op, l, r, (x, y) => {
+        if (y.isZero()) throw new EvalError('division by zero');
+        return x.mod(y);
+      });
+  }
+}
+
+function arith(op: BinaryOp, l: Closure, r: Closure, f: (x: DecOf, y: DecOf) => DecOf): Closure {
+  return (env) => {
+    step(env);
+    const a = l(env);
+    const b = r(env);
+    if (a === null || b === null) return null;
+    const [x, y] = numbers(op, a, b);
+    const out = f(x, y);
+    if (!out.isFinite()) throw new EvalError(`${op}: result out of range`);
+    return out;
+  };
+}

@@ -1,0 +1,182 @@
+// The values a logic computes with. Every number is a decimal (decimal.js, 34 significant digits,
+// the precision of IEEE decimal128) — never a binary float, so `0.1 + 0.2 == 0.3` holds and cents add
+// up. Dates are calendar days (`LogicDate`), records are read-only wrappers whose fields are reached
+// only through `Object.hasOwn`, so no expression can walk onto a prototype.
+
+import { Decimal } from 'decimal.js';
+
+/** The decimal constructor of the logic engine (division keeps 34 significant digits). */
+export const D = Decimal.clone({
+  precision: 34,
+  rounding: Decimal.ROUND_HALF_UP,
+  toExpNeg: -40,
+  toExpPos: 40,
+});
+export type Dec = InstanceType<typeof D>;
+
+/** A calendar day, `YYYY-MM-DD`. */
+export class LogicDate {
+  readonly iso: string;
+  constructor(iso: string) {
+    this.iso = iso;
+  }
+}
+
+/** Where a record came from, for explanations. */
+export interface RecordRef {
+  readonly source: string;
+  readonly typedId?: string;
+  readonly version?: number;
+}
+
+/** A record (product, customer, extension or lookup row, condition record): fields by own name only. */
+export class RecordValue {
+  readonly fields: Readonly<Record<string, unknown>>;
+  readonly ref: RecordRef | undefined;
+  constructor(fields: Readonly<Record<string, unknown>>, ref?: RecordRef) {
+    this.fields = fields;
+    this.ref = ref;
+  }
+  get(name: string): Value {
+    return Object.hasOwn(this.fields, name) ? toValue(this.fields[name]) : null;
+  }
+}
+
+/** An AdvancedCriteria built by a FILTER logic (`filter(...)`, `and(...)`, `or(...)`). */
+export class CriteriaValue {
+  readonly criteria: Readonly<Record<string, unknown>>;
+  constructor(criteria: Readonly<Record<string, unknown>>) {
+    this.criteria = criteria;
+  }
+}
+
+export type Value =
+  Dec | string | boolean | null | LogicDate | RecordValue | CriteriaValue | readonly Value[];
+
+/** The static (compile-time) types; `any` when only the run can tell. */
+export type StaticType =
+  'number' | 'text' | 'boolean' | 'date' | 'list' | 'record' | 'criteria' | 'null' | 'any';
+
+export const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A valid calendar day in ISO form, or undefined. */
+export function parseIsoDate(text: string): LogicDate | undefined {
+  if (!ISO_DATE.test(text)) return undefined;
+  const d = new Date(`${text}T00:00:00Z`);
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) return undefined;
+  return new LogicDate(text);
+}
+
+/** Converts data read from the database or a request into a logic value. */
+export function toValue(v: unknown): Value {
+  if (v === null || v === undefined) return null;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? new D(v) : null;
+    case 'bigint':
+      return new D(v.toString());
+    case 'object':
+      if (v instanceof D || v instanceof LogicDate || v instanceof RecordValue || v instanceof CriteriaValue)
+        return v;
+      if (v instanceof Decimal) return new D(v.toString());
+      if (v instanceof Date)
+        return Number.isNaN(v.getTime()) ? null : new LogicDate(v.toISOString().slice(0, 10));
+      if (Array.isArray(v)) return v.map(toValue);
+      return new RecordValue(v as Record<string, unknown>);
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return null;
+  }
+  return null;
+}
+
+export function isDec(v: Value): v is Dec {
+  return v instanceof D;
+}
+
+/** A number from a value: decimals as they are, numeric text (untyped attributes) parsed; else undefined. */
+export function asDec(v: Value): Dec | undefined {
+  if (v instanceof D) return v;
+  if (typeof v === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(v))
+    return new D(v.trim());
+  return undefined;
+}
+
+export function staticTypeOf(v: Value): StaticType {
+  if (v === null) return 'null';
+  if (v instanceof D) return 'number';
+  if (typeof v === 'string') return 'text';
+  if (typeof v === 'boolean') return 'boolean';
+  if (v instanceof LogicDate) return 'date';
+  if (v instanceof RecordValue) return 'record';
+  if (v instanceof CriteriaValue) return 'criteria';
+  return 'list';
+}
+
+/** A value as JSON for result objects: decimals as numbers when exact in a double, else as text. */
+export function toJson(v: Value): unknown {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (v instanceof D) {
+    const n = v.toNumber();
+    return new D(n).eq(v) ? n : v.toFixed();
+  }
+  if (v instanceof LogicDate) return v.iso;
+  if (v instanceof RecordValue) return { ...v.fields };
+  if (v instanceof CriteriaValue) return v.criteria;
+  if (Array.isArray(v)) return (v as readonly Value[]).map(toJson);
+  return null;
+}
+
+/** Value equality as `==` sees it: decimals numerically, dates by day, numeric text against numbers. */
+export function valuesEqual(a: Value, b: Value): boolean {
+  if (a === null || b === null) return a === b;
+  if (a instanceof D || b instanceof D) {
+    const x = asDec(a);
+    const y = asDec(b);
+    return x !== undefined && y !== undefined && x.eq(y);
+  }
+  if (a instanceof LogicDate || b instanceof LogicDate) return dateText(a) === dateText(b);
+  if (Array.isArray(a) && Array.isArray(b)) {
+    const la = a as readonly Value[];
+    const lb = b as readonly Value[];
+    return la.length === lb.length && la.every((x, i) => valuesEqual(x, lb[i] ?? null));
+  }
+  return a === b;
+}
+
+function dateText(v: Value): string | undefined {
+  if (v instanceof LogicDate) return v.iso;
+  return typeof v === 'string' ? v.slice(0, 10) : undefined;
+}
+
+/** Ordering for `< <= > >=`, min and max: -1, 0, 1, or undefined when the two cannot be compared. */
+export function compareValues(a: Value, b: Value): number | undefined {
+  if (a === null || b === null) return undefined;
+  if (a instanceof D || b instanceof D) {
+    const x = asDec(a);
+    const y = asDec(b);
+    return x !== undefined && y !== undefined ? x.cmp(y) : undefined;
+  }
+  if (a instanceof LogicDate || b instanceof LogicDate) {
+    const x = dateText(a);
+    const y = dateText(b);
+    return x !== undefined && y !== undefined ? (x < y ? -1 : x > y ? 1 : 0) : undefined;
+  }
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
+  return undefined;
+}
+
+/** Text of a value for concatenation and messages. */
+export function textOf(v: Value): string {
+  if (v === null) return '';
+  if (typeof v === 'string') return v;
+  if (v instanceof D) return v.toFixed();
+  if (typeof v === 'boolean') return String(v);
+  if (v instanceof LogicDate) return v.iso;
+  return JSON.stringify(toJson(v));
+}
