@@ -28,6 +28,7 @@ import { jobRoutes } from './jobs/routes.ts';
 import { filesRoutes } from './modules/files/routes.ts';
 import { adminIndexRoutes } from './modules/admin/indexes.ts';
 import { notificationRoutes } from './modules/notifications/routes.ts';
+import { tokenV2Routes } from './modules/tokenv2/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -44,6 +45,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   filesRoutes,
   adminIndexRoutes,
   notificationRoutes,
+  tokenV2Routes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

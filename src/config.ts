@@ -32,6 +32,13 @@ export interface Config {
   readonly bootstrapPassword: string | undefined;
   /** The application property `oauthConfiguration`: the known OAuth clients. */
   readonly oauthConfiguration: OAuthConfiguration;
+  /** API version 2 tokens (`POST /token`): access and refresh token lifetimes. */
+  readonly tokenV2AccessSeconds: number;
+  readonly tokenV2RefreshSeconds: number;
+  /** Query API limits: rows of one answer, joins of one pipeline, run time of one statement. */
+  readonly queryMaxRows: number;
+  readonly queryMaxJoins: number;
+  readonly queryTimeoutSeconds: number;
   /** Jobs of one partition processing at once, over all nodes. */
   readonly jobConcurrency: number;
   /** How often a node refreshes the heartbeat of the jobs it runs. */
@@ -176,6 +183,11 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapAdmin: str(env, 'BOOTSTRAP_ADMIN', 'admin'),
     bootstrapPassword,
     oauthConfiguration: oauthConfiguration(env),
+    tokenV2AccessSeconds: int(env, 'TOKEN_V2_ACCESS_SECONDS', 3600, 10, 366 * 86400),
+    tokenV2RefreshSeconds: int(env, 'TOKEN_V2_REFRESH_SECONDS', 30 * 86400, 60, 3660 * 86400),
+    queryMaxRows: int(env, 'QUERY_MAX_ROWS', 10_000, 1, 10_000_000),
+    queryMaxJoins: int(env, 'QUERY_MAX_JOINS', 4, 0, 16),
+    queryTimeoutSeconds: int(env, 'QUERY_TIMEOUT_SECONDS', 30, 1, 86_400),
     ...jobSettings(env),
   };
 }

@@ -167,37 +167,78 @@ async function issueSession(
   return token;
 }
 
-async function basicAuth(req: FastifyRequest, reply: FastifyReply, partition: string, header: string) {
+/**
+ * The checks of a password login, shared by Basic and `POST /token` (API version 2): lock-out,
+ * password (unknown users verify against a dummy hash: same time, same answer), active user, and
+ * the TFA code in the `<product>-TFA` header when the user has TFA on. Failures count toward the
+ * lock-out; a success clears them.
+ */
+async function verifyLogin(
+  req: FastifyRequest,
+  partition: string,
+  login: string | undefined,
+  password: string,
+): Promise<AccountRow> {
   const cfg = req.server.config;
-  const creds = parseBasic(header, partition);
-  const row = await loadAccount(req, partition, BY_LOGIN, creds?.login ?? '');
-  if (!creds) throw new AppError('BAD_CREDENTIALS');
+  const row = await loadAccount(req, partition, BY_LOGIN, login ?? '');
+  if (login === undefined || login === '') throw new AppError('BAD_CREDENTIALS');
   const db = req.server.db;
-  const failures = await isLockedOut(db, row.pid, creds.login, cfg);
+  const failures = await isLockedOut(db, row.pid, login, cfg);
   if (failures.locked) {
-    req.log.warn({ partition, login: creds.login }, 'login refused: locked out');
+    req.log.warn({ partition, login }, 'login refused: locked out');
     throw new AppError('LOCKED_OUT');
   }
-  // Unknown users verify against a dummy hash: same time, same answer as a wrong password.
-  const ok = await verifyPassword(creds.password, row.hash ?? (await dummyHash(cfg.scryptCost)));
+  const ok = await verifyPassword(password, row.hash ?? (await dummyHash(cfg.scryptCost)));
   if (!ok || !isActive(row)) {
-    await recordFailure(db, row.pid, creds.login, cfg);
-    req.log.info({ partition, login: creds.login }, 'login failed');
+    await recordFailure(db, row.pid, login, cfg);
+    req.log.info({ partition, login }, 'login failed');
     throw new AppError('BAD_CREDENTIALS');
   }
   if (row.tfa_enabled === true) {
     const code = req.headers[authNames(cfg.productToken).tfaHeader];
     const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
     if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
-      await recordFailure(db, row.pid, creds.login, cfg);
-      req.log.info({ partition, login: creds.login }, 'login failed: two-factor code');
+      await recordFailure(db, row.pid, login, cfg);
+      req.log.info({ partition, login }, 'login failed: two-factor code');
       throw new AppError(
         'BAD_CREDENTIALS',
         `Two-factor code missing, wrong or already used (header ${cfg.productToken}-TFA)`,
       );
     }
   }
-  if (failures.count > 0) await clearFailures(db, row.pid, creds.login);
+  if (failures.count > 0) await clearFailures(db, row.pid, login);
+  return row;
+}
+
+/** A user who proved a password (and TFA code) for a token of their own: `POST /token`. */
+export interface VerifiedLogin {
+  readonly partitionId: number;
+  readonly userId: number;
+  readonly loginName: string;
+  readonly epoch: number;
+  /** The partition's token signing key. */
+  readonly secret: Uint8Array;
+}
+
+export async function passwordLogin(
+  req: FastifyRequest,
+  partition: string,
+  login: string,
+  password: string,
+): Promise<VerifiedLogin> {
+  const row = await verifyLogin(req, partition, login, password);
+  return {
+    partitionId: row.pid,
+    userId: row.uid!,
+    loginName: row.login!,
+    epoch: row.epoch!,
+    secret: row.secret,
+  };
+}
+
+async function basicAuth(req: FastifyRequest, reply: FastifyReply, partition: string, header: string) {
+  const creds = parseBasic(header, partition);
+  const row = await verifyLogin(req, partition, creds?.login, creds?.password ?? '');
   const sid = randomBytes(16).toString('base64url');
   const token = await issueSession(req, reply, row, sid);
   const csrf = row.csrf ? csrfTokenOf(row.secret, sid) : undefined;
