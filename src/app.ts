@@ -11,6 +11,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { enterDeadline } from './db/deadline.ts';
+import { enterHistoryOrigin } from './engine/history.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
 import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
@@ -49,6 +50,14 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** The operation of a request for record history: its path after `<basePath>/<partition>`. */
+function operationOf(url: string, basePath: string): string {
+  const path = url.split('?')[0]!;
+  const rest = path.startsWith(`${basePath}/`) ? path.slice(basePath.length + 1) : path;
+  const slash = rest.indexOf('/');
+  return (slash < 0 ? rest : rest.slice(slash + 1)).slice(0, 200);
+}
 
 export interface AppDeps {
   readonly config: Config;
@@ -111,6 +120,8 @@ export async function buildApp({
     void reply.header('x-request-id', req.id);
     // Every transaction of this request must commit within the synchronous time-out (503/-100).
     enterDeadline(config.syncTimeoutSeconds * 1000);
+    // Record history names the request and its operation (the path after the partition).
+    enterHistoryOrigin({ requestId: req.id, operation: operationOf(req.url, config.basePath) });
     done();
   });
   // While draining for shutdown, answers close their connection so keep-alive clients let go at once.

@@ -24,6 +24,10 @@ export interface Principal {
   readonly via: 'basic' | 'cookie' | 'header' | 'bearer' | 'onetime' | 'external';
   /** When set, only these permissions may be used, on top of the user's own. */
   readonly restriction: ReadonlySet<string> | null;
+  /** The api token or OAuth grant (api_tokens.id) the request authenticated with (record history). */
+  readonly tokenId?: number;
+  /** The external system whose JWT authenticated the request (record history). */
+  readonly externalSystem?: string;
 }
 
 export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permission> {

@@ -94,8 +94,10 @@ function principalOf(
   row: AccountRow,
   via: Principal['via'],
   restriction: readonly string[] | null = null,
+  actor: Pick<Principal, 'tokenId' | 'externalSystem'> = {},
 ): Principal {
   return {
+    ...actor,
     partitionId: row.pid,
     partition: req.partitionRef!.name,
     metaVersion: row.meta_version,
@@ -285,7 +287,13 @@ async function tokenAuth(
     }
   }
   if (claims.knd === 'session') await reissueIfOld(req, reply, row, claims);
-  return principalOf(req, row, via, claims.scp ?? null);
+  return principalOf(
+    req,
+    row,
+    via,
+    claims.scp ?? null,
+    claims.tid === undefined ? {} : { tokenId: claims.tid },
+  );
 }
 
 /** Less than a quarter of its lifetime left: a fresh session token, same session id (and CSRF token). */
@@ -323,7 +331,7 @@ async function externalAuth(req: FastifyRequest, partition: string, system: stri
     req.log.warn({ partition, system, login: result.login }, 'external JWT refused: no such active user');
     throw new AppError('UNAUTHENTICATED', 'External token refused');
   }
-  return principalOf(req, row, 'external', result.permissions);
+  return principalOf(req, row, 'external', result.permissions, { externalSystem: system });
 }
 
 async function principalFor(req: FastifyRequest, reply: FastifyReply, partition: string): Promise<Principal> {

@@ -17,6 +17,7 @@ import {
   type CriteriaNode,
 } from './criteria.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { EXPECTED, coerceValue } from './values.ts';
 
@@ -357,6 +358,30 @@ function auditColumns(principal: Principal, params: Params): { cols: string[]; v
 }
 
 // ---------------------------------------------------------------------------------------------
+// History: every write statement below goes through `written` (src/engine/history.ts)
+
+/**
+ * A write statement (alias `t`, no RETURNING) with its record history in the same statement;
+ * answers the written rows as API records (`rows`) or their number (`count`, column `n`).
+ */
+function written(
+  stmt: string,
+  tc: TypeContext,
+  principal: Principal,
+  params: Params,
+  result: 'rows' | 'count',
+): string {
+  const kind = stmt.trimStart().startsWith('DELETE') ? 'delete' : 'write';
+  const select = result === 'rows' ? selectList(tc, undefined, 'w') : 'count(*)::int AS n';
+  return withHistory(stmt, { tc, principal, params, kind }, select);
+}
+
+async function countWritten(tx: Queryable, sql: string, params: Params): Promise<number> {
+  const r = await tx.query<{ n: number }>(sql, params.values);
+  return r.rows[0]!.n;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Add, update, integrate
 
 export async function addRecords(
@@ -429,11 +454,9 @@ async function insertRow(
   } else {
     conflict = 'ON CONFLICT DO NOTHING';
   }
-  const r = await tx.query<Row>(
-    `INSERT INTO ${ident(type.table)} AS t (${cols.map(ident).join(', ')}) VALUES (${vals.join(', ')})
-     ${conflict} RETURNING ${selectList(tc)}`,
-    params.values,
-  );
+  const insert = `INSERT INTO ${ident(type.table)} AS t (${cols.map(ident).join(', ')}) VALUES (${vals.join(', ')})
+     ${conflict}`;
+  const r = await tx.query<Row>(written(insert, tc, principal, params, 'rows'), params.values);
   return r.rows[0];
 }
 
@@ -452,12 +475,9 @@ async function updateRow(
     `last_update_by = ${params.add(principal.userId)}`,
   );
   if (tc.type.deleteMode === 'soft') sets.push('deleted_at = NULL');
-  const r = await tx.query<Row>(
-    `UPDATE ${ident(tc.type.table)} t SET ${sets.join(', ')}
-      WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(id)}
-      RETURNING ${selectList(tc)}`,
-    params.values,
-  );
+  const update = `UPDATE ${ident(tc.type.table)} t SET ${sets.join(', ')}
+      WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(id)}`;
+  const r = await tx.query<Row>(written(update, tc, principal, params, 'rows'), params.values);
   return r.rows[0]!;
 }
 
@@ -596,16 +616,13 @@ export async function deleteRecords(
       if (!canEdit(tc, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
       const params = new Params();
-      const match = `partition_id = ${params.add(principal.partitionId)} AND id = ${params.add(old.id)}`;
-      if (type.deleteMode === 'soft') {
-        await tx.query(
-          `UPDATE ${ident(type.table)} SET deleted_at = now(), version = version + 1, last_update_at = now(),
-                  last_update_by = ${params.add(principal.userId)} WHERE ${match}`,
-          params.values,
-        );
-      } else {
-        await tx.query(`DELETE FROM ${ident(type.table)} WHERE ${match}`, params.values);
-      }
+      const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;
+      const stmt =
+        type.deleteMode === 'soft'
+          ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
+                    last_update_by = ${params.add(principal.userId)} WHERE ${match}`
+          : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
+      await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
       out.push(toRecord(tc, old));
     }
     return out;
@@ -659,8 +676,10 @@ export async function deleteByFilter(
         ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
                   last_update_by = ${params.add(principal.userId)} WHERE ${where}`
         : `DELETE FROM ${ident(type.table)} t WHERE ${where}`;
-    const r = await tx.query(sql, params.values);
-    return { count: r.rowCount, ignored: dropped };
+    return {
+      count: await countWritten(tx, written(sql, tc, principal, params, 'count'), params),
+      ignored: dropped,
+    };
   });
 }
 
@@ -743,11 +762,8 @@ export async function massEdit(
       params,
       't',
     )}`;
-    const r = await tx.query(
-      `UPDATE ${ident(type.table)} t SET ${sets.join(', ')} WHERE ${where}`,
-      params.values,
-    );
-    return r.rowCount;
+    const update = `UPDATE ${ident(type.table)} t SET ${sets.join(', ')} WHERE ${where}`;
+    return countWritten(tx, written(update, tc, principal, params, 'count'), params);
   });
 }
 
@@ -763,12 +779,9 @@ export async function resetColumn(
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
   return db.transaction(async (tx) => {
     const params = new Params();
-    const r = await tx.query(
-      `UPDATE ${ident(type.table)} t SET ${ident(f.column)} = NULL, version = t.version + 1, last_update_at = now(),
+    const update = `UPDATE ${ident(type.table)} t SET ${ident(f.column)} = NULL, version = t.version + 1, last_update_at = now(),
               last_update_by = ${params.add(principal.userId)}
-        WHERE ${rowScope(tc, principal, params, 't', { forEdit: true })} AND t.${ident(f.column)} IS NOT NULL`,
-      params.values,
-    );
-    return r.rowCount;
+        WHERE ${rowScope(tc, principal, params, 't', { forEdit: true })} AND t.${ident(f.column)} IS NOT NULL`;
+    return countWritten(tx, written(update, tc, principal, params, 'count'), params);
   });
 }

@@ -6,6 +6,7 @@
 // PGlite's single connection.
 
 import { outsideRequest } from '../db/deadline.ts';
+import { runWithHistoryOrigin } from '../engine/history.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { Principal } from '../access/access.ts';
@@ -189,7 +190,10 @@ export class JobRunner {
     };
     try {
       const principal: Principal = await principalForJob(this.o.db, job);
-      const results = await kind.run({ job, signal, principal, progress });
+      // Record history names the job as the origin of what it writes.
+      const results = await runWithHistoryOrigin({ jobId: job.id }, () =>
+        kind.run({ job, signal, principal, progress }),
+      );
       await finishJob(this.o.db, job, { status: 'FINISHED', message: 'finished', results });
     } catch (err) {
       if (err instanceof JobStopped) {
