@@ -30,6 +30,7 @@ import { filesRoutes } from './modules/files/routes.ts';
 import { adminIndexRoutes } from './modules/admin/indexes.ts';
 import { notificationRoutes } from './modules/notifications/routes.ts';
 import { tokenV2Routes } from './modules/tokenv2/routes.ts';
+import { dcrRoutes } from './modules/dcr/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -47,6 +48,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   adminIndexRoutes,
   notificationRoutes,
   tokenV2Routes,
+  dcrRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

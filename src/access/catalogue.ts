@@ -37,6 +37,12 @@ export const PERMISSION_CATALOGUE = {
   WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
   NOTIFICATION_SEND:
     'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
+  DCRTYPE_EDIT:
+    'Create, change and delete DCR types (`DCRT`: which type and fields data change requests may change)',
+  DCR_EDIT:
+    "Create, read, change and submit data change requests (`/dcrmanager.*`, `/fetch/DCR`); an approved DCR writes its target type with the submitter's user groups",
+  IMPORT_EDIT:
+    "Create, change and submit imports (`/importmanager.*`); the submit writes with the importing user's own rights",
 } as const satisfies Record<string, string>;
 
 export type Permission = keyof typeof PERMISSION_CATALOGUE;

@@ -10,6 +10,7 @@ import type { FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-fields.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
+import { DCR_TYPES } from './registry-dcr.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -406,6 +407,7 @@ const TYPES: readonly TypeDef[] = [
   ...LOOKUP_TYPES,
   JOB_TYPE,
   NOTIFICATION_TYPE,
+  ...DCR_TYPES,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -1,5 +1,5 @@
 // The job runner of a server process, composed: the job kinds that exist so far (LOADDATA_FILE,
-// INDEX_SYNC) and
+// INDEX_SYNC, DCR_SUBMIT) and
 // the file maintenance (expired upload slots, abandoned loads, orphan files). main.ts starts it; tests build
 // their own with extra kinds or a partition filter.
 
@@ -11,6 +11,7 @@ import { LOADDATA_FILE, closeAbandonedLoads, loadFileJobKind } from './loadfile.
 import { removeExpiredSlots } from './slots.ts';
 import { removeOrphanFiles } from './attachments.ts';
 import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
+import { DCR_SUBMIT, dcrSubmitJobKind } from '../dcr/apply.ts';
 
 /** The orphan sweep scans whole tables: hourly is enough. */
 const ORPHAN_SWEEP_MS = 60 * 60 * 1000;
@@ -29,6 +30,7 @@ export function buildJobRunner(
     kinds: {
       [LOADDATA_FILE]: loadFileJobKind(db, blobs),
       [INDEX_SYNC]: indexSyncJobKind(db),
+      [DCR_SUBMIT]: dcrSubmitJobKind(db),
       ...extraKinds,
     },
     maintenance: [

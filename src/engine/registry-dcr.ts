@@ -1,0 +1,161 @@
+// Data change request types (src/modules/dcr/): DCR types (DCRT, written with the general
+// operations by DCRTYPE_EDIT), DCRs (DCR: read with /fetch/DCR, created and changed only by
+// /dcrmanager.*), their items (DCRI) and mass changes (DCRM), both served by /dcrmanager.fetch and
+// .fetchmassop with the engine's filter and paging.
+
+import { AUTHENTICATED } from '../access/catalogue.ts';
+import type { FieldDef, FieldType, TypeDef } from './types.ts';
+import type { FieldErrors } from '../http/errors.ts';
+import { SYSTEM, key, text } from './registry-fields.ts';
+
+/** Type codes a DCR may change: every type the engine writes record by record. */
+export const DCR_TARGET_TYPES: readonly string[] = [
+  'P',
+  'C',
+  'SL',
+  'PX',
+  'CX',
+  'SX',
+  'PBOME',
+  'PCOMP',
+  'LTV',
+  'MLTV',
+  'MLTV2',
+  'MLTV3',
+  'MLTV4',
+  'MLTV5',
+  'MLTV6',
+  'JLTV',
+];
+
+/** Lookup value types: their DCR type names the table. */
+export const isLookupValueCode = (code: string): boolean => /^(LTV|JLTV|MLTV[2-6]?)$/.test(code);
+
+export const DCR_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED', 'APPLIED', 'FAILED'] as const;
+export const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'] as const;
+
+function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const t = data.targetType;
+  if (t !== undefined && !(typeof t === 'string' && DCR_TARGET_TYPES.includes(t))) {
+    return { targetType: { errorMessage: `must be one of ${DCR_TARGET_TYPES.join(', ')}` } };
+  }
+  if (
+    typeof t === 'string' &&
+    isLookupValueCode(t) &&
+    (typeof data.lookupTable !== 'string' || data.lookupTable === '')
+  ) {
+    return { lookupTable: { errorMessage: `is required for ${t} (the uniqueName of the lookup table)` } };
+  }
+  if (data.fields !== undefined && data.fields !== null && typeof data.fields === 'string') {
+    const bad = data.fields
+      .split(',')
+      .map((s) => s.trim())
+      .find((s) => s !== '' && !/^[A-Za-z][A-Za-z0-9_]*$/.test(s));
+    if (bad !== undefined) return { fields: { errorMessage: `${JSON.stringify(bad)} is not a field name` } };
+  }
+  return undefined;
+}
+
+const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
+  name,
+  column,
+  type,
+  system: true,
+});
+
+const DCR_MANAGER = '/dcrmanager.* (items and mass changes of data change requests)';
+
+export const DCR_TYPES: readonly TypeDef[] = [
+  {
+    code: 'DCRT',
+    label: 'DCR type',
+    table: 'dcr_types',
+    fields: [
+      key('uniqueName', 'unique_name'),
+      text('label', 'label'),
+      text('targetType', 'target_type', { required: true, maxLength: 20 }),
+      text('lookupTable', 'lookup_table', { maxLength: 255 }),
+      text('fields', 'fields', { maxLength: 10_000 }),
+      ...SYSTEM,
+    ],
+    businessKey: ['uniqueName'],
+    uniqueColumns: ['unique_name'],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    access: { fetch: AUTHENTICATED, write: 'DCRTYPE_EDIT' },
+    validate: dcrTypeRules,
+  },
+  {
+    code: 'DCR',
+    label: 'Data change request',
+    table: 'dcrs',
+    fields: [
+      sys('uniqueName', 'unique_name'),
+      sys('label', 'label'),
+      sys('dcrType', 'dcr_type'),
+      sys('targetType', 'target_type'),
+      sys('lookupTable', 'lookup_table'),
+      sys('status', 'status'),
+      sys('workflowStatus', 'workflow_status'),
+      sys('submitDate', 'submitted_at', 'datetime'),
+      sys('applyDate', 'applied_at', 'datetime'),
+      sys('jstId', 'job_id', 'integer'),
+      sys('messages', 'messages', 'json'),
+      ...SYSTEM,
+    ],
+    businessKey: ['uniqueName'],
+    uniqueColumns: ['unique_name'],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    // /delete/DCR removes a DCR with its items (the service refuses nothing else of the generic ops).
+    access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
+    validate: () => ({ typeCode: { errorMessage: 'DCRs are created and changed with /dcrmanager.*' } }),
+  },
+  {
+    code: 'DCRI',
+    label: 'DCR item',
+    table: 'dcr_items',
+    fields: [
+      sys('dcrId', 'dcr_id', 'integer'),
+      sys('changeType', 'change_type'),
+      sys('targetId', 'target_id', 'integer'),
+      sys('targetVersion', 'target_version', 'integer'),
+      sys('targetKey', 'target_key', 'json'),
+      sys('values', 'proposed', 'json'),
+      sys('originalValues', 'original', 'json'),
+      ...SYSTEM,
+    ],
+    businessKey: [],
+    uniqueColumns: [],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
+    managerOnly: DCR_MANAGER,
+  },
+  {
+    code: 'DCRM',
+    label: 'DCR mass change',
+    table: 'dcr_massops',
+    fields: [
+      sys('dcrId', 'dcr_id', 'integer'),
+      sys('label', 'label'),
+      sys('filterCriteria', 'filter', 'json'),
+      sys('massEditRecords', 'operations', 'json'),
+      ...SYSTEM,
+    ],
+    businessKey: [],
+    uniqueColumns: [],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
+    managerOnly: DCR_MANAGER,
+  },
+];

@@ -1,0 +1,220 @@
+// Submitting and applying a DCR. Submit starts the approval (no workflow: approved at once) and then
+// applies — synchronously, or as a DCR_SUBMIT job when forced or when the DCR holds more items than
+// the advanced configuration option `asyncSubmitDCRThreshold` (no option: always synchronous).
+// Apply is ONE transaction: every UPDATE/DELETE target is locked and its version compared with the
+// one its item was proposed on (any moved: nothing written, every conflicting item listed), then
+// the engine's own add/update/delete/massEdit write the changes with the same validation as direct
+// writes, as the submitter (allowed to write the target type; user groups still apply).
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Tx } from '../../db/db.ts';
+import { ident } from '../../db/sql.ts';
+import {
+  addRecords,
+  deleteRecords,
+  massEdit,
+  requireAccess,
+  updateRecords,
+  type MassEditBody,
+} from '../../engine/crud.ts';
+import { AppError, type FieldErrors } from '../../http/errors.ts';
+import { toAppError } from '../../http/envelope.ts';
+import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
+import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
+import { createJob } from '../../jobs/store.ts';
+import { dcrRecord, scopeOf } from './service.ts';
+import * as store from './store.ts';
+import { findTargets, inTransaction, metaVersionOf, writerFor } from './target.ts';
+
+type Obj = Record<string, unknown>;
+
+export const DCR_SUBMIT = 'DCR_SUBMIT';
+
+export interface ApplySummary {
+  readonly added: number;
+  readonly updated: number;
+  readonly deleted: number;
+  readonly massEdited: number;
+}
+
+/** Submits a DCR; answers the DCR (and `jstId` when it runs as a job). */
+export async function submitDcr(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  forceAsync: boolean,
+): Promise<Obj> {
+  requireAccess(principal, 'DCR_EDIT');
+  const id = store.parseDcrId(idText);
+  const queued = await db.transaction(async (tx) => {
+    const dcr = await store.findDcrOrFail(tx, principal.partitionId, id, true);
+    if (dcr.status !== 'DRAFT' && dcr.status !== 'FAILED') {
+      throw new AppError(
+        'CONFLICT',
+        `${dcr.unique_name} is ${dcr.status}: only DRAFT or FAILED DCRs can be submitted`,
+      );
+    }
+    const count = await tx.query<{ n: string }>(
+      'SELECT count(*) AS n FROM dcr_items WHERE partition_id = $1 AND dcr_id = $2',
+      [principal.partitionId, id],
+    );
+    const items = Number(count.rows[0]!.n);
+    const threshold = await store.asyncThreshold(tx, principal.partitionId);
+    const async = forceAsync || (threshold !== undefined && items > threshold);
+    // No workflow definition for DCRs: the submit is the approval.
+    const state = { status: 'APPROVED', workflowStatus: 'APPROVED', submitted: true, messages: null };
+    if (!async) {
+      await store.setDcrState(tx, principal.partitionId, id, principal.userId, state);
+      return undefined;
+    }
+    const job = await createJob(tx, principal, {
+      jobName: `Apply ${dcr.unique_name} (${items} items)`,
+      trackerType: DCR_SUBMIT,
+      targetObject: `${id}.DCR`,
+      parameters: { dcrId: id, [RESTRICTION_PARAM]: restrictionOf(principal) },
+      maxAttempts: 1,
+    });
+    await store.setDcrState(tx, principal.partitionId, id, principal.userId, { ...state, jobId: job.id });
+    return job.id;
+  });
+  if (queued !== undefined) {
+    notifyJobQueued();
+    return { ...(await dcrRecord(db, principal, id)), jstId: queued };
+  }
+  await applyDcr(db, principal, id);
+  return dcrRecord(db, principal, id);
+}
+
+/** Applies an APPROVED DCR in one transaction; on failure records FAILED with the reasons and rethrows. */
+export async function applyDcr(db: Db, owner: Principal, id: number): Promise<ApplySummary> {
+  try {
+    return await db.transaction(async (tx) => {
+      const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
+      if (dcr.status !== 'APPROVED') {
+        throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
+      }
+      const s = await scopeOf(tx, owner, dcr);
+      const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
+      const items = await store.itemsOf(tx, owner.partitionId, id);
+      const massOps = await store.massOpsOf(tx, owner.partitionId, id);
+      await lockAndCompare(tx, writer, s, items);
+      const within = inTransaction(db, tx);
+      const updates = items.filter((i) => i.change_type === 'UPDATE' && Object.keys(i.proposed).length > 0);
+      const deletes = items.filter((i) => i.change_type === 'DELETE');
+      const adds = items.filter((i) => i.change_type === 'ADD');
+      if (updates.length > 0) {
+        await updateRecords(
+          within,
+          writer,
+          s.type,
+          updates.map((i) => ({
+            data: { id: i.target_id, ...i.proposed },
+            oldValues: { version: i.target_version },
+          })),
+          false,
+        );
+      }
+      if (deletes.length > 0)
+        await deleteRecords(
+          within,
+          writer,
+          s.type,
+          deletes.map((i) => ({ id: i.target_id })),
+        );
+      if (adds.length > 0) {
+        const keyed = (i: store.ItemRow): Obj =>
+          Object.fromEntries([
+            ...s.type.businessKey.map((k, n): [string, unknown] => [k, i.target_key[n]]),
+            ...Object.entries(i.proposed),
+          ]);
+        await addRecords(within, writer, s.type, adds.map(keyed));
+      }
+      let massEdited = 0;
+      for (const m of massOps) {
+        massEdited += await massEdit(within, writer, s.type, {
+          filterCriteria: m.filter,
+          massEditRecords: m.operations as MassEditBody['massEditRecords'],
+        });
+      }
+      const summary = { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
+      await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
+        status: 'APPLIED',
+        applied: true,
+        messages: [{ level: 'INFO', text: 'applied', ...summary }],
+      });
+      return summary;
+    });
+  } catch (err) {
+    const e = toAppError(err);
+    const reasons = Object.entries(e.errors ?? {}).map(([item, r]) => ({ item, message: r.errorMessage }));
+    await store.setDcrState(db, owner.partitionId, id, owner.userId, {
+      status: 'FAILED',
+      messages: [{ level: 'ERROR', text: e.message }, ...reasons.map((r) => ({ level: 'ERROR', ...r }))],
+    });
+    throw e;
+  }
+}
+
+/**
+ * Locks every UPDATE/DELETE target (FOR UPDATE, one statement) and compares versions; an ADD whose
+ * key exists by now conflicts as well. Any conflict: a 409 listing each item, nothing written.
+ */
+async function lockAndCompare(
+  tx: Tx,
+  writer: Principal,
+  s: Awaited<ReturnType<typeof scopeOf>>,
+  items: readonly store.ItemRow[],
+): Promise<void> {
+  const ids = items.flatMap((i) => (i.target_id === null ? [] : [i.target_id]));
+  if (ids.length > 0) {
+    await tx.query(
+      `SELECT 1 FROM ${ident(s.type.table)}
+        WHERE partition_id = $1 AND id = ANY($2::bigint[]) ORDER BY id FOR UPDATE`,
+      [writer.partitionId, ids],
+    );
+  }
+  const found = await findTargets(tx, writer, s.tc, {
+    ids,
+    keys: items.filter((i) => i.change_type === 'ADD').map((i) => i.target_key),
+  });
+  const errors: FieldErrors = {};
+  for (const i of items) {
+    const name = `${i.id}.DCRI`;
+    if (i.change_type === 'ADD') {
+      const row = found.byKey.get(JSON.stringify(i.target_key));
+      if (row) {
+        errors[name] = {
+          errorMessage: `${s.type.label} ${JSON.stringify(i.target_key)} was added since (${row.typedId as string})`,
+        };
+      }
+      continue;
+    }
+    const row = found.byId.get(i.target_id!);
+    if (!row)
+      errors[name] = { errorMessage: `${i.target_id}.${s.type.code} was deleted since it was proposed` };
+    else if (Number(row.version) !== i.target_version) {
+      errors[name] = {
+        errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
+      };
+    }
+  }
+  const n = Object.keys(errors).length;
+  if (n > 0) {
+    throw new AppError('VERSION_CONFLICT', `${n} target record(s) changed since proposed: nothing applied`, {
+      errors,
+    });
+  }
+}
+
+/** DCR_SUBMIT: applies the DCR as its submitter; not retried (a half-run apply left nothing behind). */
+export function dcrSubmitJobKind(db: Db): JobKind {
+  return {
+    maxAttempts: 1,
+    async run(ctx: JobContext) {
+      const dcrId = Number(ctx.job.parameters.dcrId);
+      await ctx.progress({ progress: 1 });
+      const summary = await applyDcr(db, ctx.principal, dcrId);
+      return { dcrId, ...summary };
+    },
+  };
+}

@@ -1,0 +1,157 @@
+// Mass changes of a DCR (`/dcrmanager.addmassop|fetchmassop|updatemassop|deletemassop`): a filter
+// (AdvancedCriteria) plus mass-edit operations (the operators of `/massedit`), checked against the
+// target type when stored and evaluated by the engine's massEdit when the DCR is applied.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
+import { fetchRecords, requireAccess, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { findType } from '../../engine/registry.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { editableDcr, restrictTo, type DcrScope } from './service.ts';
+import * as store from './store.ts';
+import { checkProposal } from './target.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const DCRM = findType('DCRM')!;
+
+const MASS_OPERATORS = ['=', '+', '-', '*', '/', 'null'];
+
+/** Checks a mass change against the target type now (the engine checks it again when applied). */
+function checkMassOp(
+  s: DcrScope,
+  data: Obj,
+  prefix: string,
+): { label: string | null; filter: unknown; operations: Obj[] } {
+  const filter = data.filterCriteria ?? null;
+  resolveCriteria(parseCriteria(filter), s.tc.fields);
+  const ops = data.massEditRecords;
+  if (!Array.isArray(ops) || ops.length === 0)
+    throw validationError(prefix + 'massEditRecords', 'must name at least one change');
+  if (!s.type.massEditable) throw validationError('dcrType', `${s.type.code} is not mass-editable`);
+  const operations = ops.map((op: unknown, i) => {
+    const at = `${prefix}massEditRecords.${i}`;
+    if (!isObj(op)) throw validationError(at, 'must be {fieldName, massEditOperator, fieldValue}');
+    const name = op.fieldName;
+    if (typeof name !== 'string' || !s.tc.fields.has(name))
+      throw validationError(`${at}.fieldName`, `unknown field ${JSON.stringify(name)}`);
+    if (!s.allowed.has(name))
+      throw validationError(`${at}.fieldName`, `${name} may not be changed by this DCR type`);
+    if (typeof op.massEditOperator !== 'string' || !MASS_OPERATORS.includes(op.massEditOperator)) {
+      throw validationError(`${at}.massEditOperator`, `must be one of ${MASS_OPERATORS.join(', ')}`);
+    }
+    if (op.massEditOperator === '=') checkProposal(s.tc, s.allowed, { [name]: op.fieldValue }, `${at}.`);
+    return { fieldName: name, massEditOperator: op.massEditOperator, fieldValue: op.fieldValue ?? null };
+  });
+  const label = data.label;
+  if (label !== undefined && label !== null && typeof label !== 'string')
+    throw validationError(prefix + 'label', 'must be text');
+  return { label: (label as string | undefined) ?? null, filter, operations };
+}
+
+async function massOpViews(
+  db: Queryable,
+  principal: Principal,
+  dcrId: number,
+  ids: readonly number[],
+): Promise<Obj[]> {
+  const r = await fetchRecords(db, principal, DCRM, { startRow: 0, endRow: 10_000 }, 10_000, {
+    _constructor: 'AdvancedCriteria',
+    operator: 'and',
+    criteria: [restrictTo(dcrId), { fieldName: 'id', operator: 'inSet', value: ids }],
+  });
+  return r.rows as Obj[];
+}
+
+export async function addMassOps(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly Obj[],
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const ids: number[] = [];
+    for (const [i, d] of list.entries()) {
+      const m = checkMassOp(s, d, list.length > 1 ? `${i}.` : '');
+      ids.push(await store.insertMassOp(tx, principal.partitionId, s.dcr.id, principal.userId, m));
+    }
+    return massOpViews(tx, principal, s.dcr.id, ids);
+  });
+}
+
+export async function fetchMassOps(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, 'DCR_EDIT');
+  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
+  return fetchRecords(db, principal, DCRM, body, maxPageSize, restrictTo(dcr.id));
+}
+
+export async function updateMassOps(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly { data: Obj; oldValues?: Obj | null }[],
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const ids: number[] = [];
+    for (const [i, e] of list.entries()) {
+      const prefix = list.length > 1 ? `${i}.` : '';
+      const ref = e.data.typedId ?? e.data.id;
+      if (ref === undefined || ref === null)
+        throw validationError(prefix + 'typedId', 'names the mass change (…DCRM)');
+      const id = store.parseDcrId(ref, 'DCRM', prefix + 'typedId');
+      const [old] = await store.massOpsOf(tx, principal.partitionId, s.dcr.id, [id]);
+      if (!old) throw new AppError('NOT_FOUND', `Mass change ${id}.DCRM of ${s.dcr.unique_name} not found`);
+      const v = e.oldValues?.version;
+      if (v !== undefined && v !== null && v !== old.version) {
+        throw new AppError(
+          'VERSION_CONFLICT',
+          `Mass change ${id}.DCRM is at version ${old.version}, not ${JSON.stringify(v)}`,
+        );
+      }
+      const merged: Obj = { label: old.label, filterCriteria: old.filter, massEditRecords: old.operations };
+      for (const k of ['label', 'filterCriteria', 'massEditRecords']) if (k in e.data) merged[k] = e.data[k];
+      await store.updateMassOp(
+        tx,
+        principal.partitionId,
+        id,
+        principal.userId,
+        checkMassOp(s, merged, prefix),
+      );
+      ids.push(id);
+    }
+    return massOpViews(tx, principal, s.dcr.id, ids);
+  });
+}
+
+export async function deleteMassOps(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly Obj[],
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const ids = list.map((d, i) => {
+      const ref = d.typedId ?? d.id;
+      const prefix = list.length > 1 ? `${i}.` : '';
+      if (ref === undefined || ref === null)
+        throw validationError(prefix + 'typedId', 'names the mass change (…DCRM)');
+      return store.parseDcrId(ref, 'DCRM', prefix + 'typedId');
+    });
+    const views = await massOpViews(tx, principal, s.dcr.id, ids);
+    const gone = await store.deleteRows(tx, 'dcr_massops', principal.partitionId, s.dcr.id, ids);
+    const missing = ids.find((w) => !gone.includes(w));
+    if (missing !== undefined) throw new AppError('NOT_FOUND', `Mass change ${missing}.DCRM not found`);
+    return views;
+  });
+}

@@ -1,0 +1,386 @@
+// Data change requests before submit: create a DCR from a DCR type, propose items (ADD, UPDATE,
+// DELETE of one target record each, checked when proposed: fields of the type and of the DCR type,
+// values, keys, the user's edit groups) and mass changes (a filter plus mass-edit operations). An
+// UPDATE or DELETE item keeps the target's values and version as proposed; ./apply.ts writes them.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import {
+  fetchOne,
+  fetchRecords,
+  requireAccess,
+  type FetchBody,
+  type FetchResult,
+} from '../../engine/crud.ts';
+import { findType, type TypeDef } from '../../engine/registry.ts';
+import { CHANGE_TYPES } from '../../engine/registry-dcr.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import * as store from './store.ts';
+import {
+  allowedFields,
+  checkProposal,
+  findTargets,
+  keyText,
+  keyTextOfStored,
+  loadTypeContext,
+  mayEdit,
+  resolveTargetType,
+  sameValue,
+} from './target.ts';
+import type { TypeContext } from '../../engine/context.ts';
+
+type Obj = Record<string, unknown>;
+
+const DCR = findType('DCR')!;
+const DCRI = findType('DCRI')!;
+
+/** States in which items and mass changes may still change (a failed DCR can be fixed and resubmitted). */
+const EDITABLE = ['DRAFT', 'FAILED'];
+
+export interface DcrScope {
+  readonly dcr: store.DcrRow;
+  readonly type: TypeDef;
+  readonly tc: TypeContext;
+  readonly allowed: ReadonlySet<string>;
+}
+
+/** The DCR, its target type as this partition sees it and the fields its DCR type lets change. */
+export async function scopeOf(q: Queryable, principal: Principal, dcr: store.DcrRow): Promise<DcrScope> {
+  const t = await store.dcrTypeByName(q, principal.partitionId, dcr.dcr_type);
+  const type = await resolveTargetType(q, principal, dcr.target_type, dcr.lookup_table);
+  const tc = await loadTypeContext(q, principal, type);
+  return { dcr, type, tc, allowed: allowedFields(tc, t?.fields ?? null) };
+}
+
+export async function editableDcr(q: Queryable, principal: Principal, idText: string): Promise<DcrScope> {
+  requireAccess(principal, 'DCR_EDIT');
+  const dcr = await store.findDcrOrFail(q, principal.partitionId, store.parseDcrId(idText));
+  if (!EDITABLE.includes(dcr.status)) {
+    throw new AppError(
+      'CONFLICT',
+      `${dcr.unique_name} is ${dcr.status}: only DRAFT or FAILED DCRs can change`,
+    );
+  }
+  return scopeOf(q, principal, dcr);
+}
+
+export async function dcrRecord(db: Queryable, principal: Principal, id: number): Promise<Obj> {
+  return fetchOne(db, principal, DCR, String(id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DCRs
+
+export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<Obj> {
+  requireAccess(principal, 'DCR_EDIT');
+  if (typeof data.dcrType !== 'string' || data.dcrType === '')
+    throw validationError('dcrType', 'is required');
+  if (data.label !== undefined && data.label !== null && typeof data.label !== 'string') {
+    throw validationError('label', 'must be text');
+  }
+  if (typeof data.label === 'string' && data.label.length > 1000) {
+    throw validationError('label', 'is longer than 1000 characters');
+  }
+  const id = await db.transaction(async (tx) => {
+    const t = await store.dcrTypeByName(tx, principal.partitionId, data.dcrType as string);
+    if (!t) throw validationError('dcrType', `unknown DCR type ${JSON.stringify(data.dcrType)}`);
+    // The DCR type must still describe a writable target (a table may have been removed since).
+    const type = await resolveTargetType(tx, principal, t.target_type, t.lookup_table);
+    allowedFields(await loadTypeContext(tx, principal, type), t.fields);
+    return store.insertDcr(
+      tx,
+      principal.partitionId,
+      principal.userId,
+      t,
+      (data.label as string | undefined) ?? null,
+    );
+  });
+  return dcrRecord(db, principal, id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Items
+
+interface Proposal {
+  readonly changeType: (typeof CHANGE_TYPES)[number];
+  readonly id: number | undefined;
+  readonly key: string[] | undefined;
+  readonly values: Obj;
+}
+
+function parseProposal(s: DcrScope, data: Obj, prefix: string): Proposal {
+  const ct = data.changeType ?? 'UPDATE';
+  if (typeof ct !== 'string' || !(CHANGE_TYPES as readonly string[]).includes(ct)) {
+    throw validationError(prefix + 'changeType', `must be one of ${CHANGE_TYPES.join(', ')}`);
+  }
+  const { type } = s;
+  let id: number | undefined;
+  const ref = data.typedId ?? data.id;
+  if (ref !== undefined && ref !== null) {
+    id = store.parseDcrId(ref, type.code, prefix + 'typedId');
+  }
+  const hasKey = type.businessKey.every((k) => data[k] !== undefined && data[k] !== null && data[k] !== '');
+  const key = hasKey
+    ? type.businessKey.map((k) => keyText(s.tc.fields.get(k)!, data[k], prefix + k))
+    : undefined;
+  if (ct === 'ADD' && key === undefined) {
+    const missing = type.businessKey.find((k) => data[k] === undefined || data[k] === null || data[k] === '');
+    throw validationError(prefix + (missing ?? 'typedId'), 'is required to add a record');
+  }
+  if (ct !== 'ADD' && id === undefined && key === undefined) {
+    throw validationError(prefix + 'typedId', `give typedId or ${type.businessKey.join(' + ')}`);
+  }
+  const values: Obj = {};
+  for (const [k, v] of Object.entries(data)) {
+    if (k === 'changeType' || k === 'typedId' || k === 'id') continue;
+    values[k] = v;
+  }
+  if (ct === 'DELETE') {
+    const extra = Object.keys(values).find((k) => !type.businessKey.includes(k));
+    if (extra !== undefined) throw validationError(prefix + extra, 'a DELETE item proposes no values');
+  }
+  return { changeType: ct as Proposal['changeType'], id, key, values };
+}
+
+/** Proposes items (one object or an array): checked against the current data, stored in one statement. */
+export async function addItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly Obj[],
+): Promise<Obj[]> {
+  const ids = await db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const batch = list.length > 1;
+    const proposals = list.map((d, i) => parseProposal(s, d, batch ? `${i}.` : ''));
+    const found = await findTargets(tx, principal, s.tc, {
+      ids: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.id !== undefined ? [p.id] : [])),
+      keys: proposals.flatMap((p) => (p.key !== undefined ? [p.key] : [])),
+    });
+    const seen = new Set<string>();
+    const items = proposals.map((p, i): store.NewItem => {
+      const prefix = batch ? `${i}.` : '';
+      const keyJson = p.key === undefined ? undefined : JSON.stringify(p.key);
+      if (p.changeType === 'ADD') {
+        if (found.byKey.has(keyJson!)) {
+          throw validationError(
+            prefix + s.type.businessKey.at(-1)!,
+            `${s.type.label} ${keyJson} already exists`,
+          );
+        }
+        if (seen.has(keyJson!))
+          throw validationError(prefix + s.type.businessKey.at(-1)!, `${keyJson} is proposed twice`);
+        seen.add(keyJson!);
+        const proposed = checkProposal(s.tc, s.allowed, p.values, prefix);
+        for (const f of s.tc.fields.values()) {
+          if (f.required && !f.key && (proposed[f.name] === undefined || proposed[f.name] === null)) {
+            throw validationError(prefix + f.name, 'is required');
+          }
+        }
+        return {
+          changeType: 'ADD',
+          targetId: null,
+          targetVersion: null,
+          targetKey: p.key!,
+          proposed,
+          original: null,
+        };
+      }
+      const row = p.id !== undefined ? found.byId.get(p.id) : found.byKey.get(keyJson!);
+      if (!row) {
+        throw new AppError(
+          'NOT_FOUND',
+          `${s.type.label} ${p.id !== undefined ? `${p.id}.${s.type.code}` : keyJson} not found`,
+        );
+      }
+      if (!mayEdit(s.type, principal, row)) {
+        throw new AppError(
+          'FORBIDDEN',
+          `Not allowed to change ${row.typedId as string} (user group ${String(row.userGroupEdit)})`,
+        );
+      }
+      const rowKey = s.type.businessKey.map((k) => keyTextOfStored(row[k]));
+      const k = JSON.stringify(rowKey);
+      if (seen.has(k))
+        throw validationError(prefix + 'typedId', `${row.typedId as string} is proposed twice`);
+      seen.add(k);
+      const proposed = p.changeType === 'UPDATE' ? checkProposal(s.tc, s.allowed, p.values, prefix) : {};
+      const original: Obj = {};
+      for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
+      return {
+        changeType: p.changeType,
+        targetId: Number(row.id),
+        targetVersion: Number(row.version),
+        targetKey: rowKey,
+        proposed,
+        original,
+      };
+    });
+    const inserted = await store.insertItems(tx, principal.partitionId, s.dcr.id, principal.userId, items);
+    if (inserted.length < items.length) {
+      throw new AppError(
+        'CONFLICT',
+        'The DCR already has an item for one of these records: update that item instead',
+      );
+    }
+    return inserted;
+  });
+  return itemViews(db, principal, idText, ids);
+}
+
+async function itemViews(
+  db: Queryable,
+  principal: Principal,
+  idText: string,
+  ids: readonly number[],
+): Promise<Obj[]> {
+  if (ids.length === 0) return [];
+  const dcrId = store.parseDcrId(idText);
+  const out: Obj[] = [];
+  const page = 10_000;
+  for (let start = 0; start < ids.length; start += page) {
+    const r = await fetchRecords(db, principal, DCRI, { startRow: 0, endRow: page }, page, {
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [
+        { fieldName: 'dcrId', operator: 'equals', value: dcrId },
+        { fieldName: 'id', operator: 'inSet', value: ids.slice(start, start + page) },
+      ],
+    });
+    out.push(...(r.rows as Obj[]));
+  }
+  return out;
+}
+
+export const restrictTo = (dcrId: number): Obj => ({ fieldName: 'dcrId', operator: 'equals', value: dcrId });
+
+export async function fetchItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, 'DCR_EDIT');
+  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
+  return fetchRecords(db, principal, DCRI, body, maxPageSize, restrictTo(dcr.id));
+}
+
+/**
+ * The items with only the fields whose proposed value differs from the record's current one
+ * (`changes`: {field: {old, new}}); an UPDATE proposing only current values is left out. ADD items
+ * list every proposed field; DELETE items the record's current values. Paged after the comparison.
+ */
+export async function changesOnly(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, 'DCR_EDIT');
+  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
+  const s = await scopeOf(db, principal, dcr);
+  const items: Obj[] = [];
+  for (let start = 0; ; start += maxPageSize) {
+    const r = await fetchRecords(
+      db,
+      principal,
+      DCRI,
+      { ...body, startRow: start, endRow: start + maxPageSize },
+      maxPageSize,
+      restrictTo(dcr.id),
+    );
+    items.push(...(r.rows as Obj[]));
+    if (r.rows.length < maxPageSize) break;
+  }
+  const ids = items.flatMap((i) => (typeof i.targetId === 'number' ? [i.targetId] : []));
+  const current = (await findTargets(db, principal, s.tc, { ids, keys: [] })).byId;
+  const changed: Obj[] = [];
+  for (const item of items) {
+    const proposed = (item.values ?? {}) as Obj;
+    const now = typeof item.targetId === 'number' ? current.get(item.targetId) : undefined;
+    const changes: Record<string, { old: unknown; new: unknown }> = {};
+    if (item.changeType === 'DELETE') {
+      for (const [k, v] of Object.entries(now ?? (item.originalValues as Obj) ?? {})) {
+        const f = s.tc.fields.get(k);
+        if (f && !f.system && v !== null) changes[k] = { old: v, new: null };
+      }
+    } else {
+      for (const [k, v] of Object.entries(proposed)) {
+        const old = now?.[k] ?? null;
+        if (item.changeType === 'ADD' || !sameValue(s.tc.fields.get(k), old, v)) changes[k] = { old, new: v };
+      }
+    }
+    if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
+  }
+  const startRow = body.startRow ?? 0;
+  const endRow = body.endRow ?? startRow + Math.min(300, maxPageSize);
+  const rows = changed.slice(startRow, endRow);
+  return { rows, startRow, endRow: startRow + rows.length, totalRows: changed.length };
+}
+
+function itemIdOf(data: Obj, prefix: string): number {
+  const ref = data.typedId ?? data.id;
+  if (ref === undefined || ref === null)
+    throw validationError(prefix + 'typedId', 'names the item (id or typedId …DCRI)');
+  return store.parseDcrId(ref, 'DCRI', prefix + 'typedId');
+}
+
+/** Changes the proposed values of items: `{data: {typedId: '<n>.DCRI', <field>: value}, oldValues: {version}}`. */
+export async function updateItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly { data: Obj; oldValues?: Obj | null }[],
+): Promise<Obj[]> {
+  const ids = await db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const batch = list.length > 1;
+    const wanted = list.map((e, i) => itemIdOf(e.data, batch ? `${i}.` : ''));
+    const rows = new Map(
+      (await store.itemsOf(tx, principal.partitionId, s.dcr.id, wanted)).map((r) => [r.id, r]),
+    );
+    for (const [i, e] of list.entries()) {
+      const prefix = batch ? `${i}.` : '';
+      const item = rows.get(wanted[i]!);
+      if (!item) throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`);
+      const v = e.oldValues?.version;
+      if (v !== undefined && v !== null && v !== item.version) {
+        throw new AppError(
+          'VERSION_CONFLICT',
+          `Item ${item.id}.DCRI is at version ${item.version}, not ${JSON.stringify(v)}`,
+        );
+      }
+      if (item.change_type === 'DELETE')
+        throw validationError(prefix + 'changeType', 'a DELETE item proposes no values');
+      const values: Obj = {};
+      for (const [k, val] of Object.entries(e.data)) {
+        if (k === 'typedId' || k === 'id' || k === 'changeType' || s.type.businessKey.includes(k)) continue;
+        values[k] = val;
+      }
+      const proposed = { ...item.proposed, ...checkProposal(s.tc, s.allowed, values, prefix) };
+      await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed);
+    }
+    return wanted;
+  });
+  return itemViews(db, principal, idText, ids);
+}
+
+export async function deleteItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly Obj[],
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const s = await editableDcr(tx, principal, idText);
+    const wanted = list.map((d, i) => itemIdOf(d, list.length > 1 ? `${i}.` : ''));
+    const views = await itemViews(tx, principal, idText, wanted);
+    const gone = await store.deleteRows(tx, 'dcr_items', principal.partitionId, s.dcr.id, wanted);
+    const missing = wanted.find((w) => !gone.includes(w));
+    if (missing !== undefined)
+      throw new AppError('NOT_FOUND', `Item ${missing}.DCRI of ${s.dcr.unique_name} not found`);
+    return views;
+  });
+}

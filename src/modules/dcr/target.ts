@@ -1,0 +1,198 @@
+// The records a staged change (a DCR item, an import change) is about: the target type as the
+// engine declares it (lookup values: the values of one table), finding targets by typedId or
+// business key in one statement, and checking proposed values field by field with the engine's own
+// `checkValue`. Shared by src/modules/dcr and src/modules/imports; writes stay with the engine.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable, Tx } from '../../db/db.ts';
+import { Params, ident, qualified } from '../../db/sql.ts';
+import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
+import { checkValue } from '../../engine/crud.ts';
+import { findType, type FieldDef, type TypeDef } from '../../engine/registry.ts';
+import { isLookupValueCode } from '../../engine/registry-dcr.ts';
+import { valueCodeOf, valueTypeOf } from '../../engine/registry-lookup.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { tableByName } from '../lookuptables/store.ts';
+
+type Row = Record<string, unknown>;
+
+/** The engine's declaration of `code` (for lookup values: of the named table's values). */
+export async function resolveTargetType(
+  q: Queryable,
+  principal: Principal,
+  code: string,
+  lookupTable: string | null,
+): Promise<TypeDef> {
+  if (isLookupValueCode(code)) {
+    const table = lookupTable === null ? undefined : await tableByName(q, principal, lookupTable);
+    if (!table) throw validationError('lookupTable', `unknown lookup table ${JSON.stringify(lookupTable)}`);
+    if (valueCodeOf(table.type) !== code) {
+      throw validationError(
+        'lookupTable',
+        `${table.uniqueName} holds ${valueCodeOf(table.type)} values, not ${code}`,
+      );
+    }
+    return valueTypeOf(table);
+  }
+  const type = findType(code);
+  if (!type) throw validationError('targetType', `unknown type code ${code}`);
+  return type;
+}
+
+/** A `Db` whose operations run inside `tx`: engine write functions called with it join that transaction. */
+export function inTransaction(db: Db, tx: Tx): Db {
+  return {
+    kind: db.kind,
+    query: (sql, params) => tx.query(sql, params),
+    transaction: (fn) => fn(tx),
+    poolStats: () => db.poolStats(),
+    close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),
+  };
+}
+
+/** The principal an approved change is written with: the submitter, allowed to write `type`. */
+export function writerFor(owner: Principal, type: TypeDef, metaVersion: number | undefined): Principal {
+  const write = type.access.write;
+  return {
+    ...owner,
+    ...(metaVersion === undefined ? {} : { metaVersion }),
+    permissions: new Set([...owner.permissions, write]),
+    restriction: owner.restriction === null ? null : new Set([...owner.restriction, write]),
+  };
+}
+
+export async function metaVersionOf(q: Queryable, partitionId: number): Promise<number | undefined> {
+  const r = await q.query<{ v: string | number }>('SELECT meta_version AS v FROM partitions WHERE id = $1', [
+    partitionId,
+  ]);
+  return r.rows[0] === undefined ? undefined : Number(r.rows[0].v);
+}
+
+/** A key value in the text form the store compares (dates as YYYY-MM-DD, numbers as written). */
+/** A value as text: scalars as written, anything else as JSON. */
+function scalarText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return JSON.stringify(v);
+}
+
+export function keyText(f: FieldDef, raw: unknown, field: string): string {
+  const v = checkValue(f, raw);
+  if (typeof v === 'string') throw validationError(field, v);
+  if (v.value === null || v.value === '')
+    throw validationError(field, 'is required (part of the business key)');
+  return scalarText(v.value);
+}
+
+export interface Lookup {
+  /** By id (typedId given). */
+  readonly ids: readonly number[];
+  /** By business key texts, in the type's key order. */
+  readonly keys: readonly (readonly string[])[];
+}
+
+/**
+ * The visible, live target rows named by id or by business key: one statement. Rows come back with
+ * every field (`selectList`), keyed by id and by the JSON text of their key.
+ */
+export async function findTargets(
+  q: Queryable,
+  principal: Principal,
+  tc: TypeContext,
+  look: Lookup,
+): Promise<{ byId: Map<number, Row>; byKey: Map<string, Row> }> {
+  const byId = new Map<number, Row>();
+  const byKey = new Map<string, Row>();
+  if (look.ids.length === 0 && look.keys.length === 0) return { byId, byKey };
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't');
+  const keyCols = tc.type.businessKey.map((k) => tc.fields.get(k)!.column);
+  const ids = params.add(look.ids);
+  const keys = params.add(JSON.stringify(look.keys));
+  const keyMatch = keyCols.map((c, i) => `${qualified('t', c)}::text = k.v->>${i}`).join(' AND ');
+  const r = await q.query<Row>(
+    `SELECT ${selectList(tc)} FROM ${ident(tc.type.table)} t
+      WHERE ${scope} AND (t.id = ANY(${ids}::bigint[])
+         OR EXISTS (SELECT 1 FROM jsonb_array_elements(${keys}::jsonb) k(v) WHERE ${keyMatch}))`,
+    params.values,
+  );
+  for (const row of r.rows) {
+    byId.set(Number(row.id), row);
+    byKey.set(keyOfRow(tc.type, row), row);
+  }
+  return { byId, byKey };
+}
+
+export function keyOfRow(type: TypeDef, row: Row): string {
+  return JSON.stringify(type.businessKey.map((k) => keyTextOfStored(row[k])));
+}
+
+export function keyTextOfStored(v: unknown): string {
+  if (v instanceof Date) return v.toISOString().slice(0, 10);
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The user may change this record (its `userGroupEdit` is one of theirs, or it has none). */
+export function mayEdit(type: TypeDef, principal: Principal, row: Row): boolean {
+  if (!type.userGroups || principal.admin) return true;
+  const g = row.userGroupEdit;
+  return typeof g !== 'string' || g === '' || principal.groups.includes(g);
+}
+
+/** The fields a DCR type lets change (all writable, non-key fields when the list is empty). */
+export function allowedFields(tc: TypeContext, list: string | null): Set<string> {
+  const writable = [...tc.fields.values()].filter((f) => !f.system && !f.key).map((f) => f.name);
+  const named = (list ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (named.length === 0) return new Set(writable);
+  for (const n of named) {
+    if (!writable.includes(n)) {
+      throw validationError(
+        'dcrType',
+        `the DCR type names ${JSON.stringify(n)}, which is not a writable field of ${tc.type.code}`,
+      );
+    }
+  }
+  return new Set(named);
+}
+
+/** Proposed values in stored form; a -4 naming the first refused field (prefixed for batches). */
+export function checkProposal(
+  tc: TypeContext,
+  allowed: ReadonlySet<string>,
+  values: Readonly<Record<string, unknown>>,
+  prefix: string,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(values)) {
+    const f = tc.fields.get(name);
+    if (!f) throw validationError(prefix + name, 'unknown field');
+    if (f.system || f.key) continue;
+    if (!allowed.has(name)) throw validationError(prefix + name, 'may not be changed by this DCR type');
+    const v = checkValue(f, raw);
+    if (typeof v === 'string') throw validationError(prefix + name, v);
+    out[name] = v.value;
+  }
+  return out;
+}
+
+/** Two stored values are the same (numbers and dates compared by their text). */
+export function sameValue(f: FieldDef | undefined, a: unknown, b: unknown): boolean {
+  const norm = (v: unknown): string | null => {
+    if (v === null || v === undefined) return null;
+    if (v instanceof Date) return v.toISOString().slice(0, f?.type === 'date' ? 10 : 19);
+    if (f && (f.type === 'decimal' || f.type === 'integer') && v !== '' && Number.isFinite(Number(v))) {
+      return String(Number(v));
+    }
+    return scalarText(v);
+  };
+  return norm(a) === norm(b);
+}
+
+export function conflict(message: string, errors: Record<string, { errorMessage: string }>): AppError {
+  return new AppError('VERSION_CONFLICT', message, { errors });
+}
+
+export { loadTypeContext };

@@ -1,0 +1,424 @@
+// Data change requests over HTTP on both databases: DCR types (DCRT), DCRs on products and on lookup
+// values with ADD/UPDATE/DELETE items and a mass change, changesOnly, item validation (-4 naming the
+// field), submit synchronous, asynchronous above asyncSubmitDCRThreshold, forced asynchronous and
+// always synchronous without the option, a conflict with a concurrent direct edit (nothing applied,
+// the item listed), permissions and user groups, and partition isolation.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { runnerFor } from '../jobs/helpers.ts';
+import type { JobRunner } from '../../src/jobs/runner.ts';
+
+type Who = { user: string; password: string };
+const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
+const editor: Who = { user: 'editor', password: 'editor-password-1' };
+const nobody: Who = { user: 'nobody', password: 'nobody-password-1' };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+describe('data change requests', () => {
+  let h: Harness;
+  let other: Harness;
+  let runner: JobRunner;
+  const call = (path: string, body?: unknown, who: Who = admin) =>
+    h.call(path, { basic: who, ...(body === undefined ? {} : { body }) });
+
+  const product = async (sku: string, extra: Record<string, unknown> = {}) =>
+    okData(await call('/add/P', { data: { sku, label: `label ${sku}`, ...extra } }))[0];
+  const productBySku = async (sku: string) =>
+    okData(await call('/fetch/P', { data: { sku }, textMatchStyle: 'exactCase' }))[0];
+  const newDcr = async (dcrType = 'products', who: Who = admin) =>
+    okData(await call('/dcrmanager.add', { data: { dcrType, label: 'change' } }, who))[0];
+
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    runner = runnerFor(h).start();
+    await h.newUser(editor.user, editor.password, ['ADMIN_WO_USER_MGMT']);
+    await h.newUser(nobody.user, nobody.password, ['USERAUDIT']);
+    okData(
+      await call('/add/PAM', { data: { fieldName: 'attribute1', label: 'Weight', fieldType: 'NUMERIC' } }),
+    );
+    okData(
+      await call('/add/DCRT', {
+        data: {
+          uniqueName: 'products',
+          label: 'Products',
+          targetType: 'P',
+          fields: 'label,currency,attribute1',
+        },
+      }),
+    );
+  });
+  after(async () => {
+    await runner.stop();
+    await other.close();
+    await h.close();
+  });
+
+  test('without credentials 401, without DCR_EDIT 403', async () => {
+    expectError(await h.call('/dcrmanager.add', { body: { data: { dcrType: 'products' } } }), 401, -7);
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 'products' } }, nobody), 403, -3);
+    expectError(await call('/dcrmanager.fetch/1', {}, nobody), 403, -3);
+    expectError(await call('/add/DCRT', { data: { uniqueName: 'x', targetType: 'P' } }, nobody), 403, -3);
+  });
+
+  test('DCR types: a known target type; lookup values name their table', async () => {
+    expectError(
+      await call('/add/DCRT', { data: { uniqueName: 'bad', targetType: 'ZZ' } }),
+      400,
+      -4,
+      'targetType',
+    );
+    expectError(
+      await call('/add/DCRT', { data: { uniqueName: 'bad', targetType: 'LTV' } }),
+      400,
+      -4,
+      'lookupTable',
+    );
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 'nope' } }), 400, -4, 'dcrType');
+    okData(
+      await call('/add/DCRT', { data: { uniqueName: 'wrongfield', targetType: 'P', fields: 'colour' } }),
+    );
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 'wrongfield' } }), 400, -4, 'dcrType');
+  });
+
+  test('products: ADD, UPDATE, DELETE items and a mass change, changesOnly, synchronous submit', async () => {
+    await product('A-1', { currency: 'EUR', attribute1: '1' });
+    await product('A-2', { currency: 'EUR', attribute1: '2' });
+    await product('A-3', { currency: 'USD' });
+    await product('M-1', { attribute1: '10' });
+    await product('M-2', { attribute1: '20' });
+    const dcr = await newDcr();
+    assert.match(dcr.uniqueName, /^DCR-\d+$/);
+    assert.equal(dcr.status, 'DRAFT');
+    const items = okData(
+      await call(`/dcrmanager.add/${dcr.typedId}`, {
+        data: [
+          { changeType: 'UPDATE', sku: 'A-1', label: 'new label', attribute1: '1.5' },
+          { changeType: 'UPDATE', sku: 'A-2', currency: 'EUR' },
+          { changeType: 'DELETE', sku: 'A-3' },
+          { changeType: 'ADD', sku: 'A-4', label: 'added', attribute1: 4 },
+        ],
+      }),
+    );
+    assert.equal(items.length, 4);
+    assert.equal(items[0].targetVersion, 0);
+    assert.equal(items[0].originalValues.label, 'label A-1');
+    assert.deepEqual(items[3].targetKey, ['A-4']);
+    okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'M-' }],
+          },
+          massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '*', fieldValue: 2 }],
+        },
+      }),
+    );
+    assert.equal(okData(await call(`/dcrmanager.fetchmassop/${dcr.id}`, {})).length, 1);
+
+    const fetched = await call(`/dcrmanager.fetch/${dcr.id}`, { data: { changeType: 'UPDATE' } });
+    assert.equal(fetched.body.response.totalRows, 2);
+    // changesOnly: A-2 proposes its current currency only, so it is left out.
+    const changes = okData(await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {}));
+    assert.deepEqual(changes.map((c) => c.targetKey[0]).sort(), ['A-1', 'A-3', 'A-4']);
+    const a1 = changes.find((c) => c.targetKey[0] === 'A-1');
+    assert.deepEqual(Object.keys(a1.changes).sort(), ['attribute1', 'label']);
+    assert.equal(a1.changes.label.old, 'label A-1');
+
+    const [applied] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(applied.status, 'APPLIED');
+    assert.equal(applied.workflowStatus, 'APPROVED');
+    assert.equal((await productBySku('A-1')).label, 'new label');
+    assert.equal((await productBySku('A-1')).attribute1, 1.5);
+    assert.equal(await productBySku('A-3'), undefined);
+    assert.equal((await productBySku('A-4')).label, 'added');
+    assert.equal((await productBySku('M-2')).attribute1, 40);
+    // An applied DCR is closed.
+    expectError(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1', label: 'x' } }), 409, -1);
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1);
+    const [listed] = okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }));
+    assert.equal(listed.status, 'APPLIED');
+  });
+
+  test('items are checked when proposed: a -4 naming the field', async () => {
+    await product('V-1');
+    const dcr = await newDcr();
+    const add = (data: unknown) => call(`/dcrmanager.add/${dcr.id}`, { data });
+    expectError(await add({ sku: 'V-1', colour: 'red' }), 400, -4, 'colour');
+    expectError(await add({ sku: 'V-1', unitOfMeasure: 'kg' }), 400, -4, 'unitOfMeasure');
+    expectError(await add({ sku: 'V-1', attribute1: 'heavy' }), 400, -4, 'attribute1');
+    expectError(await add({ sku: 'V-1', label: 'x'.repeat(1001) }), 400, -4, 'label');
+    expectError(await add({ changeType: 'ADD', label: 'no key' }), 400, -4, 'sku');
+    expectError(await add({ changeType: 'ADD', sku: 'V-1' }), 400, -4, 'sku');
+    expectError(await add({ changeType: 'MOVE', sku: 'V-1' }), 400, -4, 'changeType');
+    expectError(
+      await add([{ sku: 'V-1' }, { changeType: 'ADD', sku: 'V-9', attribute1: 'x' }]),
+      400,
+      -4,
+      '1.attribute1',
+    );
+    expectError(await add({ sku: 'NOPE' }), 404, -1);
+    // A record has one item per DCR; the item is changed with update, removed with delete.
+    const [item] = okData(await add({ sku: 'V-1', label: 'first' }));
+    expectError(await add({ sku: 'V-1', label: 'second' }), 409, -1);
+    const [changed] = okData(
+      await call(`/dcrmanager.update/${dcr.id}`, {
+        data: { typedId: item.typedId, label: 'second' },
+        oldValues: { version: 0 },
+      }),
+    );
+    assert.equal(changed.values.label, 'second');
+    expectError(
+      await call(`/dcrmanager.update/${dcr.id}`, {
+        data: { typedId: item.typedId, label: 'third' },
+        oldValues: { version: 0 },
+      }),
+      409,
+      -1,
+    );
+    expectError(
+      await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: item.typedId, attribute1: 'x' } }),
+      400,
+      -4,
+      'attribute1',
+    );
+    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: item.typedId } }));
+    assert.equal(okData(await call(`/dcrmanager.fetch/${dcr.id}`, {})).length, 0);
+    expectError(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: { massEditRecords: [{ fieldName: 'formulaName', massEditOperator: '=', fieldValue: 'f' }] },
+      }),
+      400,
+      -4,
+      'massEditRecords.0.fieldName',
+    );
+    expectError(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: { fieldName: 'nope', operator: 'equals', value: 1 },
+          massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'f' }],
+        },
+      }),
+      400,
+      -4,
+    );
+  });
+
+  test('a target changed since proposed: nothing applied, the conflicting item listed', async () => {
+    await product('C-1', { label: 'one' });
+    await product('C-2', { label: 'two' });
+    const dcr = await newDcr();
+    const items = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { sku: 'C-1', label: 'dcr one' },
+          { sku: 'C-2', label: 'dcr two' },
+          { changeType: 'ADD', sku: 'C-3', label: 'three' },
+        ],
+      }),
+    );
+    const c2 = await productBySku('C-2');
+    okData(
+      await call('/update/P', {
+        data: { typedId: c2.typedId, label: 'direct' },
+        oldValues: { version: c2.version },
+      }),
+    );
+    const r = await call(`/dcrmanager.submit/${dcr.id}`);
+    expectError(r, 409, -1, items[1].typedId);
+    assert.equal(Object.keys(r.body.response.errors).length, 1);
+    assert.equal((await productBySku('C-1')).label, 'one');
+    assert.equal((await productBySku('C-2')).label, 'direct');
+    assert.equal(await productBySku('C-3'), undefined);
+    const [failed] = okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }));
+    assert.equal(failed.status, 'FAILED');
+    assert.ok(JSON.stringify(failed.messages).includes(items[1].typedId));
+    // Fixed (the stale item removed and proposed again), the DCR is submitted again.
+    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: items[1].typedId } }));
+    okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'C-2', label: 'dcr two' } }));
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    assert.equal((await productBySku('C-2')).label, 'dcr two');
+    assert.equal((await productBySku('C-3')).label, 'three');
+  });
+
+  test('the engine validates again when applying: a failing write leaves nothing behind', async () => {
+    await product('E-1', { label: 'one' });
+    const dcr = await newDcr();
+    okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { sku: 'E-1', label: 'changed' },
+          { changeType: 'ADD', sku: 'E-2', label: 'new' },
+        ],
+      }),
+    );
+    // A product E-2 appears directly after the proposal: the ADD now conflicts.
+    await product('E-2');
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1);
+    assert.equal((await productBySku('E-1')).label, 'one');
+  });
+
+  test("lookup values: ADD, UPDATE and DELETE of a table's values", async () => {
+    const [table] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: 'rates', label: 'Rates', type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await call(`/lookuptablemanager.add/${table.id}`, [
+        { data: { name: 'a', value: 1 } },
+        { data: { name: 'b', value: 2 } },
+      ]),
+    );
+    okData(
+      await call('/add/DCRT', { data: { uniqueName: 'rates', targetType: 'LTV', lookupTable: 'rates' } }),
+    );
+    expectError(
+      await call('/add/DCRT', { data: { uniqueName: 'm', targetType: 'MLTV', lookupTable: 'rates' } }).then(
+        async () => call('/dcrmanager.add', { data: { dcrType: 'm' } }),
+      ),
+      400,
+      -4,
+      'lookupTable',
+    );
+    const dcr = await newDcr('rates');
+    expectError(
+      await call(`/dcrmanager.add/${dcr.id}`, { data: { name: 'a', value: 'high' } }),
+      400,
+      -4,
+      'value',
+    );
+    okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { name: 'a', value: 1.25 },
+          { changeType: 'DELETE', name: 'b' },
+          { changeType: 'ADD', name: 'c', value: 3 },
+        ],
+      }),
+    );
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    const values = okData(await call(`/lookuptablemanager.fetch/${table.id}`, { sortBy: 'name' }));
+    assert.deepEqual(
+      values.map((v) => [v.name, Number(v.value)]),
+      [
+        ['a', 1.25],
+        ['c', 3],
+      ],
+    );
+  });
+
+  test('asynchronous: forced, above the threshold; always synchronous without the option', async () => {
+    for (let i = 0; i < 3; i++) await product(`S-${i}`);
+    const threeItems = async () => {
+      const dcr = await newDcr();
+      okData(
+        await call(`/dcrmanager.add/${dcr.id}`, {
+          data: [0, 1, 2].map((i) => ({ sku: `S-${i}`, label: `v${dcr.id}` })),
+        }),
+      );
+      return dcr;
+    };
+    // No option: synchronous whatever the size.
+    let dcr = await threeItems();
+    let [r] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(r.status, 'APPLIED');
+    assert.equal(r.jstId, null);
+    // Forced.
+    dcr = await threeItems();
+    [r] = okData(await call(`/dcrmanager.submit/${dcr.id}/async`));
+    assert.equal(typeof r.jstId, 'number');
+    let job = await waitJob(r.jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal(job.trackerType, 'DCR_SUBMIT');
+    assert.equal(job.calculationResults.updated, 3);
+    assert.equal((await productBySku('S-1')).label, `v${dcr.id}`);
+    // Above the threshold (2 < 3 items) a plain submit runs as a job; at or below it, synchronously.
+    okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '2' } }));
+    dcr = await threeItems();
+    [r] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(r.status, 'APPROVED');
+    job = await waitJob(r.jstId);
+    assert.equal(job.status, 'FINISHED');
+    assert.equal(
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0].status,
+      'APPLIED',
+    );
+    const small = await newDcr();
+    okData(await call(`/dcrmanager.add/${small.id}`, { data: { sku: 'S-0', label: 'small' } }));
+    assert.equal(okData(await call(`/dcrmanager.submit/${small.id}`))[0].status, 'APPLIED');
+    // A conflict in a job: the job fails, the DCR is FAILED, nothing written.
+    dcr = await threeItems();
+    const s2 = await productBySku('S-2');
+    okData(
+      await call('/update/P', {
+        data: { typedId: s2.typedId, label: 'direct' },
+        oldValues: { version: s2.version },
+      }),
+    );
+    [r] = okData(await call(`/dcrmanager.submit/${dcr.id}/async`));
+    job = await waitJob(r.jstId);
+    assert.equal(job.status, 'FAILED');
+    assert.equal((await productBySku('S-0')).label, 'small');
+    assert.equal(
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0].status,
+      'FAILED',
+    );
+    await h.db.query(
+      `DELETE FROM advanced_config WHERE partition_id = $1 AND unique_name = 'asyncSubmitDCRThreshold'`,
+      [h.partitionId],
+    );
+  });
+
+  async function waitJob(id: number): Promise<any> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const [job] = okData(await call(`/admin.fetchjst/${id}`));
+      if (['FINISHED', 'FAILED', 'CANCELLED'].includes(job.status)) return job;
+      if (Date.now() > deadline) assert.fail(`job ${id} still ${job.status}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  test("user groups: an item for a record outside the user's edit groups is refused", async () => {
+    await product('G-1', { userGroupEdit: 'buyers' });
+    await product('G-2');
+    const dcr = await newDcr('products', editor);
+    expectError(
+      await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'G-1', label: 'x' } }, editor),
+      403,
+      -3,
+    );
+    okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'G-2', label: 'by editor' } }, editor));
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`, undefined, editor))[0].status, 'APPLIED');
+    assert.equal((await productBySku('G-2')).label, 'by editor');
+    // The user without DCR_EDIT cannot read the DCR's items either.
+    expectError(await call(`/dcrmanager.fetch/${dcr.id}`, {}, nobody), 403, -3);
+  });
+
+  test('partition isolation: another partition cannot see or submit these DCRs', async () => {
+    const dcr = await newDcr();
+    const there = (path: string, body?: unknown) =>
+      other.call(path, { basic: admin, ...(body === undefined ? {} : { body }) });
+    expectError(await there(`/dcrmanager.fetch/${dcr.id}`, {}), 404, -1);
+    expectError(await there(`/dcrmanager.submit/${dcr.id}`), 404, -1);
+    expectError(await there(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1' } }), 404, -1);
+    assert.equal(okData(await there('/fetch/DCR', {})).length, 0);
+    expectError(await there('/dcrmanager.add', { data: { dcrType: 'products' } }), 400, -4, 'dcrType');
+  });
+});
