@@ -148,6 +148,20 @@ describe('data change requests', () => {
     assert.equal(await productBySku('A-3'), undefined);
     assert.equal((await productBySku('A-4')).label, 'added');
     assert.equal((await productBySku('M-2')).attribute1, 40);
+    // Record history names the DCR as the operation of each change it wrote.
+    const hist = await h.db.query<{ action: string; n: string }>(
+      `SELECT action, count(*) AS n FROM record_history
+        WHERE partition_id = $1 AND type_code = 'P' AND operation = $2 GROUP BY action ORDER BY action`,
+      [h.partitionId, `DCR ${dcr.id}.DCR`],
+    );
+    assert.deepEqual(
+      hist.rows.map((r) => [r.action, Number(r.n)]),
+      [
+        ['ADD', 1],
+        ['DELETE', 1],
+        ['UPDATE', 3],
+      ],
+    );
     // An applied DCR is closed.
     expectError(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1', label: 'x' } }), 409, -1);
     expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1);

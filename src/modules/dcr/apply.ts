@@ -18,6 +18,7 @@ import {
   type MassEditBody,
 } from '../../engine/crud.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
+import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
@@ -87,72 +88,79 @@ export async function submitDcr(
 
 /** Applies an APPROVED DCR in one transaction; on failure records FAILED with the reasons and rethrows. */
 export async function applyDcr(db: Db, owner: Principal, id: number): Promise<ApplySummary> {
+  // Record history names the DCR as the operation of every change it writes (request id or job kept).
+  const origin = { ...currentHistoryOrigin(), operation: `DCR ${id}.DCR` };
   try {
-    return await db.transaction(async (tx) => {
-      const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
-      if (dcr.status !== 'APPROVED') {
-        throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
-      }
-      const s = await scopeOf(tx, owner, dcr);
-      const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
-      const items = await store.itemsOf(tx, owner.partitionId, id);
-      const massOps = await store.massOpsOf(tx, owner.partitionId, id);
-      await lockAndCompare(tx, writer, s, items);
-      const within = inTransaction(db, tx);
-      const updates = items.filter((i) => i.change_type === 'UPDATE' && Object.keys(i.proposed).length > 0);
-      const deletes = items.filter((i) => i.change_type === 'DELETE');
-      const adds = items.filter((i) => i.change_type === 'ADD');
-      if (updates.length > 0) {
-        await updateRecords(
-          within,
-          writer,
-          s.type,
-          updates.map((i) => ({
-            data: { id: i.target_id, ...i.proposed },
-            oldValues: { version: i.target_version },
-          })),
-          false,
-        );
-      }
-      if (deletes.length > 0)
-        await deleteRecords(
-          within,
-          writer,
-          s.type,
-          deletes.map((i) => ({ id: i.target_id })),
-        );
-      if (adds.length > 0) {
-        const keyed = (i: store.ItemRow): Obj =>
-          Object.fromEntries([
-            ...s.type.businessKey.map((k, n): [string, unknown] => [k, i.target_key[n]]),
-            ...Object.entries(i.proposed),
-          ]);
-        await addRecords(within, writer, s.type, adds.map(keyed));
-      }
-      let massEdited = 0;
-      for (const m of massOps) {
-        massEdited += await massEdit(within, writer, s.type, {
-          filterCriteria: m.filter,
-          massEditRecords: m.operations as MassEditBody['massEditRecords'],
-        });
-      }
-      const summary = { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
-      await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
-        status: 'APPLIED',
-        applied: true,
-        messages: [{ level: 'INFO', text: 'applied', ...summary }],
-      });
-      return summary;
-    });
+    return await runWithHistoryOrigin(origin, () => applyInTransaction(db, owner, id));
   } catch (err) {
     const e = toAppError(err);
     const reasons = Object.entries(e.errors ?? {}).map(([item, r]) => ({ item, message: r.errorMessage }));
     await store.setDcrState(db, owner.partitionId, id, owner.userId, {
       status: 'FAILED',
+      from: 'APPROVED',
       messages: [{ level: 'ERROR', text: e.message }, ...reasons.map((r) => ({ level: 'ERROR', ...r }))],
     });
     throw e;
   }
+}
+
+function applyInTransaction(db: Db, owner: Principal, id: number): Promise<ApplySummary> {
+  return db.transaction(async (tx) => {
+    const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
+    if (dcr.status !== 'APPROVED') {
+      throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
+    }
+    const s = await scopeOf(tx, owner, dcr);
+    const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
+    const items = await store.itemsOf(tx, owner.partitionId, id);
+    const massOps = await store.massOpsOf(tx, owner.partitionId, id);
+    await lockAndCompare(tx, writer, s, items);
+    const within = inTransaction(db, tx);
+    const updates = items.filter((i) => i.change_type === 'UPDATE' && Object.keys(i.proposed).length > 0);
+    const deletes = items.filter((i) => i.change_type === 'DELETE');
+    const adds = items.filter((i) => i.change_type === 'ADD');
+    if (updates.length > 0) {
+      await updateRecords(
+        within,
+        writer,
+        s.type,
+        updates.map((i) => ({
+          data: { id: i.target_id, ...i.proposed },
+          oldValues: { version: i.target_version },
+        })),
+        false,
+      );
+    }
+    if (deletes.length > 0)
+      await deleteRecords(
+        within,
+        writer,
+        s.type,
+        deletes.map((i) => ({ id: i.target_id })),
+      );
+    if (adds.length > 0) {
+      const keyed = (i: store.ItemRow): Obj =>
+        Object.fromEntries([
+          ...s.type.businessKey.map((k, n): [string, unknown] => [k, i.target_key[n]]),
+          ...Object.entries(i.proposed),
+        ]);
+      await addRecords(within, writer, s.type, adds.map(keyed));
+    }
+    let massEdited = 0;
+    for (const m of massOps) {
+      massEdited += await massEdit(within, writer, s.type, {
+        filterCriteria: m.filter,
+        massEditRecords: m.operations as MassEditBody['massEditRecords'],
+      });
+    }
+    const summary = { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
+    await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
+      status: 'APPLIED',
+      applied: true,
+      messages: [{ level: 'INFO', text: 'applied', ...summary }],
+    });
+    return summary;
+  });
 }
 
 /**

@@ -114,6 +114,8 @@ export async function setDcrState(
     submitted?: boolean;
     applied?: boolean;
     jobId?: number;
+    /** Only when the DCR is in this state (a failed apply must not overwrite another outcome). */
+    from?: string;
   },
 ): Promise<void> {
   await q.query(
@@ -123,7 +125,7 @@ export async function setDcrState(
             applied_at = CASE WHEN $7 THEN now() ELSE applied_at END,
             job_id = coalesce($8, job_id),
             version = version + 1, last_update_at = now(), last_update_by = $9
-      WHERE partition_id = $1 AND id = $2`,
+      WHERE partition_id = $1 AND id = $2 AND ($10::text IS NULL OR status = $10)`,
     [
       partitionId,
       id,
@@ -134,6 +136,7 @@ export async function setDcrState(
       s.applied === true,
       s.jobId ?? null,
       userId,
+      s.from ?? null,
     ],
   );
 }
