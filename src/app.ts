@@ -31,6 +31,7 @@ import { adminIndexRoutes } from './modules/admin/indexes.ts';
 import { notificationRoutes } from './modules/notifications/routes.ts';
 import { tokenV2Routes } from './modules/tokenv2/routes.ts';
 import { dcrRoutes } from './modules/dcr/routes.ts';
+import { formulaRoutes } from './modules/formulas/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -49,6 +50,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   notificationRoutes,
   tokenV2Routes,
   dcrRoutes,
+  formulaRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -18,6 +18,9 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxUploadBytes: number;
   readonly maxPageSize: number;
+  /** Step and time limit of one logic evaluation (LOGIC_MAX_STEPS, LOGIC_MAX_MS). */
+  readonly logicMaxSteps: number;
+  readonly logicMaxMs: number;
   readonly maxBatchRows: number;
   readonly syncTimeoutSeconds: number;
   readonly loginMaxFailures: number;
@@ -170,6 +173,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31),
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 1024 * 1024 * 1024, 1024, 2 ** 42),
     maxPageSize: int(env, 'MAX_PAGE_SIZE', 10_000, 1, 10_000_000),
+    logicMaxSteps: int(env, 'LOGIC_MAX_STEPS', 100_000, 100, 100_000_000),
+    logicMaxMs: int(env, 'LOGIC_MAX_MS', 1_000, 1, 600_000),
     maxBatchRows: int(env, 'MAX_BATCH_ROWS', 100_000, 1, 100_000_000),
     syncTimeoutSeconds: int(env, 'SYNC_TIMEOUT_SECONDS', 180, 1, 86_400),
     loginMaxFailures: int(env, 'LOGIN_MAX_FAILURES', 10, 1, 10_000),

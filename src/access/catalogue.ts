@@ -35,6 +35,8 @@ export const PERMISSION_CATALOGUE = {
   CALCULATIONGRID_SUBMIT:
     'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
   WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
+  FORMULA_EDIT:
+    'Create, change and delete pricing logics (`F`) and rounding policies (`RP`); running logics needs no permission beyond reading products',
   NOTIFICATION_SEND:
     'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
   DCRTYPE_EDIT:
@@ -128,6 +130,10 @@ export const ROLE_CATALOGUE = {
   PB_PARAMETERS: {
     grants: ['LOOKUPTABLE_ADD', 'LOOKUPTABLE_UPDATE', 'LOOKUPTABLE_REMOVE', 'LOOKUPTABLE_COPY'],
     purpose: 'Maintains company parameters (lookup tables)',
+  },
+  PB_LOGICS: {
+    grants: ['FORMULA_EDIT'],
+    purpose: 'Writes pricing logics and rounding policies',
   },
   PB_CONDITIONRECORDEDITOR: {
     grants: [],

@@ -11,6 +11,7 @@ import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-field
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
+import { FORMULA_TYPES } from './registry-formulas.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -408,6 +409,7 @@ const TYPES: readonly TypeDef[] = [
   JOB_TYPE,
   NOTIFICATION_TYPE,
   ...DCR_TYPES,
+  ...FORMULA_TYPES,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

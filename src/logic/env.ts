@@ -2,6 +2,7 @@
 // results, inputs, records, the target date), the data port through which look-ups reach prefetched
 // rows, and the optional explanation trace. Pure types and small helpers; no I/O here.
 
+import type { RoundingPolicy } from './rounding.ts';
 import type { LogicDate, RecordValue, Value } from './values.ts';
 
 /** Evaluation limits (settings `LOGIC_MAX_STEPS`, `LOGIC_MAX_MS`). */
@@ -27,19 +28,7 @@ export class LimitError extends Error {
   }
 }
 
-/**
- * Data the evaluation needs and the port has not loaded yet. The evaluator collects these, loads them
- * set-based for every item of the batch, and runs the items again (see `logic/run.ts`).
- */
-export class NeedData extends Error {
-  readonly request: DataRequest;
-  constructor(request: DataRequest) {
-    super('data needed');
-    this.name = 'NeedData';
-    this.request = request;
-  }
-}
-
+/** Data a collecting pass found missing; the evaluator loads these set-based and runs again. */
 export type DataRequest =
   | { readonly kind: 'lookup'; readonly table: string; readonly keys: readonly string[] }
   | {
@@ -57,11 +46,18 @@ export interface FoundRow {
   readonly value: Value;
 }
 
-/** Synchronous access to prefetched data; throws `NeedData` when something is not loaded yet. */
+/**
+ * Synchronous access to prefetched data. What is not loaded yet is recorded by the port and read as
+ * null; the evaluator then loads everything recorded (set-based) and evaluates again.
+ */
 export interface DataPort {
   lookup(table: string, keys: readonly Value[]): FoundRow;
   conditionRecord(set: string, keys: readonly Value[], date: LogicDate): RecordValue | null;
   extension(owner: 'product' | 'customer', table: string): readonly RecordValue[];
+  /** The rounding policy by unique name, or null. */
+  policy(name: string): RoundingPolicy | null;
+  /** The rounding policy of a currency (the one without channel and customer group first), or null. */
+  policyFor(currency: string): RoundingPolicy | null;
 }
 
 /** One entry of an element's explanation. */

@@ -125,7 +125,11 @@ export function toJson(v: Value): unknown {
     return new D(n).eq(v) ? n : v.toFixed();
   }
   if (v instanceof LogicDate) return v.iso;
-  if (v instanceof RecordValue) return { ...v.fields };
+  if (v instanceof RecordValue) {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v.fields)) out[k] = toJson(v.get(k));
+    return out;
+  }
   if (v instanceof CriteriaValue) return v.criteria;
   if (Array.isArray(v)) return (v as readonly Value[]).map(toJson);
   return null;

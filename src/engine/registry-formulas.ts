@@ -1,0 +1,88 @@
+// Pricing logics (type F) and rounding policies (type RP), served by the general operations. A logic
+// is checked on every write by compiling it (src/logic/logic.ts): unknown names or functions, forward
+// references, wrong arity and static type errors are a -4 naming element, line and column — a logic
+// that saves, runs. Inputs and elements are checked together, so an update that changes either sends
+// both.
+
+import { AppError, type FieldErrors } from '../http/errors.ts';
+import { LOGIC_FUNCTIONS } from '../logic/functions/registry.ts';
+import { ROUND_MODES } from '../logic/functions/math.ts';
+import { compileLogic, NATURES } from '../logic/logic.ts';
+import { ENDING_RULES, endingProblem } from '../logic/rounding.ts';
+import type { TypeDef } from './types.ts';
+import { SYSTEM, key, text } from './registry-fields.ts';
+import { AUTHENTICATED } from '../access/catalogue.ts';
+
+function logicRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  if (!('elements' in data) && !('inputs' in data)) return undefined;
+  if (!('elements' in data))
+    return { elements: { errorMessage: 'send elements together with inputs: they are checked together' } };
+  try {
+    compileLogic(data.inputs, data.elements, LOGIC_FUNCTIONS);
+  } catch (err) {
+    if (err instanceof AppError && err.errors) return err.errors;
+    throw err;
+  }
+  return undefined;
+}
+
+function policyRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const ending = data.priceEnding;
+  if (typeof ending === 'string' && ending !== '') {
+    const problem = endingProblem(ending);
+    if (problem) return { priceEnding: { errorMessage: problem } };
+  }
+  return undefined;
+}
+
+export const FORMULA_TYPES: readonly TypeDef[] = [
+  {
+    code: 'F',
+    label: 'Pricing logic',
+    table: 'formulas',
+    fields: [
+      key('uniqueName', 'unique_name'),
+      { name: 'validAfter', column: 'valid_after', type: 'date', required: true, key: true },
+      text('label', 'label'),
+      text('nature', 'nature', { oneOf: NATURES, maxLength: 20 }),
+      text('status', 'status', { oneOf: ['ACTIVE', 'INACTIVE'], maxLength: 10 }),
+      { name: 'inputs', column: 'inputs', type: 'json' },
+      { name: 'elements', column: 'elements', type: 'json', required: true },
+      ...SYSTEM,
+    ],
+    businessKey: ['uniqueName', 'validAfter'],
+    uniqueColumns: ['unique_name', 'valid_after'],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    // Anyone who may fetch products may read and run logics; writing them is FORMULA_EDIT.
+    access: { fetch: AUTHENTICATED, write: 'FORMULA_EDIT' },
+    validate: logicRules,
+  },
+  {
+    code: 'RP',
+    label: 'Rounding policy',
+    table: 'rounding_policies',
+    fields: [
+      key('uniqueName', 'unique_name'),
+      text('label', 'label'),
+      text('currency', 'currency', { required: true, maxLength: 10 }),
+      text('channel', 'channel', { maxLength: 255 }),
+      text('customerGroup', 'customer_group', { maxLength: 255 }),
+      { name: 'step', column: 'step', type: 'decimal' },
+      text('mode', 'mode', { oneOf: Object.keys(ROUND_MODES), maxLength: 20 }),
+      text('priceEnding', 'price_ending', { maxLength: 12 }),
+      text('endingRule', 'ending_rule', { oneOf: ENDING_RULES, maxLength: 10 }),
+      ...SYSTEM,
+    ],
+    businessKey: ['uniqueName'],
+    uniqueColumns: ['unique_name'],
+    deleteMode: 'hard',
+    massEditable: false,
+    bulkLoadable: false,
+    userGroups: false,
+    access: { fetch: AUTHENTICATED, write: 'FORMULA_EDIT' },
+    validate: policyRules,
+  },
+];

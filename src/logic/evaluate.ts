@@ -1,0 +1,133 @@
+// Runs a compiled logic on one item: elements in order, each under the evaluation's step and time
+// limits. A run-time problem of one element (division by zero, a wrong value) makes that element null
+// with a CRITICAL alert and the later elements go on; a limit stops the whole evaluation. Element
+// rounding policies are applied here. With `explain`, each element also records what it read.
+
+import {
+  EvalError,
+  LimitError,
+  newElementState,
+  traceEntry,
+  type DataPort,
+  type Env,
+  type LogicLimits,
+  type TraceEntry,
+} from './env.ts';
+import type { CompiledLogic } from './logic.ts';
+import { applyPolicy } from './rounding.ts';
+import { asDec, RecordValue, toJson, type LogicDate, type Value } from './values.ts';
+
+export interface ItemContext {
+  readonly inputs: Readonly<Record<string, Value>>;
+  readonly roots: Readonly<Record<string, Value>>;
+  readonly targetDate: LogicDate;
+  readonly today: LogicDate;
+  readonly data: DataPort;
+  readonly explain: boolean;
+  readonly limits: LogicLimits;
+}
+
+export interface ElementOutcome {
+  readonly value: Value;
+  readonly warnings: readonly string[];
+  readonly alertType: 'CRITICAL' | 'WARNING' | null;
+  readonly alertMessage: string | null;
+  readonly trace: readonly TraceEntry[] | undefined;
+}
+
+/** The element outcomes in element order; throws `LimitError` when a limit is hit. */
+export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOutcome[] {
+  const env: Env = {
+    steps: 0,
+    maxSteps: item.limits.maxSteps,
+    deadline: performance.now() + item.limits.maxMs,
+    values: [],
+    inputs: item.inputs,
+    roots: item.roots,
+    targetDate: item.targetDate,
+    today: item.today,
+    data: item.data,
+    explain: item.explain,
+    element: newElementState(false),
+  };
+  const out: ElementOutcome[] = [];
+  for (const el of logic.elements) {
+    env.element = newElementState(item.explain);
+    let value: Value;
+    try {
+      value = el.run(env);
+      if (el.def.rounding !== undefined) value = roundByPolicy(env, el.def.rounding, value);
+    } catch (err) {
+      if (!(err instanceof EvalError)) {
+        if (err instanceof LimitError) throw new LimitError(`element ${el.def.elementName}: ${err.message}`);
+        throw err;
+      }
+      value = null;
+      env.element.alertType = 'CRITICAL';
+      env.element.alertMessage = err.message;
+      env.element.warnings.push(err.message);
+    }
+    env.values[el.index] = value;
+    if (item.explain) explainReads(env, el.reads, logic);
+    out.push({
+      value,
+      warnings: env.element.warnings,
+      alertType: env.element.alertType,
+      alertMessage: env.element.alertMessage,
+      trace: env.element.trace,
+    });
+  }
+  return out;
+}
+
+function roundByPolicy(env: Env, name: string, value: Value): Value {
+  if (value === null) return null;
+  const x = asDec(value);
+  if (x === undefined) throw new EvalError(`rounding ${name}: the value is not a number`);
+  const policy = env.data?.policy(name) ?? null;
+  if (policy === null) throw new EvalError(`rounding policy ${name} does not exist`);
+  const after = applyPolicy(x, policy);
+  traceEntry(env, {
+    kind: 'rounding',
+    policy: policy.uniqueName,
+    step: policy.step.toFixed(),
+    mode: policy.mode,
+    priceEnding: policy.priceEnding,
+    endingRule: policy.endingRule,
+    before: toJson(x),
+    after: toJson(after),
+  });
+  return after;
+}
+
+/** The fields, inputs and elements an element read, with their values (explanations only). */
+function explainReads(
+  env: Env,
+  reads: CompiledLogic['elements'][number]['reads'],
+  logic: CompiledLogic,
+): void {
+  for (const path of reads.fields) {
+    const [root, ...rest] = path.split('.') as [string, ...string[]];
+    const rec = Object.hasOwn(env.roots, root) ? env.roots[root] : null;
+    let v: Value = rec ?? null;
+    for (const f of rest) v = v instanceof RecordValue ? v.get(f) : null;
+    traceEntry(env, {
+      kind: 'field',
+      record: root,
+      typedId: rec instanceof RecordValue ? (rec.ref?.typedId ?? null) : null,
+      version: rec instanceof RecordValue ? (rec.ref?.version ?? null) : null,
+      field: rest.join('.'),
+      value: toJson(v),
+    });
+  }
+  for (const name of reads.inputs)
+    traceEntry(env, {
+      kind: 'input',
+      name,
+      value: toJson(Object.hasOwn(env.inputs, name) ? (env.inputs[name] ?? null) : null),
+    });
+  for (const name of reads.elements) {
+    const el = logic.elements.find((e) => e.def.elementName === name);
+    traceEntry(env, { kind: 'element', name, value: toJson(el ? (env.values[el.index] ?? null) : null) });
+  }
+}

@@ -1,0 +1,188 @@
+// Built-ins that read data: lookup tables, condition records, extension rows and rounding policies.
+// Table and set names must be text literals, so the compiled logic knows every table it reads
+// (findref, prefetch). Reads go through the synchronous data port: in a collecting pass a missing
+// row is recorded and read as null; the evaluator loads what was recorded set-based and runs again.
+
+import { traceEntry } from '../env.ts';
+import { applyPolicy } from '../rounding.ts';
+import { LogicDate, toJson, type Value } from '../values.ts';
+import { date, num, text } from './args.ts';
+import { roundTo } from './math.ts';
+import { fn, type FnDef } from './types.ts';
+
+function keysOf(args: readonly Value[], from: number): Value[] {
+  return args.slice(from).map((v) => v ?? null);
+}
+
+export const DATA: readonly FnDef[] = [
+  fn({
+    name: 'lookup',
+    min: 2,
+    max: 7,
+    params: ['text', 'any'],
+    literal: [0],
+    returns: 'any',
+    data: true,
+    doc: 'The value of a lookup table for the key(s): SIMPLE by exact key (`value`), RANGE by the range holding the number (`value`), MATRIX..MATRIX6 by key1..keyN (`attribute1`). Null when there is no row.',
+    example: 'lookup("MarginByRegion", customer.attribute1)',
+    run(args, env, site) {
+      const table = site.literals[0]!;
+      const found = env.data!.lookup(table, keysOf(args, 1));
+      traceEntry(env, {
+        kind: 'lookup',
+        table,
+        keys: keysOf(args, 1).map(toJson),
+        hit: found.row !== null,
+        rowId: found.row?.ref?.typedId ?? null,
+        version: found.row?.ref?.version ?? null,
+        value: toJson(found.value),
+      });
+      return found.value;
+    },
+  }),
+  fn({
+    name: 'lookupRow',
+    min: 2,
+    max: 7,
+    params: ['text', 'any'],
+    literal: [0],
+    returns: 'record',
+    data: true,
+    doc: 'The whole row of a lookup table for the key(s) (read its fields with `.field` on an element, or `get(row, "attribute2")`).',
+    example: 'get(lookupRow("Freight", "DE", "PALLET"), "attribute2")',
+    run(args, env, site) {
+      const table = site.literals[0]!;
+      const found = env.data!.lookup(table, keysOf(args, 1));
+      traceEntry(env, {
+        kind: 'lookupRow',
+        table,
+        keys: keysOf(args, 1).map(toJson),
+        hit: found.row !== null,
+        rowId: found.row?.ref?.typedId ?? null,
+        version: found.row?.ref?.version ?? null,
+      });
+      return found.row;
+    },
+  }),
+  fn({
+    name: 'productExtension',
+    min: 1,
+    max: 1,
+    params: ['text'],
+    literal: [0],
+    returns: 'record',
+    data: true,
+    doc: "The product's row of a product extension table (PX), or null.",
+    example:
+      'productExtension("Costs").attribute1  (as element Costs = productExtension("Costs"), then Costs.attribute1)',
+    run(_args, env, site) {
+      const table = site.literals[0]!;
+      const row = env.data!.extension('product', table)[0] ?? null;
+      traceEntry(env, {
+        kind: 'productExtension',
+        table,
+        typedId: row?.ref?.typedId ?? null,
+        version: row?.ref?.version ?? null,
+      });
+      return row;
+    },
+  }),
+  fn({
+    name: 'customerExtension',
+    min: 1,
+    max: 1,
+    params: ['text'],
+    literal: [0],
+    returns: 'record',
+    data: true,
+    doc: "The customer's row of a customer extension table (CX), or null (null without a customer).",
+    example: 'customerExtension("Terms")',
+    run(_args, env, site) {
+      const table = site.literals[0]!;
+      const row = env.data!.extension('customer', table)[0] ?? null;
+      traceEntry(env, {
+        kind: 'customerExtension',
+        table,
+        typedId: row?.ref?.typedId ?? null,
+        version: row?.ref?.version ?? null,
+      });
+      return row;
+    },
+  }),
+  fn({
+    name: 'conditionRecord',
+    min: 2,
+    max: 14,
+    params: ['text', 'any'],
+    literal: [0],
+    returns: 'record',
+    data: true,
+    doc: 'The condition record of a set for the key(s), valid at the target date (or at a date given as last argument with `date(...)`); read `conditionValue` etc. from it.',
+    example: 'conditionRecord("SalesDiscount", customer.customerId, product.sku).conditionValue',
+    run(args, env, site) {
+      const set = site.literals[0]!;
+      let keys = keysOf(args, 1);
+      let at = env.targetDate;
+      const last = keys[keys.length - 1];
+      if (keys.length > 1 && last instanceof LogicDate) {
+        at = date(keys, keys.length - 1, site)!;
+        keys = keys.slice(0, -1);
+      }
+      const row = env.data!.conditionRecord(set, keys, at);
+      traceEntry(env, {
+        kind: 'conditionRecord',
+        set,
+        keys: keys.map(toJson),
+        date: at.iso,
+        hit: row !== null,
+        typedId: row?.ref?.typedId ?? null,
+        version: row?.ref?.version ?? null,
+        validFrom: row === null ? null : toJson(row.get('validFrom')),
+        validTo: row === null ? null : toJson(row.get('validTo')),
+        conditionValue: row === null ? null : toJson(row.get('conditionValue')),
+      });
+      return row;
+    },
+  }),
+  fn({
+    name: 'roundPrice',
+    min: 2,
+    max: 2,
+    params: ['number', 'text'],
+    returns: 'number',
+    data: true,
+    doc: "Rounds a price by the currency's rounding policy (type RP: step, mode, price ending). Without a policy: 2 decimals HALF_UP and a warning.",
+    example: 'roundPrice(17.8347, "EUR")',
+    run(args, env, site) {
+      const x = num(args, 0, site);
+      const currency = text(args, 1, site);
+      if (x === undefined || currency === undefined) return null;
+      const policy = env.data!.policyFor(currency);
+      if (policy === null) {
+        const after = roundTo(x, 2, 'HALF_UP');
+        env.element.warnings.push(`no rounding policy for ${currency}: rounded to 2 decimals`);
+        traceEntry(env, {
+          kind: 'rounding',
+          policy: null,
+          currency,
+          before: toJson(x),
+          after: toJson(after),
+        });
+        return after;
+      }
+      const after = applyPolicy(x, policy);
+      traceEntry(env, {
+        kind: 'rounding',
+        policy: policy.uniqueName,
+        currency,
+        step: policy.step.toFixed(),
+        mode: policy.mode,
+        priceEnding: policy.priceEnding,
+        endingRule: policy.endingRule,
+        before: toJson(x),
+        after: toJson(after),
+      });
+      return after;
+    },
+  }),
+];

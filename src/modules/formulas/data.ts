@@ -1,0 +1,215 @@
+// The data port of the logic engine over the database, for one item or a batch of thousands. An
+// evaluation pass reads only what is loaded; what is missing is recorded and read as null. The
+// evaluator then loads everything recorded by all items of the batch — one statement per lookup
+// table, extension table or condition-record set — and evaluates the items that missed something
+// again. So a batch costs a few set-based statements, never a statement per item.
+
+import type { Queryable } from '../../db/db.ts';
+import { EvalError, type DataPort, type FoundRow } from '../../logic/env.ts';
+import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic/evaluate.ts';
+import type { CompiledLogic } from '../../logic/logic.ts';
+import type { RoundingPolicy } from '../../logic/rounding.ts';
+import { D, LogicDate, RecordValue, textOf, toValue, type Value } from '../../logic/values.ts';
+import * as store from './store.ts';
+
+type Row = Record<string, unknown>;
+const SEP = '\u001f';
+const MAX_PASSES = 8;
+
+export interface ItemKeys {
+  readonly sku?: string;
+  readonly customerId?: string;
+}
+
+export interface DataPortFor extends DataPort {
+  /** True when this pass read something that was not loaded yet. */
+  missing: boolean;
+}
+
+const NO_ROW: FoundRow = { row: null, value: null };
+
+function typedValue(valueType: string, v: unknown): Value {
+  if (typeof v === 'string' && (valueType === 'REAL' || valueType === 'INT')) {
+    try {
+      return new D(v);
+    } catch {
+      return v;
+    }
+  }
+  return toValue(v);
+}
+
+function camel(column: string): string {
+  return column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+export class BatchData {
+  private readonly tables = new Map<string, store.TableMeta | null>();
+  private readonly rows = new Map<string, Map<string, FoundRow>>();
+  private readonly extensions = new Map<string, Map<string, RecordValue[]>>();
+  private readonly pendingTables = new Set<string>();
+  private readonly pendingKeys = new Map<string, Set<string>>();
+  private readonly pendingExt = new Map<string, Set<string>>();
+  private readonly q: Queryable;
+  private readonly partitionId: number;
+  private readonly policies: readonly RoundingPolicy[];
+
+  constructor(q: Queryable, partitionId: number, policies: readonly RoundingPolicy[]) {
+    this.q = q;
+    this.partitionId = partitionId;
+    this.policies = policies;
+  }
+
+  portFor(item: ItemKeys): DataPortFor {
+    const port: DataPortFor = {
+      missing: false,
+      lookup: (table, keys) => {
+        const meta = this.tables.get(table);
+        if (meta === undefined) {
+          this.pendingTables.add(table);
+          if (keys.every((k) => k !== null)) this.addKey(table, keys.map(textOf).join(SEP));
+          port.missing = true;
+          return NO_ROW;
+        }
+        if (meta === null) throw new EvalError(`unknown lookup table ${table}`);
+        const want = store.keyCount(meta.type);
+        if (keys.length !== want)
+          throw new EvalError(
+            `lookup table ${table} (${meta.type}) takes ${want} key(s), got ${keys.length}`,
+          );
+        if (keys.some((k) => k === null)) return NO_ROW;
+        const k = keys.map(textOf).join(SEP);
+        const found = this.rows.get(table)?.get(k);
+        if (found !== undefined) return found;
+        this.addKey(table, k);
+        port.missing = true;
+        return NO_ROW;
+      },
+      conditionRecord: () => {
+        throw new EvalError('condition records are not available');
+      },
+      extension: (owner, table) => {
+        const key = owner === 'product' ? item.sku : item.customerId;
+        if (key === undefined) return [];
+        const id = `${owner}${SEP}${table}`;
+        const found = this.extensions.get(id)?.get(key);
+        if (found !== undefined) return found;
+        let set = this.pendingExt.get(id);
+        if (!set) this.pendingExt.set(id, (set = new Set()));
+        set.add(key);
+        port.missing = true;
+        return [];
+      },
+      policy: (name) => {
+        return this.policies.find((p) => p.uniqueName === name) ?? null;
+      },
+      policyFor: (currency) => {
+        const all = this.policies.filter((p) => p.currency === currency);
+        return all.find((p) => p.channel === null && p.customerGroup === null) ?? all[0] ?? null;
+      },
+    };
+    return port;
+  }
+
+  private addKey(table: string, key: string): void {
+    let set = this.pendingKeys.get(table);
+    if (!set) this.pendingKeys.set(table, (set = new Set()));
+    set.add(key);
+  }
+
+  /** Loads everything recorded as missing; false when nothing was pending. */
+  async load(): Promise<boolean> {
+    const anything = this.pendingTables.size + this.pendingKeys.size + this.pendingExt.size > 0;
+    if (this.pendingTables.size > 0) {
+      const names = [...this.pendingTables];
+      this.pendingTables.clear();
+      const found = await store.tablesByName(this.q, this.partitionId, names);
+      for (const n of names) this.tables.set(n, found.find((t) => t.uniqueName === n) ?? null);
+    }
+    for (const [table, keys] of this.pendingKeys) {
+      const meta = this.tables.get(table);
+      if (!meta) continue;
+      const tuples = [...keys].map((k) => k.split(SEP));
+      const want = store.keyCount(meta.type);
+      const asked = tuples.filter((t) => t.length === want);
+      const got = asked.length > 0 ? await store.lookupRows(this.q, this.partitionId, meta, asked) : [];
+      let cache = this.rows.get(table);
+      if (!cache) this.rows.set(table, (cache = new Map<string, FoundRow>()));
+      for (const r of got) cache.set(String(r.k), this.foundRow(meta, r));
+      for (const k of keys) if (!cache.has(k)) cache.set(k, NO_ROW);
+    }
+    this.pendingKeys.clear();
+    for (const [id, owners] of this.pendingExt) {
+      const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
+      const code = owner === 'product' ? 'PX' : 'CX';
+      const meta = await store.attributeTypes(this.q, this.partitionId, code, table);
+      const rows = await store.extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+      let cache = this.extensions.get(id);
+      if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
+      for (const o of owners) cache.set(o, []);
+      for (const r of rows)
+        cache.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(store.recordOf(code, r, meta));
+    }
+    this.pendingExt.clear();
+    return anything;
+  }
+
+  private foundRow(meta: store.TableMeta, r: Row): FoundRow {
+    const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+    for (const [col, v] of Object.entries(r)) {
+      if (col === 'k' || col === 'partition_id' || col === 'table_ref' || v === null) continue;
+      fields[camel(col)] = /^attribute\d+$|^value$/.test(col) ? typedValue(meta.valueType, v) : v;
+    }
+    const matrix = meta.type.startsWith('MATRIX');
+    const code = matrix
+      ? meta.type === 'MATRIX'
+        ? 'MLTV'
+        : `MLTV${meta.type.slice(6)}`
+      : meta.type === 'JSON'
+        ? 'JLTV'
+        : 'LTV';
+    const row = new RecordValue(fields, {
+      source: meta.uniqueName,
+      typedId: `${String(r.id)}.${code}`,
+      version: Number(r.version),
+    });
+    const value: Value =
+      meta.type === 'JSON' ? toValue(r.json_value) : row.get(matrix ? 'attribute1' : 'value');
+    return { row, value };
+  }
+}
+
+export interface ItemSpec extends ItemKeys {
+  readonly roots: Readonly<Record<string, Value>>;
+  readonly inputs: Readonly<Record<string, Value>>;
+}
+
+/** Evaluates one logic over items, loading the data they read set-based between passes. */
+export async function evaluateItems(
+  logic: CompiledLogic,
+  items: readonly ItemSpec[],
+  data: BatchData,
+  opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
+): Promise<ElementOutcome[][]> {
+  const today = new LogicDate(new Date().toISOString().slice(0, 10));
+  const results: ElementOutcome[][] = new Array<ElementOutcome[]>(items.length);
+  let todo = items.map((_, i) => i);
+  for (let pass = 1; todo.length > 0; pass++) {
+    const again: number[] = [];
+    for (const i of todo) {
+      const item = items[i]!;
+      const port = data.portFor(item);
+      results[i] = evaluateItem(logic, {
+        ...opts,
+        today,
+        inputs: item.inputs,
+        roots: item.roots,
+        data: port,
+      });
+      if (port.missing) again.push(i);
+    }
+    if (again.length === 0 || pass >= MAX_PASSES || !(await data.load())) break;
+    todo = again;
+  }
+  return results;
+}

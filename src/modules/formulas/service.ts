@@ -1,0 +1,189 @@
+// Running logics: `/formulamanager.execute/{sku}[/{uniqueName}]`. Flow: the product (by sku or
+// typedId, visible to the caller) → the logic version valid at the target date → its compiled form
+// (cached by id and version, so a change is seen on every node) → inputs checked against the
+// declarations → customer and seller records → evaluation with set-based data passes → result objects.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { LimitError, type LogicLimits } from '../../logic/env.ts';
+import type { ElementOutcome } from '../../logic/evaluate.ts';
+import { LOGIC_FUNCTIONS } from '../../logic/functions/registry.ts';
+import { compileLogic, type CompiledLogic, type InputDef } from '../../logic/logic.ts';
+import { resultObjects, type ResultObject } from '../../logic/results.ts';
+import { asDec, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
+import { BatchData, evaluateItems } from './data.ts';
+import * as store from './store.ts';
+
+export interface ExecuteData {
+  readonly inputs?: Record<string, unknown>;
+  readonly targetDate?: string;
+  readonly customerId?: string;
+  readonly explain?: boolean;
+}
+
+export interface ExecuteAnswer {
+  readonly results: ResultObject[];
+  readonly logic: {
+    readonly uniqueName: string;
+    readonly validAfter: string;
+    readonly version: number;
+    readonly targetDate: string;
+  };
+}
+
+// ---- compiled logics, by partition, id and version (a version is never reused) ----
+const CACHE_SIZE = 500;
+const cache = new Map<string, CompiledLogic>();
+
+export function compiledLogic(partitionId: number, row: store.LogicRow): CompiledLogic {
+  const key = `${partitionId}:${row.id}:${row.version}`;
+  let c = cache.get(key);
+  if (c === undefined) {
+    c = compileLogic(row.inputs, row.elements, LOGIC_FUNCTIONS);
+    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(key, c);
+  } else {
+    cache.delete(key);
+    cache.set(key, c);
+  }
+  return c;
+}
+
+export function today(): string {
+  return new Date().toISOString().slice(0, 10);
+}
+
+export function targetDateOf(raw: unknown): LogicDate {
+  if (raw === undefined || raw === null) return new LogicDate(today());
+  const d = typeof raw === 'string' ? parseIsoDate(raw) : undefined;
+  if (!d) throw validationError('targetDate', 'must be a date YYYY-MM-DD');
+  return d;
+}
+
+/** Input values checked against the declarations: typed, defaults applied, required ones present. */
+export function checkInputs(decl: readonly InputDef[], raw: unknown): Record<string, Value> {
+  if (raw !== undefined && raw !== null && (typeof raw !== 'object' || Array.isArray(raw)))
+    throw validationError('inputs', 'must be an object of input values by name');
+  const given = (raw ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(given))
+    if (!decl.some((d) => d.name === k))
+      throw validationError(`inputs.${k}`, 'is not an input of this logic');
+  const out: Record<string, Value> = Object.create(null) as Record<string, Value>;
+  for (const d of decl) {
+    const field = `inputs.${d.name}`;
+    const v =
+      Object.hasOwn(given, d.name) && given[d.name] !== null && given[d.name] !== ''
+        ? given[d.name]
+        : d.default;
+    if (v === undefined || v === null) {
+      if (d.required) throw validationError(field, 'is required');
+      out[d.name] = null;
+      continue;
+    }
+    switch (d.type) {
+      case 'NUMBER':
+      case 'MONEY':
+      case 'PERCENT': {
+        const n =
+          typeof v === 'number' || typeof v === 'string'
+            ? asDec(typeof v === 'number' ? String(v) : v)
+            : undefined;
+        if (n === undefined) throw validationError(field, `${JSON.stringify(v)} is not a number`);
+        out[d.name] = n;
+        break;
+      }
+      case 'TEXT':
+      case 'OPTION':
+        if (typeof v !== 'string' || v.length > 10_000) throw validationError(field, 'must be text');
+        if (d.type === 'OPTION' && !(d.options ?? []).includes(v))
+          throw validationError(field, `must be one of ${(d.options ?? []).join(', ')}`);
+        out[d.name] = v;
+        break;
+      case 'DATE': {
+        const dt = typeof v === 'string' ? parseIsoDate(v) : undefined;
+        if (!dt) throw validationError(field, 'must be a date YYYY-MM-DD');
+        out[d.name] = dt;
+        break;
+      }
+      case 'BOOLEAN':
+        if (typeof v !== 'boolean') throw validationError(field, 'must be true or false');
+        out[d.name] = v;
+        break;
+    }
+  }
+  return out;
+}
+
+/** A limit hit while evaluating: the logic is at fault, so a -4 naming the element. */
+export function limitError(err: LimitError): AppError {
+  return new AppError('VALIDATION', `logic stopped: ${err.message}`, { field: 'logic' });
+}
+
+export async function loadLogic(q: Queryable, partitionId: number, uniqueName: string, date: LogicDate) {
+  const row = await store.logicAt(q, partitionId, uniqueName, date.iso);
+  if (!row) throw notFound(`Logic ${uniqueName} valid at ${date.iso}`);
+  return { row, logic: compiledLogic(partitionId, row) };
+}
+
+export async function executeLogic(
+  db: Db,
+  principal: Principal,
+  sku: string,
+  uniqueName: string | undefined,
+  data: ExecuteData,
+  limits: LogicLimits,
+): Promise<ExecuteAnswer> {
+  const targetDate = targetDateOf(data.targetDate);
+  const explain = data.explain === true;
+  return db.transaction(async (tx) => {
+    const product = await store.masterRecord(tx, principal, 'P', sku);
+    if (!product) throw notFound(`Product ${sku}`);
+    const name = uniqueName ?? (product.formula_name as string | null);
+    if (!name)
+      throw validationError(
+        'formulaName',
+        `product ${String(product.sku)} has no logic assigned (formulaName)`,
+      );
+    const { row, logic } = await loadLogic(tx, principal.partitionId, name, targetDate);
+    const inputs = checkInputs(logic.inputs, data.inputs);
+    const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
+    roots.product = store.recordOf('P', product, await store.attributeTypes(tx, principal.partitionId, 'P'));
+    let customerId: string | undefined;
+    if (data.customerId !== undefined && data.customerId !== null) {
+      const customer = await store.masterRecord(tx, principal, 'C', String(data.customerId));
+      if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
+      customerId = String(customer.customer_id);
+      roots.customer = store.recordOf(
+        'C',
+        customer,
+        await store.attributeTypes(tx, principal.partitionId, 'C'),
+      );
+    }
+    const batch = new BatchData(
+      tx,
+      principal.partitionId,
+      await store.roundingPolicies(tx, principal.partitionId),
+    );
+    let all: ElementOutcome[][];
+    try {
+      all = await evaluateItems(logic, [{ sku: String(product.sku), customerId, roots, inputs }], batch, {
+        targetDate,
+        explain,
+        limits,
+      });
+    } catch (err) {
+      if (err instanceof LimitError) throw limitError(err);
+      throw err;
+    }
+    return {
+      results: resultObjects(logic, all[0] ?? [], explain),
+      logic: {
+        uniqueName: row.uniqueName,
+        validAfter: row.validAfter,
+        version: row.version,
+        targetDate: targetDate.iso,
+      },
+    };
+  });
+}

@@ -1,0 +1,281 @@
+// SQL of the logic engine that the generic engine does not cover: the logic version valid at a date,
+// master-data records by business key with their attribute meta, extension rows and lookup-table
+// rows for many keys at once (set-based: one statement per table and pass, never one per item),
+// and the partition's rounding policies. Every statement is scoped by partition_id first.
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { ident } from '../../db/sql.ts';
+import { findType } from '../../engine/registry.ts';
+import { isRoundMode, type RoundMode } from '../../logic/functions/math.ts';
+import { ENDING_RULES, type EndingRule, type RoundingPolicy } from '../../logic/rounding.ts';
+import { D, LogicDate, RecordValue, parseIsoDate, type Value } from '../../logic/values.ts';
+
+type Row = Record<string, unknown>;
+
+export interface LogicRow {
+  readonly id: number;
+  readonly uniqueName: string;
+  readonly validAfter: string;
+  readonly label: string | null;
+  readonly nature: string;
+  readonly status: string;
+  readonly inputs: unknown;
+  readonly elements: unknown;
+  readonly version: number;
+}
+
+const LOGIC_COLUMNS = `id, unique_name AS "uniqueName", to_char(valid_after, 'YYYY-MM-DD') AS "validAfter", label,
+  nature, status, inputs, elements, version`;
+
+/** The active version of a logic for a target date: the latest with validAfter ≤ the date. */
+export async function logicAt(
+  q: Queryable,
+  partitionId: number,
+  uniqueName: string,
+  date: string,
+): Promise<LogicRow | undefined> {
+  const r = await q.query<LogicRow>(
+    `SELECT ${LOGIC_COLUMNS} FROM formulas
+      WHERE partition_id = $1 AND unique_name = $2 AND valid_after <= $3::date AND status = 'ACTIVE'
+      ORDER BY valid_after DESC LIMIT 1`,
+    [partitionId, uniqueName, date],
+  );
+  return r.rows[0];
+}
+
+/** Every active logic of the partition (findref). */
+export async function allLogics(q: Queryable, partitionId: number): Promise<LogicRow[]> {
+  const r = await q.query<LogicRow>(
+    `SELECT ${LOGIC_COLUMNS} FROM formulas WHERE partition_id = $1 ORDER BY unique_name, valid_after`,
+    [partitionId],
+  );
+  return r.rows;
+}
+
+/** Attribute types by field name from the attribute meta of an owner type (P, C, PX/CX per table name). */
+export async function attributeTypes(
+  q: Queryable,
+  partitionId: number,
+  owner: string,
+  name?: string,
+): Promise<Map<string, string>> {
+  const r = await q.query<{ field: string; type: string | null }>(
+    `SELECT field_name AS field, field_type AS type FROM attribute_meta
+      WHERE partition_id = $1 AND owner_type = $2 AND ($3::text IS NULL OR name = $3::text)`,
+    [partitionId, owner, name ?? null],
+  );
+  return new Map(r.rows.filter((x) => x.type !== null).map((x) => [x.field, x.type!]));
+}
+
+/** A stored attribute text as its attribute meta types it (numbers as decimals, dates as dates). */
+function typedAttribute(v: unknown, type: string | undefined): unknown {
+  if (typeof v !== 'string' || type === undefined) return v;
+  switch (type) {
+    case 'NUMERIC':
+    case 'MONEY':
+    case 'PERCENT':
+    case 'INTEGER':
+      try {
+        return new D(v.trim());
+      } catch {
+        return v;
+      }
+    case 'DATE':
+      return parseIsoDate(v.slice(0, 10)) ?? v;
+    case 'BOOLEAN':
+      return v === 'true' ? true : v === 'false' ? false : v;
+    default:
+      return v;
+  }
+}
+
+/** A database row of a registered type → a logic record under API field names, typed by its meta. */
+export function recordOf(code: string, row: Row, meta: ReadonlyMap<string, string>): RecordValue {
+  const type = findType(code)!;
+  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const f of type.fields) {
+    if (!Object.hasOwn(row, f.column)) continue;
+    const v = row[f.column];
+    fields[f.name] = f.custom
+      ? typedAttribute(v, meta.get(f.name))
+      : v instanceof Date
+        ? new LogicDate(v.toISOString().slice(0, 10))
+        : v;
+  }
+  return new RecordValue(fields, {
+    source: code,
+    typedId: `${String(row.id)}.${code}`,
+    version: Number(row.version),
+  });
+}
+
+/** Visible to the principal: no view group, or one of theirs (admins see all). */
+function visible(principal: Principal, row: Row): boolean {
+  const g = row.user_group_view_details;
+  return principal.admin || typeof g !== 'string' || g === '' || principal.groups.includes(g);
+}
+
+/** A product or customer by business key or typedId (`12.P`), if it exists and the principal may see it. */
+export async function masterRecord(
+  q: Queryable,
+  principal: Principal,
+  code: 'P' | 'C',
+  key: string,
+): Promise<Row | undefined> {
+  const table = code === 'P' ? 'products' : 'customers';
+  const keyColumn = code === 'P' ? 'sku' : 'customer_id';
+  const byId = new RegExp(`^(\\d{1,15})\\.${code}$`).exec(key);
+  const r = await q.query<Row>(
+    `SELECT * FROM ${ident(table)} WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : `${ident(keyColumn)} = $2`}`,
+    [principal.partitionId, byId ? byId[1] : key],
+  );
+  const row = r.rows[0];
+  return row && visible(principal, row) ? row : undefined;
+}
+
+/** Extension rows (PX/CX) of one table for many owners: one statement. */
+export async function extensionRows(
+  q: Queryable,
+  partitionId: number,
+  owner: 'product' | 'customer',
+  name: string,
+  ownerKeys: readonly string[],
+): Promise<Row[]> {
+  const [table, keyColumn] =
+    owner === 'product' ? ['product_extensions', 'sku'] : ['customer_extensions', 'customer_id'];
+  const r = await q.query<Row>(
+    `SELECT * FROM ${ident(table)}
+      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`,
+    [partitionId, name, ownerKeys],
+  );
+  return r.rows;
+}
+
+export interface TableMeta {
+  readonly id: number;
+  readonly uniqueName: string;
+  readonly type: string;
+  readonly valueType: string;
+}
+
+export async function tablesByName(
+  q: Queryable,
+  partitionId: number,
+  names: readonly string[],
+): Promise<TableMeta[]> {
+  const r = await q.query<TableMeta>(
+    `SELECT id, unique_name AS "uniqueName", type, value_type AS "valueType" FROM lookup_tables
+      WHERE partition_id = $1 AND unique_name = ANY($2::text[])`,
+    [partitionId, names],
+  );
+  return r.rows;
+}
+
+const MATRIX_KEYS: Readonly<Record<string, number>> = {
+  MATRIX2: 2,
+  MATRIX3: 3,
+  MATRIX4: 4,
+  MATRIX5: 5,
+  MATRIX6: 6,
+};
+
+/** How many keys a look-up in the table takes. */
+export function keyCount(type: string): number {
+  return MATRIX_KEYS[type] ?? 1;
+}
+
+/**
+ * Rows of one lookup table for many keys (each key a tuple of texts), with `k` = the key tuple
+ * joined by U+001F as it was asked: one statement per table.
+ */
+export async function lookupRows(
+  q: Queryable,
+  partitionId: number,
+  table: TableMeta,
+  keys: readonly (readonly string[])[],
+): Promise<Row[]> {
+  const ref = String(table.id);
+  const firsts = keys.map((k) => k[0] ?? '');
+  switch (table.type) {
+    case 'RANGE': {
+      const r = await q.query<Row>(
+        `SELECT k.x AS k, v.* FROM unnest($3::text[]) AS k(x)
+          CROSS JOIN LATERAL (
+            SELECT v.id, v.name, v.lower_bound, v.upper_bound, v.value, v.version FROM lookup_values v
+             WHERE v.partition_id = $1 AND v.table_ref = $2
+               AND (v.lower_bound IS NULL OR v.lower_bound <= rc_try_numeric(k.x))
+               AND (v.upper_bound IS NULL OR rc_try_numeric(k.x) < v.upper_bound)
+             ORDER BY v.lower_bound DESC NULLS LAST LIMIT 1) v`,
+        [partitionId, ref, firsts],
+      );
+      return r.rows;
+    }
+    case 'SIMPLE_REAL_KEY':
+    case 'SIMPLE_INT_KEY':
+    case 'SIMPLE_DATE_KEY': {
+      const cast = table.type === 'SIMPLE_DATE_KEY' ? 'rc_try_date' : 'rc_try_numeric';
+      const r = await q.query<Row>(
+        `SELECT k.x AS k, v.id, v.name, v.value, v.json_value, v.version FROM unnest($3::text[]) AS k(x)
+           JOIN lookup_values v ON v.partition_id = $1 AND v.table_ref = $2 AND ${cast}(v.name) = ${cast}(k.x)`,
+        [partitionId, ref, firsts],
+      );
+      return r.rows;
+    }
+    case 'SIMPLE':
+    case 'JSON': {
+      const r = await q.query<Row>(
+        `SELECT v.name AS k, v.id, v.name, v.value, v.json_value, v.version FROM lookup_values v
+          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`,
+        [partitionId, ref, firsts],
+      );
+      return r.rows;
+    }
+    case 'MATRIX': {
+      const r = await q.query<Row>(
+        `SELECT v.name AS k, v.* FROM lookup_matrix_values v
+          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`,
+        [partitionId, ref, firsts],
+      );
+      return r.rows;
+    }
+    default: {
+      const n = keyCount(table.type);
+      const cols = Array.from({ length: n }, (_, i) => i);
+      const params: unknown[] = [partitionId, ref, ...cols.map((i) => keys.map((k) => k[i] ?? ''))];
+      const r = await q.query<Row>(
+        `SELECT concat_ws(chr(31), ${cols.map((i) => `v.key${i + 1}`).join(', ')}) AS k, v.*
+           FROM unnest(${cols.map((i) => `$${i + 3}::text[]`).join(', ')}) AS k(${cols.map((i) => `k${i + 1}`).join(', ')})
+           JOIN lookup_matrix_values v ON v.partition_id = $1 AND v.table_ref = $2
+            AND ${cols.map((i) => `v.key${i + 1} = k.k${i + 1}`).join(' AND ')}`,
+        params,
+      );
+      return r.rows;
+    }
+  }
+}
+
+/** The partition's rounding policies (a small table, read once per request or batch). */
+export async function roundingPolicies(q: Queryable, partitionId: number): Promise<RoundingPolicy[]> {
+  const r = await q.query<Row>(
+    `SELECT id, unique_name, currency, channel, customer_group, step::text AS step, mode, price_ending, ending_rule, version
+       FROM rounding_policies WHERE partition_id = $1 ORDER BY id`,
+    [partitionId],
+  );
+  return r.rows.map((x) => ({
+    id: Number(x.id),
+    uniqueName: String(x.unique_name),
+    currency: String(x.currency),
+    channel: (x.channel as string | null) ?? null,
+    customerGroup: (x.customer_group as string | null) ?? null,
+    step: new D(String(x.step)),
+    mode: (isRoundMode(String(x.mode)) ? x.mode : 'HALF_UP') as RoundMode,
+    priceEnding: (x.price_ending as string | null) ?? null,
+    endingRule: ((ENDING_RULES as readonly unknown[]).includes(x.ending_rule)
+      ? x.ending_rule
+      : 'NEAREST') as EndingRule,
+    version: Number(x.version),
+  }));
+}
+
+export type { Value };

@@ -1,0 +1,552 @@
+// Pricing logics over real HTTP on both databases: checked-on-write (each compile-error kind with
+// element, line and column; hostile text), /formulamanager.execute with inputs, product, customer
+// and extension reads, every lookup-table kind, rounding policies with price endings, a hand-worked
+// explanation, versions by target date, limits, permissions and partition isolation.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
+
+type Client = (path: string, body?: unknown) => Promise<Reply>;
+
+function clientOf(h: Harness, token: string): Client {
+  return (path, body) => {
+    const opts: CallOptions = {
+      headers: { 'X-Ratecard-jwt': token },
+      ...(body === undefined ? {} : { body }),
+    };
+    return h.call(path, opts);
+  };
+}
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, pattern?: RegExp): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (pattern) assert.match(String(r.body.response.data), pattern);
+}
+
+const M = '/lookuptablemanager';
+
+async function seedTables(api: Client): Promise<void> {
+  const table = async (uniqueName: string, type: string, valueType: string, values: object[]) => {
+    const [t] = okData(await api(`${M}.add`, { data: { uniqueName, label: uniqueName, type, valueType } }));
+    okData(
+      await api(
+        `${M}.add/${t.id}`,
+        values.map((data) => ({ data })),
+      ),
+    );
+  };
+  await table('Margins', 'SIMPLE', 'REAL', [
+    { name: 'EU', value: 0.25 },
+    { name: 'US', value: 0.3 },
+  ]);
+  await table('QtyDiscount', 'RANGE', 'REAL', [
+    { name: 'small', upperBound: 10, value: 0 },
+    { name: 'large', lowerBound: 10, upperBound: 100, value: 0.05 },
+  ]);
+  await table('Freight', 'MATRIX2', 'REAL', [{ key1: 'DE', key2: 'PALLET', attribute1: 2.5, attribute2: 4 }]);
+  await table('Brands', 'MATRIX', 'STRING', [{ name: 'ACME', attribute1: 'premium' }]);
+}
+
+const PRICE_ELEMENTS = [
+  { elementName: 'Cost', expression: 'product.attribute1', formatType: 'MONEY' },
+  { elementName: 'Margin', expression: 'lookup("Margins", customer.attribute1)', formatType: 'PERCENT' },
+  { elementName: 'Discount', expression: 'lookup("QtyDiscount", input.Qty)', displayOptions: 0 },
+  { elementName: 'Freight', expression: 'lookup("Freight", "DE", input.Packing)' },
+  { elementName: 'Base', expression: 'Cost * (1 + Margin)' },
+  {
+    elementName: 'Price',
+    label: 'Net price',
+    expression: 'Base * (1 - Discount) + Freight',
+    rounding: 'EUR99',
+    formatType: 'MONEY',
+    suffix: 'EUR',
+  },
+  { elementName: 'Check', expression: 'if(Price < Cost, critical("below cost", false), true)' },
+];
+const PRICE_INPUTS = [
+  { name: 'Qty', type: 'NUMBER', required: true },
+  { name: 'Packing', type: 'OPTION', options: ['PALLET', 'BOX'], default: 'PALLET' },
+];
+
+describe('pricing logics', () => {
+  let h: Harness;
+  let api: Client;
+  before(async () => {
+    h = await startHarness({ env: { LOGIC_MAX_STEPS: '5000' } });
+    api = clientOf(h, (await h.login()).token);
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute1', label: 'Cost', fieldType: 'MONEY' } }));
+    okData(
+      await api('/add/P', {
+        data: { sku: 'MB-1', label: 'Bolt', attribute1: '12.40', attribute2: 'ACME', formulaName: 'Price' },
+      }),
+    );
+    okData(await api('/add/P', { data: { sku: 'MB-2', label: 'Nut' } }));
+    okData(await api('/add/C', { data: { customerId: 'C-1', name: 'Kunde', attribute1: 'EU' } }));
+    okData(
+      await api('/add/PX', { data: { name: 'Costs', sku: 'MB-1', attribute1: '10.005', attribute2: 'kg' } }),
+    );
+    await seedTables(api);
+    okData(
+      await api('/add/RP', {
+        data: {
+          uniqueName: 'EUR99',
+          currency: 'EUR',
+          step: 0.01,
+          mode: 'HALF_UP',
+          priceEnding: '.99',
+          endingRule: 'NEAREST',
+        },
+      }),
+    );
+    okData(
+      await api('/add/RP', { data: { uniqueName: 'CHF05', currency: 'CHF', step: 0.05, mode: 'HALF_UP' } }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Price',
+          validAfter: '2026-01-01',
+          label: 'List price',
+          inputs: PRICE_INPUTS,
+          elements: PRICE_ELEMENTS,
+        },
+      }),
+    );
+  });
+  after(() => h.close());
+
+  test('execute runs the product logic; hidden elements are left out; the answer names the version', async () => {
+    const r = await api('/formulamanager.execute/MB-1', {
+      data: { inputs: { Qty: 20 }, customerId: 'C-1', targetDate: '2026-03-01' },
+    });
+    const results = okData(r);
+    const by = Object.fromEntries(results.map((x: any) => [x.resultName, x]));
+    assert.equal(by.Discount, undefined, 'displayOptions 0 hides the element');
+    assert.equal(by.Cost.result, 12.4);
+    assert.equal(by.Margin.result, 0.25);
+    assert.equal(by.Freight.result, 2.5);
+    assert.equal(by.Base.result, 15.5);
+    // 15.5 × 0.95 + 2.5 = 17.225 → step 0.01 HALF_UP 17.23 → nearest .99 ending: 16.99 (0.24 away) not 17.99
+    assert.equal(by.Price.result, 16.99);
+    assert.equal(by.Price.resultLabel, 'Net price');
+    assert.equal(by.Price.formatType, 'MONEY');
+    assert.equal(by.Price.suffix, 'EUR');
+    assert.equal(by.Price.resultType, 'NUMBER');
+    assert.equal(by.Check.result, true);
+    assert.equal(by.Check.alertType, null);
+    assert.deepEqual(r.body.response.logic, {
+      uniqueName: 'Price',
+      validAfter: '2026-01-01',
+      version: 0,
+      targetDate: '2026-03-01',
+    });
+    const named = okData(
+      await api('/formulamanager.execute/MB-1/Price', {
+        data: { inputs: { Qty: 5, Packing: 'BOX' }, customerId: 'C-1', targetDate: '2026-03-01' },
+      }),
+    );
+    const n = Object.fromEntries(named.map((x: any) => [x.resultName, x]));
+    assert.equal(n.Freight.result, null, 'no BOX row in Freight');
+    assert.equal(n.Price.result, null, 'null propagates');
+  });
+
+  test('explain: values, records and fields read, lookup hits and misses, inputs, rounding steps', async () => {
+    const results = okData(
+      await api('/formulamanager.execute/MB-1', {
+        data: { inputs: { Qty: 20 }, customerId: 'C-1', targetDate: '2026-03-01', explain: true },
+      }),
+    );
+    const by = Object.fromEntries(results.map((x: any) => [x.resultName, x]));
+    assert.equal(by.Discount.result, 0.05, 'hidden elements appear when explaining');
+    assert.equal(by.Discount.explanation.hidden, true);
+    const cost = by.Cost.explanation.reads;
+    assert.equal(cost[0].kind, 'field');
+    assert.equal(cost[0].record, 'product');
+    assert.match(cost[0].typedId, /^\d+\.P$/);
+    assert.equal(cost[0].field, 'attribute1');
+    assert.equal(cost[0].value, 12.4);
+    const margin = by.Margin.explanation.reads;
+    const hit = margin.find((e: any) => e.kind === 'lookup');
+    assert.deepEqual(
+      { ...hit, rowId: undefined, version: undefined },
+      {
+        kind: 'lookup',
+        table: 'Margins',
+        keys: ['EU'],
+        hit: true,
+        rowId: undefined,
+        version: undefined,
+        value: 0.25,
+      },
+    );
+    assert.match(hit.rowId, /^\d+\.LTV$/);
+    assert.ok(
+      margin.some(
+        (e: any) =>
+          e.kind === 'field' && e.record === 'customer' && e.field === 'attribute1' && e.value === 'EU',
+      ),
+    );
+    const disc = by.Discount.explanation.reads;
+    assert.ok(disc.some((e: any) => e.kind === 'input' && e.name === 'Qty' && e.value === 20));
+    const rounding = by.Price.explanation.reads.find((e: any) => e.kind === 'rounding');
+    assert.deepEqual(rounding, {
+      kind: 'rounding',
+      policy: 'EUR99',
+      step: '0.01',
+      mode: 'HALF_UP',
+      priceEnding: '.99',
+      endingRule: 'NEAREST',
+      before: 17.225,
+      after: 16.99,
+    });
+    assert.ok(
+      by.Price.explanation.reads.some(
+        (e: any) => e.kind === 'element' && e.name === 'Base' && e.value === 15.5,
+      ),
+    );
+    const miss = okData(
+      await api('/formulamanager.execute/MB-1', {
+        data: {
+          inputs: { Qty: 20, Packing: 'BOX' },
+          customerId: 'C-1',
+          targetDate: '2026-03-01',
+          explain: true,
+        },
+      }),
+    ).find((x: any) => x.resultName === 'Freight');
+    assert.deepEqual(
+      miss.explanation.reads.find((e: any) => e.kind === 'lookup'),
+      {
+        kind: 'lookup',
+        table: 'Freight',
+        keys: ['DE', 'BOX'],
+        hit: false,
+        rowId: null,
+        version: null,
+        value: null,
+      },
+    );
+  });
+
+  test('every lookup-table kind, lookupRow, extension rows, decimal exactness and round modes', async () => {
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Kinds',
+          validAfter: '2026-01-01',
+          elements: [
+            { elementName: 'Simple', expression: 'lookup("Margins", "US")' },
+            { elementName: 'RangeLow', expression: 'lookup("QtyDiscount", 9.99)' },
+            { elementName: 'RangeEdge', expression: 'lookup("QtyDiscount", 10)' },
+            { elementName: 'RangeOut', expression: 'lookup("QtyDiscount", 100)' },
+            { elementName: 'Matrix', expression: 'lookup("Brands", product.attribute2)' },
+            { elementName: 'Row', expression: 'lookupRow("Freight", "DE", "PALLET")' },
+            { elementName: 'RowField', expression: 'Row.attribute2 + get(Row, "attribute1")' },
+            { elementName: 'Ext', expression: 'productExtension("Costs")' },
+            { elementName: 'ExtCost', expression: 'Ext.attribute1 * 2' },
+            { elementName: 'Cents', expression: '0.1 + 0.2 == 0.3 and sum([0.01, 0.02, 0.07]) == 0.1' },
+            { elementName: 'Div', expression: 'round(10 / 3, 4, "HALF_EVEN")' },
+            {
+              elementName: 'Modes',
+              expression:
+                'concat(round(2.345, 2, "HALF_EVEN"), "/", round(2.341, 2, "UP"), "/", round(-2.345, 2, "FLOOR"))',
+            },
+            { elementName: 'Chf', expression: 'roundPrice(17.8749, "CHF")' },
+            { elementName: 'NoPolicy', expression: 'roundPrice(1.005, "JPY")' },
+            { elementName: 'Target', expression: 'addDays(targetDate, 1)' },
+          ],
+        },
+      }),
+    );
+    const results = okData(
+      await api('/formulamanager.execute/MB-1/Kinds', { data: { targetDate: '2026-03-01' } }),
+    );
+    const v = Object.fromEntries(results.map((x: any) => [x.resultName, x.result]));
+    assert.equal(v.Simple, 0.3);
+    assert.equal(v.RangeLow, 0);
+    assert.equal(v.RangeEdge, 0.05, 'lower bound included');
+    assert.equal(v.RangeOut, null, 'upper bound excluded');
+    assert.equal(v.Matrix, 'premium');
+    assert.equal(v.Row.attribute2, 4);
+    assert.equal(v.RowField, 6.5);
+    assert.equal(v.ExtCost, 20.01);
+    assert.equal(v.Cents, true);
+    assert.equal(v.Div, 3.3333);
+    assert.equal(v.Modes, '2.34/2.35/-2.35');
+    assert.equal(v.Chf, 17.85);
+    assert.equal(v.NoPolicy, 1.01);
+    assert.match(
+      results.find((x: any) => x.resultName === 'NoPolicy').warnings[0],
+      /no rounding policy for JPY/,
+    );
+    assert.equal(v.Target, '2026-03-02');
+  });
+
+  test('versions: the latest validAfter not after the target date runs', async () => {
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Ver',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'V', expression: '"old"' }],
+        },
+      }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Ver',
+          validAfter: '2026-06-01',
+          elements: [{ elementName: 'V', expression: '"new"' }],
+        },
+      }),
+    );
+    const at = async (d: string) =>
+      okData(await api('/formulamanager.execute/MB-1/Ver', { data: { targetDate: d } }))[0].result;
+    assert.equal(await at('2026-05-31'), 'old');
+    assert.equal(await at('2026-06-01'), 'new');
+    expectError(
+      await api('/formulamanager.execute/MB-1/Ver', { data: { targetDate: '2025-12-31' } }),
+      404,
+      -1,
+      /Ver valid at 2025-12-31/,
+    );
+    // An update is seen at once (the compiled cache is keyed by version).
+    const [row] = okData(await api('/fetch/F', { data: { uniqueName: 'Ver', validAfter: '2026-06-01' } }));
+    okData(
+      await api('/update/F', {
+        data: { id: row.id, inputs: [], elements: [{ elementName: 'V', expression: '"newer"' }] },
+        oldValues: { version: row.version },
+      }),
+    );
+    assert.equal(await at('2026-07-01'), 'newer');
+  });
+
+  test('compile errors on write: each kind is a -4 naming element, line and column', async () => {
+    const bad = async (expression: string, pattern: RegExp, extra: object[] = []) => {
+      const r = await api('/add/F', {
+        data: {
+          uniqueName: 'Bad',
+          validAfter: '2026-01-01',
+          inputs: [{ name: 'Q', type: 'NUMBER' }],
+          elements: [{ elementName: 'A', expression: '1' }, { elementName: 'B', expression }, ...extra],
+        },
+      });
+      expectError(r, 400, -4, pattern);
+      assert.ok(r.body.response.errors['elements[1].expression'], r.text);
+    };
+    await bad('1 +\n  nope(2)', /element B, line 2, column 3: unknown function nope/);
+    await bad('A + Missing', /element B, line 1, column 5: unknown name Missing/);
+    await bad('A + C', /element B, line 1, column 5: element C comes later/, [
+      { elementName: 'C', expression: '2' },
+    ]);
+    await bad('A + C', /cycle B → C → B/, [{ elementName: 'C', expression: 'B * 2' }]);
+    await bad('B + 1', /element B refers to itself/);
+    await bad('round(A, 2, "HALF_UP", 4)', /round takes 1 to 3 arguments, got 4/);
+    await bad('"text" * A', /\* needs numbers, got text and number/);
+    await bad('input.Nope', /unknown input Nope/);
+    await bad('lookup(product.sku, 1)', /argument 1 must be a name in quotes/);
+    await bad('A +', /line 1, column 4/);
+    await bad('product.__proto__', /not allowed/);
+    await bad('constructor', /not allowed/);
+    await bad('('.repeat(200) + '1' + ')'.repeat(200), /nesting deeper than 64/);
+    await bad(`"${'x'.repeat(5000)}"`, /text literal longer/);
+    expectError(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Bad',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'input', expression: '1' }],
+        },
+      }),
+      400,
+      -4,
+      /reserved/,
+    );
+    expectError(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Bad',
+          validAfter: '2026-01-01',
+          elements: [
+            { elementName: 'X', expression: '1' },
+            { elementName: 'X', expression: '2' },
+          ],
+        },
+      }),
+      400,
+      -4,
+      /used twice/,
+    );
+    expectError(
+      await api('/add/RP', { data: { uniqueName: 'R', currency: 'EUR', priceEnding: '9,9' } }),
+      400,
+      -4,
+      /priceEnding/,
+    );
+    assert.equal(
+      (await api('/fetch/F', { data: { uniqueName: 'Bad' } })).body.response.data.length,
+      0,
+      'nothing saved',
+    );
+  });
+
+  test('inputs are checked against their declarations', async () => {
+    const run = (inputs: object) =>
+      api('/formulamanager.execute/MB-1', { data: { inputs, customerId: 'C-1', targetDate: '2026-03-01' } });
+    const missing = await run({});
+    expectError(missing, 400, -4, /inputs.Qty: is required/);
+    assert.ok(missing.body.response.errors['inputs.Qty']);
+    expectError(await run({ Qty: 'many' }), 400, -4, /inputs.Qty: "many" is not a number/);
+    expectError(
+      await run({ Qty: 1, Packing: 'CRATE' }),
+      400,
+      -4,
+      /inputs.Packing: must be one of PALLET, BOX/,
+    );
+    expectError(await run({ Qty: 1, Other: 1 }), 400, -4, /inputs.Other: is not an input/);
+    expectError(
+      await api('/formulamanager.execute/MB-1', { data: { inputs: { Qty: 1 }, targetDate: '2026-02-30' } }),
+      400,
+      -4,
+      /targetDate/,
+    );
+    expectError(await api('/formulamanager.execute/NOPE', { data: {} }), 404, -1, /Product NOPE/);
+    expectError(await api('/formulamanager.execute/MB-2', { data: {} }), 400, -4, /no logic assigned/);
+    expectError(
+      await api('/formulamanager.execute/MB-1', { data: { inputs: { Qty: 1 }, customerId: 'C-404' } }),
+      404,
+      -1,
+      /Customer C-404/,
+    );
+  });
+
+  test('run-time problems: element CRITICAL alerts; the step limit stops the evaluation with a -4', async () => {
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Faults',
+          validAfter: '2026-01-01',
+          elements: [
+            { elementName: 'Zero', expression: '1 / 0' },
+            { elementName: 'After', expression: 'coalesce(Zero, 7)' },
+            { elementName: 'NoTable', expression: 'lookup("Nowhere", 1)' },
+            { elementName: 'Warn', expression: 'warning("check me", 3)' },
+          ],
+        },
+      }),
+    );
+    const v = Object.fromEntries(
+      okData(await api('/formulamanager.execute/MB-1/Faults', { data: {} })).map((x: any) => [
+        x.resultName,
+        x,
+      ]),
+    );
+    assert.equal(v.Zero.result, null);
+    assert.equal(v.Zero.alertType, 'CRITICAL');
+    assert.equal(v.Zero.alertMessage, 'division by zero');
+    assert.equal(v.After.result, 7);
+    assert.match(v.NoTable.alertMessage, /unknown lookup table Nowhere/);
+    assert.equal(v.Warn.result, 3);
+    assert.equal(v.Warn.alertType, 'WARNING');
+    assert.deepEqual(v.Warn.warnings, ['check me']);
+    const big = Array(1500).fill('1').join(',');
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Loop',
+          validAfter: '2026-01-01',
+          elements: [1, 2, 3, 4].map((i) => ({ elementName: `S${i}`, expression: `sum([${big}])` })),
+        },
+      }),
+    );
+    expectError(
+      await api('/formulamanager.execute/MB-1/Loop', { data: {} }),
+      400,
+      -4,
+      /element S\d: step limit of 5000 exceeded/,
+    );
+    assert.equal(
+      (await api('/formulamanager.execute/MB-1/Faults', { data: {} })).status,
+      200,
+      'the process lives',
+    );
+  });
+
+  test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {
+    await h.newUser('reader', 'reader-password-1', []);
+    const reader = clientOf(h, (await h.login('reader', 'reader-password-1')).token);
+    expectError(
+      await reader('/add/F', {
+        data: {
+          uniqueName: 'X',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'A', expression: '1' }],
+        },
+      }),
+      403,
+      -3,
+    );
+    expectError(await reader('/add/RP', { data: { uniqueName: 'X', currency: 'EUR' } }), 403, -3);
+    assert.equal(
+      okData(await reader('/formulamanager.execute/MB-1/Ver', { data: { targetDate: '2026-03-01' } }))[0]
+        .result,
+      'old',
+    );
+    await h.newUser('author', 'author-password-1', ['PB_LOGICS']);
+    const author = clientOf(h, (await h.login('author', 'author-password-1')).token);
+    okData(
+      await author('/add/F', {
+        data: {
+          uniqueName: 'ByAuthor',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'A', expression: '1' }],
+        },
+      }),
+    );
+    expectError(await h.call('/formulamanager.execute/MB-1', { body: { data: {} } }), 401, -7);
+  });
+
+  test('partition isolation: no name reaches another partition', async () => {
+    const other = await startHarness({ shareDbWith: h });
+    try {
+      const b = clientOf(other, (await other.login()).token);
+      okData(await b('/add/P', { data: { sku: 'MB-1', attribute1: '1' } }));
+      expectError(
+        await b('/formulamanager.execute/MB-1/Price', { data: { targetDate: '2026-03-01' } }),
+        404,
+        -1,
+        /Logic Price/,
+      );
+      okData(
+        await b('/add/F', {
+          data: {
+            uniqueName: 'Spy',
+            validAfter: '2026-01-01',
+            elements: [
+              { elementName: 'M', expression: 'lookup("Margins", "EU")' },
+              { elementName: 'X', expression: 'productExtension("Costs")' },
+              { elementName: 'R', expression: 'roundPrice(1.234, "EUR")' },
+            ],
+          },
+        }),
+      );
+      const v = Object.fromEntries(
+        okData(await b('/formulamanager.execute/MB-1/Spy', { data: {} })).map((x: any) => [x.resultName, x]),
+      );
+      assert.match(v.M.alertMessage, /unknown lookup table Margins/);
+      assert.equal(v.X.result, null);
+      assert.equal(v.R.result, 1.23, "another partition's EUR99 policy is not used");
+    } finally {
+      await other.close();
+    }
+  });
+});
