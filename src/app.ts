@@ -32,6 +32,7 @@ import { notificationRoutes } from './modules/notifications/routes.ts';
 import { tokenV2Routes } from './modules/tokenv2/routes.ts';
 import { dcrRoutes } from './modules/dcr/routes.ts';
 import { formulaRoutes } from './modules/formulas/routes.ts';
+import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -51,6 +52,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   tokenV2Routes,
   dcrRoutes,
   formulaRoutes,
+  conditionRecordRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

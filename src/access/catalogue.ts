@@ -37,6 +37,10 @@ export const PERMISSION_CATALOGUE = {
   WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
   FORMULA_EDIT:
     'Create, change and delete pricing logics (`F`) and rounding policies (`RP`); running logics needs no permission beyond reading products',
+  CONDITIONRECORD_EDIT:
+    "Create and delete condition record sets (`CRCS`); create, change and delete their items (`CRCI`, `CRCI1`..`CRCI12`), `/loaddata/CRCP`; the set's `userGroupEdit` applies as well",
+  CONDITIONRECORDSET_UPDATE:
+    'Change label and user groups of a condition record set (`conditionrecordset.update`)',
   NOTIFICATION_SEND:
     'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
   DCRTYPE_EDIT:
@@ -85,7 +89,10 @@ export const ROLE_CATALOGUE = {
     purpose: 'Manages users, groups, business roles and passwords',
   },
   USERAUDIT: { grants: ['USER_FETCH', 'ROLE_FETCH'], purpose: 'Reviews users and their rights' },
-  SUPPORT: { grants: ['USER_FETCH', 'ROLE_FETCH', 'WORKFLOW_FETCH'], purpose: 'Support staff' },
+  SUPPORT: {
+    grants: ['USER_FETCH', 'ROLE_FETCH', 'WORKFLOW_FETCH', 'CONDITIONRECORDSET_UPDATE'],
+    purpose: 'Support staff',
+  },
   PLASMA: { grants: ['ROLE_FETCH', 'LOOKUPTABLE_UPDATE'], purpose: 'Market-data (PlasmA) maintenance' },
   DATAINTEGRATION: {
     grants: [
@@ -100,8 +107,9 @@ export const ROLE_CATALOGUE = {
       'PRODUCTCOMPETITION_FETCH',
       'PRODUCTCOMPETITION_EDIT',
       'LOOKUPTABLEVALUES_INTEGRATE',
+      'CONDITIONRECORD_EDIT',
     ],
-    purpose: 'Technical users of integrations (loads of master data and lookup values)',
+    purpose: 'Technical users of integrations (loads of master data, lookup values, condition records)',
   },
   PRICESHOP_RO: {
     grants: [
@@ -136,8 +144,8 @@ export const ROLE_CATALOGUE = {
     purpose: 'Writes pricing logics and rounding policies',
   },
   PB_CONDITIONRECORDEDITOR: {
-    grants: [],
-    purpose: 'Edits condition records (their permissions come with the condition-record operations)',
+    grants: ['CONDITIONRECORD_EDIT', 'CONDITIONRECORDSET_UPDATE'],
+    purpose: 'Edits condition record sets and their items',
   },
   WF_BUILDER: { grants: WORKFLOW, purpose: 'Builds workflows' },
   WF_ADMIN: { grants: WORKFLOW, purpose: 'Administers workflows' },

@@ -3,6 +3,7 @@
 // Data lives in `<dataDir>/pgdata`; `:memory:` keeps everything in memory (tests).
 
 import { PGlite } from '@electric-sql/pglite';
+import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
@@ -51,8 +52,9 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
   try {
     pg = await PGlite.create(inMemory ? undefined : join(dataDir, 'pgdata'), {
       parsers,
-      // Trigram indexes for contains-style filters (migration 012), as on PostgreSQL.
-      extensions: { pg_trgm },
+      // Trigram indexes for contains-style filters (migration 012) and btree_gist for the exclusion
+      // constraint of condition records (migration 014), as on PostgreSQL.
+      extensions: { pg_trgm, btree_gist },
     });
   } catch (e) {
     release();

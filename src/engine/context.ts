@@ -42,13 +42,13 @@ async function attributeTypes(
   const key =
     owner.metaVersion === undefined
       ? undefined
-      : `${owner.partitionId}:${owner.metaVersion}:${type.code}:${extName}`;
+      : `${owner.partitionId}:${owner.metaVersion}:${type.metaOwner ?? type.code}:${extName}`;
   const hit = key === undefined ? undefined : cache.get(key);
   if (hit) return hit;
   const r = await q.query<{ field: string; ftype: string; indexed: boolean }>(
     `SELECT field_name AS field, field_type AS ftype, indexed FROM attribute_meta
       WHERE partition_id = $1 AND owner_type = $2 AND name = $3`,
-    [owner.partitionId, type.code, extName],
+    [owner.partitionId, type.metaOwner ?? type.code, extName],
   );
   const typed = new Map<string, AttributeType>();
   for (const row of r.rows) {

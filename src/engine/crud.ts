@@ -242,7 +242,8 @@ function addressOf(type: TypeDef, data: Obj): Address | undefined {
   if (data.typedId !== undefined && data.typedId !== null)
     return { id: parseId(type, data.typedId, 'typedId') };
   if (data.id !== undefined && data.id !== null) return { id: parseId(type, data.id, 'id') };
-  if (type.businessKey.every((k) => typeof data[k] === 'string' && data[k] !== '')) {
+  const given = (v: unknown) => (typeof v === 'string' && v !== '') || typeof v === 'number';
+  if (type.businessKey.every((k) => given(data[k]))) {
     return { key: type.businessKey.map((k) => data[k]) };
   }
   return undefined;
@@ -393,7 +394,9 @@ export async function addRecords(
   requireAccess(principal, type.access.write);
   const add = async (q: Queryable, ctx: ReturnType<typeof contextCache>, data: Obj): Promise<Row> => {
     const tc = await ctx(data);
-    const row = await insertRow(q, tc, principal, prepareValues(tc, data, 'add'), 'revive-deleted');
+    const values = prepareValues(tc, data, 'add');
+    await type.beforeInsert?.(q, principal, data);
+    const row = await insertRow(q, tc, principal, values, 'revive-deleted');
     if (!row) throw duplicate(type, data);
     return toRecord(tc, row);
   };
@@ -556,7 +559,9 @@ export async function integrateRecords(
     // The common case — one record by business key — is a single upsert statement, atomic on its
     // own: no BEGIN/COMMIT round trips.
     const tc = await contextCache(db, principal, type)(only);
-    const row = await insertRow(db, tc, principal, prepareValues(tc, only, 'add'), 'merge');
+    const values = prepareValues(tc, only, 'add');
+    await type.beforeInsert?.(db, principal, only);
+    const row = await insertRow(db, tc, principal, values, 'merge');
     if (!row)
       throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
     return [toRecord(tc, row)];
@@ -585,7 +590,9 @@ export async function integrateRecords(
         if ('id' in address) throw notFound(`${type.label} ${JSON.stringify(data.typedId ?? data.id)}`);
       }
       const tc = await ctx(data);
-      const row = await insertRow(tx, tc, principal, prepareValues(tc, data, 'add'), 'merge');
+      const values = prepareValues(tc, data, 'add');
+      await type.beforeInsert?.(tx, principal, data);
+      const row = await insertRow(tx, tc, principal, values, 'merge');
       if (!row)
         throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);
       out.push(withOld(toRecord(tc, row), returnOld ? {} : undefined));

@@ -12,6 +12,7 @@ import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
 import { FORMULA_TYPES } from './registry-formulas.ts';
+import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -410,6 +411,9 @@ const TYPES: readonly TypeDef[] = [
   NOTIFICATION_TYPE,
   ...DCR_TYPES,
   ...FORMULA_TYPES,
+  ...CONDITION_RECORD_TYPES,
+  // Custom attributes of condition record items (every CRCIn and CRCIH read them under owner CRCI).
+  metaType('CRCIAM', 'CRCI', AUTHENTICATED, false),
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

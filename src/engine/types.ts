@@ -1,7 +1,9 @@
 // Field and type declarations shared by the registry, the criteria compiler and the loaders. A file
 // of its own (importing no engine module) so that every catalog of types can import it without cycles.
 
+import type { Principal } from '../access/access.ts';
 import type { Permission, RouteAccess } from '../access/catalogue.ts';
+import type { Queryable } from '../db/db.ts';
 import type { FieldErrors } from '../http/errors.ts';
 
 /** The declared type of a field, which decides how values are parsed and compared. */
@@ -51,6 +53,8 @@ export interface TypeDef {
   readonly businessKey: readonly string[];
   /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
   readonly attributeMeta?: string;
+  /** The owner code the attribute meta is kept under, when not this type's code (`CRCI3` → `CRCI`). */
+  readonly metaOwner?: string;
   /** For extension types: attribute meta is kept per extension table (the `name` field). */
   readonly metaPerName?: boolean;
   /** Columns of the table's unique key after partition_id (the conflict target of upserts). */
@@ -72,4 +76,14 @@ export interface TypeDef {
    * dedicated manager operation to use instead (the spec: lookup table values, user groups, ...).
    */
   readonly managerOnly?: string;
+  /**
+   * Checked before a record is inserted or upserted by add/integrate (in the same transaction):
+   * rules that need the database, such as the edit group of a parent record (condition record
+   * items take their set's `userGroupEdit`). Throws the catalogue error to answer.
+   */
+  readonly beforeInsert?: (
+    q: Queryable,
+    principal: Principal,
+    data: Readonly<Record<string, unknown>>,
+  ) => Promise<void>;
 }

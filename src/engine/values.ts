@@ -61,8 +61,14 @@ export function isCalendarDate(ymd: string): boolean {
   return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
+/** A date-time at midnight names a day as well (clients that only have date-times send those). */
+const MIDNIGHT_RE = /^(\d{4}-\d{2}-\d{2})[Tt ]00:00(?::00(?:\.0{1,6})?)?(?:[Zz]|[-+]00:?00)?$/;
+
 function toDate(v: unknown): Value | undefined {
-  return typeof v === 'string' && isCalendarDate(v.trim()) ? v.trim() : undefined;
+  if (typeof v !== 'string') return undefined;
+  const s = v.trim();
+  const day = MIDNIGHT_RE.exec(s)?.[1] ?? s;
+  return isCalendarDate(day) ? day : undefined;
 }
 
 /** An ISO 8601 date-time, normalised; without an offset it is UTC, so the server's time zone never

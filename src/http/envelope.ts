@@ -82,6 +82,22 @@ interface PgError {
   constraint?: unknown;
 }
 
+/**
+ * Condition record items overlapping in validity (migration 014): the trigger's message names the
+ * item in the way; the exclusion constraint itself (a concurrent writer got there first) cannot.
+ */
+function overlapError(fe: PgError & { message?: unknown; detail?: unknown }): AppError {
+  const field = 'validFrom';
+  if (fe.constraint === 'condition_records_overlap' && typeof fe.message === 'string') {
+    return new AppError('VALIDATION', fe.message, { errors: { [field]: { errorMessage: fe.message } } });
+  }
+  const message =
+    fe.constraint === 'condition_records_no_overlap'
+      ? 'The validity overlaps an item with the same keys in the set (written at the same time)'
+      : 'The record overlaps another one';
+  return new AppError('VALIDATION', message, { errors: { [field]: { errorMessage: message } } });
+}
+
 /** The catalogue entry of anything thrown while serving a request. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -114,6 +130,8 @@ export function toAppError(err: unknown): AppError {
       return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });
     case '23505':
       return new AppError('DUPLICATE_KEY');
+    case '23P01':
+      return overlapError(fe);
     case '40001':
     case '40P01':
       return new AppError('CONFLICT', 'Concurrent change; retry the request');

@@ -1,0 +1,234 @@
+// The condition-record types (migration 014, src/modules/conditionrecords/): sets (`CRCS`), their
+// items — `CRCI` (every item, addressed by typedId) and `CRCI1`..`CRCI12` (items of sets with that
+// key size, scoped by the `fixed` column `key_size_ref`, business key set + keys + validFrom) — and
+// the read-only history `CRCIH`. Items take their user groups from their set (copied by a trigger),
+// so the engine's user-group scope on the item's own columns is the set's.
+
+import type { Principal } from '../access/access.ts';
+import { AUTHENTICATED } from '../access/catalogue.ts';
+import type { Queryable } from '../db/db.ts';
+import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
+import { SYSTEM, attributes, key, text } from './registry-fields.ts';
+import type { FieldDef, TypeDef } from './types.ts';
+
+export const MAX_KEY_SIZE = 12;
+/** Keys are short codes (customer, product group, ...); the issue's limit. */
+export const KEY_MAX_LENGTH = 63;
+export const ITEM_TABLE = 'condition_records';
+export const HISTORY_TABLE = 'condition_records_history';
+
+const MANAGER_UPDATE = '/conditionrecordset.update/{id}';
+
+function setRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const n = data.keySize;
+  if (n === undefined || n === null) return undefined;
+  const k = Number(n);
+  if (Number.isInteger(k) && k >= 1 && k <= MAX_KEY_SIZE) return undefined;
+  return { keySize: { errorMessage: `must be an integer from 1 to ${MAX_KEY_SIZE}` } };
+}
+
+export const SET_TYPE: TypeDef = {
+  code: 'CRCS',
+  label: 'Condition record set',
+  table: 'condition_record_sets',
+  fields: [
+    key('uniqueName', 'unique_name'),
+    text('label', 'label'),
+    // Fixed at creation: items are keyed by it (a key, so updates never change it).
+    { name: 'keySize', column: 'key_size', type: 'integer', required: true, key: true },
+    { name: 'wildcardKeys', column: 'wildcard_keys', type: 'boolean' },
+    text('userGroupEdit', 'user_group_edit'),
+    text('userGroupViewDetails', 'user_group_view_details'),
+    ...SYSTEM,
+  ],
+  businessKey: ['uniqueName'],
+  uniqueColumns: ['unique_name'],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  updateNeedsVersion: true,
+  userGroups: true,
+  access: { fetch: AUTHENTICATED, write: 'CONDITIONRECORD_EDIT' },
+  validate: setRules,
+};
+
+/** Ordered validity, when both ends are in the record (updates may carry one end only). */
+function itemRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const from = dateOf(data.validFrom);
+  const to = dateOf(data.validTo);
+  if (from === undefined || to === undefined || to >= from) return undefined;
+  return { validTo: { errorMessage: `must not be before validFrom (${from})` } };
+}
+
+/** `YYYY-MM-DD` of a date or a date-time at midnight, as the engine's date parser accepts. */
+export function dateOf(v: unknown): string | undefined {
+  return typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? v.slice(0, 10) : undefined;
+}
+
+const keyFields = (n: number, required: boolean): FieldDef[] =>
+  Array.from({ length: n }, (_, i) => ({
+    ...text(`key${i + 1}`, `key${i + 1}`, { maxLength: KEY_MAX_LENGTH }),
+    key: true,
+    ...(required ? { required: true } : {}),
+  }));
+
+const systemText = (name: string, column: string): FieldDef => ({ ...text(name, column), system: true });
+
+function itemFields(keys: readonly FieldDef[]): FieldDef[] {
+  return [
+    {
+      name: 'conditionRecordSetId',
+      column: 'condition_record_set_id',
+      type: 'integer',
+      required: true,
+      key: true,
+    },
+    ...keys,
+    { name: 'validFrom', column: 'valid_from', type: 'date', required: true, key: true },
+    { name: 'validTo', column: 'valid_to', type: 'date', required: true },
+    { name: 'conditionValue', column: 'condition_value', type: 'decimal' },
+    text('unitOfMeasure', 'unit_of_measure', { maxLength: 255 }),
+    text('currency', 'currency', { maxLength: 255 }),
+    { name: 'priceUnit', column: 'price_unit', type: 'decimal' },
+    { name: 'integrationStatus', column: 'integration_status', type: 'integer' },
+    ...attributes(),
+    // Copied from the set by the database; shown, never written through an item.
+    systemText('userGroupEdit', 'user_group_edit'),
+    systemText('userGroupViewDetails', 'user_group_view_details'),
+    { name: 'createdByObj', column: 'created_by', type: 'integer', system: true },
+    ...SYSTEM,
+  ];
+}
+
+interface SetRow {
+  key_size: number;
+  user_group_edit: string | null;
+  user_group_view_details: string | null;
+}
+
+/**
+ * Before an item is added or upserted: its set exists and is visible, the principal may edit it
+ * (the set's `userGroupEdit`), and the item has exactly the set's keys (`keySize`).
+ */
+function itemGuard(sized: number | undefined) {
+  return async function checkItemSet(
+    q: Queryable,
+    principal: Principal,
+    data: Readonly<Record<string, unknown>>,
+  ): Promise<void> {
+    const id = Number(data.conditionRecordSetId);
+    if (!Number.isSafeInteger(id)) return; // the engine has refused the value already
+    const r = await q.query<SetRow>(
+      `SELECT key_size, user_group_edit, user_group_view_details FROM condition_record_sets
+        WHERE partition_id = $1 AND id = $2`,
+      [principal.partitionId, id],
+    );
+    const set = r.rows[0];
+    const member = (g: string | null) =>
+      principal.admin || g === null || g === '' || principal.groups.includes(g);
+    if (!set || !member(set.user_group_view_details)) {
+      throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
+    }
+    if (!member(set.user_group_edit)) {
+      throw new AppError('FORBIDDEN', `Not allowed to change the items of condition record set ${id}`);
+    }
+    if (sized !== undefined && set.key_size !== sized) {
+      throw validationError(
+        'conditionRecordSetId',
+        `set ${id} has ${set.key_size} keys: its items are CRCI${set.key_size}, not CRCI${sized}`,
+      );
+    }
+    for (let k = 1; k <= MAX_KEY_SIZE; k++) {
+      const v = data[`key${k}`];
+      const given = v !== undefined && v !== null && v !== '';
+      if (k <= set.key_size && !given)
+        throw validationError(`key${k}`, `is required (the set has ${set.key_size} keys)`);
+      if (k > set.key_size && given)
+        throw validationError(`key${k}`, `must be empty (the set has ${set.key_size} keys)`);
+    }
+  };
+}
+
+function itemType(
+  code: string,
+  label: string,
+  keys: readonly FieldDef[],
+  businessKey: string[],
+  sized?: number,
+): TypeDef {
+  return {
+    code,
+    label,
+    table: ITEM_TABLE,
+    fields: itemFields(keys),
+    businessKey,
+    uniqueColumns: ['condition_record_set_id', 'key_sig', 'valid_from'],
+    attributeMeta: 'CRCIAM',
+    metaOwner: 'CRCI',
+    deleteMode: 'hard',
+    massEditable: true,
+    // Bulk loads of items are `/loaddata/CRCP` (src/modules/conditionrecords/splice.ts).
+    bulkLoadable: false,
+    userGroups: true,
+    access: { fetch: AUTHENTICATED, write: 'CONDITIONRECORD_EDIT' },
+    validate: itemRules,
+    beforeInsert: itemGuard(sized),
+  };
+}
+
+/** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId. */
+export const ITEM_TYPE: TypeDef = itemType('CRCI', 'Condition record item', keyFields(MAX_KEY_SIZE, false), [
+  'id',
+]);
+
+const SIZED_TYPES: readonly TypeDef[] = Array.from({ length: MAX_KEY_SIZE }, (_, i) => {
+  const n = i + 1;
+  const keys = keyFields(n, true);
+  return {
+    ...itemType(
+      `CRCI${n}`,
+      `Condition record item (${n} keys)`,
+      keys,
+      ['conditionRecordSetId', ...keys.map((k) => k.name), 'validFrom'],
+      n,
+    ),
+    fixed: { column: 'key_size_ref', value: String(n) },
+  };
+});
+
+/** The item type of a set's key size. */
+export function sizedItemType(keySize: number): TypeDef {
+  return SIZED_TYPES[keySize - 1]!;
+}
+
+const historyField = (f: FieldDef): FieldDef => ({ ...f, system: true, required: false });
+
+export const HISTORY_TYPE: TypeDef = {
+  code: 'CRCIH',
+  label: 'Condition record item history',
+  table: HISTORY_TABLE,
+  fields: (
+    [
+      { name: 'itemId', column: 'item_id', type: 'integer', system: true },
+      ...itemFields(keyFields(MAX_KEY_SIZE, false)).map(historyField),
+      { name: 'reason', column: 'reason', type: 'string', system: true },
+      { name: 'supersededAt', column: 'superseded_at', type: 'datetime', system: true },
+      { name: 'supersededBy', column: 'superseded_by', type: 'integer', system: true },
+    ] as FieldDef[]
+  ).filter((f, i, all) => all.findIndex((g) => g.name === f.name) === i),
+  businessKey: ['id'],
+  uniqueColumns: [],
+  attributeMeta: 'CRCIAM',
+  metaOwner: 'CRCI',
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: true,
+  // Written only by the database (deleted and superseded items); removing history is housekeeping.
+  access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
+  validate: () => ({ typeCode: { errorMessage: 'CRCIH is written by the server (history of CRCI)' } }),
+};
+
+export const CONDITION_RECORD_TYPES: readonly TypeDef[] = [SET_TYPE, ITEM_TYPE, ...SIZED_TYPES, HISTORY_TYPE];
+
+export { MANAGER_UPDATE };

@@ -1,0 +1,160 @@
+// Look-up of condition records at a date: for each key tuple, the item of a set valid on that day
+// (validity is inclusive at both ends). The logic engine calls `findConditionRecords`; the route
+// `/conditionrecordset.lookup/{set}` serves it to clients. One SQL statement per call, whatever the
+// number of tuples: the tuples travel as twelve text arrays (`unnest` ... WITH ORDINALITY) and each
+// meets the btree index (partition, set, key signature, validFrom) once.
+//
+// Wildcard rule (sets with `wildcardKeys` true): an item key `*` matches any value at its position.
+// An exact match always wins; otherwise, of the items matching with wildcards, the most specific
+// one wins, comparing positions from key1 on (a specific key1 beats `*` in key1, then key2, ...).
+// A `*` in a tuple is only matched by an item key `*` (or by exact equality), never "any item".
+
+import type { Queryable } from '../../db/db.ts';
+import { validationError, notFound } from '../../http/errors.ts';
+import { coerceValue } from '../../engine/values.ts';
+import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
+
+export interface ConditionRecordItem {
+  readonly id: number;
+  readonly typedId: string;
+  readonly conditionRecordSetId: number;
+  readonly keys: string[];
+  readonly validFrom: string;
+  readonly validTo: string;
+  /** A decimal as text (exact). */
+  readonly conditionValue: string | null;
+  readonly unitOfMeasure: string | null;
+  readonly currency: string | null;
+  readonly priceUnit: string | null;
+  /** The item's non-empty custom attributes (`attribute1`..`attribute30`) as stored (text). */
+  readonly attributes: Record<string, unknown>;
+  readonly version: number;
+}
+
+/** Most tuples in one call (the body limit caps HTTP calls well below it). */
+export const MAX_TUPLES = 100_000;
+
+const KEYS = Array.from({ length: MAX_KEY_SIZE }, (_, i) => `key${i + 1}`);
+const ATTRS = Array.from({ length: 30 }, (_, i) => `attribute${i + 1}`);
+const ITEM_COLUMNS = [
+  'id',
+  'condition_record_set_id',
+  ...KEYS,
+  'valid_from',
+  'valid_to',
+  'condition_value',
+  'unit_of_measure',
+  'currency',
+  'price_unit',
+  ...ATTRS,
+  'version',
+];
+
+const tupleKeys = KEYS.map((_, i) => `q.k${i + 1}`).join(', ');
+const SQL = `
+  WITH s AS (
+    SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
+  )
+  SELECT q.n, s.key_size, coalesce(e.id, w.id) AS found,
+         ${ITEM_COLUMNS.map((c) => `coalesce(e.${c}, w.${c}) AS ${c}`).join(', ')}
+    FROM s
+   CROSS JOIN unnest(${KEYS.map((_, i) => `$${i + 4}::text[]`).join(', ')})
+         WITH ORDINALITY AS q(${KEYS.map((_, i) => `k${i + 1}`).join(', ')}, n)
+    LEFT JOIN LATERAL (
+      SELECT ${ITEM_COLUMNS.join(', ')} FROM condition_records c
+       WHERE c.partition_id = $1 AND c.condition_record_set_id = s.id
+         AND c.key_sig = rc_condition_key_sig(${tupleKeys})
+         AND c.valid_from <= $3::date AND c.valid_to >= $3::date
+       LIMIT 1
+    ) e ON true
+    LEFT JOIN LATERAL (
+      SELECT ${ITEM_COLUMNS.join(', ')} FROM condition_records c
+       WHERE e.id IS NULL AND s.wildcard_keys
+         AND c.partition_id = $1 AND c.condition_record_set_id = s.id
+         AND c.key1 IN (q.k1, '*')
+         AND ${KEYS.slice(1)
+           .map((k, i) => `(c.${k} IS NOT DISTINCT FROM q.k${i + 2} OR c.${k} = '*')`)
+           .join(' AND ')}
+         AND c.valid_from <= $3::date AND c.valid_to >= $3::date
+       ORDER BY ${KEYS.map((k) => `(c.${k} = '*')`).join(', ')}
+       LIMIT 1
+    ) w ON true
+   ORDER BY q.n`;
+
+interface Row extends Record<string, unknown> {
+  n: number | string;
+  key_size: number;
+  found: number | null;
+}
+
+/** Checks the date (`YYYY-MM-DD`, or a date-time at midnight) and answers the day. */
+export function lookupDate(date: unknown, field = 'date'): string {
+  const day = coerceValue('date', date);
+  if (typeof day !== 'string') throw validationError(field, 'must be a date (YYYY-MM-DD)');
+  return day;
+}
+
+/**
+ * The item valid at `date` for each tuple (null where none), in order, in one SQL statement.
+ * A tuple must have as many keys as the set's `keySize`; an unknown set is a 404 naming it.
+ */
+export async function findConditionRecords(
+  q: Queryable,
+  partitionId: number,
+  setUniqueName: string,
+  tuples: readonly (readonly string[])[],
+  date: string,
+): Promise<(ConditionRecordItem | null)[]> {
+  const day = lookupDate(date);
+  if (tuples.length > MAX_TUPLES) throw validationError('keys', `at most ${MAX_TUPLES} tuples per look-up`);
+  const columns: (string | null)[][] = KEYS.map(() => []);
+  tuples.forEach((t, i) => {
+    if (!Array.isArray(t) || t.length === 0 || t.length > MAX_KEY_SIZE) {
+      throw validationError(`keys.${i}`, `must be an array of 1 to ${MAX_KEY_SIZE} keys`);
+    }
+    for (let k = 0; k < MAX_KEY_SIZE; k++) {
+      const v: unknown = t[k];
+      if (k < t.length && typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
+      columns[k]!.push(k < t.length ? (v as string) : null);
+    }
+  });
+  const r = await q.query<Row>(SQL, [partitionId, setUniqueName, day, ...columns]);
+  if (r.rows.length === 0) {
+    // No rows: an unknown set (or no tuples, which needs the set checked on its own).
+    const s = await q.query(
+      'SELECT 1 FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
+      [partitionId, setUniqueName],
+    );
+    if (s.rows.length === 0) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
+    return [];
+  }
+  const keySize = r.rows[0]!.key_size;
+  const wrong = tuples.findIndex((t) => t.length !== keySize);
+  if (wrong >= 0) {
+    throw validationError(
+      `keys.${wrong}`,
+      `set ${setUniqueName} has ${keySize} keys, the tuple ${tuples[wrong]!.length}`,
+    );
+  }
+  return r.rows.map((row) => (row.found === null ? null : toItem(row, keySize)));
+}
+
+function toItem(row: Row, keySize: number): ConditionRecordItem {
+  const attributes: Record<string, unknown> = {};
+  for (const a of ATTRS) if (row[a] !== null && row[a] !== undefined) attributes[a] = row[a];
+  const id = Number(row.id);
+  return {
+    id,
+    typedId: `${id}.CRCI`,
+    conditionRecordSetId: Number(row.condition_record_set_id),
+    keys: KEYS.slice(0, keySize).map((k) => row[k] as string),
+    validFrom: row.valid_from as string,
+    validTo: row.valid_to as string,
+    conditionValue: (row.condition_value as string | null) ?? null,
+    unitOfMeasure: (row.unit_of_measure as string | null) ?? null,
+    currency: (row.currency as string | null) ?? null,
+    priceUnit: (row.price_unit as string | null) ?? null,
+    attributes,
+    version: Number(row.version),
+  };
+}

@@ -1,0 +1,114 @@
+// Condition records: `/conditionrecordset.update/{id}`, `/conditionrecordset.lookup/{set}`, the
+// delete of sets with `force`, the general update/integrate of CRCS refused (static routes win over
+// the general `/:typeCode` ones), and `/loaddata/CRCP`. Sets and items otherwise go through the
+// general operations on the registry's CRCS, CRCI, CRCI1..CRCI12, CRCIH and CRCIAM.
+
+import type { FastifyInstance } from 'fastify';
+import { AUTHENTICATED } from '../../access/catalogue.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { deleteSets, lookupForClient, refuseGeneralSetWrite, updateSet } from './service.ts';
+
+const records = { response: { 200: envelopeSchema() } };
+const partitionParam = { partition: { type: 'string' } };
+const tags = ['condition records'];
+
+export function conditionRecordRoutes(app: FastifyInstance): void {
+  app.post(
+    '/conditionrecordset.update/:id',
+    {
+      config: { access: 'CONDITIONRECORDSET_UPDATE' },
+      schema: {
+        summary: 'Change label and user groups of a condition record set (oldValues.version required)',
+        tags,
+        params: {
+          type: 'object',
+          required: ['id'],
+          properties: { ...partitionParam, id: { type: 'string', maxLength: 40 } },
+        },
+        body: {
+          type: 'object',
+          required: ['data'],
+          properties: { operationType: { type: 'string' }, data: { type: 'object' }, oldValues: {} },
+        },
+        ...records,
+      },
+    },
+    async (req) =>
+      ok(req, await updateSet(app.db, req.principal!, (req.params as { id: string }).id, req.body)),
+  );
+
+  app.post(
+    '/conditionrecordset.lookup/:setUniqueName',
+    {
+      config: { access: AUTHENTICATED },
+      schema: {
+        summary: 'The item valid at a date for each key tuple (null where none), in order',
+        tags,
+        params: {
+          type: 'object',
+          required: ['setUniqueName'],
+          properties: { ...partitionParam, setUniqueName: { type: 'string', maxLength: 255 } },
+        },
+        body: {
+          type: 'object',
+          required: ['data'],
+          additionalProperties: false,
+          properties: {
+            operationType: { type: 'string' },
+            data: {
+              type: 'object',
+              required: ['keys', 'date'],
+              additionalProperties: false,
+              properties: {
+                keys: { type: 'array', items: { type: 'array', items: { type: 'string', maxLength: 63 } } },
+                date: { type: 'string' },
+              },
+            },
+          },
+        },
+        response: {
+          200: envelopeSchema({ anyOf: [{ type: 'object', additionalProperties: true }, { type: 'null' }] }),
+        },
+      },
+    },
+    async (req) =>
+      ok(
+        req,
+        await lookupForClient(
+          app.db,
+          req.principal!,
+          (req.params as { setUniqueName: string }).setUniqueName,
+          req.body,
+        ),
+      ),
+  );
+
+  app.post(
+    '/delete/CRCS',
+    {
+      config: { access: AUTHENTICATED },
+      schema: {
+        summary: 'Delete condition record sets (refused while a set holds items, unless force: true)',
+        tags,
+        ...records,
+      },
+    },
+    async (req) => ok(req, await deleteSets(app.db, req.principal!, req.body)),
+  );
+
+  for (const path of [
+    '/update/CRCS',
+    '/update/CRCS/returnolddata',
+    '/integrate/CRCS',
+    '/integrate/CRCS/returnolddata',
+  ]) {
+    app.post(
+      path,
+      {
+        config: { access: AUTHENTICATED },
+        schema: { summary: 'Refused: use /conditionrecordset.update/{id}', tags },
+      },
+      () => refuseGeneralSetWrite(),
+    );
+  }
+}

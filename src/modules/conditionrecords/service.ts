@@ -1,0 +1,125 @@
+// Condition record sets and look-ups beyond the general operations: `conditionrecordset.update`
+// (label and user groups only, version-checked, its own permission), the delete of sets (refused
+// while a set holds items unless `force`), the general update/integrate of CRCS refused with a
+// pointer, and the look-up of items at a date for clients (the set's view group applies).
+
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import { notFound, validationError } from '../../http/errors.ts';
+import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
+import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
+import type { TypeDef } from '../../engine/types.ts';
+import { findConditionRecords, type ConditionRecordItem } from './lookup.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The fields `conditionrecordset.update` may change. */
+export const UPDATABLE_SET_FIELDS = ['label', 'userGroupViewDetails', 'userGroupEdit'] as const;
+
+const SET_UPDATE_TYPE: TypeDef = {
+  ...SET_TYPE,
+  access: { ...SET_TYPE.access, write: 'CONDITIONRECORDSET_UPDATE' },
+};
+
+export function refuseGeneralSetWrite(): never {
+  throw validationError('typeCode', `CRCS is changed with ${MANAGER_UPDATE} (label and user groups only)`);
+}
+
+/** `/conditionrecordset.update/{id}`: `{data: {label?, userGroupViewDetails?, userGroupEdit?}, oldValues: {version}}`. */
+export async function updateSet(db: Db, principal: Principal, id: string, body: unknown): Promise<Obj[]> {
+  requireAccess(principal, 'CONDITIONRECORDSET_UPDATE');
+  const b = isObj(body) ? body : {};
+  if (!isObj(b.data)) throw validationError('data', 'must be an object');
+  const data: Obj = {};
+  for (const [k, v] of Object.entries(b.data)) {
+    if (k === 'id' || k === 'typedId' || k === 'version') continue; // addressing and echo fields
+    if (!(UPDATABLE_SET_FIELDS as readonly string[]).includes(k)) {
+      throw validationError(`data.${k}`, `cannot be changed (only ${UPDATABLE_SET_FIELDS.join(', ')})`);
+    }
+    data[k] = v;
+  }
+  if (!isObj(b.oldValues) || b.oldValues.version === undefined) {
+    throw validationError('oldValues.version', 'is required');
+  }
+  const typedId = /^\d+(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
+  if (typedId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
+  return updateRecords(
+    db,
+    principal,
+    SET_UPDATE_TYPE,
+    [{ data: { ...data, id: typedId }, oldValues: b.oldValues }],
+    false,
+  );
+}
+
+/** `/delete/CRCS`: the general delete, refused for a set with items unless `force` is true. */
+export async function deleteSets(db: Db, principal: Principal, body: unknown): Promise<Obj[]> {
+  requireAccess(principal, SET_TYPE.access.write);
+  const entries: unknown[] = Array.isArray(body) ? body : [body];
+  const topForce = isObj(body) && body.force === true;
+  const items = entries.map((e, i) => {
+    const data = isObj(e) && isObj(e.data) ? { ...e.data } : undefined;
+    if (data === undefined)
+      throw validationError(entries.length > 1 ? `${i}.data` : 'data', 'must be an object');
+    const force = topForce || data.force === true || (isObj(e) && e.force === true);
+    delete data.force;
+    return { data, force };
+  });
+  for (const { data, force } of items) {
+    if (force) continue;
+    const r = await db.query<{ n: number | string; name: string }>(
+      `SELECT s.unique_name AS name, (SELECT count(*) FROM condition_records c
+                WHERE c.partition_id = s.partition_id AND c.condition_record_set_id = s.id) AS n
+         FROM condition_record_sets s
+        WHERE s.partition_id = $1 AND (s.id = $2 OR s.unique_name = $3)`,
+      [principal.partitionId, idOf(data), typeof data.uniqueName === 'string' ? data.uniqueName : null],
+    );
+    const row = r.rows[0];
+    if (row && Number(row.n) > 0) {
+      throw validationError(
+        'force',
+        `set ${row.name} holds ${Number(row.n)} items: delete them first, or give force: true to delete the set with its items`,
+      );
+    }
+  }
+  return deleteRecords(
+    db,
+    principal,
+    SET_TYPE,
+    items.map((i) => i.data),
+  );
+}
+
+function idOf(data: Obj): number | null {
+  const v = data.typedId ?? data.id;
+  const m =
+    typeof v === 'number'
+      ? [String(v), String(v)]
+      : typeof v === 'string'
+        ? /^(\d+)(\.CRCS)?$/.exec(v)
+        : null;
+  return m ? Number(m[1]) : null;
+}
+
+/** `/conditionrecordset.lookup/{set}`: the items valid at `date` for each key tuple (null where none). */
+export async function lookupForClient(
+  db: Db,
+  principal: Principal,
+  setUniqueName: string,
+  body: unknown,
+): Promise<(ConditionRecordItem | null)[]> {
+  const data = isObj(body) && isObj(body.data) ? body.data : undefined;
+  if (data === undefined) throw validationError('data', 'must be {keys: [[...], ...], date}');
+  if (!Array.isArray(data.keys)) throw validationError('keys', 'must be an array of key tuples');
+  const s = await db.query<{ v: string | null }>(
+    'SELECT user_group_view_details AS v FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
+    [principal.partitionId, setUniqueName],
+  );
+  const set = s.rows[0];
+  const visible = (g: string | null) =>
+    principal.admin || g === null || g === '' || principal.groups.includes(g);
+  if (!set || !visible(set.v)) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
+  if (typeof data.date !== 'string') throw validationError('date', 'must be a date (YYYY-MM-DD)');
+  return findConditionRecords(db, principal.partitionId, setUniqueName, data.keys as string[][], data.date);
+}

@@ -1,0 +1,554 @@
+// Condition records over real HTTP on both databases: sets (add, fetch, conditionrecordset.update
+// with its permissions and versions, general update refused, delete refused with items unless
+// force), items through the general operations (CRCI2, CRCI), the no-overlap invariant (-4 naming
+// the item; touching is fine), history on delete, user groups of the set on item writes, look-ups at
+// the edges of validity (HTTP and findConditionRecords), wildcards, partition isolation.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness, type Reply } from '../helpers/app.ts';
+import { findConditionRecords } from '../../src/modules/conditionrecords/lookup.ts';
+import { AppError } from '../../src/http/errors.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+type Who = { user: string; password: string };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+describe('condition records', () => {
+  let h: Harness;
+  const call = (path: string, body?: unknown, who: Who | null = admin) =>
+    h.call(path, { ...(who ? { basic: who } : {}), ...(body === undefined ? {} : { body }) });
+
+  async function newSet(keySize: number, extra: object = {}): Promise<{ id: number; uniqueName: string }> {
+    const name = uniqueName('set');
+    const [s] = okData(
+      await call('/add/CRCS', { data: { uniqueName: name, label: name, keySize, ...extra } }),
+    );
+    return { id: s.id, uniqueName: name };
+  }
+
+  async function addItem(code: string, data: object): Promise<any> {
+    return okData(await call(`/add/${code}`, { data }))[0];
+  }
+
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('sets: add, fetch, keySize checked, general update refused, conditionrecordset.update', async () => {
+    const s = await newSet(2);
+    const [fetched] = okData(await call('/fetch/CRCS', { data: { uniqueName: s.uniqueName } }));
+    assert.equal(fetched.keySize, 2);
+    assert.equal(fetched.typedId, `${s.id}.CRCS`);
+    expectError(
+      await call('/add/CRCS', { data: { uniqueName: uniqueName(), keySize: 13 } }),
+      400,
+      -4,
+      'keySize',
+    );
+    expectError(await call('/add/CRCS', { data: { uniqueName: uniqueName() } }), 400, -4, 'keySize');
+    expectError(await call('/update/CRCS', { data: { id: s.id, label: 'x' } }), 400, -4, 'typeCode');
+    expectError(await call('/integrate/CRCS', { data: { uniqueName: s.uniqueName, label: 'x' } }), 400, -4);
+
+    const upd = (body: unknown, who: Who | null = admin) =>
+      call(`/conditionrecordset.update/${s.id}`, body, who);
+    expectError(await upd({ data: { label: 'new' } }), 400, -4, 'oldValues.version');
+    expectError(await upd({ data: { keySize: 3 }, oldValues: { version: 0 } }), 400, -4, 'data.keySize');
+    const [u] = okData(await upd({ data: { label: 'new', userGroupEdit: 'G1' }, oldValues: { version: 0 } }));
+    assert.equal(u.label, 'new');
+    assert.equal(u.version, 1);
+    expectError(await upd({ data: { label: 'again' }, oldValues: { version: 0 } }), 409, -1);
+    expectError(await upd({ data: { label: 'x' }, oldValues: { version: 1 } }, null), 401, -7);
+
+    await h.newUser('plain', 'plain-password-1');
+    await h.newUser('support', 'support-password-1', ['SUPPORT']);
+    await h.newUser('editor', 'editor-password-1', ['PB_CONDITIONRECORDEDITOR']);
+    expectError(
+      await upd(
+        { data: { label: 'p' }, oldValues: { version: 1 } },
+        { user: 'plain', password: 'plain-password-1' },
+      ),
+      403,
+      -3,
+    );
+    // SUPPORT holds the permission, but the set's edit group (G1) is not theirs.
+    const sup = { user: 'support', password: 'support-password-1' };
+    expectError(await upd({ data: { label: 's' }, oldValues: { version: 1 } }, sup), 403, -3);
+    okData(await upd({ data: { userGroupEdit: null }, oldValues: { version: 1 } }));
+    okData(await upd({ data: { label: 's' }, oldValues: { version: 2 } }, sup));
+    const ed = { user: 'editor', password: 'editor-password-1' };
+    okData(await upd({ data: { label: 'e' }, oldValues: { version: 3 } }, ed));
+    expectError(
+      await upd({ data: { label: 'e' }, oldValues: { version: 4 } }, { user: 'x', password: 'y' }),
+      401,
+      -5,
+    );
+  });
+
+  test('items: add, overlap refused naming the item, touching accepted, validTo >= validFrom', async () => {
+    const s = await newSet(2);
+    const a = await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'PG1',
+      validFrom: '2026-03-01',
+      validTo: '2026-06-30',
+      conditionValue: '12.50',
+    });
+    assert.equal(a.conditionValue, '12.50');
+    assert.equal(a.typedId, `${a.id}.CRCI2`);
+    const overlap = await call('/add/CRCI2', {
+      data: {
+        conditionRecordSetId: s.id,
+        key1: 'C1',
+        key2: 'PG1',
+        validFrom: '2026-06-30',
+        validTo: '2026-07-31',
+      },
+    });
+    expectError(overlap, 400, -4, 'validFrom');
+    assert.match(overlap.body.response.data, new RegExp(`item ${a.id}\\.CRCI`));
+    // Touching (the day after) is no overlap; other keys never clash; midnight date-times are days.
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'PG1',
+      validFrom: '2026-07-01T00:00:00',
+      validTo: '2026-07-31',
+    });
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'PG2',
+      validFrom: '2026-03-01',
+      validTo: '2026-06-30',
+    });
+    expectError(
+      await call('/add/CRCI2', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'C2',
+          key2: 'P',
+          validFrom: '2026-03-02',
+          validTo: '2026-03-01',
+        },
+      }),
+      400,
+      -4,
+      'validTo',
+    );
+    expectError(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 'C2', validFrom: '2026-01-01', validTo: '2026-01-02' },
+      }),
+      400,
+      -4,
+      'key2',
+    );
+    // Wrong key size for the type; through CRCI a missing key is named too.
+    const s3 = await newSet(3);
+    expectError(
+      await call('/add/CRCI2', {
+        data: {
+          conditionRecordSetId: s3.id,
+          key1: 'a',
+          key2: 'b',
+          validFrom: '2026-01-01',
+          validTo: '2026-01-02',
+        },
+      }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    expectError(
+      await call('/add/CRCI', {
+        data: {
+          conditionRecordSetId: s3.id,
+          key1: 'a',
+          key2: 'b',
+          validFrom: '2026-01-01',
+          validTo: '2026-01-02',
+        },
+      }),
+      400,
+      -4,
+      'key3',
+    );
+    const [viaAll] = okData(
+      await call('/add/CRCI', {
+        data: {
+          conditionRecordSetId: s3.id,
+          key1: 'a',
+          key2: 'b',
+          key3: 'c',
+          validFrom: '2026-01-01',
+          validTo: '2026-01-02',
+        },
+      }),
+    );
+    assert.equal(viaAll.key3, 'c');
+    // The general fetch with a filter on the set, on either type.
+    const rows = okData(
+      await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id }, sortBy: ['key2', 'validFrom'] }),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.key2, r.validFrom]),
+      [
+        ['PG1', '2026-03-01'],
+        ['PG1', '2026-07-01'],
+        ['PG2', '2026-03-01'],
+      ],
+    );
+    const sized = okData(
+      await call('/fetch/CRCI2', {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [
+            { fieldName: 'conditionRecordSetId', operator: 'equals', value: s.id },
+            { fieldName: 'validTo', operator: 'greaterOrEqual', value: '2026-07-01' },
+          ],
+        },
+      }),
+    );
+    assert.equal(sized.length, 1);
+    // Update of the validity goes through the same check.
+    expectError(
+      await call('/update/CRCI2', { data: { id: a.id, validTo: '2026-07-15' } }),
+      400,
+      -4,
+      'validFrom',
+    );
+    const [moved] = okData(await call('/update/CRCI2', { data: { id: a.id, validTo: '2026-06-15' } }));
+    assert.equal(moved.validTo, '2026-06-15');
+  });
+
+  test('update into an overlap is refused; integrate by business key; delete moves to CRCIH', async () => {
+    const s = await newSet(1);
+    const a = await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'K',
+      validFrom: '2026-01-01',
+      validTo: '2026-01-31',
+      conditionValue: 1,
+    });
+    const b = await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'K',
+      validFrom: '2026-02-01',
+      validTo: '2026-02-28',
+      conditionValue: 2,
+    });
+    expectError(
+      await call('/update/CRCI1', { data: { id: a.id, validTo: '2026-02-01' } }),
+      400,
+      -4,
+      'validFrom',
+    );
+    const [i] = okData(
+      await call('/integrate/CRCI1', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'K',
+          validFrom: '2026-02-01',
+          validTo: '2026-02-28',
+          conditionValue: '3',
+        },
+      }),
+    );
+    assert.equal(i.id, b.id);
+    assert.equal(i.conditionValue, '3');
+    okData(await call('/delete/CRCI1', { data: { typedId: `${b.id}.CRCI1` } }));
+    const hist = okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } }));
+    assert.equal(hist.length, 1);
+    assert.equal(hist[0].itemId, b.id);
+    assert.equal(hist[0].reason, 'DELETED');
+    assert.equal(hist[0].conditionValue, '3');
+    expectError(await call('/add/CRCIH', { data: { conditionRecordSetId: s.id } }), 400, -4);
+  });
+
+  test('delete of a set with items needs force', async () => {
+    const s = await newSet(1);
+    await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'K',
+      validFrom: '2026-01-01',
+      validTo: '2026-01-31',
+    });
+    expectError(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` } }), 400, -4, 'force');
+    okData(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` }, force: true }));
+    assert.equal(okData(await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id } })).length, 0);
+    const empty = await newSet(1);
+    okData(await call('/delete/CRCS', { data: { typedId: `${empty.id}.CRCS` } }));
+  });
+
+  test("item writes need the set's userGroupEdit; reads its userGroupViewDetails", async () => {
+    const s = await newSet(1, { userGroupEdit: 'EDITORS', userGroupViewDetails: 'VIEWERS' });
+    await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'K',
+      validFrom: '2026-01-01',
+      validTo: '2026-01-31',
+    });
+    await h.newUser('crc_ed', 'crc-password-1', ['PB_CONDITIONRECORDEDITOR']);
+    const who = { user: 'crc_ed', password: 'crc-password-1' };
+    // Not a viewer: the set and its items are invisible.
+    assert.equal(okData(await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id } }, who)).length, 0);
+    expectError(
+      await call(
+        '/add/CRCI1',
+        { data: { conditionRecordSetId: s.id, key1: 'L', validFrom: '2026-01-01', validTo: '2026-01-31' } },
+        who,
+      ),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    expectError(
+      await call(
+        `/conditionrecordset.lookup/${s.uniqueName}`,
+        { data: { keys: [['K']], date: '2026-01-01' } },
+        who,
+      ),
+      404,
+      -1,
+    );
+    await h.db.query(
+      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'VIEWERS');
+       `.trim(),
+      [h.partitionId],
+    );
+    await h.db.query(
+      `INSERT INTO user_group_members (partition_id, user_id, group_id)
+       SELECT $1, u.id, g.id FROM users u, user_groups g WHERE u.partition_id = $1 AND g.partition_id = $1
+          AND u.login_name = 'crc_ed' AND g.unique_name = 'VIEWERS'`,
+      [h.partitionId],
+    );
+    assert.equal(okData(await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id } }, who)).length, 1);
+    expectError(
+      await call(
+        '/add/CRCI1',
+        { data: { conditionRecordSetId: s.id, key1: 'L', validFrom: '2026-01-01', validTo: '2026-01-31' } },
+        who,
+      ),
+      403,
+      -3,
+    );
+    const [item] = okData(await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id } }, who));
+    expectError(await call('/delete/CRCI1', { data: { typedId: item.typedId } }, who), 403, -3);
+    // The set's groups travel to its items.
+    okData(
+      await call(`/conditionrecordset.update/${s.id}`, {
+        data: { userGroupEdit: 'VIEWERS' },
+        oldValues: { version: 0 },
+      }),
+    );
+    okData(
+      await call(
+        '/add/CRCI1',
+        { data: { conditionRecordSetId: s.id, key1: 'L', validFrom: '2026-01-01', validTo: '2026-01-31' } },
+        who,
+      ),
+    );
+    okData(await call('/update/CRCI1', { data: { id: item.id, conditionValue: 5 } }, who));
+    // No permission at all: 403 before anything else.
+    await h.newUser('crc_none', 'crc-password-2');
+    expectError(
+      await call(
+        '/add/CRCI1',
+        { data: { conditionRecordSetId: s.id, key1: 'M', validFrom: '2026-01-01', validTo: '2026-01-31' } },
+        { user: 'crc_none', password: 'crc-password-2' },
+      ),
+      403,
+      -3,
+    );
+  });
+
+  test('look-up at a date: edges of validity, batch order, nulls, wrong sizes, unknown set', async () => {
+    const s = await newSet(2);
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'P1',
+      validFrom: '2026-03-01',
+      validTo: '2026-06-30',
+      conditionValue: '10',
+      attribute3: 'x',
+    });
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'P1',
+      validFrom: '2026-07-01',
+      validTo: '2026-07-01',
+      conditionValue: '11',
+    });
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'P2',
+      validFrom: '2026-01-01',
+      validTo: '2026-12-31',
+      conditionValue: '20',
+    });
+    const look = (date: string, keys: string[][]) =>
+      call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys, date } });
+    const values = async (date: string, keys: string[][]) =>
+      okData(await look(date, keys)).map((r) => r?.conditionValue ?? null);
+    assert.deepEqual(
+      await values('2026-02-28', [
+        ['C1', 'P1'],
+        ['C1', 'P2'],
+      ]),
+      [null, '20'],
+    );
+    assert.deepEqual(await values('2026-03-01', [['C1', 'P1']]), ['10']);
+    assert.deepEqual(await values('2026-06-30', [['C1', 'P1']]), ['10']);
+    assert.deepEqual(
+      await values('2026-07-01T00:00:00', [
+        ['C1', 'P1'],
+        ['X', 'Y'],
+        ['C1', 'P2'],
+      ]),
+      ['11', null, '20'],
+    );
+    assert.deepEqual(await values('2026-07-02', [['C1', 'P1']]), [null]);
+    const [item] = okData(await look('2026-04-01', [['C1', 'P1']]));
+    assert.deepEqual(item.keys, ['C1', 'P1']);
+    assert.deepEqual(item.attributes, { attribute3: 'x' });
+    assert.equal(item.typedId, `${item.id}.CRCI`);
+    expectError(await look('2026-13-01', [['C1', 'P1']]), 400, -4, 'date');
+    expectError(await look('2026-04-01', [['C1']]), 400, -4, 'keys.0');
+    expectError(
+      await call('/conditionrecordset.lookup/nope', { data: { keys: [['a']], date: '2026-01-01' } }),
+      404,
+      -1,
+    );
+    expectError(
+      await call(
+        `/conditionrecordset.lookup/${s.uniqueName}`,
+        { data: { keys: [['a']], date: '2026-01-01' } },
+        null,
+      ),
+      401,
+      -7,
+    );
+
+    // The service function of the logic engine: many tuples, one answer each, in order.
+    const tuples = Array.from({ length: 3000 }, (_, i) =>
+      i % 3 === 0 ? ['C1', 'P2'] : i % 3 === 1 ? ['C1', 'P1'] : ['N', String(i)],
+    );
+    const found = await findConditionRecords(h.db, h.partitionId, s.uniqueName, tuples, '2026-05-05');
+    assert.equal(found.length, 3000);
+    assert.deepEqual(
+      found.slice(0, 3).map((f) => f?.conditionValue ?? null),
+      ['20', '10', null],
+    );
+    await assert.rejects(
+      findConditionRecords(h.db, h.partitionId, 'nope', [['a']], '2026-01-01'),
+      (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND' && /nope/.test(e.message),
+    );
+  });
+
+  test('wildcards: exact wins, then the most specific from key1 on', async () => {
+    const s = await newSet(2, { wildcardKeys: true });
+    const add = (key1: string, key2: string, v: string) =>
+      addItem('CRCI2', {
+        conditionRecordSetId: s.id,
+        key1,
+        key2,
+        validFrom: '2026-01-01',
+        validTo: '2026-12-31',
+        conditionValue: v,
+      });
+    await add('*', '*', '1');
+    await add('C1', '*', '2');
+    await add('*', 'P1', '3');
+    await add('C1', 'P1', '4');
+    const r = await findConditionRecords(
+      h.db,
+      h.partitionId,
+      s.uniqueName,
+      [
+        ['C1', 'P1'],
+        ['C1', 'P9'],
+        ['C9', 'P1'],
+        ['C9', 'P9'],
+      ],
+      '2026-06-01',
+    );
+    assert.deepEqual(
+      r.map((x) => x?.conditionValue),
+      ['4', '2', '3', '1'],
+    );
+    // Without wildcardKeys, '*' is just a key.
+    const plain = await newSet(1);
+    await addItem('CRCI1', {
+      conditionRecordSetId: plain.id,
+      key1: '*',
+      validFrom: '2026-01-01',
+      validTo: '2026-12-31',
+    });
+    const p = await findConditionRecords(h.db, h.partitionId, plain.uniqueName, [['A'], ['*']], '2026-06-01');
+    assert.deepEqual(
+      p.map((x) => x !== null),
+      [false, true],
+    );
+  });
+
+  test('partition isolation', async () => {
+    const other = await startHarness({ shareDbWith: h });
+    try {
+      const s = await newSet(1);
+      const item = await addItem('CRCI1', {
+        conditionRecordSetId: s.id,
+        key1: 'K',
+        validFrom: '2026-01-01',
+        validTo: '2026-01-31',
+      });
+      const o = (path: string, body: unknown) => other.call(path, { basic: admin, body });
+      assert.equal(okData(await o('/fetch/CRCI', { data: { conditionRecordSetId: s.id } })).length, 0);
+      expectError(await o(`/fetch/CRCI1/${item.id}`, {}), 404, -1);
+      expectError(
+        await o('/add/CRCI1', {
+          data: { conditionRecordSetId: s.id, key1: 'Z', validFrom: '2026-01-01', validTo: '2026-01-31' },
+        }),
+        400,
+        -4,
+        'conditionRecordSetId',
+      );
+      expectError(
+        await o(`/conditionrecordset.lookup/${s.uniqueName}`, {
+          data: { keys: [['K']], date: '2026-01-01' },
+        }),
+        404,
+        -1,
+      );
+      expectError(
+        await o(`/conditionrecordset.update/${s.id}`, { data: { label: 'x' }, oldValues: { version: 0 } }),
+        404,
+        -1,
+      );
+      await assert.rejects(
+        findConditionRecords(h.db, other.partitionId, s.uniqueName, [['K']], '2026-01-01'),
+      );
+    } finally {
+      await other.close();
+    }
+  });
+});
