@@ -17,6 +17,7 @@ import { AppError } from './http/errors.ts';
 import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
+import { treatNullAsAbsent } from './http/null-absent.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/accounts/token-routes.ts';
@@ -92,7 +93,11 @@ export async function buildApp({
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     // Unknown fields are errors, and types are not silently converted: the conventions ask for -4.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    // allowUnionTypes: bodies are `type: ['object', 'null']` (a client may send `null` for "none"),
+    // which Ajv's strict mode would otherwise report on stderr at start-up.
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true },
+    },
     return503OnClosing: true,
   });
   app.decorate('config', config);
@@ -185,6 +190,7 @@ export async function buildApp({
     function partitionScope(scope, _opts, done) {
       scope.addHook('onRoute', function requireAccess(route) {
         if (route.config?.access === undefined) throw new Error(`route ${route.url} declares no access`);
+        treatNullAsAbsent(route);
         route.schema = {
           ...route.schema,
           response: {

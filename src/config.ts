@@ -13,6 +13,8 @@ export interface Config {
   readonly productToken: string;
   readonly basePath: string;
   readonly nodeId: string;
+  /** The interface release reported to clients (`extendedData.Release`); clients gate features by it. */
+  readonly interfaceRelease: string;
   readonly logLevel: string;
   readonly jwtTtlSeconds: number;
   readonly maxBodyBytes: number;
@@ -120,6 +122,13 @@ function jobSettings(env: Env) {
   };
 }
 
+/**
+ * The release of the interface we speak, as clients of the vendor's interface read it. Clients gate
+ * features by it (pyfxlib refuses notifications below 15.2), so the default is a release at which
+ * every operation we implement exists; Ratecard's own version is reported separately.
+ */
+export const DEFAULT_INTERFACE_RELEASE = '15.2';
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -134,6 +143,10 @@ export function loadConfig(env: Env = process.env): Config {
   const basePath = str(env, 'BASE_PATH', '/service').replace(/\/+$/, '');
   if (!/^(\/[A-Za-z0-9_.-]+)+$/.test(basePath)) {
     throw new ConfigError(`BASE_PATH must look like /service, got ${JSON.stringify(basePath)}`);
+  }
+  const interfaceRelease = str(env, 'INTERFACE_RELEASE', DEFAULT_INTERFACE_RELEASE);
+  if (!/^\d{1,4}(\.\d{1,4}){0,3}$/.test(interfaceRelease)) {
+    throw new ConfigError(`INTERFACE_RELEASE must look like 15.2, got ${JSON.stringify(interfaceRelease)}`);
   }
   const logLevel = str(env, 'LOG_LEVEL', 'info');
   if (!LOG_LEVELS.includes(logLevel))
@@ -168,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     productToken,
     basePath,
     nodeId: str(env, 'NODE_ID', `${hostname()}-${process.pid}`),
+    interfaceRelease,
     logLevel,
     jwtTtlSeconds: int(env, 'JWT_TTL_SECONDS', 3600, 10, 366 * 86400),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31),

@@ -1,5 +1,5 @@
 // Authentication of partition routes: credentials → Principal, then the route's permission.
-// Order: partition exists (404) → credentials valid (401) → CSRF for cookie sessions (403) →
+// Order: partition exists (404) → credentials valid (401) → CSRF for session cookies (403) →
 // permission (403). Runs in `onRequest`, before the body is read, so refused requests cost little.
 // Credentials, first match wins: `?token=` (one-time), Authorization Basic, Authorization
 // `BEARER <system>;<jwt>` (external), Authorization Bearer <jwt> (OAuth/api token), the
@@ -280,7 +280,16 @@ async function tokenAuth(
   }
   if (claims.knd === 'api' && claims.tid === undefined)
     throw new AppError('UNAUTHENTICATED', 'Token not valid');
-  if (via === 'cookie' && row.csrf && req.method !== 'GET' && req.method !== 'HEAD') {
+  // CSRF guards sessions a browser holds: only a session token sent as the cookie needs it. Api and
+  // OAuth tokens are not set as cookies by us (a client that sends one as the cookie chose to), and
+  // their CSRF value would derive from an id no client can obtain.
+  if (
+    via === 'cookie' &&
+    claims.knd === 'session' &&
+    row.csrf &&
+    req.method !== 'GET' &&
+    req.method !== 'HEAD'
+  ) {
     const sent = req.headers[authNames(cfg.productToken).csrfHeader];
     if (typeof sent !== 'string' || !sameToken(sent, csrfTokenOf(row.secret, claims.sid))) {
       throw new AppError('CSRF');

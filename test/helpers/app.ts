@@ -123,7 +123,7 @@ export async function startHarness(
       if (r.status !== 200) throw new Error(`login failed: ${r.text}`);
       const cookies = r.headers.getSetCookie().map((c) => c.split(';')[0]!);
       return {
-        token: r.headers.get('x-ratecard-jwt')!,
+        token: r.headers.get(`x-${config.productToken.toLowerCase()}-jwt`)!,
         csrf: r.body.response.csrfToken as string,
         cookie: cookies.join('; '),
       };

@@ -81,6 +81,7 @@ const loginSchema = {
       type: 'object',
       properties: {
         Release: { type: 'string' },
+        ratecardVersion: { type: 'string' },
         partition: { type: 'string' },
         permissions: { type: 'array', items: { type: 'string' } },
       },
@@ -116,18 +117,21 @@ export function accountRoutes(app: FastifyInstance): void {
     schema: { summary, tags, ...schema },
   });
 
-  app.post(
-    '/login/extended',
-    {
-      config: { access: AUTHENTICATED },
-      schema: {
-        summary: 'Log in with Basic credentials; sets the session cookie',
-        tags: ['auth'],
-        response: { 200: envelopeSchema(loginSchema) },
+  // `/login` is where clients of the interface log in; it answers exactly as `/login/extended`.
+  for (const path of ['/login', '/login/extended']) {
+    app.post(
+      path,
+      {
+        config: { access: AUTHENTICATED },
+        schema: {
+          summary: 'Log in with Basic credentials; sets the session cookie',
+          tags: ['auth'],
+          response: { 200: envelopeSchema(loginSchema) },
+        },
       },
-    },
-    async (req) => ok(req, [await loginInfo(req.server.db, req.principal!)]),
-  );
+      async (req) => ok(req, [await loginInfo(req.server.db, req.principal!, config.interfaceRelease)]),
+    );
+  }
 
   // --- users ------------------------------------------------------------------------------------
   app.post(

@@ -59,7 +59,7 @@ const REDUCED_USER: TypeDef = {
   access: { fetch: AUTHENTICATED, write: USER.access.write },
 };
 
-export async function loginInfo(db: Db, principal: Principal) {
+export async function loginInfo(db: Db, principal: Principal, interfaceRelease: string) {
   const r = await db.query<{
     id: number;
     loginName: string;
@@ -79,7 +79,9 @@ export async function loginInfo(db: Db, principal: Principal) {
     typedId: `${user.id}.U`,
     roles: principal.roles,
     extendedData: {
-      Release: RELEASE,
+      // The interface release clients gate features by (INTERFACE_RELEASE); our own version apart.
+      Release: interfaceRelease,
+      ratecardVersion: RELEASE,
       partition: principal.partition,
       permissions: [...principal.permissions].sort(),
     },

@@ -29,6 +29,8 @@ export interface SlotRow {
 /** A slot as the API shows it. */
 export function slotView(s: SlotRow) {
   return {
+    // Clients of the interface read `id`; `slotId` names the same value.
+    id: s.id,
     slotId: s.id,
     status: s.status,
     fileName: s.file_name,

@@ -1,0 +1,197 @@
+// What a real client of the interface sends, with the names it expects (BASE_PATH=/pricefx,
+// PRODUCT_TOKEN=PriceFx), over HTTP on both databases: `null` paging and optional fields in
+// fetch-style bodies, `POST /login`, api tokens as the jwt cookie without CSRF (sessions still need
+// it), the upload slot's `id`, and the interface release clients gate features by.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import pkg from '../../package.json' with { type: 'json' };
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { ConfigError } from '../../src/config.ts';
+import { testConfig } from '../helpers/app.ts';
+
+const ENV = { BASE_PATH: '/pricefx', PRODUCT_TOKEN: 'PriceFx' };
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+/** The fetch body the client builds when its caller gives a filter but no page size. */
+function clientFetchBody(criteria: object[]): object {
+  return {
+    endRow: null,
+    oldValues: null,
+    operationType: 'fetch',
+    startRow: null,
+    textMatchStyle: 'exact',
+    data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria },
+  };
+}
+
+describe('drop-in for existing clients (BASE_PATH=/pricefx PRODUCT_TOKEN=PriceFx)', () => {
+  let h: Harness;
+  let jwt: Record<string, string>;
+  before(async () => {
+    h = await startHarness({ env: ENV });
+    jwt = { 'X-PriceFx-jwt': (await h.login()).token };
+  });
+  after(() => h.close());
+
+  test('the harness speaks the client’s paths', () => {
+    assert.equal(h.config.basePath, '/pricefx');
+    assert.equal(h.config.productToken, 'PriceFx');
+  });
+
+  test('endRow/startRow null (and every optional field null) mean absent on every fetch-style operation', async () => {
+    okData(
+      await h.call('/add/P', {
+        headers: jwt,
+        body: [{ data: { sku: 'NULL-1', label: 'one' } }, { data: { sku: 'NULL-2', label: 'two' } }],
+      }),
+    );
+    okData(await h.call('/add/C', { headers: jwt, body: { data: { customerId: 'CUST-1', name: 'c' } } }));
+    const products = [{ fieldName: 'sku', operator: 'startsWith', value: 'NULL-' }];
+    for (const [path, criteria, expected] of [
+      ['/fetch/P', products, 2],
+      ['/productmanager.fetchformulafilteredproducts', products, 2],
+      ['/fetch/C', [{ fieldName: 'customerId', operator: 'equals', value: 'CUST-1' }], 1],
+      ['/customermanager.fetchformulafilteredcustomers', [], 1],
+      ['/fetch/PAM', [], 0],
+      ['/fetch/CAM', [{ fieldName: 'fieldName', operator: 'equals', value: 'attribute1' }], 0],
+      ['/lookuptablemanager.fetch', [], 0],
+      ['/accountmanager.fetchusers', [{ fieldName: 'loginName', operator: 'equals', value: ADMIN }], 1],
+    ] as const) {
+      const r = await h.call(path, { headers: jwt, body: clientFetchBody([...criteria]) });
+      assert.equal(okData(r).length, expected, `${path}: ${r.text}`);
+      assert.equal(r.body.response.startRow, 0, path);
+      assert.equal(r.body.response.endRow, expected, path);
+    }
+    // Every optional field of the fetch body as null.
+    const all = await h.call('/fetch/P', {
+      headers: jwt,
+      body: {
+        startRow: null,
+        endRow: null,
+        sortBy: null,
+        resultFields: null,
+        valueFields: null,
+        distinctResults: null,
+        textMatchStyle: null,
+        oldValues: null,
+        data: null,
+        operationType: null,
+        componentId: null,
+        dataSource: null,
+        operationId: null,
+      },
+    });
+    assert.ok(okData(all).length >= 2);
+    // null is "absent", not a way around validation: a real value is still checked.
+    const bad = await h.call('/fetch/P', { headers: jwt, body: { startRow: null, endRow: 'ten' } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.ok(bad.body.response.errors.endRow, bad.text);
+    // A page given beside nulls is honoured.
+    const page = await h.call('/fetch/P', {
+      headers: jwt,
+      body: { ...clientFetchBody(products), endRow: 1, sortBy: null },
+    });
+    assert.deepEqual(
+      okData(page).map((p) => p.sku),
+      ['NULL-1'],
+    );
+    assert.equal(page.body.response.totalRows, 2);
+  });
+
+  test('POST /login with Basic answers like /login/extended: cookie, header, csrfToken, user', async () => {
+    const r = await h.call('/login', { basic: admin });
+    const [user] = okData(r);
+    assert.equal(user.loginName, ADMIN);
+    assert.equal(typeof user.id, 'number');
+    assert.equal(user.typedId, `${user.id}.U`);
+    assert.equal(typeof r.body.response.csrfToken, 'string');
+    const token = r.headers.get('x-pricefx-jwt');
+    assert.ok(token);
+    const cookies = r.headers.getSetCookie();
+    assert.ok(
+      cookies.some((c) => c.startsWith(`X-PriceFx-jwt=${token}`)),
+      cookies.join('\n'),
+    );
+    assert.ok(
+      cookies.some((c) => c.startsWith('X-PriceFx-Csrf-Token=')),
+      cookies.join('\n'),
+    );
+    const extended = okData(await h.call('/login/extended', { basic: admin }))[0];
+    assert.deepEqual(Object.keys(user).sort(), Object.keys(extended).sort());
+    assert.deepEqual(user.extendedData, extended.extendedData);
+    // Wrong credentials: 401, like every Basic call.
+    const wrong = await h.call('/login', { basic: { user: ADMIN, password: 'nope-nope' } });
+    assert.deepEqual([wrong.status, wrong.body.response.status], [401, -5]);
+  });
+
+  test('an api token sent as the jwt cookie can POST without CSRF; a session cookie still needs it', async () => {
+    const t = await h.call('/accountmanager.getjsonwebtoken', { basic: admin });
+    const apiToken = okData(t)[0].token as string;
+    const asCookie = { cookie: `X-PriceFx-jwt=${apiToken}` };
+    const body = { data: { sku: 'CSRF-API', label: 'api' } };
+    okData(await h.call('/add/P', { headers: asCookie, body }));
+    okData(await h.call('/fetch/P', { headers: asCookie, body: clientFetchBody([]) }));
+
+    const session = await h.login();
+    const sessionCookie = { cookie: `X-PriceFx-jwt=${session.token}` };
+    const refused = await h.call('/fetch/P', { headers: sessionCookie, body: {} });
+    assert.deepEqual([refused.status, refused.body.response.status], [403, -3]);
+    const wrongCsrf = await h.call('/fetch/P', {
+      headers: { ...sessionCookie, 'X-PriceFx-Csrf-Token': 'forged' },
+      body: {},
+    });
+    assert.equal(wrongCsrf.status, 403);
+    okData(
+      await h.call('/fetch/P', {
+        headers: { ...sessionCookie, 'X-PriceFx-Csrf-Token': session.csrf },
+        body: {},
+      }),
+    );
+    // The same session token as a header is not browser-held: no CSRF.
+    okData(await h.call('/fetch/P', { headers: { 'X-PriceFx-jwt': session.token }, body: {} }));
+  });
+
+  test('/uploadmanager.newuploadslot answers the slot as data[0].id (and slotId, the same value)', async () => {
+    for (const method of ['POST', 'GET']) {
+      const [slot] = okData(await h.call('/uploadmanager.newuploadslot', { method, headers: jwt }));
+      assert.equal(typeof slot.id, 'string', method);
+      assert.equal(slot.id, slot.slotId);
+      const progress = okData(await h.call(`/uploadmanager.progress/${slot.id}`, { headers: jwt }))[0];
+      assert.equal(progress.id, slot.id);
+      okData(await h.call(`/uploadmanager.deleteslot/${slot.id}`, { headers: jwt }));
+    }
+  });
+
+  test('extendedData.Release is the interface release (default 15.2); our own version apart', async () => {
+    const [user] = okData(await h.call('/login', { basic: admin }));
+    assert.equal(user.extendedData.Release, '15.2');
+    assert.equal(user.extendedData.ratecardVersion, pkg.version);
+    assert.equal(user.extendedData.partition, h.partition);
+    assert.ok(Array.isArray(user.extendedData.permissions));
+  });
+});
+
+describe('INTERFACE_RELEASE', () => {
+  test('is reported as extendedData.Release', async () => {
+    const h = await startHarness({ env: { ...ENV, INTERFACE_RELEASE: '16.1' } });
+    try {
+      const [user] = okData(await h.call('/login', { basic: admin }));
+      assert.equal(user.extendedData.Release, '16.1');
+      assert.equal(user.extendedData.ratecardVersion, pkg.version);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a value that is not a release number stops start-up with a message naming it', () => {
+    assert.throws(() => testConfig({ INTERFACE_RELEASE: 'latest' }), ConfigError);
+    assert.throws(() => testConfig({ INTERFACE_RELEASE: 'latest' }), /INTERFACE_RELEASE/);
+  });
+});
