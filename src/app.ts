@@ -27,6 +27,7 @@ import { lookupTableRoutes } from './modules/lookuptables/routes.ts';
 import { masterdataRoutes } from './modules/masterdata/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
 import { jobRoutes } from './jobs/routes.ts';
+import { historyRoutes } from './modules/history/routes.ts';
 import { filesRoutes } from './modules/files/routes.ts';
 import { adminIndexRoutes } from './modules/admin/indexes.ts';
 import { notificationRoutes } from './modules/notifications/routes.ts';
@@ -54,6 +55,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   dcrRoutes,
   formulaRoutes,
   conditionRecordRoutes,
+  historyRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -41,6 +41,8 @@ export const PERMISSION_CATALOGUE = {
     "Create and delete condition record sets (`CRCS`); create, change and delete their items (`CRCI`, `CRCI1`..`CRCI12`), `/loaddata/CRCP`; the set's `userGroupEdit` applies as well",
   CONDITIONRECORDSET_UPDATE:
     'Change label and user groups of a condition record set (`conditionrecordset.update`)',
+  HISTORY_FETCH:
+    'Read record history across types (`/history.fetch`); the history of one record needs only the right to fetch that record',
   NOTIFICATION_SEND:
     'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
   DCRTYPE_EDIT:

@@ -412,6 +412,12 @@ function resolveLeaf(node: LeafNode, fields: ReadonlyMap<string, FieldSpec>): Re
   const { fieldName: name, operator } = node;
   const { test, ci, negate, field: byField } = OPERATORS[operator];
   const field = lookup(fields, name);
+  if (
+    field.elements &&
+    (ci || byField || (test.kind !== 'set' && !(test.kind === 'compare' && test.cmp === 'eq')))
+  ) {
+    throw validationError(name, `operator "${operator}" does not apply to ${name}: use equals or inSet`);
+  }
   if (!allowedTypes(test).has(field.type) || (ci && field.type !== 'string')) {
     throw validationError(name, `operator "${operator}" does not apply to ${field.type} fields`);
   }
@@ -537,6 +543,8 @@ function compileNode(node: ResolvedNode, ctx: Ctx): string {
     }
     case 'set': {
       const a = column(node.field, ctx.alias);
+      if (node.field.elements)
+        return negated(`${a.sql} && ${param(ctx, node.values, 'text[]')}`, node.negate, ctx);
       // `= ANY($n)` rather than `IN (...)`: one parameter however long the list, the same statement
       // text for every length, and an empty list is simply false.
       const any = `${a.sql} = ANY(${param(ctx, node.values, `${a.type}[]`)})`;
@@ -582,6 +590,11 @@ const NULLS_LOW: Record<Comparison, (a: string, b: string, bNullable: boolean) =
 
 function compileCompare(leaf: Extract<ResolvedLeaf, { kind: 'compare' }>, ctx: Ctx): string {
   const a = column(leaf.field, ctx.alias);
+  if (leaf.field.elements) {
+    // Resolve lets only `equals` / `notEqual` with a value through (see FieldSpec.elements).
+    const v = 'value' in leaf.rhs ? leaf.rhs.value : null;
+    return negated(`${param(ctx, v, 'text')} = ANY(${a.sql})`, leaf.negate, ctx);
+  }
   const byField = 'other' in leaf.rhs;
   const b = 'other' in leaf.rhs ? column(leaf.rhs.other, ctx.alias).sql : param(ctx, leaf.rhs.value, a.type);
   const [l, r] = leaf.ci ? [`lower(${a.sql})`, `lower(${b})`] : [a.sql, b];

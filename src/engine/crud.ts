@@ -228,7 +228,7 @@ export async function fetchOne(
 
 type Address = { readonly id: number } | { readonly key: readonly unknown[] };
 
-function parseId(type: TypeDef, v: unknown, field: string): number {
+export function parseId(type: TypeDef, v: unknown, field: string): number {
   const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : '';
   const m = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/.exec(text);
   if (!m || (m[2] !== undefined && m[2] !== type.code)) {

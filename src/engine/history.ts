@@ -2,7 +2,7 @@
 // One table, `record_history` (migration 013): a row per changed record per write, with only the
 // fields that changed ({"field": {"old": v, "new": v}}, API names, values as to_jsonb of the
 // column), their names again in `changed_fields` (text[], for filtering), the action, the record's
-// new version, the actor and the origin. History is written in the same transaction — in the same
+// new version (a hard delete: the last one + 1), the actor and the origin. History is written in the same transaction — in the same
 // statement where possible — as the change, so a failed or rolled-back write leaves none.
 //
 // API for code that writes records (the engine's crud and loaddata use it; so must any module that
@@ -116,8 +116,34 @@ export interface HistorySource {
   readonly principal: Principal;
   /** The statement's parameters; the history part adds its own. */
   readonly params: Params;
-  /** 'write': INSERT or UPDATE (incl. soft delete / restore); 'delete': a hard DELETE. */
-  readonly kind: 'write' | 'delete';
+  /**
+   * 'write': INSERT or UPDATE (incl. soft delete / restore), old values from the table's snapshot;
+   * 'delete': a hard DELETE; 'add': rows known to be new, already in the table (after a COPY).
+   */
+  readonly kind: 'write' | 'delete' | 'add';
+}
+
+const NULL_JSON = `'null'::jsonb`;
+
+/** Changed field names and {old, new} per changed field, from the row's jsonb `j.nj` / `j.oj`. */
+function diffSql(kind: HistorySource['kind'], isDelete: string): string {
+  const agg = (oldV: string, newV: string) => `coalesce(array_agg(n.key ORDER BY n.key), '{}') AS fields,
+        coalesce(jsonb_object_agg(n.key, jsonb_build_object('old', ${oldV}, 'new', ${newV})), '{}') AS changes`;
+  if (kind === 'add') {
+    return `SELECT ${agg(NULL_JSON, 'n.value')} FROM jsonb_each(j.nj) n WHERE n.value <> ${NULL_JSON}`;
+  }
+  if (kind === 'delete') {
+    return `SELECT ${agg('n.value', NULL_JSON)} FROM jsonb_each(j.oj) n WHERE n.value <> ${NULL_JSON}`;
+  }
+  // A soft delete keeps the values: like a hard delete, it lists the last values as {old, new: null}.
+  return `SELECT ${agg(
+    `CASE WHEN ${isDelete} THEN n.value ELSE coalesce(ov.value, ${NULL_JSON}) END`,
+    `CASE WHEN ${isDelete} THEN ${NULL_JSON} ELSE n.value END`,
+  )}
+      FROM jsonb_each(CASE WHEN ${isDelete} THEN j.oj ELSE j.nj END) n
+      LEFT JOIN jsonb_each(CASE WHEN ${isDelete} THEN NULL ELSE j.oj END) ov ON ov.key = n.key
+     WHERE CASE WHEN ${isDelete} THEN n.value <> ${NULL_JSON}
+                ELSE n.value IS DISTINCT FROM coalesce(ov.value, ${NULL_JSON}) END`;
 }
 
 /**
@@ -127,21 +153,25 @@ export interface HistorySource {
 export function historyCte(name: string, written: string, source: HistorySource): string {
   const { tc, principal, params, kind } = source;
   const { type } = tc;
-  const table = ident(type.table);
-  const w = ident(written);
   const fields = trackedFields(type);
   const soft = type.deleteMode === 'soft';
   const isDelete =
-    kind === 'delete' ? 'TRUE' : soft ? '(o.deleted_at IS NULL AND w.deleted_at IS NOT NULL)' : 'FALSE';
+    kind === 'write' && soft
+      ? '(o.deleted_at IS NULL AND w.deleted_at IS NOT NULL)'
+      : String(kind === 'delete');
   const action =
     kind === 'delete'
       ? `'DELETE'`
-      : soft
-        ? `CASE WHEN o.id IS NULL THEN 'ADD' WHEN o.deleted_at IS NOT NULL AND w.deleted_at IS NULL THEN 'RESTORE'
-                WHEN ${isDelete} THEN 'DELETE' ELSE 'UPDATE' END`
-        : `CASE WHEN o.id IS NULL THEN 'ADD' ELSE 'UPDATE' END`;
-  const oldJson = recordJsonSql(fields, kind === 'delete' ? 'w' : 'o');
-  const newJson = recordJsonSql(fields, 'w');
+      : kind === 'add'
+        ? `'ADD'`
+        : soft
+          ? `CASE WHEN o.id IS NULL THEN 'ADD' WHEN o.deleted_at IS NOT NULL AND w.deleted_at IS NULL THEN 'RESTORE'
+                  WHEN ${isDelete} THEN 'DELETE' ELSE 'UPDATE' END`
+          : `CASE WHEN o.id IS NULL THEN 'ADD' ELSE 'UPDATE' END`;
+  const json = [
+    kind === 'delete' ? 'NULL' : recordJsonSql(fields, 'w'),
+    kind === 'add' ? 'NULL' : recordJsonSql(fields, kind === 'delete' ? 'w' : 'o'),
+  ];
   const keyExpr =
     type.businessKey.length === 0
       ? 'NULL'
@@ -150,27 +180,20 @@ export function historyCte(name: string, written: string, source: HistorySource)
           .join(` || '|' || `);
   const group = type.userGroups ? 'w.user_group_view_details' : 'NULL';
   const join =
-    kind === 'delete' ? '' : `LEFT JOIN ${table} o ON o.partition_id = w.partition_id AND o.id = w.id`;
-  const diff = `CROSS JOIN LATERAL (
-      SELECT coalesce(array_agg(n.key ORDER BY n.key), '{}') AS fields,
-             coalesce(jsonb_object_agg(n.key, jsonb_build_object(
-               'old', CASE WHEN ${isDelete} THEN n.value ELSE coalesce(ov.value, 'null'::jsonb) END,
-               'new', CASE WHEN ${isDelete} THEN 'null'::jsonb ELSE n.value END)), '{}') AS changes
-        FROM jsonb_each(CASE WHEN ${isDelete} THEN ${oldJson} ELSE ${newJson} END) n
-        LEFT JOIN jsonb_each(CASE WHEN ${isDelete} THEN NULL ELSE ${oldJson} END) ov ON ov.key = n.key
-       WHERE CASE WHEN ${isDelete} THEN n.value <> 'null'::jsonb
-                  ELSE n.value IS DISTINCT FROM coalesce(ov.value, 'null'::jsonb) END) d`;
+    kind === 'write'
+      ? `LEFT JOIN ${ident(type.table)} o ON o.partition_id = w.partition_id AND o.id = w.id`
+      : '';
   const actor = actorValues(principal, params);
   const typeCode = `${params.add(type.code)}::text`;
   return `${ident(name)} AS (
     INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,
                                 changes, record_version, user_group_view_details, ${ACTOR_COLUMNS.join(', ')})
-    SELECT w.partition_id, ${typeCode}, w.id, ${keyExpr}, a.action, d.fields, d.changes, w.version, ${group},
+    SELECT w.partition_id, ${typeCode}, w.id, ${keyExpr}, j.action, d.fields, d.changes, ${kind === 'delete' ? 'w.version + 1' : 'w.version'}, ${group},
            ${actor.join(', ')}
-      FROM ${w} w ${join}
-      CROSS JOIN LATERAL (SELECT ${action} AS action) a
-      ${diff}
-     WHERE d.fields <> '{}' OR a.action <> 'UPDATE')`;
+      FROM ${ident(written)} w ${join}
+      CROSS JOIN LATERAL (SELECT ${action} AS action, ${json[0]}::jsonb AS nj, ${json[1]}::jsonb AS oj) j
+      CROSS JOIN LATERAL (${diffSql(kind, isDelete)}) d
+     WHERE d.fields <> '{}' OR j.action <> 'UPDATE')`;
 }
 
 /**

@@ -13,6 +13,7 @@ import { AppError, validationError } from '../http/errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
 import { checkValue, requireAccess } from './crud.ts';
+import { historyCte, withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { wroteRows } from './statistics.ts';
 
@@ -370,9 +371,14 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
     }
     if (type.deleteMode === 'soft') sets.push('deleted_at = NULL'); // a soft-deleted match is restored
     const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
+    // With its record history (src/engine/history.ts): old values from the statement's snapshot.
     update = {
-      sql: `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s
-             WHERE ${scope} AND ${joinMatch} RETURNING s.${rownum}`,
+      sql: withHistory(
+        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${scope} AND ${joinMatch}`,
+        { tc: base, principal, params: p, kind: 'write' },
+        `w.${rownum}`,
+        `s.${rownum}`,
+      ),
       params: p.values,
       rowsParam: false,
     };
@@ -428,7 +434,8 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
       `INSERT INTO ${table} AS t (${targetCols.map(ident).join(', ')})
        SELECT ${values.join(', ')} FROM ${source}
        ON CONFLICT (${conflictTarget}) ${conflict}
-       RETURNING ${keyCols.map((c) => qualified('t', c)).join(', ')}`;
+       RETURNING t.*`;
+    const history = historyCte('h', 'ins', { tc: base, principal, params: p, kind: 'write' });
     // INSERT ... RETURNING cannot name the staging row, so the inserted keys are joined back to it.
     // Without join fields the keys of the stage are unique already (checked in JS), and its rows
     // are in row order as COPY wrote them. With join fields, DISTINCT ON the business key: of rows
@@ -436,12 +443,12 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
     // meets the same key twice in one command).
     const sql =
       joinCols.length === 0
-        ? `WITH ins AS (${insertFrom(`${stage} src`)})
+        ? `WITH ins AS (${insertFrom(`${stage} src`)}), ${history}
            SELECT src.${rownum} FROM ${stage} src JOIN ins ON ${keyJoin}`
         : `WITH src AS (
              SELECT DISTINCT ON (${distinct}) s.* FROM ${stage} s WHERE ${where.join(' AND ')}
               ORDER BY ${distinct}, s.${rownum}
-           ), ins AS (${insertFrom(`(SELECT * FROM src ORDER BY src.${rownum}) src`)})
+           ), ins AS (${insertFrom(`(SELECT * FROM src ORDER BY src.${rownum}) src`)}), ${history}
            SELECT src.${rownum} FROM src JOIN ins ON ${keyJoin}`;
     insert = {
       sql,
@@ -560,7 +567,7 @@ async function runLoad(
     const { valid, errors: chunkErrors } = checkChunk(plan, contexts, raw, start, seen);
     if (valid.length > 0) {
       const write = async (): Promise<ChunkOutcome> =>
-        (plan.join.length === 0 ? await insertDirectly(db, plan, principal, valid) : undefined) ??
+        (plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, valid) : undefined) ??
         runChunk(db, plan, sql, valid);
       const outcome = await write().catch((err: unknown): ChunkOutcome => {
         // Past the request's deadline the whole call stops (503); committed chunks stay whole.
@@ -619,23 +626,33 @@ async function insertDirectly(
   db: Db,
   plan: LoadPlan,
   principal: Principal,
+  base: TypeContext,
   rows: readonly ValidRow[],
 ): Promise<ChunkOutcome | undefined> {
   const { type } = plan;
   if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
-  const params = new Params();
-  const partition = params.add(principal.partitionId);
-  const keys = plan.key.map((i) => {
-    const f = plan.header[i]!;
-    return {
-      col: qualified('t', f.column),
-      list: params.add(rows.map((r) => r.values[i])),
-      type: ARRAY_TYPE[f.type],
-    };
-  });
-  const existing = `SELECT 1 FROM ${ident(type.table)} t
+  /** The rows of the table with the chunk's business keys. */
+  const ofChunk = (p: Params) => {
+    const partition = p.add(principal.partitionId);
+    const keys = plan.key.map((i) => {
+      const f = plan.header[i]!;
+      return {
+        col: qualified('t', f.column),
+        list: p.add(rows.map((r) => r.values[i])),
+        type: ARRAY_TYPE[f.type],
+      };
+    });
+    return `${ident(type.table)} t
      WHERE t.partition_id = ${partition} AND (${keys.map((k) => k.col).join(', ')}) IN
-           (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')})) LIMIT 1`;
+           (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')}))`;
+  };
+  const params = new Params();
+  const existing = `SELECT 1 FROM ${ofChunk(params)} LIMIT 1`;
+  // After the COPY, the chunk's rows (all new) are read back once for their record history.
+  const history = new Params();
+  const recorded = `WITH w AS (SELECT t.* FROM ${ofChunk(history)}),
+    ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
+    SELECT count(*)::int AS n FROM w`;
   const prefix = [principal.partitionId, principal.userId, principal.userId];
   let csv = '';
   for (const r of rows) csv += `${csvLine(prefix, r.values)}\n`;
@@ -644,6 +661,7 @@ async function insertDirectly(
       if ((await tx.query(existing, params.values)).rows.length > 0) return undefined;
       const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
       await tx.copyFrom(type.table, columns, csv);
+      await tx.query(recorded, history.values);
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {

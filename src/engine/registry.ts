@@ -13,6 +13,7 @@ import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
 import { FORMULA_TYPES } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
+import { HISTORY_TYPE } from './registry-history.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -414,6 +415,7 @@ const TYPES: readonly TypeDef[] = [
   ...CONDITION_RECORD_TYPES,
   // Custom attributes of condition record items (every CRCIn and CRCIH read them under owner CRCI).
   metaType('CRCIAM', 'CRCI', AUTHENTICATED, false),
+  HISTORY_TYPE,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

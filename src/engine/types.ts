@@ -28,6 +28,11 @@ export interface FieldSpec {
    * add the implied `lower(col) LIKE lower(pattern)`, which those indexes serve.
    */
   readonly searchIndexed?: boolean;
+  /**
+   * The column is a `text[]` of values (record history's changed fields): `equals` / `inSet` match
+   * when any element does, their negations when none does; no other operator applies.
+   */
+  readonly elements?: boolean;
 }
 
 export interface FieldDef extends FieldSpec {

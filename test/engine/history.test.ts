@@ -1,5 +1,7 @@
 // Record history over HTTP on both databases: every write path of the engine records who changed
-// which fields of which record, from what to what, through which request; failed writes leave none.
+// which fields of which record, from what to what, through which request; failed writes and
+// rolled-back chunks leave none; /fetch/{TC}/{id}/history, /history.fetch and ?asOf= read it, with
+// user groups and partitions applied.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,41 +15,42 @@ function okData(r: Reply): any[] {
   return r.body.response.data;
 }
 
-interface HistoryRow {
-  action: string;
-  changed_fields: string[];
-  changes: Record<string, { old: unknown; new: unknown }>;
-  record_version: number;
-  actor_login: string;
-  request_id: string | null;
-  operation: string | null;
-  business_key: string | null;
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
 }
 
-describe('record history written by the engine', () => {
+async function clientOf(h: Harness, user?: string, password?: string): Promise<Client> {
+  const token = (await h.login(user, password)).token;
+  return (path, body, headers = {}) =>
+    h.call(path, {
+      headers: { 'X-Ratecard-jwt': token, ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
+}
+
+const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
+const pause = () => new Promise((r) => setTimeout(r, 20));
+
+describe('record history', () => {
   let h: Harness;
+  let other: Harness;
   let api: Client;
   before(async () => {
     h = await startHarness();
-    const token = (await h.login()).token;
-    api = (path, body, headers = {}) =>
-      h.call(path, {
-        headers: { 'X-Ratecard-jwt': token, ...headers },
-        ...(body === undefined ? {} : { body }),
-      });
+    other = await startHarness({ shareDbWith: h });
+    api = await clientOf(h);
   });
-  after(() => h.close());
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
 
-  const historyOf = async (type: string, id: number): Promise<HistoryRow[]> =>
-    (
-      await h.db.query<HistoryRow>(
-        `SELECT action, changed_fields, changes, record_version, actor_login, request_id, operation, business_key
-           FROM record_history WHERE partition_id = $1 AND type_code = $2 AND record_id = $3 ORDER BY id`,
-        [h.partitionId, type, id],
-      )
-    ).rows;
+  const historyOf = async (type: string, id: number | string, body: object = {}, c = api) =>
+    okData(await c(`/fetch/${type}/${id}/history`, body));
 
-  test('add, update, integrate and delete of a product: only changed fields, actor, request', async () => {
+  test('a product through add, update, integrate, loaddata, massedit and delete', async () => {
     const [p] = okData(
       await api(
         '/add/P',
@@ -57,88 +60,270 @@ describe('record history written by the engine', () => {
     );
     okData(await api('/update/P', { data: { typedId: p.typedId, label: 'two', currency: 'EUR' } }));
     okData(await api('/integrate/P', { data: { sku: 'H-1', label: 'three', unitOfMeasure: 'kg' } }));
-    okData(await api('/integrate/P', { data: { sku: 'H-1', label: 'three' } })); // no change: no row
-    okData(await api('/delete/P', { data: { typedId: p.typedId } }));
-    const rows = await historyOf('P', p.id);
-    assert.deepEqual(
-      rows.map((r) => [r.action, r.changed_fields, r.record_version]),
-      [
-        ['ADD', ['currency', 'label', 'sku'], 0],
-        ['UPDATE', ['label'], 1],
-        ['UPDATE', ['label', 'unitOfMeasure'], 2],
-        ['DELETE', ['currency', 'label', 'sku', 'unitOfMeasure'], 3],
-      ],
-    );
-    assert.deepEqual(rows[0]!.changes.label, { old: null, new: 'one' });
-    assert.deepEqual(rows[1]!.changes, { label: { old: 'one', new: 'two' } });
-    assert.deepEqual(rows[3]!.changes.unitOfMeasure, { old: 'kg', new: null });
-    assert.equal(rows[0]!.actor_login, 'admin');
-    assert.equal(rows[0]!.request_id, 'req-add-1');
-    assert.equal(rows[0]!.operation, 'add/P');
-    assert.equal(rows[0]!.business_key, 'H-1');
-    assert.equal(rows[2]!.operation, 'integrate/P');
-  });
-
-  test('massedit, resetcolumn and delete by filter record one row per changed record', async () => {
-    const made = okData(
-      await api('/add/P', [
-        { data: { sku: 'HM-1', attribute2: 'a' } },
-        { data: { sku: 'HM-2', attribute2: 'b' } },
-        { data: { sku: 'HM-3', attribute2: 'x', label: 'same' } },
-      ]),
-    );
-    const filter = {
-      _constructor: 'AdvancedCriteria',
-      operator: 'and',
-      criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'HM-' }],
-    };
+    okData(await api('/integrate/P', { data: { sku: 'H-1', label: 'three' } })); // no change: no entry
+    const load = await api('/loaddata/P', {
+      data: { header: ['sku', 'label'], data: [['H-1', 'four']], options: { detectJoinFields: true } },
+    });
+    assert.equal(load.status, 200, load.text);
     okData(
       await api('/massedit/P', {
-        filterCriteria: filter,
-        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'same' }],
+        filterCriteria: adv({ fieldName: 'sku', operator: 'equals', value: 'H-1' }),
+        massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '=', fieldValue: 'x' }],
       }),
     );
-    okData(await api('/resetcolumn/P/attribute2'));
-    okData(await api('/delete/P/batch', { data: filter }));
-    const actions = await Promise.all(
-      made.map(async (p) => (await historyOf('P', p.id)).map((r) => r.action)),
+    okData(await api('/delete/P', { data: { typedId: p.typedId } }));
+
+    const rows = await historyOf('P', p.id);
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.field, r.version, r.operation]),
+      [
+        ['ADD', ['currency', 'label', 'sku'], 0, 'add/P'],
+        ['UPDATE', ['label'], 1, 'update/P'],
+        ['UPDATE', ['label', 'unitOfMeasure'], 2, 'integrate/P'],
+        ['UPDATE', ['label'], 4, 'loaddata/P'],
+        ['UPDATE', ['attribute1'], 5, 'massedit/P'],
+        ['DELETE', ['attribute1', 'currency', 'label', 'sku', 'unitOfMeasure'], 6, 'delete/P'],
+      ],
     );
-    assert.deepEqual(actions, [
-      ['ADD', 'UPDATE', 'UPDATE', 'DELETE'],
-      ['ADD', 'UPDATE', 'UPDATE', 'DELETE'],
-      ['ADD', 'UPDATE', 'DELETE'], // label was already "same": the massedit changed nothing of it
-    ]);
-    const [, edit, reset] = await historyOf('P', made[0].id);
-    assert.equal(edit!.operation, 'massedit/P');
-    assert.deepEqual(reset!.changes, { attribute2: { old: 'a', new: null } });
+    assert.deepEqual(rows[0].changes.label, { old: null, new: 'one' });
+    assert.deepEqual(rows[1].changes, { label: { old: 'one', new: 'two' } });
+    assert.deepEqual(rows[3].changes, { label: { old: 'three', new: 'four' } });
+    assert.deepEqual(rows[5].changes.unitOfMeasure, { old: 'kg', new: null });
+    assert.equal(rows[0].user, 'admin');
+    assert.equal(typeof rows[0].userId, 'number');
+    assert.equal(rows[0].requestId, 'req-add-1');
+    assert.equal(rows[0].businessKey, 'H-1');
+    assert.match(rows[0].changedAt, /^\d{4}-\d{2}-\d{2}T/);
+
+    // Filter and paging are the engine's: by field, by action, by time; sort newest first.
+    const labelled = await historyOf('P', p.typedId, {
+      data: adv({ fieldName: 'field', operator: 'equals', value: 'label' }),
+      sortBy: '-id',
+      startRow: 0,
+      endRow: 2,
+    });
+    assert.deepEqual(
+      labelled.map((r) => r.operation),
+      ['delete/P', 'loaddata/P'],
+    );
+    const page = await api(`/fetch/P/${p.id}/history`, { startRow: 0, endRow: 2 });
+    assert.equal(page.body.response.totalRows, 6);
+    const byUser = await historyOf('P', p.id, {
+      data: adv(
+        { fieldName: 'user', operator: 'equals', value: 'admin' },
+        { fieldName: 'changedAt', operator: 'greaterOrEqual', value: rows[1].changedAt },
+        { fieldName: 'field', operator: 'inSet', value: ['unitOfMeasure', 'nosuch'] },
+      ),
+    });
+    assert.deepEqual(
+      byUser.map((r) => r.version),
+      [2, 6],
+    );
+    expectError(
+      await api(`/fetch/P/${p.id}/history`, {
+        data: adv({ fieldName: 'field', operator: 'contains', value: 'l' }),
+      }),
+      400,
+      -4,
+      'field',
+    );
+    expectError(
+      await api(`/fetch/P/${p.id}/history`, {
+        data: adv({ fieldName: 'colour', operator: 'equals', value: 1 }),
+      }),
+      400,
+      -4,
+      'colour',
+    );
+    expectError(await api('/fetch/P/abc/history'), 400, -4, 'id');
+    expectError(await api('/fetch/NOPE/1/history'), 404, -1);
+    // The general operations do not serve the history type.
+    expectError(await api('/fetch/RH'), 400, -4, 'typeCode');
   });
 
-  test('soft-deletable types: DELETE and RESTORE', async () => {
+  test('bulk loads: direct inserts, merge inserts and updates; unchanged rows leave no entry', async () => {
+    const first = await api('/loaddata/P', {
+      data: {
+        header: ['sku', 'label'],
+        data: [
+          ['HL-1', 'a'],
+          ['HL-2', 'b'],
+        ],
+      },
+    });
+    assert.equal(first.status, 200, first.text);
+    const second = await api('/loaddata/P', {
+      data: {
+        header: ['sku', 'label'],
+        data: [
+          ['HL-1', 'a'],
+          ['HL-2', 'B'],
+          ['HL-3', 'c'],
+        ],
+        options: { detectJoinFields: true },
+      },
+    });
+    assert.equal(second.status, 200, second.text);
+    const rows = okData(
+      await api('/history.fetch', {
+        data: adv(
+          { fieldName: 'typeCode', operator: 'equals', value: 'P' },
+          { fieldName: 'businessKey', operator: 'startsWith', value: 'HL-' },
+        ),
+        sortBy: ['businessKey', 'id'],
+      }),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.businessKey, r.action, r.field]),
+      [
+        ['HL-1', 'ADD', ['label', 'sku']],
+        ['HL-2', 'ADD', ['label', 'sku']],
+        ['HL-2', 'UPDATE', ['label']],
+        ['HL-3', 'ADD', ['label', 'sku']],
+      ],
+    );
+    assert.ok(rows.every((r) => r.operation === 'loaddata/P'));
+  });
+
+  test('a rolled-back chunk and failed writes leave no history', async () => {
+    const count = async () =>
+      (
+        await h.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM record_history WHERE partition_id = $1',
+          [h.partitionId],
+        )
+      ).rows[0]!.n;
+    const before = await count();
+    expectError(await api('/add/P', [{ data: { sku: 'HF-1' } }, { data: { sku: 'HF-1' } }]), 409, -1);
+    expectError(await api('/update/P', { data: { sku: 'HF-NOPE', label: 'x' } }), 404, -1);
+    // A database-side failure in the middle of a chunk: the whole chunk and its history roll back.
+    await h.db.query(`CREATE OR REPLACE FUNCTION rc_test_refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.sku = 'HF-BOOM' THEN RAISE EXCEPTION 'refused' USING ERRCODE = '23514'; END IF; RETURN NEW; END $$`);
+    await h.db.query(`CREATE TRIGGER rc_test_refuse_boom BEFORE INSERT OR UPDATE ON products
+      FOR EACH ROW EXECUTE FUNCTION rc_test_refuse_boom()`);
+    try {
+      const r = await api('/loaddata/P', {
+        data: {
+          header: ['sku', 'label'],
+          data: [
+            ['HF-2', 'a'],
+            ['HF-BOOM', 'b'],
+            ['HF-3', 'c'],
+          ],
+        },
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.match(JSON.stringify(r.body.response), /rolled back/);
+    } finally {
+      await h.db.query('DROP TRIGGER rc_test_refuse_boom ON products');
+      await h.db.query('DROP FUNCTION rc_test_refuse_boom()');
+    }
+    assert.equal(await count(), before);
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'HF-2' } })).length, 0);
+  });
+
+  test('asOf rebuilds the record as it stood at three moments; before it existed it is not found', async () => {
+    const t0 = new Date().toISOString();
+    await pause();
+    const [p] = okData(await api('/add/P', { data: { sku: 'HA-1', label: 'first', attribute2: '10' } }));
+    await pause();
+    const t1 = new Date().toISOString();
+    await pause();
+    okData(await api('/update/P', { data: { typedId: p.typedId, label: 'second', attribute2: '12.50' } }));
+    await pause();
+    const t2 = new Date().toISOString();
+    await pause();
+    okData(await api('/integrate/P', { data: { sku: 'HA-1', label: 'third', currency: 'USD' } }));
+    await pause();
+    const t3 = new Date().toISOString();
+    okData(await api('/delete/P', { data: { typedId: p.typedId } }));
+
+    const at = async (t: string) => okData(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(t)}`))[0];
+    expectError(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(t0)}`), 404, -1);
+    const one = await at(t1);
+    assert.deepEqual([one.label, one.attribute2, one.currency, one.version], ['first', '10', null, 0]);
+    assert.equal(one.typedId, p.typedId);
+    assert.equal(one.createDate, p.createDate);
+    const two = await at(t2);
+    assert.deepEqual([two.label, two.attribute2, two.currency, two.version], ['second', '12.50', null, 1]);
+    const three = await at(t3);
+    assert.deepEqual(
+      [three.label, three.attribute2, three.currency, three.version],
+      ['third', '12.50', 'USD', 2],
+    );
+    // Deleted now: not found now, found as of before the delete.
+    expectError(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(new Date().toISOString())}`), 404, -1);
+    expectError(await api(`/fetch/P/${p.id}?asOf=yesterday`), 400, -4, 'asOf');
+  });
+
+  test('soft-deletable types: DELETE and RESTORE; asOf across them', async () => {
     const [x] = okData(await api('/add/PX', { data: { name: 'HX', sku: 'S1', attribute1: 'v' } }));
+    await pause();
+    const added = new Date().toISOString();
+    await pause();
     okData(await api('/delete/PX', { data: { typedId: x.typedId } }));
+    await pause();
+    const deleted = new Date().toISOString();
+    await pause();
     okData(await api('/integrate/PX', { data: { name: 'HX', sku: 'S1', attribute1: 'w' } }));
     const rows = await historyOf('PX', x.id);
     assert.deepEqual(
       rows.map((r) => r.action),
       ['ADD', 'DELETE', 'RESTORE'],
     );
-    assert.deepEqual(rows[2]!.changes, { attribute1: { old: 'v', new: 'w' } });
-    assert.equal(rows[2]!.business_key, 'HX|S1');
+    assert.deepEqual(rows[2].changes, { attribute1: { old: 'v', new: 'w' } });
+    assert.equal(rows[2].businessKey, 'HX|S1');
+    expectError(await api(`/fetch/PX/${x.id}?asOf=${encodeURIComponent(deleted)}`), 404, -1);
+    assert.equal(okData(await api(`/fetch/PX/${x.id}?asOf=${encodeURIComponent(added)}`))[0].attribute1, 'v');
   });
 
-  test('a failed write leaves no history', async () => {
-    const before = await h.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM record_history WHERE partition_id = $1',
+  test('user groups and permissions apply to history; HISTORY_FETCH for /history.fetch', async () => {
+    const g = await h.db.query<{ id: number }>(
+      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'hsales') RETURNING id`,
       [h.partitionId],
     );
-    const r = await api('/add/P', [{ data: { sku: 'HF-1' } }, { data: { sku: 'HF-1' } }]);
-    assert.equal(r.status, 409, r.text);
-    const bad = await api('/update/P', [{ data: { sku: 'H-NOPE-0', label: 'x' } }]);
-    assert.equal(bad.status, 404, bad.text);
-    const afterCount = await h.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM record_history WHERE partition_id = $1',
-      [h.partitionId],
+    const member = await h.newUser('hmember', 'hmember-password', ['PRICESHOP_EDIT']);
+    await h.newUser('houtsider', 'houtsider-password', ['PRICESHOP_EDIT']);
+    await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
+      h.partitionId,
+      member,
+      g.rows[0]!.id,
+    ]);
+    const [hidden] = okData(await api('/add/P', { data: { sku: 'HG-1', userGroupViewDetails: 'hsales' } }));
+    const [open] = okData(await api('/add/P', { data: { sku: 'HG-2' } }));
+    const m = await clientOf(h, 'hmember', 'hmember-password');
+    const o = await clientOf(h, 'houtsider', 'houtsider-password');
+    assert.equal((await historyOf('P', hidden.id, {}, m)).length, 1);
+    expectError(await o(`/fetch/P/${hidden.id}/history`), 404, -1);
+    expectError(
+      await o(`/fetch/P/${hidden.id}?asOf=${encodeURIComponent(new Date().toISOString())}`),
+      404,
+      -1,
     );
-    assert.equal(afterCount.rows[0]!.n, before.rows[0]!.n);
+    assert.equal((await historyOf('P', open.id, {}, o)).length, 1);
+    // Without HISTORY_FETCH no cross-type reading.
+    expectError(await o('/history.fetch', {}), 403, -3);
+    // A type the user may not fetch: no history of it either.
+    expectError(await o(`/fetch/U/${member}/history`), 403, -3);
+  });
+
+  test("partition isolation: another partition's history is never visible", async () => {
+    const otherApi = await clientOf(other);
+    const [foreign] = okData(await otherApi('/add/P', { data: { sku: 'HI-SECRET', label: 'theirs' } }));
+    assert.equal((await historyOf('P', foreign.id, {}, otherApi)).length, 1);
+    assert.deepEqual(await historyOf('P', foreign.id), []);
+    expectError(
+      await api(`/fetch/P/${foreign.id}?asOf=${encodeURIComponent(new Date().toISOString())}`),
+      404,
+      -1,
+    );
+    const mine = okData(
+      await api('/history.fetch', {
+        data: adv({ fieldName: 'businessKey', operator: 'equals', value: 'HI-SECRET' }),
+      }),
+    );
+    assert.deepEqual(mine, []);
+    const theirs = okData(await otherApi('/history.fetch', { data: { businessKey: 'HI-SECRET' } }));
+    assert.equal(theirs.length, 1);
   });
 });

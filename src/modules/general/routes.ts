@@ -21,6 +21,7 @@ import {
   type UpdateItem,
 } from '../../engine/crud.ts';
 import { describeType, listTypes } from '../../engine/describe.ts';
+import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, queueIndexSync } from '../admin/indexes.ts';
 
@@ -133,12 +134,21 @@ export function generalRoutes(app: FastifyInstance): void {
 
   app.post(
     '/fetch/:typeCode/:id',
-    opts('Fetch one record by id or typedId', {
+    opts('Fetch one record by id or typedId; with ?asOf=<date-time> as it stood then (record history)', {
       params: { ...typeParams, properties: { ...typeParams.properties, id: { type: 'string' } } },
+      querystring: { type: 'object', properties: { asOf: { type: 'string', maxLength: 64 } } },
       ...records,
     }),
-    async (req) =>
-      ok(req, [await fetchOne(app.db, req.principal!, typeOf(req), (req.params as { id: string }).id)]),
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const { asOf } = req.query as { asOf?: string };
+      const type = typeOf(req);
+      return ok(req, [
+        asOf === undefined
+          ? await fetchOne(app.db, req.principal!, type, id)
+          : await fetchOneAsOf(app.db, req.principal!, type, id, asOf),
+      ]);
+    },
   );
 
   app.post('/add/:typeCode', opts('Create records', { body: anyBody, ...records }), async (req) =>

@@ -1,0 +1,158 @@
+// Reading record history (written by ./history.ts): the history of one record, history across
+// types, and one record as it stood at a past moment, rebuilt from its history. The history rows
+// are the registered type RH (./registry-history.ts), so filters, sorting and paging are the
+// engine's own (`fetchRecords` with a server-side restriction), and record-level user groups apply
+// to them through the row scope (each row keeps the record's view group at the time).
+
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
+import { Params, ident } from '../db/sql.ts';
+import { notFound, validationError } from '../http/errors.ts';
+import { loadTypeContext, rowScope, selectList, toRecord } from './context.ts';
+import { fetchRecords, parseId, requireAccess, type FetchBody, type FetchResult } from './crud.ts';
+import { HISTORY_TYPE } from './registry-history.ts';
+import type { TypeDef } from './types.ts';
+import { coerceValue } from './values.ts';
+
+type Row = Record<string, unknown>;
+
+const equals = (fieldName: string, value: unknown) => ({ fieldName, operator: 'equals', value });
+
+/**
+ * Whether the principal may see record `id` of `type` now: a record that exists (soft-deleted
+ * included) must be in the principal's row scope; a record that no longer exists (hard-deleted) is
+ * judged by its history rows, which carry its view group.
+ */
+async function requireVisible(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  id: number,
+): Promise<Row | undefined> {
+  const tc = await loadTypeContext(q, principal, type);
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
+  const idParam = params.add(id);
+  const r = await q.query<{ visible: boolean; row: Row }>(
+    `SELECT ${scope} AS visible, to_jsonb(t) AS row FROM ${ident(type.table)} t
+      WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${idParam}`,
+    params.values,
+  );
+  const found = r.rows[0];
+  if (found && !found.visible) throw notFound(`${type.label} ${id}`);
+  return found?.row;
+}
+
+/** `/fetch/{TC}/{id}/history`: the record's history rows, oldest first unless sorted otherwise. */
+export async function fetchRecordHistory(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  idText: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, type.access.fetch);
+  const id = parseId(type, idText, 'id');
+  await requireVisible(q, principal, type, id);
+  const restrict = {
+    _constructor: 'AdvancedCriteria',
+    operator: 'and',
+    criteria: [equals('typeCode', type.code), equals('recordId', id)],
+  };
+  return fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict);
+}
+
+/** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH). */
+export async function fetchHistory(
+  q: Queryable,
+  principal: Principal,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  return fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize);
+}
+
+interface Entry {
+  action: 'ADD' | 'UPDATE' | 'DELETE' | 'RESTORE';
+  changes: Record<string, { old: unknown; new: unknown }>;
+  version: number | null;
+  user: number | null;
+  at: string;
+  later: boolean;
+}
+
+/**
+ * `/fetch/{TC}/{id}?asOf=<date-time>`: the record as it stood at `asOf`. Starting from the stored
+ * row (or, for a hard-deleted record, nothing), every change after `asOf` is undone newest first:
+ * an UPDATE or RESTORE gives back the old values, a DELETE the last values, an ADD means the record
+ * did not exist yet. Not found when the record did not exist (or was deleted) at that moment.
+ */
+export async function fetchOneAsOf(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  idText: string,
+  asOfText: string,
+): Promise<Row> {
+  requireAccess(principal, type.access.fetch);
+  const id = parseId(type, idText, 'id');
+  const asOf = coerceValue('datetime', asOfText);
+  if (typeof asOf !== 'string')
+    throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);
+  const current = await requireVisible(q, principal, type, id);
+  const params = new Params();
+  const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
+  const entries = await q.query<Entry>(
+    `SELECT h.action, h.changes, h.record_version AS version, h.actor_user_id AS "user",
+            h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
+       FROM record_history h
+      WHERE ${visible} AND h.type_code = ${params.add(type.code)} AND h.record_id = ${params.add(id)}
+      ORDER BY h.id DESC`,
+    params.values,
+  );
+  const column = new Map(type.fields.map((f) => [f.name, f.column]));
+  let state: Row | undefined = current;
+  let exists = current !== undefined && (type.deleteMode !== 'soft' || current.deleted_at === null);
+  let last: Entry | undefined;
+  for (const e of entries.rows) {
+    if (!e.later) {
+      last = e;
+      break;
+    }
+    if (e.action === 'ADD') {
+      exists = false;
+      continue;
+    }
+    state ??= { partition_id: principal.partitionId, id };
+    for (const [name, change] of Object.entries(e.changes)) {
+      const col = column.get(name);
+      if (col !== undefined) state[col] = change.old;
+    }
+    if (e.action === 'DELETE') exists = true;
+    if (e.action === 'RESTORE') exists = false;
+  }
+  if (!exists || state === undefined) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  if (last === undefined && new Date(String(state.created_at)) > new Date(asOf)) {
+    throw notFound(`${type.label} ${idText} at ${asOf}`);
+  }
+  const added = entries.rows.at(-1);
+  if (current === undefined && added?.action === 'ADD') {
+    // A hard-deleted record: its creation is its ADD entry.
+    state.created_at = added.at;
+    state.created_by = added.user;
+  }
+  if (last !== undefined) {
+    state.version = last.version;
+    state.last_update_at = last.at;
+    state.last_update_by = last.user;
+  }
+  if (type.deleteMode === 'soft') state.deleted_at = null;
+  const name = type.metaPerName && typeof state.name === 'string' ? state.name : undefined;
+  const tc = await loadTypeContext(q, principal, type, name);
+  const r = await q.query<Row>(
+    `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, $1::jsonb) r`,
+    [JSON.stringify(state)],
+  );
+  return toRecord(tc, r.rows[0]!);
+}
