@@ -481,6 +481,140 @@ describe('pricing logics', () => {
     );
   });
 
+  test('formula-filtered products and customers: the logic runs once, the fetch is one SQL statement', async () => {
+    for (const [sku, cost, cur] of [
+      ['F-1', '5', 'EUR'],
+      ['F-2', '15', 'EUR'],
+      ['F-3', '25', 'USD'],
+      ['F-4', '35', 'EUR'],
+    ])
+      okData(
+        await api('/add/P', { data: { sku, label: `Filtered ${sku}`, attribute1: cost, currency: cur } }),
+      );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Expensive',
+          validAfter: '2026-01-01',
+          nature: 'FILTER',
+          inputs: [
+            { name: 'Min', type: 'MONEY', required: true },
+            { name: 'Currency', type: 'TEXT' },
+          ],
+          elements: [
+            { elementName: 'Threshold', expression: 'input.Min * (1 + lookup("Margins", "EU"))' },
+            {
+              elementName: 'Filter',
+              expression:
+                'allOf(filter("attribute1", "greaterThan", Threshold), if(isNull(input.Currency), null, filter("currency", "equals", input.Currency)))',
+            },
+          ],
+        },
+      }),
+    );
+    const statements: string[] = [];
+    const original = h.db.query.bind(h.db);
+    (h.db as any).query = (sql: string, params?: unknown[]) => {
+      statements.push(sql);
+      return original(sql, params);
+    };
+    let rows;
+    try {
+      // Threshold = 10 × 1.25 = 12.5; attribute1 is MONEY in the attribute meta: compared as numbers.
+      rows = okData(
+        await api('/productmanager.fetchformulafilteredproducts', {
+          formulaName: 'Expensive',
+          formulaParameters: { Min: 10, Currency: 'EUR' },
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'F-' }],
+          },
+          sortBy: 'sku',
+          resultFields: ['sku'],
+        }),
+      );
+    } finally {
+      (h.db as any).query = original;
+    }
+    assert.deepEqual(
+      rows.map((r: any) => r.sku),
+      ['F-2', 'F-4'],
+    );
+    assert.equal(statements.filter((s) => /FROM "products"/.test(s)).length, 1, statements.join('\n---\n'));
+    const all = okData(
+      await api('/productmanager.fetchformulafilteredproducts', {
+        formulaName: 'Expensive',
+        formulaParameters: { Min: 10 },
+        data: { sku: ['F-1', 'F-2', 'F-3'] },
+        sortBy: 'sku',
+      }),
+    );
+    assert.deepEqual(
+      all.map((r: any) => r.sku),
+      ['F-2', 'F-3'],
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Kunden',
+          validAfter: '2026-01-01',
+          nature: 'FILTER',
+          elements: [{ elementName: 'F', expression: 'filter("attribute1", "inSet", ["EU", "CH"])' }],
+        },
+      }),
+    );
+    assert.deepEqual(
+      okData(
+        await api('/customermanager.fetchformulafilteredcustomers', {
+          formulaName: 'Kunden',
+          resultFields: ['customerId'],
+        }),
+      ),
+      [{ customerId: 'C-1' }],
+    );
+    expectError(
+      await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'Price' }),
+      400,
+      -4,
+      /PRICING logic, not a FILTER logic/,
+    );
+    expectError(
+      await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'Expensive' }),
+      400,
+      -4,
+      /inputs.Min: is required/,
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'BadField',
+          validAfter: '2026-01-01',
+          nature: 'FILTER',
+          elements: [{ elementName: 'F', expression: 'filter("colour", "equals", "red")' }],
+        },
+      }),
+    );
+    const bad = await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'BadField' });
+    expectError(bad, 400, -4, /colour/);
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'NoFilter',
+          validAfter: '2026-01-01',
+          nature: 'FILTER',
+          elements: [{ elementName: 'F', expression: '1' }],
+        },
+      }),
+    );
+    expectError(
+      await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'NoFilter' }),
+      400,
+      -4,
+      /must end with a filter/,
+    );
+  });
+
   test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {
     await h.newUser('reader', 'reader-password-1', []);
     const reader = clientOf(h, (await h.login('reader', 'reader-password-1')).token);

@@ -716,9 +716,26 @@ describe('lookup tables', () => {
     expectError(await api(`${M}.resetcolumn/${simple}/value`), 400, -4, 'tableId');
   });
 
-  test('findref answers the logics referencing the table (none exist yet)', async () => {
+  test('findref answers the logics and elements referencing the table, from the compiled logic', async () => {
     const id = await newTable(api, 'referenced', 'SIMPLE');
     assert.deepEqual(okData(await api(`${M}.findref/${id}`)), []);
+    const elements = [
+      { elementName: 'A', expression: 'lookup("referenced", "k")' },
+      { elementName: 'B', expression: '"referenced"' },
+      { elementName: 'C', expression: 'lookupRow("referenced", A)' },
+    ];
+    okData(await api('/add/F', { data: { uniqueName: 'UsesIt', validAfter: '2026-01-01', elements } }));
+    okData(
+      await api('/add/F', {
+        data: { uniqueName: 'Mentions', validAfter: '2026-01-01', elements: elements.slice(1, 2) },
+      }),
+    );
+    const refs = okData(await api(`${M}.findref/${id}`));
+    assert.deepEqual(
+      refs.map((r: any) => [r.uniqueName, r.validAfter, r.elements]),
+      [['UsesIt', '2026-01-01', ['A', 'C']]],
+      'a text mention is no reference',
+    );
     expectError(await api(`${M}.findref/999999`), 404, -1);
   });
 

@@ -226,14 +226,14 @@ describe('master-data manager operations', () => {
       ]);
     });
 
-    test('a logic filter is refused clearly, not ignored; a bad filter names the field', async () => {
+    test('an unknown filter logic is a 404, not ignored; a bad filter names the field', async () => {
       for (const path of [
         '/productmanager.fetchformulafilteredproducts',
         '/customermanager.fetchformulafilteredcustomers',
       ]) {
         const r = await call(h, path, { formulaName: 'MyFilter', data: {} });
-        expectError(r, 400, -4, 'formulaName');
-        assert.match(r.body.response.data, /logic filters are not available/);
+        expectError(r, 404, -1);
+        assert.match(r.body.response.data, /Logic MyFilter/);
         expectError(await call(h, path, { data: { colour: 'red' } }), 400, -4, 'colour');
         expectError(await call(h, path, { resultFields: ['nope'] }), 400, -4, 'resultFields');
         expectError(await call(h, path, { data: {} }, null), 401, -7);

@@ -11,7 +11,7 @@ import type { ElementOutcome } from '../../logic/evaluate.ts';
 import { LOGIC_FUNCTIONS } from '../../logic/functions/registry.ts';
 import { compileLogic, type CompiledLogic, type InputDef } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
-import { asDec, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
+import { asDec, CriteriaValue, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems } from './data.ts';
 import * as store from './store.ts';
 
@@ -186,4 +186,87 @@ export async function executeLogic(
       },
     };
   });
+}
+
+/** Logics of the partition whose compiled elements read the lookup table (findref). */
+export async function logicsReferencingTable(
+  q: Queryable,
+  partitionId: number,
+  tableName: string,
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const row of await store.allLogics(q, partitionId)) {
+    let logic: CompiledLogic;
+    try {
+      logic = compiledLogic(partitionId, row);
+    } catch {
+      continue; // saved before a change of the language: it cannot run, so it reads nothing
+    }
+    if (!logic.tables.has(tableName)) continue;
+    const elements = logic.elements
+      .filter((e) =>
+        e.reads.calls.some(
+          (c) => (c.name === 'lookup' || c.name === 'lookupRow') && c.literals[0] === tableName,
+        ),
+      )
+      .map((e) => e.def.elementName);
+    out.push({
+      id: row.id,
+      typedId: `${row.id}.F`,
+      uniqueName: row.uniqueName,
+      validAfter: row.validAfter,
+      label: row.label,
+      status: row.status,
+      version: row.version,
+      elements,
+    });
+  }
+  return out;
+}
+
+/**
+ * Runs a FILTER logic (once, not per row) and answers its AdvancedCriteria: the value of its last
+ * element, built with filter()/allOf()/anyOf()/noneOf(). The caller ANDs it with its own filter and
+ * runs one SQL statement through the criteria compiler.
+ */
+export async function filterCriteriaOf(
+  q: Queryable,
+  principal: Principal,
+  formulaName: unknown,
+  parameters: unknown,
+  limits: LogicLimits,
+): Promise<Readonly<Record<string, unknown>>> {
+  if (typeof formulaName !== 'string' || formulaName === '')
+    throw validationError('formulaName', 'must be the uniqueName of a FILTER logic');
+  const targetDate = new LogicDate(today());
+  const { row, logic } = await loadLogic(q, principal.partitionId, formulaName, targetDate);
+  if (row.nature !== 'FILTER')
+    throw validationError('formulaName', `logic ${formulaName} is a ${row.nature} logic, not a FILTER logic`);
+  const inputs = checkInputs(logic.inputs, parameters);
+  const batch = new BatchData(
+    q,
+    principal.partitionId,
+    await store.roundingPolicies(q, principal.partitionId),
+  );
+  let all: ElementOutcome[][];
+  try {
+    all = await evaluateItems(logic, [{ roots: {}, inputs }], batch, { targetDate, explain: false, limits });
+  } catch (err) {
+    if (err instanceof LimitError) throw limitError(err);
+    throw err;
+  }
+  const outcomes = all[0] ?? [];
+  const last = outcomes[outcomes.length - 1];
+  if (last?.alertType === 'CRITICAL')
+    throw validationError('formulaName', `logic ${formulaName}: ${last.alertMessage ?? 'failed'}`);
+  const value = last?.value ?? null;
+  if (!(value instanceof CriteriaValue))
+    throw validationError(
+      'formulaName',
+      `logic ${formulaName} must end with a filter (filter(), allOf(), anyOf(), noneOf())`,
+    );
+  const c = value.criteria;
+  return c._constructor === 'AdvancedCriteria'
+    ? c
+    : { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [c] };
 }

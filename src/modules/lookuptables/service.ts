@@ -50,6 +50,7 @@ import {
 } from '../../engine/registry-lookup.ts';
 import { coerceValue } from '../../engine/values.ts';
 import * as store from './store.ts';
+import { logicsReferencingTable } from '../formulas/service.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -219,14 +220,14 @@ export async function copyTable(db: Db, principal: Principal, tableId: number, d
   );
 }
 
-/** The logics that reference the table. */
+/**
+ * The logics (and their elements) that reference the table: every `lookup`/`lookupRow` call naming
+ * it, read from the compiled logic (table names are literals there), never by text search.
+ */
 export async function findReferences(db: Db, principal: Principal, tableId: number): Promise<Row[]> {
   requireAccess(principal, 'LOOKUPTABLE_UPDATE');
-  await findTableOrFail(db, principal, tableId);
-  // Logics do not exist yet: there is no logic table (src/logic/ is empty), so nothing can reference
-  // a lookup table and there is nothing to scan. When logics arrive, this scans their definitions
-  // for the table's uniqueName and id and answers the logics found.
-  return [];
+  const table = await findTableOrFail(db, principal, tableId);
+  return logicsReferencingTable(db, principal.partitionId, table.uniqueName);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -117,6 +117,7 @@ const searchTerm = (req: FastifyRequest): unknown => (req.body as { q?: unknown 
 export function masterdataRoutes(app: FastifyInstance): void {
   const { db, config } = app;
   const max = config.maxPageSize;
+  const limits = { maxSteps: config.logicMaxSteps, maxMs: config.logicMaxMs };
   const opts = (tag: string, summary: string, schema: object, access: RouteAccess = AUTHENTICATED) => ({
     config: { access },
     schema: { summary, tags: [tag], ...schema },
@@ -146,12 +147,19 @@ export function masterdataRoutes(app: FastifyInstance): void {
 
   app.post(
     '/productmanager.fetchformulafilteredproducts',
-    opts('products', 'Fetch products with a filter body (logic filters: not available yet)', {
-      body: formulaFilterBody,
-      ...list,
-    }),
+    opts(
+      'products',
+      'Fetch products with a filter body, narrowed by a FILTER logic (formulaName, formulaParameters)',
+      {
+        body: formulaFilterBody,
+        ...list,
+      },
+    ),
     async (req) =>
-      page(req, await fetchFormulaFiltered(db, req.principal!, 'P', body(req) as FormulaFilterBody, max)),
+      page(
+        req,
+        await fetchFormulaFiltered(db, req.principal!, 'P', body(req) as FormulaFilterBody, max, limits),
+      ),
   );
 
   app.post(
@@ -195,12 +203,19 @@ export function masterdataRoutes(app: FastifyInstance): void {
 
   app.post(
     '/customermanager.fetchformulafilteredcustomers',
-    opts('customers', 'Fetch customers with a filter body (logic filters: not available yet)', {
-      body: formulaFilterBody,
-      ...list,
-    }),
+    opts(
+      'customers',
+      'Fetch customers with a filter body, narrowed by a FILTER logic (formulaName, formulaParameters)',
+      {
+        body: formulaFilterBody,
+        ...list,
+      },
+    ),
     async (req) =>
-      page(req, await fetchFormulaFiltered(db, req.principal!, 'C', body(req) as FormulaFilterBody, max)),
+      page(
+        req,
+        await fetchFormulaFiltered(db, req.principal!, 'C', body(req) as FormulaFilterBody, max, limits),
+      ),
   );
 
   app.post(

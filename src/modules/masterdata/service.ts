@@ -18,6 +18,8 @@ import {
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import * as store from './store.ts';
+import { filterCriteriaOf } from '../formulas/service.ts';
+import type { LogicLimits } from '../../logic/env.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -69,30 +71,31 @@ export function quickSearch(
 }
 
 /** Body keys that ask for a logic (formula) filter, which needs the logic engine. */
-const LOGIC_FILTER_KEYS = ['formulaName', 'formulaParameters'] as const;
-
 export type FormulaFilterBody = FetchBody & {
   readonly formulaName?: unknown;
   readonly formulaParameters?: unknown;
 };
 
-/** The filter body on products or customers; a logic filter is refused until the logic engine exists. */
-export function fetchFormulaFiltered(
+/**
+ * The filter body on products or customers, narrowed by a FILTER logic when `formulaName` is given:
+ * the logic runs once and answers an AdvancedCriteria (`formulaParameters` are its inputs), which is
+ * ANDed with the body's own filter — one SQL statement through the criteria compiler.
+ */
+export async function fetchFormulaFiltered(
   db: Db,
   principal: Principal,
   code: 'P' | 'C',
   body: FormulaFilterBody,
   maxPageSize: number,
+  limits: LogicLimits,
 ): Promise<FetchResult> {
   const type = code === 'P' ? PRODUCT : CUSTOMER;
   requireAccess(principal, type.access.fetch);
-  for (const key of LOGIC_FILTER_KEYS) {
-    if (body[key] !== undefined && body[key] !== null) {
-      throw validationError(key, 'logic filters are not available yet; filter with data criteria only');
-    }
-  }
-  // The logic-filter keys are absent by now; the engine reads only the fetch-body keys.
-  return fetchRecords(db, principal, type, body, maxPageSize);
+  const { formulaName, formulaParameters, ...fetchBody } = body;
+  if (formulaName === undefined || formulaName === null)
+    return fetchRecords(db, principal, type, fetchBody, maxPageSize);
+  const criteria = await filterCriteriaOf(db, principal, formulaName, formulaParameters, limits);
+  return fetchRecords(db, principal, type, fetchBody, maxPageSize, criteria);
 }
 
 // ---------------------------------------------------------------------------------------------
