@@ -35,6 +35,7 @@ import { tokenV2Routes } from './modules/tokenv2/routes.ts';
 import { dcrRoutes } from './modules/dcr/routes.ts';
 import { formulaRoutes } from './modules/formulas/routes.ts';
 import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
+import { queryRoutes } from './modules/query/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -56,6 +57,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   formulaRoutes,
   conditionRecordRoutes,
   historyRoutes,
+  queryRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

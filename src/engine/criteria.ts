@@ -666,6 +666,17 @@ const SAFE_CAST: Record<FieldType, { readonly fn: string; readonly type: string 
   datetime: { fn: 'rc_try_timestamptz', type: 'timestamptz' },
 };
 
+/**
+ * A field as a typed SQL expression (a typed custom attribute through its safe cast), for modules
+ * that compose SQL over registry fields themselves (the query API's joins, groups and aggregates).
+ */
+export function typedColumn(
+  field: FieldSpec,
+  alias: string,
+): { readonly sql: string; readonly type: string } {
+  return column(field, alias);
+}
+
 /** A field as a typed SQL expression, with the SQL type its parameters are cast to. */
 function column(
   field: FieldSpec,

@@ -1,0 +1,142 @@
+// The sources a query pipeline reads: a type code of the registry (`P`, `C`, `SL`, `PBOME`,
+// `PCOMP`), an extension table (`PX:<name>`, `CX:<name>`, `SX:<name>`), or the values of a lookup
+// table (`LTV:<uniqueName>`, any kind). Each resolves to a registry declaration as the partition
+// sees it (custom attributes typed by the attribute meta) plus its row scope: partition, fixed
+// column, soft delete, record-level user groups and, for extension tables, the table name. The
+// source's fetch permission is checked here, so no pipeline reads a source its caller may not fetch.
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { Params, ident, qualified } from '../../db/sql.ts';
+import { requireAccess } from '../../engine/crud.ts';
+import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
+import { findType } from '../../engine/registry.ts';
+import { TABLE_KINDS, valueTypeOf, type LookupTable, type TableKind } from '../../engine/registry-lookup.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+
+/** Type codes read as they are. */
+const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP'] as const;
+/** Type codes read one named table at a time (the `name` field). */
+const EXTENSION_KINDS = ['PX', 'CX', 'SX'] as const;
+const LOOKUP_KINDS = ['LTV'] as const;
+
+export const SOURCE_KINDS: readonly string[] = [...PLAIN_KINDS, ...EXTENSION_KINDS, ...LOOKUP_KINDS];
+
+export interface Source {
+  /** As the pipeline named it, e.g. `PX:prices`. */
+  readonly code: string;
+  readonly kind: string;
+  readonly tc: TypeContext;
+  /** The rows of this source the principal may see, for the table aliased `alias`. */
+  scope(params: Params, alias: string): string;
+}
+
+const SOURCE = /^([A-Z][A-Z0-9]{0,9})(?::(.{1,255}))?$/s;
+
+async function extensionExists(
+  q: Queryable,
+  partitionId: number,
+  kind: string,
+  name: string,
+): Promise<boolean> {
+  const table =
+    kind === 'PX' ? 'product_extensions' : kind === 'CX' ? 'customer_extensions' : 'seller_extensions';
+  const r = await q.query<{ ok: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM attribute_meta WHERE partition_id = $1 AND owner_type = $2 AND name = $3)
+         OR EXISTS (SELECT 1 FROM ${ident(table)} WHERE partition_id = $1 AND name = $3) AS ok`,
+    [partitionId, kind, name],
+  );
+  return r.rows[0]!.ok;
+}
+
+async function findLookupTable(
+  q: Queryable,
+  partitionId: number,
+  name: string,
+): Promise<LookupTable | undefined> {
+  const r = await q.query<{ id: number; unique_name: string; type: string; value_type: string }>(
+    'SELECT id, unique_name, type, value_type FROM lookup_tables WHERE partition_id = $1 AND unique_name = $2',
+    [partitionId, name],
+  );
+  const row = r.rows[0];
+  if (row === undefined || !(TABLE_KINDS as readonly string[]).includes(row.type)) return undefined;
+  return {
+    id: row.id,
+    uniqueName: row.unique_name,
+    type: row.type as TableKind,
+    valueType: row.value_type as LookupTable['valueType'],
+  };
+}
+
+/** Resolves `text` (the pipeline's `field`) to a source the principal may read; -4, 403 or 404 otherwise. */
+export async function resolveSource(
+  q: Queryable,
+  principal: Principal,
+  text: unknown,
+  field: string,
+): Promise<Source> {
+  const m = typeof text === 'string' && !text.includes('\u0000') ? SOURCE.exec(text) : null;
+  if (!m) {
+    throw validationError(field, `must be a source such as P, C, PX:<table>, CX:<table>, LTV:<table>`);
+  }
+  const kind = m[1]!;
+  const name = m[2];
+  const code = text as string;
+  if ((PLAIN_KINDS as readonly string[]).includes(kind)) {
+    if (name !== undefined) throw validationError(field, `${kind} takes no table name`);
+    const type = findType(kind)!;
+    requireAccess(principal, type.access.fetch);
+    const tc = await loadTypeContext(q, principal, type);
+    return { code, kind, tc, scope: (p, alias) => rowScope(tc, principal, p, alias) };
+  }
+  if ((EXTENSION_KINDS as readonly string[]).includes(kind)) {
+    if (name === undefined) throw validationError(field, `${kind} needs a table name: ${kind}:<table>`);
+    const type = findType(kind)!;
+    requireAccess(principal, type.access.fetch);
+    if (!(await extensionExists(q, principal.partitionId, kind, name))) {
+      throw new AppError('NOT_FOUND', `Extension table ${code} not found`, { field });
+    }
+    const tc = await loadTypeContext(q, principal, type, name);
+    return {
+      code,
+      kind,
+      tc,
+      scope: (p, alias) =>
+        `${rowScope(tc, principal, p, alias)} AND ${qualified(alias, 'name')} = ${p.add(name)}`,
+    };
+  }
+  if ((LOOKUP_KINDS as readonly string[]).includes(kind)) {
+    if (name === undefined) throw validationError(field, `${kind} needs a table name: ${kind}:<table>`);
+    const table = await findLookupTable(q, principal.partitionId, name);
+    if (table === undefined) throw new AppError('NOT_FOUND', `Lookup table ${name} not found`, { field });
+    const type = valueTypeOf(table);
+    requireAccess(principal, type.access.fetch);
+    const tc = await loadTypeContext(q, principal, type);
+    return { code, kind, tc, scope: (p, alias) => rowScope(tc, principal, p, alias) };
+  }
+  throw validationError(field, `unknown source kind ${kind}; known: ${SOURCE_KINDS.join(', ')}`);
+}
+
+export interface TableInfo {
+  readonly name: string;
+  readonly label: string | null;
+}
+
+/** The partition's actual tables of each kind that has tables (for /queryapi.meta). */
+export async function listTables(q: Queryable, partitionId: number): Promise<Record<string, TableInfo[]>> {
+  const ext = await q.query<{ kind: string; name: string }>(
+    `SELECT owner_type AS kind, name FROM attribute_meta WHERE partition_id = $1 AND owner_type IN ('PX', 'CX', 'SX') AND name <> ''
+     UNION SELECT 'PX', name FROM product_extensions WHERE partition_id = $1
+     UNION SELECT 'CX', name FROM customer_extensions WHERE partition_id = $1
+     UNION SELECT 'SX', name FROM seller_extensions WHERE partition_id = $1
+     ORDER BY 1, 2`,
+    [partitionId],
+  );
+  const lt = await q.query<{ name: string; label: string | null }>(
+    'SELECT unique_name AS name, label FROM lookup_tables WHERE partition_id = $1 ORDER BY unique_name',
+    [partitionId],
+  );
+  const out: Record<string, TableInfo[]> = { PX: [], CX: [], SX: [], LTV: lt.rows };
+  for (const r of ext.rows) out[r.kind]!.push({ name: r.name, label: null });
+  return out;
+}

@@ -1,0 +1,350 @@
+// The query API over HTTP on both databases: each pipeline element (source, filter, select, join,
+// groupBy, aggregates, having, sortBy, paging, valueFields), joins across three kinds of source (P,
+// PX:<table>, LTV:<table>), aggregates typed by the attribute meta, permissions and record-level
+// user groups, partition isolation, limits as settings, and /queryapi.meta. Injection attempts in
+// every name and value live in ./query-injection.test.ts.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { seedQueryData, QUERY_ADMIN, QUERY_READER } from './query-seed.ts';
+
+const status = (r: Reply): [number, number | undefined] => [r.status, r.body?.response?.status];
+
+describe('query API', () => {
+  let h: Harness;
+  let other: Harness;
+
+  const run = (data: unknown, who = QUERY_ADMIN) =>
+    h.call('/queryapi.execute', { basic: who, body: { data } });
+  const rows = async (data: unknown, who = QUERY_ADMIN): Promise<any[]> => {
+    const r = await run(data, who);
+    assert.equal(r.status, 200, r.text);
+    return r.body.response.data;
+  };
+  const refused = async (data: unknown, http: number, code: number, field?: string, who = QUERY_ADMIN) => {
+    const r = await run(data, who);
+    assert.deepEqual(status(r), [http, code], r.text);
+    if (field !== undefined) assert.ok(r.body.response.errors?.[field], `${field}: ${r.text}`);
+    return r;
+  };
+
+  before(async () => {
+    h = await startHarness({ env: { QUERY_MAX_JOINS: '2', QUERY_MAX_ROWS: '50' } });
+    other = await startHarness({ shareDbWith: h });
+    await seedQueryData(h);
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  test('without credentials: 401; a source is required', async () => {
+    assert.equal((await h.call('/queryapi.execute', { body: { data: { source: 'P' } } })).status, 401);
+    assert.equal((await h.call('/queryapi.meta', {})).status, 401);
+    await refused({}, 400, -4, 'data.source');
+  });
+
+  test('source, select (with as), filter, sortBy, paging; totalRows; typed values', async () => {
+    const r = await run({
+      source: 'P',
+      select: ['sku', { field: 'attribute1', as: 'weight' }, 'attribute2'],
+      filter: { fieldName: 'attribute1', operator: 'greaterThan', value: 2 },
+      sortBy: ['-weight'],
+      startRow: 1,
+      endRow: 3,
+    });
+    assert.equal(r.status, 200, r.text);
+    const res = r.body.response;
+    assert.equal(res.totalRows, 4);
+    assert.equal(res.startRow, 1);
+    assert.equal(res.endRow, 3);
+    // weights 3, 10, 20, 100 (numeric order, not text order); descending, skipping the first
+    assert.deepEqual(res.data, [
+      { sku: 'P-20', weight: 20, attribute2: 'tools' },
+      { sku: 'P-10', weight: 10, attribute2: 'food' },
+    ]);
+    assert.deepEqual(
+      res.columns.map((c: any) => [c.name, c.type]),
+      [
+        ['sku', 'string'],
+        ['weight', 'decimal'],
+        ['attribute2', 'string'],
+      ],
+    );
+    // Past the end: no rows, the total still right.
+    const past = await run({ source: 'P', select: ['sku'], startRow: 40, endRow: 45 });
+    assert.deepEqual(past.body.response.data, []);
+    assert.equal(past.body.response.totalRows, 7);
+    // Without select: every field of the source.
+    const all = await rows({ source: 'P', filter: { sku: 'P-3' } });
+    assert.equal(all.length, 1);
+    assert.equal(all[0].label, 'three');
+    assert.equal(all[0].attribute1, 3);
+    // valueFields: arrays in that order.
+    const arrays = await rows({
+      source: 'P',
+      select: ['sku', 'attribute1'],
+      valueFields: ['attribute1', 'sku'],
+      sortBy: 'sku',
+      endRow: 2,
+    });
+    assert.deepEqual(arrays, [
+      [1, 'P-1'],
+      [10, 'P-10'],
+    ]);
+  });
+
+  test('joins across three kinds of source: P ⋈ PX:Costs ⋈ LTV:Regions', async () => {
+    const data = await rows({
+      source: 'P',
+      join: [
+        { source: 'PX:Costs', as: 'px', on: { sku: 'sku' } },
+        { source: 'LTV:Regions', as: 'region', type: 'left', on: { attribute2: 'name' } },
+      ],
+      select: ['sku', 'px.attribute1', { field: 'region.value', as: 'region' }],
+      filter: { fieldName: 'px.attribute1', operator: 'lessThan', value: 100 },
+      sortBy: 'sku',
+    });
+    assert.deepEqual(data, [
+      { sku: 'P-1', 'px.attribute1': 1.5, region: 'North' },
+      { sku: 'P-10', 'px.attribute1': 15, region: 'South' },
+      { sku: 'P-3', 'px.attribute1': 4.5, region: 'North' },
+      { sku: 'P-x', 'px.attribute1': 7, region: null },
+    ]);
+    // An inner join drops products without a lookup row; a bad join is -4 naming the field.
+    const inner = await rows({
+      source: 'P',
+      join: [{ source: 'LTV:Regions', as: 'region', on: { attribute2: 'name' } }],
+      select: ['sku'],
+      sortBy: 'sku',
+    });
+    assert.ok(!inner.some((r) => r.sku === 'P-x'));
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'px', on: { sku: 'nope' } }] },
+      400,
+      -4,
+      'join[0].on',
+    );
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'px', on: { nope: 'sku' } }] },
+      400,
+      -4,
+      'join[0].on',
+    );
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'px', on: { attribute1: 'sku' } }] },
+      400,
+      -4,
+      'join[0].on',
+    );
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'PX', on: { sku: 'sku' } }] },
+      400,
+      -4,
+      'join[0].as',
+    );
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Nope', as: 'px', on: { sku: 'sku' } }] },
+      404,
+      -1,
+      'join[0].source',
+    );
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'px', on: { sku: 'sku' }, type: 'full' }] },
+      400,
+      -4,
+      'join[0].type',
+    );
+  });
+
+  test('groupBy and aggregates typed by the attribute meta; having; sort by an aggregate', async () => {
+    const r = await run({
+      source: 'P',
+      join: [{ source: 'PX:Costs', as: 'px', type: 'left', on: { sku: 'sku' } }],
+      groupBy: ['attribute2'],
+      aggregates: [
+        { fn: 'count', as: 'n' },
+        { fn: 'sum', field: 'attribute1', as: 'weight' },
+        { fn: 'avg', field: 'px.attribute1', as: 'avgCost' },
+        { fn: 'max', field: 'px.attribute2', as: 'lastCostDate' },
+        { fn: 'countDistinct', field: 'px.attribute1' },
+        { fn: 'min', field: 'sku' },
+      ],
+      having: { fieldName: 'n', operator: 'greaterOrEqual', value: 2 },
+      sortBy: '-weight',
+    });
+    assert.equal(r.status, 200, r.text);
+    const res = r.body.response;
+    assert.deepEqual(res.data, [
+      {
+        attribute2: 'tools',
+        n: 3,
+        weight: 122,
+        avgCost: 100,
+        lastCostDate: '2024-03-01',
+        'countDistinct_px.attribute1': 1,
+        min_sku: 'P-100',
+      },
+      {
+        attribute2: 'north',
+        n: 2,
+        weight: 4,
+        avgCost: 3,
+        lastCostDate: '2024-01-15',
+        'countDistinct_px.attribute1': 2,
+        min_sku: 'P-1',
+      },
+    ]);
+    assert.equal(res.totalRows, 2);
+    assert.deepEqual(
+      res.columns.map((c: any) => [c.name, c.type]),
+      [
+        ['attribute2', 'string'],
+        ['n', 'integer'],
+        ['weight', 'decimal'],
+        ['avgCost', 'decimal'],
+        ['lastCostDate', 'date'],
+        ['countDistinct_px.attribute1', 'integer'],
+        ['min_sku', 'string'],
+      ],
+    );
+    // Aggregates alone: one row.
+    assert.deepEqual(
+      await rows({ source: 'P', aggregates: [{ fn: 'count' }, { fn: 'max', field: 'attribute1' }] }),
+      [{ count: 7, max_attribute1: 100 }],
+    );
+    // sum over a text attribute, min over a boolean-less field, unknown fn: -4 naming the element.
+    await refused(
+      { source: 'P', aggregates: [{ fn: 'sum', field: 'attribute2' }] },
+      400,
+      -4,
+      'aggregates[0].field',
+    );
+    await refused(
+      { source: 'P', aggregates: [{ fn: 'median', field: 'attribute1' }] },
+      400,
+      -4,
+      'aggregates[0].fn',
+    );
+    await refused({ source: 'P', aggregates: [{ fn: 'avg' }] }, 400, -4, 'aggregates[0].field');
+    await refused({ source: 'P', groupBy: ['attribute2'], select: ['sku'] }, 400, -4, 'select[0]');
+    await refused({ source: 'P', having: { n: 1 } }, 400, -4, 'having');
+    await refused(
+      { source: 'P', groupBy: ['attribute2'], having: { fieldName: 'sku', operator: 'equals', value: 1 } },
+      400,
+      -4,
+      'sku',
+    );
+  });
+
+  test('every source needs its fetch permission; user groups filter rows of every source', async () => {
+    // The reader has no PRODUCTEXTENSION_FETCH: the PX source is refused, directly or joined.
+    await refused({ source: 'PX:Costs' }, 403, -3, undefined, QUERY_READER);
+    await refused(
+      { source: 'P', join: [{ source: 'PX:Costs', as: 'px', on: { sku: 'sku' } }] },
+      403,
+      -3,
+      undefined,
+      QUERY_READER,
+    );
+    // P-secret is visible to the admin only (group "secret"); the reader does not see it, not even counted.
+    const admin = await rows({ source: 'P', aggregates: [{ fn: 'count' }] });
+    const reader = await rows({ source: 'P', aggregates: [{ fn: 'count' }] }, QUERY_READER);
+    assert.equal(admin[0].count, 7);
+    assert.equal(reader[0].count, 6);
+    assert.deepEqual(
+      await rows({ source: 'P', filter: { sku: 'P-secret' }, select: ['sku'] }, QUERY_READER),
+      [],
+    );
+    // Lookup values and products are open to every user.
+    assert.equal((await rows({ source: 'LTV:Regions', select: ['name', 'value'] }, QUERY_READER)).length, 2);
+  });
+
+  test('another partition sees none of it', async () => {
+    const r = await other.call('/queryapi.execute', {
+      basic: { user: 'admin', password: 'admin-password-1' },
+      body: { data: { source: 'P', aggregates: [{ fn: 'count' }] } },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.response.data, [{ count: 0 }]);
+    const px = await other.call('/queryapi.execute', {
+      basic: { user: 'admin', password: 'admin-password-1' },
+      body: { data: { source: 'PX:Costs' } },
+    });
+    assert.deepEqual(status(px), [404, -1]);
+    const lt = await other.call('/queryapi.execute', {
+      basic: { user: 'admin', password: 'admin-password-1' },
+      body: { data: { source: 'LTV:Regions' } },
+    });
+    assert.deepEqual(status(lt), [404, -1]);
+  });
+
+  test('limits are settings and say which: joins, rows', async () => {
+    const join = (as: string) => ({ source: 'PX:Costs', as, type: 'left', on: { sku: 'sku' } });
+    const tooMany = await refused({ source: 'P', join: [join('a'), join('b'), join('c')] }, 400, -4, 'join');
+    assert.match(tooMany.body.response.data, /QUERY_MAX_JOINS/);
+    assert.equal((await run({ source: 'P', join: [join('a'), join('b')], select: ['sku'] })).status, 200);
+    const big = await refused({ source: 'P', endRow: 51 }, 400, -4, 'endRow');
+    assert.match(big.body.response.data, /QUERY_MAX_ROWS/);
+  });
+
+  test('unknown sources, fields and elements are -4 naming them', async () => {
+    await refused({ source: 'NOPE' }, 400, -4, 'source');
+    await refused({ source: 'U' }, 400, -4, 'source');
+    await refused({ source: 'PX' }, 400, -4, 'source');
+    await refused({ source: 'P:x' }, 400, -4, 'source');
+    await refused({ source: 'LTV:Nope' }, 404, -1, 'source');
+    await refused({ source: 'P', select: ['password'] }, 400, -4, 'select[0]');
+    await refused({ source: 'P', select: [{ field: 'sku', as: 'a b' }] }, 400, -4, 'select[0].as');
+    await refused({ source: 'P', select: ['sku', 'sku'] }, 400, -4, 'select');
+    await refused(
+      { source: 'P', filter: { fieldName: 'px.attribute1', operator: 'equals', value: 1 } },
+      400,
+      -4,
+      'px.attribute1',
+    );
+    await refused({ source: 'P', sortBy: 'label', select: ['sku'] }, 400, -4, 'sortBy');
+    await refused({ source: 'P', valueFields: ['label'], select: ['sku'] }, 400, -4, 'valueFields[0]');
+    await refused({ source: 'P', extra: 1 }, 400, -4, 'data.extra');
+  });
+
+  test("/queryapi.meta: kinds, the partition's tables, typed and labelled columns; a pipeline's columns", async () => {
+    const r = await h.call('/queryapi.meta', { basic: QUERY_ADMIN });
+    assert.equal(r.status, 200, r.text);
+    const kinds = r.body.response.data as any[];
+    const p = kinds.find((k) => k.kind === 'P');
+    const weight = p.tables[0].columns.find((c: any) => c.name === 'attribute1');
+    assert.deepEqual([weight.type, weight.label], ['decimal', 'Weight']);
+    assert.ok(weight.description.includes('attribute meta'));
+    const px = kinds.find((k) => k.kind === 'PX');
+    const costs = px.tables.find((t: any) => t.name === 'PX:Costs');
+    assert.equal(costs.columns.find((c: any) => c.name === 'attribute2').type, 'date');
+    const ltv = kinds.find((k) => k.kind === 'LTV');
+    assert.ok(ltv.tables.some((t: any) => t.name === 'LTV:Regions' && t.label === 'Sales regions'));
+    // The reader lacks PRODUCTEXTENSION_FETCH: no PX kind for them.
+    const reader = await h.call('/queryapi.meta', { basic: QUERY_READER });
+    assert.ok(!(reader.body.response.data as any[]).some((k) => k.kind === 'PX'));
+    const cols = await h.call('/queryapi.meta', {
+      basic: QUERY_ADMIN,
+      body: {
+        data: {
+          pipeline: {
+            source: 'P',
+            groupBy: ['attribute2'],
+            aggregates: [{ fn: 'sum', field: 'attribute1', as: 's' }],
+          },
+        },
+      },
+    });
+    assert.deepEqual(cols.body.response.data, [
+      { name: 'attribute2', type: 'string', field: 'attribute2' },
+      { name: 's', type: 'decimal', aggregate: 'sum' },
+    ]);
+    const bad = await h.call('/queryapi.meta', {
+      basic: QUERY_ADMIN,
+      body: { data: { pipeline: { source: 'P', select: ['nope'] } } },
+    });
+    assert.deepEqual(status(bad), [400, -4]);
+  });
+});
