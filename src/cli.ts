@@ -14,37 +14,85 @@ import {
   setUserPassword,
 } from './modules/admin/partitions.ts';
 
-const USAGE = `usage:
-  npm run cli -- partition create NAME --admin USER --password PW
-  npm run cli -- partition list
-  npm run cli -- user set-password PARTITION USER PW`;
+const USAGE = `Ratecard operator CLI, on the database that DATABASE_URL (or DATA_DIR) selects.
+
+usage: npm run cli -- <command> [options]
+
+commands:
+  partition create NAME --admin USER (--password PW | --password-stdin)
+                        create a partition and its first user (role ADMIN); an existing user's
+                        password is left unchanged
+  partition list        list the partitions with their number of users
+  user set-password PARTITION USER (PW | --password-stdin)
+                        set a user's password and revoke the user's sessions
+
+options:
+  --password-stdin      read the password from the first line of standard input (keeps it out of
+                        the shell history and the process list), e.g.
+                        printf '%s\\n' "$PW" | npm run cli -- user set-password demo admin --password-stdin
+  -h, --help            show this help`;
 
 class UsageError extends Error {}
+
+/** The first line of standard input, without its line ending. */
+async function readPasswordLine(stdin: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of stdin) {
+    text += String(chunk);
+    if (text.includes('\n')) break;
+  }
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (line === '') throw new UsageError('--password-stdin: standard input holds no password');
+  return line;
+}
+
+/** The password of a command: from standard input, or from the command line — exactly one of them. */
+async function passwordOf(given: string | undefined, fromStdin: boolean | undefined): Promise<string> {
+  if (fromStdin === true && given !== undefined)
+    throw new UsageError('give the password on the command line or with --password-stdin, not both');
+  const password = fromStdin === true ? await readPasswordLine(process.stdin) : given;
+  if (password === undefined) throw new UsageError(USAGE);
+  if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
+  return password;
+}
 
 async function run(argv: string[]): Promise<string> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { admin: { type: 'string' }, password: { type: 'string' } },
+    options: {
+      admin: { type: 'string' },
+      password: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const [area, verb, ...rest] = positionals;
-  const command = `${area ?? ''} ${verb ?? ''}`;
+  if (values.help === true || area === 'help' || area === undefined) return USAGE;
+  const command = `${area} ${verb ?? ''}`;
   if (!['partition create', 'partition list', 'user set-password'].includes(command))
     throw new UsageError(USAGE);
+  const fromStdin = values['password-stdin'];
+  // Checked before the database is opened, so a usage mistake costs nothing.
+  let password: string | undefined;
+  if (command === 'partition create') {
+    if (rest[0] === undefined || values.admin === undefined) throw new UsageError(USAGE);
+    password = await passwordOf(values.password, fromStdin);
+  } else if (command === 'user set-password') {
+    if (rest[0] === undefined || rest[1] === undefined) throw new UsageError(USAGE);
+    password = await passwordOf(rest[2], fromStdin);
+  }
 
   const config = loadConfig();
   const db = await createDb(config);
   try {
     await migrate(db);
     if (command === 'partition create') {
-      const [name] = rest;
-      if (name === undefined || values.admin === undefined || values.password === undefined)
-        throw new UsageError(USAGE);
-      if (values.password.length < 8) throw new UsageError('the password must have at least 8 characters');
+      const name = rest[0]!;
       const r = await createPartition(
         db,
         name,
-        { login: values.admin, password: values.password },
+        { login: values.admin!, password: password! },
         config.scryptCost,
       );
       return [
@@ -61,10 +109,8 @@ async function run(argv: string[]): Promise<string> {
         '(none)'
       );
     }
-    const [partition, login, password] = rest;
-    if (partition === undefined || login === undefined || password === undefined) throw new UsageError(USAGE);
-    if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
-    await setUserPassword(db, partition, login, password, config.scryptCost);
+    const [partition, login] = rest as [string, string];
+    await setUserPassword(db, partition, login, password!, config.scryptCost);
     return `password of ${login} in ${partition} changed; the user's existing sessions are revoked`;
   } finally {
     await db.close();
@@ -83,7 +129,7 @@ try {
     process.stderr.write(`ratecard: ${e.message}\n`);
     process.exitCode = 2;
   } else if (e instanceof TypeError && 'code' in e && String(e.code).startsWith('ERR_PARSE_ARGS')) {
-    process.stderr.write(`ratecard: ${e.message}\n${USAGE}\n`);
+    process.stderr.write(`ratecard: ${e.message}\n\n${USAGE}\n`);
     process.exitCode = 2;
   } else {
     throw e;

@@ -54,18 +54,21 @@ export async function stopServer(s: Server, signal: NodeJS.Signals = 'SIGTERM'):
   return code;
 }
 
+/** Runs the CLI; `input`, when given, is written to its standard input (then closed). */
 export async function runCli(
   args: string[],
   env: Record<string, string>,
+  input?: string,
 ): Promise<{ code: number; out: string }> {
   const child = spawn(process.execPath, ['src/cli.ts', ...args], {
     cwd: ROOT,
     env: baseEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (input !== undefined) child.stdin!.end(input);
   let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const [code] = (await once(child, 'exit')) as [number];
   return { code, out };
 }
