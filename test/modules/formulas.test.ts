@@ -615,6 +615,84 @@ describe('pricing logics', () => {
     );
   });
 
+  test('conditionRecord: the item valid at the target date, on the edges of validity; explained', async () => {
+    const [set] = okData(
+      await api('/add/CRCS', { data: { uniqueName: 'SalesDiscount', label: 'Sales discount', keySize: 2 } }),
+    );
+    const item = async (validFrom: string, validTo: string, conditionValue: string) =>
+      okData(
+        await api('/add/CRCI2', {
+          data: {
+            conditionRecordSetId: set.id,
+            key1: 'C-1',
+            key2: 'MB-1',
+            validFrom,
+            validTo,
+            conditionValue,
+          },
+        }),
+      )[0];
+    const spring = await item('2026-03-01', '2026-06-30', '0.10');
+    await item('2026-07-01', '2026-12-31', '0.125');
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Cond',
+          validAfter: '2026-01-01',
+          elements: [
+            {
+              elementName: 'Rec',
+              expression: 'conditionRecord("SalesDiscount", customer.customerId, product.sku)',
+            },
+            { elementName: 'Disc', expression: 'Rec.conditionValue' },
+            { elementName: 'Net', expression: 'round(100 * (1 - coalesce(Disc, 0)), 2)' },
+            {
+              elementName: 'July',
+              expression:
+                'get(conditionRecord("SalesDiscount", "C-1", "MB-1", date("2026-07-01")), "conditionValue")',
+            },
+            { elementName: 'NoSet', expression: 'conditionRecord("Nowhere", "C-1")' },
+            { elementName: 'BadKeys', expression: 'conditionRecord("SalesDiscount", "C-1")' },
+          ],
+        },
+      }),
+    );
+    const at = async (targetDate: string, explain = false) =>
+      Object.fromEntries(
+        okData(
+          await api('/formulamanager.execute/MB-1/Cond', {
+            data: { customerId: 'C-1', targetDate, explain },
+          }),
+        ).map((x: any) => [x.resultName, x]),
+      );
+    assert.equal((await at('2026-02-28')).Disc.result, null, 'the day before validFrom');
+    assert.equal((await at('2026-02-28')).Net.result, 100);
+    assert.equal((await at('2026-03-01')).Disc.result, 0.1, 'validFrom is included');
+    assert.equal((await at('2026-06-30')).Disc.result, 0.1, 'validTo is included');
+    const july = await at('2026-07-01');
+    assert.equal(july.Disc.result, 0.125);
+    assert.equal(july.Net.result, 87.5);
+    assert.equal(july.July.result, 0.125, 'a date argument overrides the target date');
+    assert.equal((await at('2027-01-01')).Disc.result, null, 'after the last validTo');
+    assert.match(july.NoSet.alertMessage, /Nowhere/);
+    assert.equal(july.NoSet.alertType, 'CRITICAL');
+    assert.match(july.BadKeys.alertMessage, /2 keys/);
+    const explained = await at('2026-04-15', true);
+    const entry = explained.Rec.explanation.reads.find((e: any) => e.kind === 'conditionRecord');
+    assert.deepEqual(entry, {
+      kind: 'conditionRecord',
+      set: 'SalesDiscount',
+      keys: ['C-1', 'MB-1'],
+      date: '2026-04-15',
+      hit: true,
+      typedId: `${spring.id}.CRCI`,
+      version: spring.version,
+      validFrom: '2026-03-01',
+      validTo: '2026-06-30',
+      conditionValue: 0.1,
+    });
+  });
+
   test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {
     await h.newUser('reader', 'reader-password-1', []);
     const reader = clientOf(h, (await h.login('reader', 'reader-password-1')).token);
@@ -669,6 +747,7 @@ describe('pricing logics', () => {
               { elementName: 'M', expression: 'lookup("Margins", "EU")' },
               { elementName: 'X', expression: 'productExtension("Costs")' },
               { elementName: 'R', expression: 'roundPrice(1.234, "EUR")' },
+              { elementName: 'CR', expression: 'conditionRecord("SalesDiscount", "C-1", "MB-1")' },
             ],
           },
         }),
@@ -679,6 +758,8 @@ describe('pricing logics', () => {
       assert.match(v.M.alertMessage, /unknown lookup table Margins/);
       assert.equal(v.X.result, null);
       assert.equal(v.R.result, 1.23, "another partition's EUR99 policy is not used");
+      assert.match(v.CR.alertMessage, /SalesDiscount/);
+      assert.equal(v.CR.result, null);
     } finally {
       await other.close();
     }

@@ -118,7 +118,8 @@ export const DATA: readonly FnDef[] = [
     returns: 'record',
     data: true,
     doc: 'The condition record of a set for the key(s), valid at the target date (or at a date given as last argument with `date(...)`); read `conditionValue` etc. from it.',
-    example: 'conditionRecord("SalesDiscount", customer.customerId, product.sku).conditionValue',
+    example:
+      'element Cond = conditionRecord("SalesDiscount", customer.customerId, product.sku), then Cond.conditionValue',
     run(args, env, site) {
       const set = site.literals[0]!;
       let keys = keysOf(args, 1);

@@ -5,8 +5,4 @@ import { DATA } from './data.ts';
 import { logicFunctions } from './index.ts';
 import type { FnDef } from './types.ts';
 
-// conditionRecord() joins when the condition-record look-up (contracts.md #1) is on main.
-export const LOGIC_FUNCTIONS: ReadonlyMap<string, FnDef> = logicFunctions([
-  DATA.filter((f) => f.name !== 'conditionRecord'),
-  CRITERIA,
-]);
+export const LOGIC_FUNCTIONS: ReadonlyMap<string, FnDef> = logicFunctions([DATA, CRITERIA]);

@@ -5,6 +5,8 @@
 // again. So a batch costs a few set-based statements, never a statement per item.
 
 import type { Queryable } from '../../db/db.ts';
+import { AppError } from '../../http/errors.ts';
+import { findConditionRecords, type ConditionRecordItem } from '../conditionrecords/lookup.ts';
 import { EvalError, type DataPort, type FoundRow } from '../../logic/env.ts';
 import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
@@ -50,6 +52,10 @@ export class BatchData {
   private readonly pendingTables = new Set<string>();
   private readonly pendingKeys = new Map<string, Set<string>>();
   private readonly pendingExt = new Map<string, Set<string>>();
+  /** Condition records by (set, date, key count) group, then by key tuple; null = none valid. */
+  private readonly conditions = new Map<string, Map<string, RecordValue | null>>();
+  private readonly condProblems = new Map<string, string>();
+  private readonly pendingCond = new Map<string, Set<string>>();
   private readonly q: Queryable;
   private readonly partitionId: number;
   private readonly policies: readonly RoundingPolicy[];
@@ -85,8 +91,19 @@ export class BatchData {
         port.missing = true;
         return NO_ROW;
       },
-      conditionRecord: () => {
-        throw new EvalError('condition records are not available');
+      conditionRecord: (set, keys, date) => {
+        if (keys.some((k) => k === null)) return null;
+        const group = [set, date.iso, String(keys.length)].join(SEP);
+        const problem = this.condProblems.get(group);
+        if (problem !== undefined) throw new EvalError(problem);
+        const k = keys.map(textOf).join(SEP);
+        const found = this.conditions.get(group)?.get(k);
+        if (found !== undefined) return found;
+        let pending = this.pendingCond.get(group);
+        if (!pending) this.pendingCond.set(group, (pending = new Set()));
+        pending.add(k);
+        port.missing = true;
+        return null;
       },
       extension: (owner, table) => {
         const key = owner === 'product' ? item.sku : item.customerId;
@@ -119,7 +136,9 @@ export class BatchData {
 
   /** Loads everything recorded as missing; false when nothing was pending. */
   async load(): Promise<boolean> {
-    const anything = this.pendingTables.size + this.pendingKeys.size + this.pendingExt.size > 0;
+    const anything =
+      this.pendingTables.size + this.pendingKeys.size + this.pendingExt.size + this.pendingCond.size > 0;
+    await this.loadConditions();
     if (this.pendingTables.size > 0) {
       const names = [...this.pendingTables];
       this.pendingTables.clear();
@@ -154,6 +173,31 @@ export class BatchData {
     return anything;
   }
 
+  /** One findConditionRecords statement per (set, date, key count) group of the pass. */
+  private async loadConditions(): Promise<void> {
+    for (const [group, keys] of this.pendingCond) {
+      const [set, date] = group.split(SEP) as [string, string];
+      const tuples = [...keys];
+      let cache = this.conditions.get(group);
+      if (!cache) this.conditions.set(group, (cache = new Map<string, RecordValue | null>()));
+      try {
+        const items = await findConditionRecords(
+          this.q,
+          this.partitionId,
+          set,
+          tuples.map((t) => t.split(SEP)),
+          date,
+        );
+        tuples.forEach((t, i) => cache.set(t, conditionRecordOf(items[i] ?? null)));
+      } catch (err) {
+        // An unknown set or a wrong number of keys is that element's error, not the request's.
+        if (!(err instanceof AppError) || (err.code !== 'NOT_FOUND' && err.code !== 'VALIDATION')) throw err;
+        this.condProblems.set(group, `condition records ${set}: ${err.message}`);
+      }
+    }
+    this.pendingCond.clear();
+  }
+
   private foundRow(meta: store.TableMeta, r: Row): FoundRow {
     const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [col, v] of Object.entries(r)) {
@@ -177,6 +221,27 @@ export class BatchData {
       meta.type === 'JSON' ? toValue(r.json_value) : row.get(matrix ? 'attribute1' : 'value');
     return { row, value };
   }
+}
+
+function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null {
+  if (item === null) return null;
+  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  Object.assign(fields, {
+    id: item.id,
+    typedId: item.typedId,
+    conditionRecordSetId: item.conditionRecordSetId,
+    keys: item.keys,
+    validFrom: item.validFrom,
+    validTo: item.validTo,
+    conditionValue: item.conditionValue === null ? null : new D(item.conditionValue),
+    unitOfMeasure: item.unitOfMeasure,
+    currency: item.currency,
+    priceUnit: item.priceUnit,
+    version: item.version,
+  });
+  item.keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
+  for (const [a, v] of Object.entries(item.attributes)) fields[a] = v;
+  return new RecordValue(fields, { source: 'CRCI', typedId: item.typedId, version: item.version });
 }
 
 export interface ItemSpec extends ItemKeys {
