@@ -36,6 +36,7 @@ import { dcrRoutes } from './modules/dcr/routes.ts';
 import { formulaRoutes } from './modules/formulas/routes.ts';
 import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
 import { queryRoutes } from './modules/query/routes.ts';
+import { workflowRoutes } from './modules/workflows/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -58,6 +59,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   conditionRecordRoutes,
   historyRoutes,
   queryRoutes,
+  workflowRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

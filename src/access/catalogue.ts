@@ -34,7 +34,6 @@ export const PERMISSION_CATALOGUE = {
     'Create or update lookup table values by name (`lookuptablemanager.integrate`)',
   CALCULATIONGRID_SUBMIT:
     'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
-  WORKFLOW_FETCH: 'Read workflows and approvals (`workflowsmanager.fetch...`)',
   FORMULA_EDIT:
     'Create, change and delete pricing logics (`F`) and rounding policies (`RP`); running logics needs no permission beyond reading products',
   CONDITIONRECORD_EDIT:
@@ -43,6 +42,11 @@ export const PERMISSION_CATALOGUE = {
     'Change label and user groups of a condition record set (`conditionrecordset.update`)',
   HISTORY_FETCH:
     'Read record history across types (`/history.fetch`); the history of one record needs only the right to fetch that record',
+  WORKFLOW_FETCH:
+    'Read workflows and approvals (`workflowsmanager.fetch...`) and workflow definitions (`WFD`)',
+  WORKFLOW_EDIT: 'Create, change and delete workflow definitions (`/add|update|delete/WFD`)',
+  WORKFLOW_ADMIN:
+    'See every workflow and delegation, withdraw any workflow, delegate on behalf of any user (`workflowsmanager.*`, `workflowdelegationmanager.*`)',
   NOTIFICATION_SEND:
     'Send notifications to other users and to user groups (`notification.send` with `recipients`); everyone may notify themselves',
   DCRTYPE_EDIT:
@@ -149,8 +153,11 @@ export const ROLE_CATALOGUE = {
     grants: ['CONDITIONRECORD_EDIT', 'CONDITIONRECORDSET_UPDATE'],
     purpose: 'Edits condition record sets and their items',
   },
-  WF_BUILDER: { grants: WORKFLOW, purpose: 'Builds workflows' },
-  WF_ADMIN: { grants: WORKFLOW, purpose: 'Administers workflows' },
+  WF_BUILDER: { grants: ['WORKFLOW_FETCH', 'WORKFLOW_EDIT'], purpose: 'Builds workflows' },
+  WF_ADMIN: {
+    grants: ['WORKFLOW_FETCH', 'WORKFLOW_EDIT', 'WORKFLOW_ADMIN'],
+    purpose: 'Administers workflows',
+  },
   RM_RAT: { grants: WORKFLOW, purpose: 'Rebate agreement templates' },
   RM_REBATEAGREEMENTS_RO: { grants: WORKFLOW, purpose: 'Reads rebate agreements' },
   RM_REBATEAGREEMENTS: { grants: WORKFLOW, purpose: 'Works on rebate agreements' },

@@ -14,6 +14,7 @@ import { DCR_TYPES } from './registry-dcr.ts';
 import { FORMULA_TYPES } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
+import { WORKFLOW_TYPES } from './registry-workflows.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -416,6 +417,7 @@ const TYPES: readonly TypeDef[] = [
   // Custom attributes of condition record items (every CRCIn and CRCIH read them under owner CRCI).
   metaType('CRCIAM', 'CRCI', AUTHENTICATED, false),
   HISTORY_TYPE,
+  ...WORKFLOW_TYPES,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -597,7 +597,7 @@ describe('account manager', () => {
           ['WF_ADMIN', false, [br.uniqueName]],
         ],
       );
-      assert.deepEqual(roles[1].permissions, ['WORKFLOW_FETCH']);
+      assert.deepEqual(roles[1].permissions, ['WORKFLOW_FETCH', 'WORKFLOW_EDIT', 'WORKFLOW_ADMIN']);
       await refused(h, `/accountmanager.fetchroles/${u.id}`, undefined, plain);
       expectError(await call(h, `/accountmanager.fetchroles/${u.id}`, undefined, u), 403, -3);
       expectError(await call(h, '/accountmanager.fetchroles/nope'), 400, -4, 'userId');

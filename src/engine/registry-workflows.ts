@@ -1,0 +1,106 @@
+// The workflow types (src/modules/workflows/): definitions `WFD` (written with the general
+// operations, permission WORKFLOW_EDIT), workflows `WF` (over the view `workflows_v`, read only
+// through /workflowsmanager.*) and delegations `WFDG` (over `workflow_delegations_v`, whose `status`
+// is derived from the dates at read time; served by /workflowdelegationmanager.*). The
+// declarations give those operations the engine's filter, sort and paging over every field.
+
+import { AUTHENTICATED } from '../access/catalogue.ts';
+import { checkDefinition } from '../modules/workflows/definitions.ts';
+import type { FieldDef, TypeDef } from './types.ts';
+import { SYSTEM, key, text } from './registry-fields.ts';
+
+const field = (name: string, column: string, type: FieldDef['type'] = 'string'): FieldDef => ({
+  name,
+  column,
+  type,
+  system: true,
+});
+
+export const WORKFLOW_DEFINITION_TYPE: TypeDef = {
+  code: 'WFD',
+  label: 'Workflow definition',
+  table: 'workflow_definitions',
+  fields: [
+    key('uniqueName', 'unique_name'),
+    text('label', 'label'),
+    text('approvableType', 'approvable_type', { required: true, maxLength: 40 }),
+    text('condition', 'condition', { maxLength: 10_000 }),
+    { name: 'priority', column: 'priority', type: 'integer' },
+    { name: 'steps', column: 'steps', type: 'json', required: true },
+    ...SYSTEM,
+  ],
+  businessKey: ['uniqueName'],
+  uniqueColumns: ['unique_name'],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  access: { fetch: 'WORKFLOW_FETCH', write: 'WORKFLOW_EDIT' },
+  validate: checkDefinition,
+};
+
+export const WORKFLOW_TYPE: TypeDef = {
+  code: 'WF',
+  label: 'Workflow',
+  table: 'workflows_v',
+  fields: [
+    field('code', 'code'),
+    field('approvableId', 'approvable_id', 'integer'),
+    field('approvableTypedId', 'approvable_typed_id'),
+    field('label', 'label'),
+    field('definitionId', 'definition_id', 'integer'),
+    field('definitionName', 'definition_name'),
+    field('definitionVersion', 'definition_version', 'integer'),
+    field('workflowStatus', 'workflow_status'),
+    field('currentStep', 'current_step', 'integer'),
+    field('currentStepName', 'current_step_name'),
+    field('submittedBy', 'submitted_by', 'integer'),
+    field('submittedByName', 'submitted_by_name'),
+    field('submitDate', 'submit_date', 'datetime'),
+    field('endDate', 'end_date', 'datetime'),
+    ...SYSTEM,
+  ],
+  businessKey: [],
+  uniqueColumns: [],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  access: { fetch: 'WORKFLOW_FETCH', write: 'WORKFLOW_ADMIN' },
+  managerOnly:
+    '/workflowsmanager.fetch, /workflowsmanager.fetch/active, /workflowsmanager.details/{id} and the other workflowsmanager operations',
+};
+
+export const DELEGATION_STATUSES = ['INITIALIZED', 'ACTIVATED', 'ENDDATED'] as const;
+
+export const WORKFLOW_DELEGATION_TYPE: TypeDef = {
+  code: 'WFDG',
+  label: 'Workflow delegation',
+  table: 'workflow_delegations_v',
+  fields: [
+    field('delegatorId', 'delegator_id', 'integer'),
+    field('delegator', 'delegator_name'),
+    field('delegateId', 'delegate_id', 'integer'),
+    field('delegate', 'delegate_name'),
+    field('startDate', 'start_date', 'date'),
+    field('endDate', 'end_date', 'date'),
+    field('endedAt', 'ended_at', 'datetime'),
+    field('status', 'status'),
+    text('note', 'note', { maxLength: 4000 }),
+    ...SYSTEM,
+  ],
+  businessKey: [],
+  uniqueColumns: [],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  access: { fetch: AUTHENTICATED, write: 'WORKFLOW_ADMIN' },
+  managerOnly: '/workflowdelegationmanager.add, .checkdates, .fetch, .update, .delete, .enddate',
+};
+
+export const WORKFLOW_TYPES: readonly TypeDef[] = [
+  WORKFLOW_DEFINITION_TYPE,
+  WORKFLOW_TYPE,
+  WORKFLOW_DELEGATION_TYPE,
+];

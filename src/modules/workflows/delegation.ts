@@ -1,0 +1,312 @@
+// Workflow delegation (type WFDG): a delegator lets a delegate approve in his place from `startDate`
+// through `endDate` (whole UTC days). No timer: the status comes from the dates at read time
+// (view workflow_delegations_v): INITIALIZED before the start date, ACTIVATED from it, ENDDATED after
+// the end date or once `enddate` was called. The state table of the interface:
+//   INITIALIZED --delete--> removed (answers it)      ACTIVATED --delete--> refused (-4)
+//   ACTIVATED --enddate--> ENDDATED (answers it)       update changes only the note
+// Delegator = the caller, or any user for WORKFLOW_ADMIN. `checkdates` answers the problems of an
+// `add` payload without creating anything; `add` refuses the same problems with -4.
+
+import type { Principal } from '../../access/access.ts';
+import { can } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { loadTypeContext, selectList } from '../../engine/context.ts';
+import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
+import { coerceValue } from '../../engine/values.ts';
+import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
+import { userIdByLogin } from './store.ts';
+
+type Obj = Record<string, unknown>;
+
+export interface DelegationInput {
+  readonly delegator?: unknown;
+  readonly delegate?: unknown;
+  readonly startDate?: unknown;
+  readonly endDate?: unknown;
+  readonly note?: unknown;
+}
+
+export type ProblemCode =
+  | 'REQUIRED'
+  | 'INVALID_DATE'
+  | 'DATES_ORDER'
+  | 'START_IN_PAST'
+  | 'UNKNOWN_USER'
+  | 'SELF'
+  | 'OVERLAP'
+  | 'CYCLE';
+
+export interface Problem {
+  readonly field: string;
+  readonly code: ProblemCode;
+  readonly message: string;
+}
+
+interface Checked {
+  readonly delegatorId: number;
+  readonly delegateId: number;
+  readonly startDate: string;
+  readonly endDate: string;
+  readonly note: string | null;
+}
+
+async function today(q: Queryable): Promise<string> {
+  const r = await q.query<{ d: string }>(
+    `SELECT to_char((now() AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS d`,
+  );
+  return r.rows[0]!.d;
+}
+
+function noteOf(v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || v.length > 4000)
+    throw validationError('note', 'must be text of at most 4000 characters');
+  return v;
+}
+
+/** The payload's problems (in the order a user fixes them) and, when there are none, its values. */
+async function check(
+  q: Queryable,
+  principal: Principal,
+  input: DelegationInput,
+): Promise<{ problems: Problem[]; checked?: Checked }> {
+  const pid = principal.partitionId;
+  const problems: Problem[] = [];
+  const add = (field: string, code: ProblemCode, message: string) => problems.push({ field, code, message });
+  let delegatorId = principal.userId;
+  if (input.delegator !== undefined && input.delegator !== null && input.delegator !== principal.loginName) {
+    if (typeof input.delegator !== 'string') throw validationError('delegator', 'must be a login name');
+    if (!can(principal, 'WORKFLOW_ADMIN')) {
+      throw new AppError('FORBIDDEN', 'Only a workflow administrator may delegate for another user');
+    }
+    const id = await userIdByLogin(q, pid, input.delegator);
+    if (id === undefined) add('delegator', 'UNKNOWN_USER', `unknown user ${input.delegator}`);
+    else delegatorId = id;
+  }
+  let delegateId: number | undefined;
+  if (input.delegate === undefined || input.delegate === null || input.delegate === '') {
+    add('delegate', 'REQUIRED', 'is required');
+  } else if (typeof input.delegate !== 'string') {
+    throw validationError('delegate', 'must be a login name');
+  } else {
+    delegateId = await userIdByLogin(q, pid, input.delegate);
+    if (delegateId === undefined) add('delegate', 'UNKNOWN_USER', `unknown user ${input.delegate}`);
+    else if (delegateId === delegatorId) add('delegate', 'SELF', 'a user cannot delegate to himself');
+  }
+  const dates: Record<'startDate' | 'endDate', string | undefined> = {
+    startDate: undefined,
+    endDate: undefined,
+  };
+  for (const f of ['startDate', 'endDate'] as const) {
+    const v = input[f];
+    if (v === undefined || v === null || v === '') add(f, 'REQUIRED', 'is required');
+    else {
+      const d = coerceValue('date', v);
+      if (typeof d !== 'string') add(f, 'INVALID_DATE', 'must be a date YYYY-MM-DD');
+      else dates[f] = d;
+    }
+  }
+  const { startDate, endDate } = dates;
+  if (startDate !== undefined && startDate < (await today(q))) {
+    add('startDate', 'START_IN_PAST', 'must not be in the past');
+  }
+  if (startDate !== undefined && endDate !== undefined && endDate < startDate) {
+    add('endDate', 'DATES_ORDER', 'must not be before startDate');
+  }
+  const note = noteOf(input.note);
+  if (problems.length > 0 || delegateId === undefined || startDate === undefined || endDate === undefined) {
+    return { problems };
+  }
+  const overlap = await q.query<{ id: number }>(
+    `SELECT id FROM workflow_delegations
+      WHERE partition_id = $1 AND delegator_id = $2 AND ended_at IS NULL
+        AND start_date <= $4::date AND end_date >= $3::date LIMIT 1`,
+    [pid, delegatorId, startDate, endDate],
+  );
+  if (overlap.rows[0]) {
+    add('startDate', 'OVERLAP', `overlaps delegation ${overlap.rows[0].id}.WFDG of the same delegator`);
+  }
+  // A cycle: the delegate (or his delegates, over the same period) delegates back to the delegator.
+  const cycle = await q.query(
+    `WITH RECURSIVE chain (user_id, depth) AS (
+       SELECT $2::bigint, 0
+       UNION
+       SELECT d.delegate_id, c.depth + 1 FROM workflow_delegations d JOIN chain c ON d.delegator_id = c.user_id
+        WHERE d.partition_id = $1 AND d.ended_at IS NULL AND d.end_date >= (now() AT TIME ZONE 'UTC')::date
+          AND d.start_date <= $5::date AND d.end_date >= $4::date AND c.depth < 50)
+     SELECT 1 FROM chain WHERE user_id = $3 LIMIT 1`,
+    [pid, delegateId, delegatorId, startDate, endDate],
+  );
+  if (cycle.rows.length > 0)
+    add('delegate', 'CYCLE', 'the delegate delegates back to the delegator in this period');
+  return problems.length > 0
+    ? { problems }
+    : { problems, checked: { delegatorId, delegateId, startDate, endDate, note } };
+}
+
+async function lockDelegator(q: Queryable, pid: number, delegatorId: number): Promise<void> {
+  // Two concurrent adds for one delegator must not both pass the overlap check.
+  await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('wfdg:' || $1::text || ':' || $2::text, 0))`, [
+    pid,
+    delegatorId,
+  ]);
+}
+
+async function recordOf(q: Queryable, principal: Principal, id: number): Promise<Obj | undefined> {
+  const tc = await loadTypeContext(q, principal, WORKFLOW_DELEGATION_TYPE);
+  const r = await q.query<Obj>(
+    `SELECT ${selectList(tc)} FROM workflow_delegations_v t WHERE t.partition_id = $1 AND t.id = $2`,
+    [principal.partitionId, id],
+  );
+  return r.rows[0];
+}
+
+export async function checkDates(db: Db, principal: Principal, input: DelegationInput): Promise<Problem[]> {
+  return (await check(db, principal, input)).problems;
+}
+
+export async function addDelegation(db: Db, principal: Principal, input: DelegationInput): Promise<Obj> {
+  return db.transaction(async (q) => {
+    const first = await check(q, principal, input);
+    if (first.checked) await lockDelegator(q, principal.partitionId, first.checked.delegatorId);
+    // Checked again under the lock: a concurrent add of the same delegator has committed by now.
+    const { problems, checked } = first.checked ? await check(q, principal, input) : first;
+    if (!checked) {
+      const errors: FieldErrors = {};
+      for (const p of problems) errors[p.field] ??= { errorMessage: `${p.code}: ${p.message}` };
+      const p = problems[0]!;
+      const code = p.code === 'UNKNOWN_USER' ? 'NOT_FOUND' : 'VALIDATION';
+      throw new AppError(code, `${p.field}: ${p.message}`, { errors });
+    }
+    const r = await q.query<{ id: number }>(
+      `INSERT INTO workflow_delegations (partition_id, delegator_id, delegate_id, start_date, end_date, note,
+                                         created_by, last_update_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
+      [
+        principal.partitionId,
+        checked.delegatorId,
+        checked.delegateId,
+        checked.startDate,
+        checked.endDate,
+        checked.note,
+        principal.userId,
+      ],
+    );
+    return (await recordOf(q, principal, Number(r.rows[0]!.id)))!;
+  });
+}
+
+/** Delegations the caller gives or receives; all of them for WORKFLOW_ADMIN. */
+export async function fetchDelegations(
+  db: Db,
+  principal: Principal,
+  body: FetchBody,
+  max: number,
+): Promise<FetchResult> {
+  if (can(principal, 'WORKFLOW_ADMIN'))
+    return fetchRecords(db, principal, WORKFLOW_DELEGATION_TYPE, body, max);
+  const mine = {
+    _constructor: 'AdvancedCriteria',
+    operator: 'or',
+    criteria: [
+      { fieldName: 'delegatorId', operator: 'equals', value: principal.userId },
+      { fieldName: 'delegateId', operator: 'equals', value: principal.userId },
+    ],
+  };
+  return fetchRecords(db, principal, WORKFLOW_DELEGATION_TYPE, body, max, mine);
+}
+
+export interface TargetBody {
+  readonly data: Obj;
+  readonly oldValues?: { readonly version?: unknown } | null;
+}
+
+function idOf(data: Obj): number {
+  const v = data.typedId ?? data.id;
+  const m = /^(\d{1,15})(?:\.WFDG)?$/.exec(
+    typeof v === 'number' ? String(v) : typeof v === 'string' ? v : '',
+  );
+  if (!m) throw validationError('typedId', 'give the delegation as typedId (<id>.WFDG) or id');
+  return Number(m[1]);
+}
+
+/** The delegation locked for a change by its delegator or a workflow administrator. */
+async function lockForChange(q: Queryable, principal: Principal, body: TargetBody): Promise<Obj> {
+  const id = idOf(body.data);
+  const locked = await q.query<{ delegator_id: number; version: number }>(
+    `SELECT delegator_id, version FROM workflow_delegations WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
+    [principal.partitionId, id],
+  );
+  const row = locked.rows[0];
+  if (!row) throw notFound(`Workflow delegation ${id}`);
+  if (Number(row.delegator_id) !== principal.userId && !can(principal, 'WORKFLOW_ADMIN')) {
+    throw new AppError('FORBIDDEN', 'Only the delegator or a workflow administrator may change a delegation');
+  }
+  const v = body.oldValues?.version;
+  if (v !== undefined && v !== null) {
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      throw validationError('oldValues.version', 'must be an integer');
+    if (v !== row.version) {
+      throw new AppError(
+        'VERSION_CONFLICT',
+        `${id}.WFDG is at version ${row.version}, not ${v}: reload it and retry`,
+      );
+    }
+  }
+  return (await recordOf(q, principal, id))!;
+}
+
+export async function updateDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  for (const k of Object.keys(body.data)) {
+    if (!['typedId', 'id', 'note', 'version'].includes(k))
+      throw validationError(k, 'only the note of a delegation can be changed');
+  }
+  const note = noteOf(body.data.note);
+  return db.transaction(async (q) => {
+    const d = await lockForChange(q, principal, body);
+    await q.query(
+      `UPDATE workflow_delegations SET note = $3, version = version + 1, last_update_at = now(), last_update_by = $4
+        WHERE partition_id = $1 AND id = $2`,
+      [principal.partitionId, d.id, note, principal.userId],
+    );
+    return (await recordOf(q, principal, Number(d.id)))!;
+  });
+}
+
+export async function deleteDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  return db.transaction(async (q) => {
+    const d = await lockForChange(q, principal, body);
+    if (d.status !== 'INITIALIZED') {
+      throw validationError(
+        'typedId',
+        `a delegation that is ${d.status as string} cannot be deleted (use enddate)`,
+      );
+    }
+    await q.query(`DELETE FROM workflow_delegations WHERE partition_id = $1 AND id = $2`, [
+      principal.partitionId,
+      d.id,
+    ]);
+    return d;
+  });
+}
+
+export async function endDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  return db.transaction(async (q) => {
+    const d = await lockForChange(q, principal, body);
+    if (d.status !== 'ACTIVATED') {
+      throw validationError(
+        'typedId',
+        `only an ACTIVATED delegation can be end-dated; this one is ${d.status as string}`,
+      );
+    }
+    await q.query(
+      `UPDATE workflow_delegations
+          SET ended_at = now(), end_date = greatest(start_date, (now() AT TIME ZONE 'UTC')::date),
+              version = version + 1, last_update_at = now(), last_update_by = $3
+        WHERE partition_id = $1 AND id = $2`,
+      [principal.partitionId, d.id, principal.userId],
+    );
+    return (await recordOf(q, principal, Number(d.id)))!;
+  });
+}

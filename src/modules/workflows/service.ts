@@ -1,0 +1,437 @@
+// The workflow runtime: submit, approve, deny, withdraw and comment, each one transaction that
+// locks the workflow row (FOR UPDATE) and checks `oldValues.version`, so two approvers can never
+// decide the same step twice (the second gets 409). The state machine:
+//   submit → SUBMITTED (first step whose condition holds becomes ACTIVE; none left → APPROVED)
+//   approve → the step is APPROVED when one (ANY) or every (ALL) approver approved; next step starts;
+//             after the last step the workflow is APPROVED
+//   deny → the step and the workflow are DENIED (reason required when the step says so)
+//   withdraw (submitter or WORKFLOW_ADMIN) → WITHDRAWN
+// The approvable's module is called back (onStatus) in the same transaction; approvers and watchers
+// are notified (topic WORKFLOW). A delegate with an ACTIVATED delegation acts on the delegator's
+// behalf, and the history says so. With no definition for a type, a submit is APPROVED at once.
+
+import type { Principal } from '../../access/access.ts';
+import { can } from '../../access/access.ts';
+import { requireAccess } from '../../engine/crud.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
+import { notifyUsers } from '../notifications/service.ts';
+import {
+  findApprovable,
+  type Approvable,
+  type ApprovableRecord,
+  type WorkflowStatus,
+} from './approvables.ts';
+import { parseSteps } from './definitions.ts';
+import {
+  activeDelegates,
+  activeDelegators,
+  addEvent,
+  assigneesOf,
+  decide,
+  definitionsFor,
+  insertAssignees,
+  insertSteps,
+  insertWorkflow,
+  lockWorkflow,
+  pendingWorkflowOf,
+  resolveUsers,
+  setStepStatus,
+  setWorkflowState,
+  stepOf,
+  type WorkflowRow,
+} from './store.ts';
+
+export interface Actor {
+  readonly partitionId: number;
+  readonly userId: number;
+}
+
+/** What a transition works on: the workflow, its approvable, and the record conditions read. */
+interface Run {
+  readonly actor: Actor;
+  readonly wf: Pick<WorkflowRow, 'id' | 'code' | 'approvableId' | 'label'>;
+  readonly approvable: Approvable;
+  record?: ApprovableRecord;
+}
+
+function approvableOf(code: string): Approvable {
+  const a = findApprovable(code);
+  if (!a) throw new AppError('CONFLICT', `Approvable type ${code} is not registered on this server`);
+  return a;
+}
+
+async function recordOf(q: Queryable, run: Run): Promise<ApprovableRecord> {
+  if (run.record) return run.record;
+  const rec = await run.approvable.describe(q, {
+    partitionId: run.actor.partitionId,
+    id: run.wf.approvableId,
+    userId: run.actor.userId,
+  });
+  if (!rec) throw notFound(`${run.approvable.label} ${run.wf.approvableId}`);
+  run.record = rec;
+  return rec;
+}
+
+function holds(condition: string, record: ApprovableRecord): boolean {
+  return evaluateCondition(compileCondition(condition), { ...record.fields });
+}
+
+async function notify(
+  q: Queryable,
+  run: Run,
+  userIds: readonly number[],
+  title: string,
+  status: 'INFO' | 'SUCCESS' | 'WARNING',
+): Promise<void> {
+  const to = [...new Set(userIds)].filter((u) => u !== run.actor.userId);
+  const subject = `${run.approvable.label} ${run.wf.approvableId}${run.wf.label ? ` (${run.wf.label})` : ''}`;
+  await notifyUsers(
+    q,
+    run.actor.partitionId,
+    to,
+    {
+      title: `${title}: ${subject}`.slice(0, 1000),
+      message: `Workflow ${run.wf.id}.WF of ${subject}`,
+      source: 'WORKFLOW',
+      topic: 'WORKFLOW',
+      status,
+      payload: {
+        workflowId: run.wf.id,
+        typedId: `${run.wf.id}.WF`,
+        code: run.wf.code,
+        approvableTypedId: `${run.wf.approvableId}.${run.wf.code}`,
+      },
+    },
+    run.actor.userId,
+  );
+}
+
+/**
+ * Starts the first step from `from` whose condition holds (the others are SKIPPED): resolves its
+ * approvers and watchers and notifies them. Answers the step started, or null when none is left.
+ */
+async function startStep(q: Queryable, run: Run, from: number): Promise<number | null> {
+  const pid = run.actor.partitionId;
+  for (let n = from; ; n++) {
+    const step = await stepOf(q, pid, run.wf.id, n);
+    if (!step) return null;
+    if (step.condition !== null && !holds(step.condition, await recordOf(q, run))) {
+      await setStepStatus(q, pid, run.wf.id, { from: n }, 'SKIPPED');
+      await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
+      continue;
+    }
+    const approvers = await resolveUsers(q, pid, step.approverUsers, step.approverGroups);
+    const at = `steps[${n - 1}]`;
+    if (approvers.unknownUsers.length > 0) {
+      throw validationError(`${at}.approverUsers`, `unknown user(s) ${approvers.unknownUsers.join(', ')}`);
+    }
+    if (approvers.unknownGroups.length > 0) {
+      throw validationError(`${at}.approverGroups`, `unknown group(s) ${approvers.unknownGroups.join(', ')}`);
+    }
+    if (approvers.ids.length === 0) {
+      throw validationError(`${at}.approverGroups`, `step ${n} has no active approver`);
+    }
+    const watchers = await resolveUsers(q, pid, step.watcherUsers, step.watcherGroups);
+    await insertAssignees(q, pid, run.wf.id, n, 'APPROVER', approvers.ids);
+    await insertAssignees(q, pid, run.wf.id, n, 'WATCHER', watchers.ids);
+    await setStepStatus(q, pid, run.wf.id, { from: n }, 'ACTIVE');
+    await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'STEP_STARTED', userId: null });
+    await setWorkflowState(q, pid, run.wf.id, run.actor.userId, { status: 'SUBMITTED', currentStep: n });
+    const delegates = await activeDelegates(q, pid, approvers.ids);
+    await notify(q, run, [...approvers.ids, ...delegates], 'Approval required', 'INFO');
+    await notify(q, run, watchers.ids, `Step ${step.name ?? n} reached`, 'INFO');
+    return n;
+  }
+}
+
+/** Ends the workflow: status, open steps cancelled, the approvable called back, everyone told. */
+async function finish(
+  q: Queryable,
+  run: Run,
+  status: Exclude<WorkflowStatus, 'SUBMITTED'>,
+  submitter: number | null,
+) {
+  const pid = run.actor.partitionId;
+  if (status !== 'APPROVED') {
+    await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'ACTIVE' }, 'CANCELLED');
+    await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'WAITING' }, 'CANCELLED');
+  }
+  await setWorkflowState(q, pid, run.wf.id, run.actor.userId, { status, currentStep: null });
+  await run.approvable.onStatus(q, { ...run.actor, id: run.wf.approvableId, workflowId: run.wf.id }, status);
+  const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
+  if (submitter !== null) everyone.push(submitter);
+  const title = { APPROVED: 'Approved', DENIED: 'Denied', WITHDRAWN: 'Withdrawn' }[status];
+  await notify(q, run, everyone, title, status === 'APPROVED' ? 'SUCCESS' : 'WARNING');
+}
+
+/**
+ * Submits an approvable (the door for the modules' own submit operations, inside their transaction).
+ * Picks the first definition of the type (by priority, then id) whose condition holds, copies its
+ * steps, and starts the first applicable step. Answers the workflow id.
+ */
+export async function submitApprovable(
+  q: Queryable,
+  actor: Actor,
+  typeCode: string,
+  id: number,
+): Promise<number> {
+  const approvable = findApprovable(typeCode);
+  if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
+  const record = await approvable.describe(q, { ...actor, id });
+  if (!record) throw notFound(`${approvable.label} ${id}`);
+  if (record.workflowStatus === 'APPROVED') {
+    throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
+  }
+  if ((await pendingWorkflowOf(q, actor.partitionId, typeCode, id)) !== undefined) {
+    throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
+  }
+  const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find(
+    (d) => d.condition === null || d.condition.trim() === '' || holds(d.condition, record),
+  );
+  const wfId = await insertWorkflow(q, actor.partitionId, {
+    code: typeCode,
+    approvableId: id,
+    label: record.label ?? null,
+    definition: definition ? { id: definition.id, name: definition.name, version: definition.version } : null,
+    status: 'SUBMITTED',
+    userId: actor.userId,
+  });
+  if (wfId === undefined) throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
+  const run: Run = {
+    actor,
+    wf: { id: wfId, code: typeCode, approvableId: id, label: record.label ?? null },
+    approvable,
+    record,
+  };
+  await addEvent(q, actor.partitionId, wfId, {
+    action: 'SUBMITTED',
+    userId: actor.userId,
+    comment: definition ? null : 'no workflow definition applies: approved at once',
+  });
+  await approvable.onStatus(q, { ...actor, id, workflowId: wfId }, 'SUBMITTED');
+  if (definition) {
+    const { steps, errors } = parseSteps(definition.steps);
+    const first = Object.entries(errors)[0];
+    if (first) throw validationError(first[0], `definition ${definition.name}: ${first[1].errorMessage}`);
+    await insertSteps(q, actor.partitionId, wfId, steps);
+    if ((await startStep(q, run, 1)) !== null) return wfId;
+  }
+  await finish(q, run, 'APPROVED', actor.userId);
+  return wfId;
+}
+
+/** `/workflowsmanager.submit/{typedId}`: any registered approvable, with its submit permission. */
+export async function submitByTypedId(db: Db, principal: Principal, typedId: string): Promise<number> {
+  const m = /^(\d{1,15})\.([A-Z][A-Z0-9]{0,39})$/.exec(typedId);
+  if (!m) throw validationError('typedId', 'must be <id>.<TypeCode> of an approvable');
+  const approvable = findApprovable(m[2]!);
+  if (!approvable) throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`);
+  requireAccess(principal, approvable.submitAccess);
+  return db.transaction((tx) => submitApprovable(tx, principal, m[2]!, Number(m[1])));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decisions
+
+export interface ActionBody {
+  readonly data?: { readonly comment?: string; readonly reason?: string } | null;
+  readonly oldValues?: { readonly version?: unknown } | null;
+}
+
+export function parseWorkflowId(text: string): number {
+  const m = /^(\d{1,15})(?:\.WF)?$/.exec(text);
+  if (!m) throw validationError('id', 'must be a workflow id or typedId (<id>.WF)');
+  return Number(m[1]);
+}
+
+async function lockOrFail(q: Queryable, pid: number, id: number): Promise<WorkflowRow> {
+  const wf = await lockWorkflow(q, pid, id);
+  if (!wf) throw notFound(`Workflow ${id}`);
+  return { ...wf, id: Number(wf.id), approvableId: Number(wf.approvableId) };
+}
+
+function checkVersion(wf: WorkflowRow, body: ActionBody, required: boolean): void {
+  const v = body.oldValues?.version;
+  if (v === undefined || v === null) {
+    if (required) throw validationError('oldValues.version', 'is required');
+    return;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw validationError('oldValues.version', 'must be an integer');
+  if (v !== wf.version) {
+    throw new AppError(
+      'VERSION_CONFLICT',
+      `Workflow ${wf.id}.WF is at version ${wf.version}, not ${v}: reload it and retry`,
+    );
+  }
+}
+
+function requirePending(wf: WorkflowRow): asserts wf is WorkflowRow & { currentStep: number } {
+  if (wf.workflowStatus !== 'SUBMITTED' || wf.currentStep === null) {
+    throw new AppError('CONFLICT', `Workflow ${wf.id}.WF is ${wf.workflowStatus}, no longer pending`);
+  }
+}
+
+function textOf(v: unknown, field: string, max = 4000): string | null {
+  if (v === undefined || v === null || v === '') return null;
+  if (typeof v !== 'string' || v.length > max)
+    throw validationError(field, `must be text of at most ${max} characters`);
+  return v;
+}
+
+/** Whose open approval the caller decides: his own, else that of a delegator whose delegation is active. */
+async function actingFor(q: Queryable, principal: Principal, wf: WorkflowRow & { currentStep: number }) {
+  const pid = principal.partitionId;
+  const approvers = await assigneesOf(q, pid, wf.id, 'APPROVER', wf.currentStep);
+  const own = approvers.find((a) => a.userId === principal.userId);
+  if (own && own.decision === null) return principal.userId;
+  const delegators = await activeDelegators(q, pid, principal.userId);
+  const other = approvers.find((a) => a.decision === null && delegators.includes(a.userId));
+  if (other) return other.userId;
+  if (own)
+    throw new AppError('CONFLICT', `You already decided step ${wf.currentStep} of workflow ${wf.id}.WF`);
+  throw new AppError(
+    'FORBIDDEN',
+    `You are not an approver of step ${wf.currentStep} of workflow ${wf.id}.WF`,
+  );
+}
+
+function runOf(principal: Principal, wf: WorkflowRow): Run {
+  return { actor: principal, wf, approvable: approvableOf(wf.code) };
+}
+
+export async function approveWorkflow(
+  db: Db,
+  principal: Principal,
+  id: number,
+  body: ActionBody,
+): Promise<number> {
+  const comment = textOf(body.data?.comment, 'data.comment');
+  return db.transaction(async (q) => {
+    const pid = principal.partitionId;
+    const wf = await lockOrFail(q, pid, id);
+    checkVersion(wf, body, true);
+    requirePending(wf);
+    const approver = await actingFor(q, principal, wf);
+    const run = runOf(principal, wf);
+    const n = wf.currentStep;
+    await decide(q, pid, wf.id, n, approver, 'APPROVED', principal.userId);
+    await addEvent(q, pid, wf.id, {
+      stepNo: n,
+      action: 'APPROVED',
+      userId: principal.userId,
+      onBehalfOf: approver === principal.userId ? null : approver,
+      comment,
+    });
+    const step = (await stepOf(q, pid, wf.id, n))!;
+    const open = (await assigneesOf(q, pid, wf.id, 'APPROVER', n)).filter((a) => a.decision === null);
+    if (step.rule === 'ALL' && open.length > 0) {
+      await setWorkflowState(q, pid, wf.id, principal.userId, { status: 'SUBMITTED', currentStep: n });
+      return wf.id;
+    }
+    await setStepStatus(q, pid, wf.id, { from: n }, 'APPROVED');
+    if ((await startStep(q, run, n + 1)) === null) await finish(q, run, 'APPROVED', wf.submittedBy);
+    return wf.id;
+  });
+}
+
+export async function denyWorkflow(
+  db: Db,
+  principal: Principal,
+  id: number,
+  body: ActionBody,
+): Promise<number> {
+  const reason = textOf(body.data?.reason ?? body.data?.comment, 'data.reason');
+  return db.transaction(async (q) => {
+    const pid = principal.partitionId;
+    const wf = await lockOrFail(q, pid, id);
+    checkVersion(wf, body, true);
+    requirePending(wf);
+    const approver = await actingFor(q, principal, wf);
+    const n = wf.currentStep;
+    const step = (await stepOf(q, pid, wf.id, n))!;
+    if (step.denyReasonRequired && reason === null)
+      throw validationError('data.reason', 'is required by this step');
+    await decide(q, pid, wf.id, n, approver, 'DENIED', principal.userId);
+    await addEvent(q, pid, wf.id, {
+      stepNo: n,
+      action: 'DENIED',
+      userId: principal.userId,
+      onBehalfOf: approver === principal.userId ? null : approver,
+      comment: reason,
+    });
+    await setStepStatus(q, pid, wf.id, { from: n }, 'DENIED');
+    await finish(q, runOf(principal, wf), 'DENIED', wf.submittedBy);
+    return wf.id;
+  });
+}
+
+export async function withdrawWorkflow(
+  db: Db,
+  principal: Principal,
+  id: number,
+  body: ActionBody,
+): Promise<number> {
+  const comment = textOf(body.data?.comment, 'data.comment');
+  return db.transaction(async (q) => {
+    const pid = principal.partitionId;
+    const wf = await lockOrFail(q, pid, id);
+    if (wf.submittedBy !== principal.userId && !can(principal, 'WORKFLOW_ADMIN')) {
+      throw new AppError(
+        'FORBIDDEN',
+        'Only the submitter or a workflow administrator may withdraw a workflow',
+      );
+    }
+    checkVersion(wf, body, true);
+    requirePending(wf);
+    await addEvent(q, pid, wf.id, {
+      stepNo: wf.currentStep,
+      action: 'WITHDRAWN',
+      userId: principal.userId,
+      comment,
+    });
+    await finish(q, runOf(principal, wf), 'WITHDRAWN', wf.submittedBy);
+    return wf.id;
+  });
+}
+
+/** Whether the principal may see a workflow: a workflow administrator, or someone taking part. */
+export async function requireParticipant(
+  q: Queryable,
+  principal: Principal,
+  wf: { id: number; submittedBy: number | null },
+) {
+  if (can(principal, 'WORKFLOW_ADMIN') || wf.submittedBy === principal.userId) return;
+  const pid = principal.partitionId;
+  const users = [principal.userId, ...(await activeDelegators(q, pid, principal.userId))];
+  const r = await q.query(
+    `SELECT 1 FROM workflow_assignees WHERE partition_id = $1 AND workflow_id = $2 AND user_id = ANY($3::bigint[])
+     UNION ALL SELECT 1 FROM workflow_events WHERE partition_id = $1 AND workflow_id = $2 AND user_id = $4 LIMIT 1`,
+    [pid, wf.id, users, principal.userId],
+  );
+  if (r.rows.length === 0) throw new AppError('FORBIDDEN', `You take no part in workflow ${wf.id}.WF`);
+}
+
+export async function commentWorkflow(
+  db: Db,
+  principal: Principal,
+  id: number,
+  body: ActionBody,
+): Promise<number> {
+  const comment = textOf(body.data?.comment, 'data.comment');
+  if (comment === null) throw validationError('data.comment', 'is required');
+  return db.transaction(async (q) => {
+    const wf = await lockOrFail(q, principal.partitionId, id);
+    await requireParticipant(q, principal, wf);
+    checkVersion(wf, body, false);
+    await addEvent(q, principal.partitionId, wf.id, {
+      stepNo: wf.currentStep,
+      action: 'COMMENT',
+      userId: principal.userId,
+      comment,
+    });
+    return wf.id;
+  });
+}
