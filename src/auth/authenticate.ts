@@ -17,6 +17,8 @@ import { csrfTokenOf, peekSession, signSession, verifySession, type SessionClaim
 import { acceptCode } from './tfa.ts';
 import { consumeOneTimeToken } from './tokens.ts';
 import { verifyExternal } from './external-jwt.ts';
+import { AccountCache } from './account-cache.ts';
+import type { Db } from '../db/db.ts';
 
 interface AccountRow {
   pid: number;
@@ -112,6 +114,14 @@ function principalOf(
   };
 }
 
+const caches = new WeakMap<Db, AccountCache<AccountRow>>();
+
+function cacheOf(db: Db): AccountCache<AccountRow> {
+  let c = caches.get(db);
+  if (!c) caches.set(db, (c = new AccountCache<AccountRow>(db.authChanges)));
+  return c;
+}
+
 async function loadAccount(
   req: FastifyRequest,
   partition: string,
@@ -119,7 +129,14 @@ async function loadAccount(
   user: string | number,
   tokenId: number | null = null,
 ): Promise<AccountRow> {
-  const row = (await req.server.db.query<AccountRow>(sql, [partition, user, tokenId])).rows[0];
+  const db = req.server.db;
+  const query = async () => (await db.query<AccountRow>(sql, [partition, user, tokenId])).rows[0];
+  // Rows by user id (session tokens, the partition alone) come from the account cache while the
+  // database reports no change; api-token rows depend on the clock (expiry) and are read each time.
+  const row =
+    sql === BY_ID && tokenId === null
+      ? await cacheOf(db).get(`${partition}\u0000${user}`, query)
+      : await query();
   if (!row) throw new AppError('PARTITION_NOT_FOUND', `Unknown partition ${partition}`);
   req.partitionRef = { id: row.pid, name: partition };
   return row;

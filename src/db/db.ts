@@ -30,8 +30,23 @@ export interface PoolStats {
   readonly waiting: number;
 }
 
+/**
+ * Committed changes of what authentication reads (migration 022 notifies the channel `rc_auth`).
+ * A cache may keep what it read at `generation` for as long as the generation stays the same and the
+ * feed is `live`.
+ */
+export interface ChangeFeed {
+  /** Grows with every change seen: the committing connection's own before its COMMIT returns,
+   * other processes' within milliseconds. */
+  readonly generation: number;
+  /** False while no listener is connected (changes could be missed): trust no cache then. */
+  readonly live: boolean;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'embedded' | 'postgres';
+  /** Changes of authentication data, where the database can tell them (PostgreSQL). */
+  readonly authChanges?: ChangeFeed;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   poolStats(): PoolStats;

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
+import { OID, parseInt8, type ChangeFeed, type Db, type QueryResult, type Tx } from './db.ts';
 import { ident } from './sql.ts';
 import { checkDeadline, remainingMs } from './deadline.ts';
 
@@ -57,8 +57,10 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  const feed = listenForAuthChanges(url, pool);
   return {
     kind: 'postgres',
+    authChanges: feed,
     query: (sql, params) => run(pool, sql, params),
     async transaction(fn) {
       const client = await pool.connect();
@@ -86,6 +88,72 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
       }
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => pool.end(),
+    close: async () => {
+      feed.close();
+      await pool.end();
+    },
+  };
+}
+
+const AUTH_CHANNEL = 'rc_auth';
+const RELISTEN_MS = 1000;
+
+/**
+ * The `rc_auth` change feed. Every pooled connection listens, so the connection that commits a
+ * change gets its notification with the COMMIT's answer (before the caller goes on); a dedicated
+ * connection, which the pool never closes for idleness, catches other processes' changes. While
+ * that connection is down the feed is not live, and it reconnects every second.
+ */
+function listenForAuthChanges(url: string, pool: pg.Pool): ChangeFeed & { close(): void } {
+  let generation = 0;
+  let live = false;
+  let closed = false;
+  let listener: pg.Client | undefined;
+  const bump = () => {
+    generation++;
+  };
+  pool.on('connect', (client) => {
+    client.on('notification', bump);
+    client.query(`LISTEN ${AUTH_CHANNEL}`).catch(() => {});
+  });
+  const connect = () => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url, application_name: 'ratecard-listener' });
+    listener = c;
+    const lost = () => {
+      if (listener !== c) return;
+      listener = undefined;
+      live = false;
+      bump();
+      c.end().catch(() => {});
+      if (!closed) setTimeout(connect, RELISTEN_MS).unref();
+    };
+    c.on('error', lost);
+    c.on('end', lost);
+    c.on('notification', bump);
+    c.connect()
+      .then(() => c.query(`LISTEN ${AUTH_CHANNEL}`))
+      .then(() => {
+        if (listener !== c) return;
+        bump(); // whatever was cached before the listener was up is not to be trusted
+        live = true;
+      })
+      .catch(lost);
+  };
+  connect();
+  return {
+    get generation() {
+      return generation;
+    },
+    get live() {
+      return live && !closed;
+    },
+    close() {
+      closed = true;
+      live = false;
+      const c = listener;
+      listener = undefined;
+      c?.end().catch(() => {});
+    },
   };
 }
