@@ -1,6 +1,7 @@
 // Data of the query API suites, loaded through the API: products typed by their attribute meta
 // (attribute1 NUMERIC "Weight", attribute2 TEXT; P-x has no weight), one of them visible to group "secret" only; the
-// product extension table Costs (attribute1 NUMERIC, attribute2 DATE); the lookup table Regions.
+// product extension table Costs (attribute1 NUMERIC, attribute2 DATE); the lookup table Regions;
+// the condition record set PRICES (key1 = sku) and HIDDEN (visible to group "secret" only).
 
 import assert from 'node:assert/strict';
 import type { Harness } from '../helpers/app.ts';
@@ -59,4 +60,25 @@ export async function seedQueryData(h: Harness): Promise<void> {
     { data: { name: 'north', value: 'North' } },
     { data: { name: 'food', value: 'South' } },
   ]);
+  const [prices] = await api('/add/CRCS', {
+    data: { uniqueName: 'PRICES', label: 'List prices', keySize: 1 },
+  });
+  const [hidden] = await api('/add/CRCS', {
+    data: { uniqueName: 'HIDDEN', keySize: 1, userGroupViewDetails: 'secret' },
+  });
+  const item = (set: number, sku: string, value: string) => ({
+    data: {
+      conditionRecordSetId: set,
+      key1: sku,
+      validFrom: '2024-01-01',
+      validTo: '2030-12-31',
+      conditionValue: value,
+    },
+  });
+  await api('/add/CRCI1', [
+    item(prices.id, 'P-1', '9.5'),
+    item(prices.id, 'P-3', '12'),
+    item(prices.id, 'P-20', '30'),
+  ]);
+  await api('/add/CRCI1', [item(hidden.id, 'P-1', '1')]);
 }

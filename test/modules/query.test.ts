@@ -261,6 +261,38 @@ describe('query API', () => {
     assert.equal((await rows({ source: 'LTV:Regions', select: ['name', 'value'] }, QUERY_READER)).length, 2);
   });
 
+  test('condition record items as a source: CRCI:<set>, joined and aggregated; hidden sets are unknown', async () => {
+    const data = await rows({
+      source: 'P',
+      join: [{ source: 'CRCI:PRICES', as: 'price', on: { sku: 'key1' } }],
+      groupBy: ['attribute2'],
+      aggregates: [
+        { fn: 'sum', field: 'price.conditionValue', as: 'total' },
+        { fn: 'max', field: 'price.validTo', as: 'until' },
+      ],
+      sortBy: 'attribute2',
+    });
+    assert.deepEqual(data, [
+      { attribute2: 'north', total: 21.5, until: '2030-12-31' },
+      { attribute2: 'tools', total: 30, until: '2030-12-31' },
+    ]);
+    const items = await rows({ source: 'CRCI:PRICES', select: ['key1', 'conditionValue'], sortBy: 'key1' });
+    assert.deepEqual(
+      items.map((i) => i.key1),
+      ['P-1', 'P-20', 'P-3'],
+    );
+    assert.equal((await rows({ source: 'CRCI:HIDDEN' })).length, 1);
+    await refused({ source: 'CRCI:HIDDEN' }, 404, -1, 'source', QUERY_READER);
+    await refused({ source: 'CRCI:NOPE' }, 404, -1, 'source');
+    assert.deepEqual(await rows({ source: 'CRCIH:PRICES', aggregates: [{ fn: 'count' }] }), [{ count: 0 }]);
+    const meta = await h.call('/queryapi.meta', { basic: QUERY_READER });
+    const crci = (meta.body.response.data as any[]).find((k) => k.kind === 'CRCI');
+    assert.deepEqual(
+      crci.tables.map((t: any) => t.name),
+      ['CRCI:PRICES'],
+    );
+  });
+
   test('another partition sees none of it', async () => {
     const r = await other.call('/queryapi.execute', {
       basic: { user: 'admin', password: 'admin-password-1' },

@@ -21,7 +21,7 @@ import {
   type OutputColumn,
   type QueryBody,
 } from './pipeline.ts';
-import { SOURCE_KINDS, listTables, resolveSource, type Source } from './sources.ts';
+import { SOURCE_KINDS, listTables, resolveSource, visibleSets, type Source } from './sources.ts';
 
 export type QuerySettings = Pick<Config, 'queryMaxRows' | 'queryMaxJoins' | 'queryTimeoutSeconds'>;
 
@@ -142,6 +142,9 @@ function mayFetch(principal: Principal, code: string): boolean {
 /** Every source kind the caller may read, with the partition's tables and their columns. */
 export async function describeSources(db: Db, principal: Principal): Promise<KindMeta[]> {
   const tables = await listTables(db, principal.partitionId);
+  const sets = (await visibleSets(db, principal)).map((s) => ({ name: s.unique_name, label: s.label }));
+  tables.CRCI = sets;
+  tables.CRCIH = sets;
   const out: KindMeta[] = [];
   for (const kind of SOURCE_KINDS) {
     const codes =

@@ -1,6 +1,7 @@
 // The sources a query pipeline reads: a type code of the registry (`P`, `C`, `SL`, `PBOME`,
-// `PCOMP`), an extension table (`PX:<name>`, `CX:<name>`, `SX:<name>`), or the values of a lookup
-// table (`LTV:<uniqueName>`, any kind). Each resolves to a registry declaration as the partition
+// `PCOMP`), an extension table (`PX:<name>`, `CX:<name>`, `SX:<name>`), the values of a lookup
+// table (`LTV:<uniqueName>`, any kind), or the items of a condition record set (`CRCI:<set>`, and
+// their history `CRCIH:<set>`; a set the caller's user groups do not show is unknown). Each resolves to a registry declaration as the partition
 // sees it (custom attributes typed by the attribute meta) plus its row scope: partition, fixed
 // column, soft delete, record-level user groups and, for extension tables, the table name. The
 // source's fetch permission is checked here, so no pipeline reads a source its caller may not fetch.
@@ -12,6 +13,7 @@ import { requireAccess } from '../../engine/crud.ts';
 import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
 import { findType } from '../../engine/registry.ts';
 import { TABLE_KINDS, valueTypeOf, type LookupTable, type TableKind } from '../../engine/registry-lookup.ts';
+import { HISTORY_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 
 /** Type codes read as they are. */
@@ -19,8 +21,14 @@ const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP'] as const;
 /** Type codes read one named table at a time (the `name` field). */
 const EXTENSION_KINDS = ['PX', 'CX', 'SX'] as const;
 const LOOKUP_KINDS = ['LTV'] as const;
+const CONDITION_KINDS = ['CRCI', 'CRCIH'] as const;
 
-export const SOURCE_KINDS: readonly string[] = [...PLAIN_KINDS, ...EXTENSION_KINDS, ...LOOKUP_KINDS];
+export const SOURCE_KINDS: readonly string[] = [
+  ...PLAIN_KINDS,
+  ...EXTENSION_KINDS,
+  ...LOOKUP_KINDS,
+  ...CONDITION_KINDS,
+];
 
 export interface Source {
   /** As the pipeline named it, e.g. `PX:prices`. */
@@ -68,6 +76,26 @@ async function findLookupTable(
   };
 }
 
+interface SetRow {
+  id: number;
+  unique_name: string;
+  label: string | null;
+  key_size: number;
+}
+
+/** Condition record sets the principal's user groups show (all of them for admins). */
+export async function visibleSets(q: Queryable, principal: Principal, name?: string): Promise<SetRow[]> {
+  const r = await q.query<SetRow>(
+    `SELECT id, unique_name, label, key_size FROM condition_record_sets
+      WHERE partition_id = $1 AND ($2::text IS NULL OR unique_name = $2)
+        AND ($3 OR user_group_view_details IS NULL OR user_group_view_details = ''
+             OR user_group_view_details = ANY($4::text[]))
+      ORDER BY unique_name`,
+    [principal.partitionId, name ?? null, principal.admin, principal.groups],
+  );
+  return r.rows;
+}
+
 /** Resolves `text` (the pipeline's `field`) to a source the principal may read; -4, 403 or 404 otherwise. */
 export async function resolveSource(
   q: Queryable,
@@ -113,6 +141,22 @@ export async function resolveSource(
     requireAccess(principal, type.access.fetch);
     const tc = await loadTypeContext(q, principal, type);
     return { code, kind, tc, scope: (p, alias) => rowScope(tc, principal, p, alias) };
+  }
+  if ((CONDITION_KINDS as readonly string[]).includes(kind)) {
+    if (name === undefined) throw validationError(field, `${kind} needs a set name: ${kind}:<set>`);
+    const [set] = await visibleSets(q, principal, name);
+    if (set === undefined)
+      throw new AppError('NOT_FOUND', `Condition record set ${name} not found`, { field });
+    const type = kind === 'CRCI' ? sizedItemType(set.key_size) : HISTORY_TYPE;
+    requireAccess(principal, type.access.fetch);
+    const tc = await loadTypeContext(q, principal, type);
+    return {
+      code,
+      kind,
+      tc,
+      scope: (p, alias) =>
+        `${rowScope(tc, principal, p, alias)} AND ${qualified(alias, 'condition_record_set_id')} = ${p.add(set.id)}`,
+    };
   }
   throw validationError(field, `unknown source kind ${kind}; known: ${SOURCE_KINDS.join(', ')}`);
 }
