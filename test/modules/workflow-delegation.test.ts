@@ -1,0 +1,231 @@
+// Workflow delegation over HTTP on both databases: every transition of the interface's state table
+// (delete before activation, delete refused once activated, enddate), status derived from the dates
+// at read time, update of the note only, each checkdates problem (and add refusing it), who may act
+// on whose delegations, fetch with a status filter, and partition isolation.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness } from '../helpers/app.ts';
+import { assertError, assertOk, send, type Who } from '../jobs/helpers.ts';
+
+const json = (body: unknown) => ({
+  body: JSON.stringify(body),
+  headers: { 'content-type': 'application/json' },
+});
+
+const day = (offset: number): string => {
+  const d = new Date();
+  d.setUTCDate(d.getUTCDate() + offset);
+  return d.toISOString().slice(0, 10);
+};
+
+describe('workflow delegation', () => {
+  let h: Harness;
+  let other: Harness;
+  const admin: Who = { user: 'admin', password: 'admin-password-1' };
+  const who = (user: string): Who => ({ user, password: `${user}-password-1` });
+  const [ann, bob, cid, dan, wfadmin] = ['ann', 'bob', 'cid', 'dan', 'wfadmin'].map(who) as [
+    Who,
+    Who,
+    Who,
+    Who,
+    Who,
+  ];
+
+  const call = (w: Who, op: string, body: unknown = {}) =>
+    send(h, `/workflowdelegationmanager.${op}`, { who: w, ...json(body) });
+  const add = async (w: Who, data: Record<string, unknown>) => assertOk(await call(w, 'add', { data }))[0];
+  const problems = async (w: Who, data: Record<string, unknown>) =>
+    (assertOk(await call(w, 'checkdates', { data })) as { field: string; code: string }[]).map(
+      (p) => `${p.field}:${p.code}`,
+    );
+
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    for (const u of ['ann', 'bob', 'cid', 'dan']) await h.newUser(u, `${u}-password-1`);
+    await h.newUser('wfadmin', 'wfadmin-password-1', ['WF_ADMIN']);
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  test('not yet activated (start in the future): INITIALIZED, delete removes it and answers it', async () => {
+    const d = await add(ann, { delegate: 'bob', startDate: day(10), endDate: day(12), note: 'later' });
+    assert.equal(d.status, 'INITIALIZED');
+    assert.equal(d.delegator, 'ann');
+    assert.equal(d.delegate, 'bob');
+    assert.equal(d.startDate, day(10));
+    assert.equal(d.note, 'later');
+    // Only an activated delegation can be end-dated.
+    assertError(await call(ann, 'enddate', { data: { typedId: d.typedId } }), 400, -4);
+    const deleted = assertOk(await call(ann, 'delete', { data: { typedId: d.typedId } }))[0];
+    assert.equal(deleted.typedId, d.typedId);
+    assert.equal(deleted.status, 'INITIALIZED');
+    assertError(await call(ann, 'delete', { data: { typedId: d.typedId } }), 404, -1);
+  });
+
+  test('ACTIVATED: delete is refused, enddate ends it and answers it; ENDDATED cannot be ended again', async () => {
+    const d = await add(ann, { delegate: 'bob', startDate: day(0), endDate: day(30) });
+    assert.equal(d.status, 'ACTIVATED');
+    const refused = await call(ann, 'delete', { data: { typedId: d.typedId } });
+    assertError(refused, 400, -4);
+    assert.match(refused.body.response.data, /ACTIVATED cannot be deleted/);
+    // bob (the delegate) cannot end it; the delegator can.
+    assertError(await call(bob, 'enddate', { data: { typedId: d.typedId } }), 403, -3);
+    const ended = assertOk(await call(ann, 'enddate', { data: { typedId: d.typedId } }))[0];
+    assert.equal(ended.status, 'ENDDATED');
+    assert.equal(ended.endDate, day(0));
+    assert.ok(ended.endedAt);
+    assert.equal(ended.version, d.version + 1);
+    assertError(await call(ann, 'enddate', { data: { typedId: d.typedId } }), 400, -4);
+    assertError(await call(ann, 'delete', { data: { id: ended.id } }), 400, -4);
+  });
+
+  test('status is derived from the dates when read: past its end date it is ENDDATED without any call', async () => {
+    const d = await add(cid, { delegate: 'dan', startDate: day(1), endDate: day(2) });
+    assert.equal(d.status, 'INITIALIZED');
+    // Time passes: move the dates (the server has no timer; the view derives the status).
+    await h.db.query(
+      `UPDATE workflow_delegations SET start_date = $3::date, end_date = $3::date WHERE partition_id = $1 AND id = $2`,
+      [h.partitionId, d.id, day(0)],
+    );
+    const [now] = assertOk(await call(cid, 'fetch', { data: { id: d.id } }));
+    assert.equal(now.status, 'ACTIVATED');
+    await h.db.query(
+      `UPDATE workflow_delegations SET start_date = $3::date, end_date = $4::date WHERE partition_id = $1 AND id = $2`,
+      [h.partitionId, d.id, day(-5), day(-1)],
+    );
+    const [later] = assertOk(await call(cid, 'fetch', { data: { id: d.id } }));
+    assert.equal(later.status, 'ENDDATED');
+    // Filter on status: simple criteria compare case-insensitively (the interface writes "EndDated").
+    const byStatus = assertOk(await call(cid, 'fetch', { data: { status: 'EndDated' } }));
+    assert.deepEqual(
+      byStatus.map((r: { id: number }) => r.id),
+      [d.id],
+    );
+    const advanced = assertOk(
+      await call(wfadmin, 'fetch', { data: { fieldName: 'status', operator: 'equals', value: 'ENDDATED' } }),
+    );
+    assert.ok(advanced.some((r: { id: number }) => r.id === d.id));
+  });
+
+  test('update changes only the note (version checked when given)', async () => {
+    const d = await add(dan, { delegate: 'cid', startDate: day(40), endDate: day(41), note: 'a' });
+    const u = assertOk(
+      await call(dan, 'update', {
+        data: { typedId: d.typedId, note: 'b' },
+        oldValues: { version: d.version },
+      }),
+    )[0];
+    assert.equal(u.note, 'b');
+    assert.equal(u.version, d.version + 1);
+    assertError(
+      await call(dan, 'update', {
+        data: { typedId: d.typedId, note: 'c' },
+        oldValues: { version: d.version },
+      }),
+      409,
+      -1,
+    );
+    const other = await call(dan, 'update', { data: { typedId: d.typedId, startDate: day(50) } });
+    assertError(other, 400, -4);
+    assert.ok(other.body.response.errors.startDate);
+    assertError(await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } }), 403, -3);
+    assertError(await call(dan, 'update', { data: { note: 'x' } }), 400, -4);
+    assertOk(await call(dan, 'delete', { data: { typedId: d.typedId } }));
+  });
+
+  test('checkdates answers each problem without creating anything; add refuses the same', async () => {
+    const base = { delegate: 'bob', startDate: day(100), endDate: day(105) };
+    assert.deepEqual(await problems(ann, base), []);
+    assert.deepEqual(await problems(ann, { startDate: day(100), endDate: day(105) }), ['delegate:REQUIRED']);
+    assert.deepEqual(await problems(ann, { delegate: 'bob' }), ['startDate:REQUIRED', 'endDate:REQUIRED']);
+    assert.deepEqual(await problems(ann, { ...base, startDate: '2030-02-30' }), ['startDate:INVALID_DATE']);
+    assert.deepEqual(await problems(ann, { ...base, endDate: day(99) }), ['endDate:DATES_ORDER']);
+    assert.deepEqual(await problems(ann, { ...base, startDate: day(-1) }), ['startDate:START_IN_PAST']);
+    assert.deepEqual(await problems(ann, { ...base, delegate: 'ann' }), ['delegate:SELF']);
+    assert.deepEqual(await problems(ann, { ...base, delegate: 'nobody' }), ['delegate:UNKNOWN_USER']);
+    // Nothing was created by any of these.
+    assert.equal(assertOk(await call(ann, 'fetch', { data: { startDate: day(100) } })).length, 0);
+
+    const first = await add(ann, base);
+    assert.deepEqual(
+      await problems(ann, { ...base, delegate: 'cid', startDate: day(105), endDate: day(110) }),
+      ['startDate:OVERLAP'],
+    );
+    // Not overlapping: the day after.
+    assert.deepEqual(
+      await problems(ann, { ...base, delegate: 'cid', startDate: day(106), endDate: day(110) }),
+      [],
+    );
+    // bob delegating back to ann in the same period closes a cycle; bob -> cid -> ann too.
+    assert.deepEqual(await problems(bob, { delegate: 'ann', startDate: day(101), endDate: day(102) }), [
+      'delegate:CYCLE',
+    ]);
+    await add(bob, { delegate: 'cid', startDate: day(101), endDate: day(103) });
+    assert.deepEqual(await problems(cid, { delegate: 'ann', startDate: day(102), endDate: day(102) }), [
+      'delegate:CYCLE',
+    ]);
+    // Outside the period there is no cycle.
+    assert.deepEqual(await problems(cid, { delegate: 'ann', startDate: day(200), endDate: day(201) }), []);
+
+    const overlap = await call(ann, 'add', { data: { ...base, delegate: 'cid' } });
+    assertError(overlap, 400, -4);
+    assert.match(overlap.body.response.errors.startDate.errorMessage, /^OVERLAP/);
+    const past = await call(ann, 'add', { data: { ...base, startDate: day(-3) } });
+    assertError(past, 400, -4);
+    assert.ok(past.body.response.errors.startDate);
+    assertError(await call(ann, 'add', { data: { ...base, delegate: 'nobody' } }), 404, -1);
+    assertError(await call(ann, 'add', { data: { ...base, delegate: 'ann' } }), 400, -4);
+    assertError(await call(ann, 'add', { data: { ...base, colour: 'red' } }), 400, -4);
+    assertOk(await call(ann, 'delete', { data: { typedId: first.typedId } }));
+  });
+
+  test('delegating for someone else needs WORKFLOW_ADMIN; fetch shows own delegations, all for WF_ADMIN', async () => {
+    const data = { delegator: 'dan', delegate: 'ann', startDate: day(300), endDate: day(301) };
+    assertError(await call(bob, 'add', { data }), 403, -3);
+    assertError(await call(bob, 'checkdates', { data }), 403, -3);
+    const d = await add(wfadmin, data);
+    assert.equal(d.delegator, 'dan');
+    assert.equal(d.createdBy !== undefined, true);
+    const mine = (w: Who) =>
+      call(w, 'fetch', { data: { startDate: day(300) } }).then((r) => assertOk(r) as { id: number }[]);
+    assert.equal((await mine(dan)).length, 1); // the delegator
+    assert.equal((await mine(ann)).length, 1); // the delegate
+    assert.equal((await mine(bob)).length, 0);
+    assert.equal((await mine(wfadmin)).length, 1);
+    // The delegator (or an admin) manages it; the delegate cannot delete it.
+    assertError(await call(ann, 'delete', { data: { typedId: d.typedId } }), 403, -3);
+    assertOk(await call(wfadmin, 'delete', { data: { typedId: d.typedId } }));
+    // The general operations are refused for WFDG.
+    assertError(await send(h, '/fetch/WFDG', { who: admin, ...json({}) }), 400, -4);
+    const anonymous = await h.call('/workflowdelegationmanager.fetch', { body: {} });
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.body.response.status, -7);
+    const anonymousWf = await h.call('/workflowsmanager.fetch', { body: {} });
+    assert.equal(anonymousWf.status, 401);
+  });
+
+  test('partition isolation: another partition neither sees nor changes these delegations', async () => {
+    const d = await add(ann, { delegate: 'bob', startDate: day(500), endDate: day(501) });
+    const o = (op: string, body: unknown) =>
+      send(other, `/workflowdelegationmanager.${op}`, { who: admin, ...json(body) });
+    assert.equal(assertOk(await o('fetch', {})).length, 0);
+    assertError(await o('delete', { data: { typedId: d.typedId } }), 404, -1);
+    assertError(await o('update', { data: { typedId: d.typedId, note: 'x' } }), 404, -1);
+    assertError(await o('enddate', { data: { typedId: d.typedId } }), 404, -1);
+    // ann and bob are not users of the other partition.
+    assert.deepEqual(
+      (
+        assertOk(
+          await o('checkdates', { data: { delegate: 'bob', startDate: day(500), endDate: day(501) } }),
+        ) as {
+          code: string;
+        }[]
+      ).map((p) => p.code),
+      ['UNKNOWN_USER'],
+    );
+  });
+});
