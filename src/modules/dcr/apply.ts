@@ -9,14 +9,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Tx } from '../../db/db.ts';
 import { ident } from '../../db/sql.ts';
-import {
-  addRecords,
-  deleteRecords,
-  massEdit,
-  requireAccess,
-  updateRecords,
-  type MassEditBody,
-} from '../../engine/crud.ts';
+import { requireAccess } from '../../engine/crud.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
 import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
@@ -25,18 +18,14 @@ import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { dcrRecord, scopeOf } from './service.ts';
 import * as store from './store.ts';
-import { findTargets, inTransaction, metaVersionOf, writerFor } from './target.ts';
+import { findTargets, inTransaction, mayEdit, metaVersionOf, writerFor } from './target.ts';
+import { writeItems, type Written } from './write.ts';
 
 type Obj = Record<string, unknown>;
 
 export const DCR_SUBMIT = 'DCR_SUBMIT';
 
-export interface ApplySummary {
-  readonly added: number;
-  readonly updated: number;
-  readonly deleted: number;
-  readonly massEdited: number;
-}
+export type ApplySummary = Written;
 
 /** Submits a DCR; answers the DCR (and `jstId` when it runs as a job). */
 export async function submitDcr(
@@ -104,63 +93,32 @@ export async function applyDcr(db: Db, owner: Principal, id: number): Promise<Ap
   }
 }
 
-function applyInTransaction(db: Db, owner: Principal, id: number): Promise<ApplySummary> {
-  return db.transaction(async (tx) => {
-    const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
-    if (dcr.status !== 'APPROVED') {
-      throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
-    }
-    const s = await scopeOf(tx, owner, dcr);
-    const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
-    const items = await store.itemsOf(tx, owner.partitionId, id);
-    const massOps = await store.massOpsOf(tx, owner.partitionId, id);
-    await lockAndCompare(tx, writer, s, items);
-    const within = inTransaction(db, tx);
-    const updates = items.filter((i) => i.change_type === 'UPDATE' && Object.keys(i.proposed).length > 0);
-    const deletes = items.filter((i) => i.change_type === 'DELETE');
-    const adds = items.filter((i) => i.change_type === 'ADD');
-    if (updates.length > 0) {
-      await updateRecords(
-        within,
-        writer,
-        s.type,
-        updates.map((i) => ({
-          data: { id: i.target_id, ...i.proposed },
-          oldValues: { version: i.target_version },
-        })),
-        false,
-      );
-    }
-    if (deletes.length > 0)
-      await deleteRecords(
-        within,
-        writer,
-        s.type,
-        deletes.map((i) => ({ id: i.target_id })),
-      );
-    if (adds.length > 0) {
-      const keyed = (i: store.ItemRow): Obj =>
-        Object.fromEntries([
-          ...s.type.businessKey.map((k, n): [string, unknown] => [k, i.target_key[n]]),
-          ...Object.entries(i.proposed),
-        ]);
-      await addRecords(within, writer, s.type, adds.map(keyed));
-    }
-    let massEdited = 0;
-    for (const m of massOps) {
-      massEdited += await massEdit(within, writer, s.type, {
-        filterCriteria: m.filter,
-        massEditRecords: m.operations as MassEditBody['massEditRecords'],
+async function applyInTransaction(db: Db, owner: Principal, id: number): Promise<ApplySummary> {
+  let ended = false;
+  try {
+    return await db.transaction(async (tx) => {
+      const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
+      if (dcr.status !== 'APPROVED') {
+        throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
+      }
+      const s = await scopeOf(tx, owner, dcr);
+      const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
+      const items = await store.itemsOf(tx, owner.partitionId, id);
+      const massOps = await store.massOpsOf(tx, owner.partitionId, id);
+      await lockAndCompare(tx, writer, s, items);
+      const within = inTransaction(db, tx, () => ended);
+      const staged = items.map((i) => ({ ...i, ref: `${i.id}.DCRI` }));
+      const summary = await writeItems(within, writer, s.type, staged, massOps);
+      await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
+        status: 'APPLIED',
+        applied: true,
+        messages: [{ level: 'INFO', text: 'applied', ...summary }],
       });
-    }
-    const summary = { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
-    await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
-      status: 'APPLIED',
-      applied: true,
-      messages: [{ level: 'INFO', text: 'applied', ...summary }],
+      return summary;
     });
-    return summary;
-  });
+  } finally {
+    ended = true;
+  }
 }
 
 /**
@@ -204,6 +162,8 @@ async function lockAndCompare(
       errors[name] = {
         errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
       };
+    } else if (!mayEdit(s.type, writer, row)) {
+      errors[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
     }
   }
   const n = Object.keys(errors).length;

@@ -39,12 +39,16 @@ export async function resolveTargetType(
   return type;
 }
 
-/** A `Db` whose operations run inside `tx`: engine write functions called with it join that transaction. */
-export function inTransaction(db: Db, tx: Tx): Db {
+/**
+ * A `Db` whose operations run inside `tx`: engine write functions called with it join that
+ * transaction. Once `tx` has ended (`fn` settled), it is the database again — for work an engine
+ * function defers (the background ANALYZE after bulk writes), never a finished transaction.
+ */
+export function inTransaction(db: Db, tx: Tx, ended: () => boolean): Db {
   return {
     kind: db.kind,
-    query: (sql, params) => tx.query(sql, params),
-    transaction: (fn) => fn(tx),
+    query: (sql, params) => (ended() ? db.query(sql, params) : tx.query(sql, params)),
+    transaction: (fn) => (ended() ? db.transaction(fn) : fn(tx)),
     poolStats: () => db.poolStats(),
     close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),
   };
@@ -100,6 +104,7 @@ export async function findTargets(
   principal: Principal,
   tc: TypeContext,
   look: Lookup,
+  lock = false,
 ): Promise<{ byId: Map<number, Row>; byKey: Map<string, Row> }> {
   const byId = new Map<number, Row>();
   const byKey = new Map<string, Row>();
@@ -109,11 +114,15 @@ export async function findTargets(
   const keyCols = tc.type.businessKey.map((k) => tc.fields.get(k)!.column);
   const ids = params.add(look.ids);
   const keys = params.add(JSON.stringify(look.keys));
-  const keyMatch = keyCols.map((c, i) => `${qualified('t', c)}::text = k.v->>${i}`).join(' AND ');
+  // `(cols) IN (SELECT ...)` rather than a correlated EXISTS: PostgreSQL hashes the keys once (a
+  // hashed SubPlan), so 10,000 keys cost one pass over the rows, not rows × keys comparisons.
+  const cols = keyCols.map((c) => `${qualified('t', c)}::text`).join(', ');
+  const parts = keyCols.map((_, i) => `k.v->>${i}`).join(', ');
   const r = await q.query<Row>(
     `SELECT ${selectList(tc)} FROM ${ident(tc.type.table)} t
       WHERE ${scope} AND (t.id = ANY(${ids}::bigint[])
-         OR EXISTS (SELECT 1 FROM jsonb_array_elements(${keys}::jsonb) k(v) WHERE ${keyMatch}))`,
+         OR (${cols}) IN (SELECT ${parts} FROM jsonb_array_elements(${keys}::jsonb) k(v)))
+      ${lock ? 'ORDER BY t.id FOR UPDATE' : ''}`,
     params.values,
   );
   for (const row of r.rows) {
