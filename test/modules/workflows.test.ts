@@ -22,7 +22,7 @@ const json = (body: unknown) => ({
 
 /** A test document: its own table, its workflowStatus set by the callback, `applied` on approval. */
 export function testDocModule(scope: FastifyInstance): void {
-  for (const code of ['TDOC', 'TNODEF']) {
+  for (const code of ['TDOC', 'TNODEF', 'TPRIO']) {
     registerApprovable({
       typeCode: code,
       label: `Test document ${code}`,
@@ -372,6 +372,9 @@ describe('workflows', () => {
       assert.equal(assertOk(page).length, 2);
       assert.equal(page.body.response.totalRows, all.length);
       assertError(await call(norole, '/workflowsmanager.fetch'), 403, -3);
+      // The general operations refuse WF: the manager operations apply their restrictions.
+      assertError(await call(wfadmin, '/fetch/WF'), 400, -4);
+      assertError(await call(admin, '/delete/WF', { data: { typedId: `${all[0].id}.WF` } }), 400, -4);
       assertError(await send(h, '/workflowsmanager.fetch', { who: { user: 'x', password: 'y' } }), 401, -5);
       assertError(
         await call(wfadmin, '/workflowsmanager.fetch', {
@@ -463,6 +466,50 @@ describe('workflows', () => {
       assertError(await act(ann, 'approve', fresh), 403, -3);
       assert.equal(assertOk(await act(eve, 'approve', fresh))[0].workflowStatus, 'APPROVED');
       assertOk(await act(sub, 'withdraw', s2));
+    });
+  });
+
+  describe('choosing a definition', () => {
+    test('the first definition by priority whose condition holds; a step without approvers fails the submit whole', async () => {
+      const def = (uniqueName: string, priority: number, condition: string | null, approver: string) =>
+        call(builder, '/add/WFD', {
+          data: {
+            uniqueName,
+            approvableType: 'TPRIO',
+            priority,
+            condition,
+            steps: [{ approverUsers: [approver] }],
+          },
+        });
+      assertOk(await def('prio-big', 1, 'amount > 1000', 'eve'));
+      assertOk(await def('prio-small', 2, null, 'ann'));
+      assertOk(await def('prio-broken', 0, 'amount > 999999', 'ghost'));
+      const submitP = (id: number) => call(sub, `/workflowsmanager.submit/${id}.TPRIO`);
+      const big = assertOk(await submitP(await newDoc(5000, 'TPRIO')))[0];
+      assert.equal(big.definitionName, 'prio-big');
+      const approversOf = async (wf: { id: number }) =>
+        (await details(wf.id)).steps[0].assignees.map((a: { loginName: string }) => a.loginName);
+      assert.deepEqual(await approversOf(big), ['eve']);
+      const small = assertOk(await submitP(await newDoc(10, 'TPRIO')))[0];
+      assert.equal(small.definitionName, 'prio-small');
+      assert.deepEqual(await approversOf(small), ['ann']);
+      // The broken definition applies: its step names an unknown user. Nothing of the submit stays.
+      const hugeId = await newDoc(10_000_000, 'TPRIO');
+      const broken = await submitP(hugeId);
+      assertError(broken, 400, -4);
+      assert.ok(broken.body.response.errors['steps[0].approverUsers'], JSON.stringify(broken.body));
+      const left = await h.db.query<{ workflow_status: string }>(
+        'SELECT workflow_status FROM wf_test_docs WHERE partition_id = $1 AND id = $2',
+        [h.partitionId, hugeId],
+      );
+      assert.equal(left.rows[0]!.workflow_status, 'DRAFT');
+      const none = await h.db.query(
+        'SELECT 1 FROM workflows WHERE partition_id = $1 AND code = $2 AND approvable_id = $3',
+        [h.partitionId, 'TPRIO', hugeId],
+      );
+      assert.equal(none.rows.length, 0);
+      assertOk(await act(sub, 'withdraw', big));
+      assertOk(await act(sub, 'withdraw', small));
     });
   });
 
