@@ -11,7 +11,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { enterDeadline } from './db/deadline.ts';
-import { enterHistoryOrigin } from './engine/history.ts';
+import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
 import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
@@ -106,6 +106,7 @@ export async function buildApp({
     },
     return503OnClosing: true,
   });
+  configureHistory({ enabled: config.recordHistory });
   app.decorate('config', config);
   app.decorate('db', db);
   app.decorateRequest('principal', null);

@@ -54,6 +54,10 @@ export interface Config {
   readonly uploadSlotTtlMinutes: number;
   /** `postgres` (chunked bytea in the database) or the path of a directory shared by all nodes. */
   readonly blobStore: string;
+  /** Record history of every write (on by default; off only for benchmarks and initial loads). */
+  readonly recordHistory: boolean;
+  /** History rows older than this many days are removed by the daily clean-up; 0 keeps them all. */
+  readonly historyRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -208,5 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     queryMaxJoins: int(env, 'QUERY_MAX_JOINS', 4, 0, 16),
     queryTimeoutSeconds: int(env, 'QUERY_TIMEOUT_SECONDS', 30, 1, 86_400),
     ...jobSettings(env),
+    recordHistory: bool(env, 'RECORD_HISTORY', true),
+    historyRetentionDays: int(env, 'HISTORY_RETENTION_DAYS', 0, 0, 365_000),
   };
 }

@@ -10,6 +10,7 @@ import { Params, ident } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { loadTypeContext, rowScope, selectList, toRecord } from './context.ts';
 import { fetchRecords, parseId, requireAccess, type FetchBody, type FetchResult } from './crud.ts';
+import { presentChanges } from './history.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
 import type { TypeDef } from './types.ts';
 import { coerceValue } from './values.ts';
@@ -60,7 +61,22 @@ export async function fetchRecordHistory(
     operator: 'and',
     criteria: [equals('typeCode', type.code), equals('recordId', id)],
   };
-  return fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict);
+  return presented(await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict));
+}
+
+/** History rows as the API shows them: `changes` as {field: {old, new}}. */
+function presented(r: FetchResult): FetchResult {
+  for (const row of r.rows) {
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) continue;
+    const rec = row as Row;
+    if (rec.changes === undefined) continue;
+    const stored = rec.changes;
+    const fields = Array.isArray(rec.field)
+      ? (rec.field as string[])
+      : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
+    rec.changes = presentChanges(fields, stored);
+  }
+  return r;
 }
 
 /** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH). */
@@ -70,12 +86,13 @@ export async function fetchHistory(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  return fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize);
+  return presented(await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize));
 }
 
 interface Entry {
   action: 'ADD' | 'UPDATE' | 'DELETE' | 'RESTORE';
-  changes: Record<string, { old: unknown; new: unknown }>;
+  fields: string[];
+  changes: { old?: Record<string, unknown>; new?: Record<string, unknown> };
   version: number | null;
   user: number | null;
   at: string;
@@ -104,7 +121,7 @@ export async function fetchOneAsOf(
   const params = new Params();
   const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
   const entries = await q.query<Entry>(
-    `SELECT h.action, h.changes, h.record_version AS version, h.actor_user_id AS "user",
+    `SELECT h.action, h.changed_fields AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
             h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
        FROM record_history h
       WHERE ${visible} AND h.type_code = ${params.add(type.code)} AND h.record_id = ${params.add(id)}
@@ -125,7 +142,7 @@ export async function fetchOneAsOf(
       continue;
     }
     state ??= { partition_id: principal.partitionId, id };
-    for (const [name, change] of Object.entries(e.changes)) {
+    for (const [name, change] of Object.entries(presentChanges(e.fields, e.changes))) {
       const col = column.get(name);
       if (col !== undefined) state[col] = change.old;
     }

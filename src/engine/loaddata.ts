@@ -13,7 +13,7 @@ import { AppError, validationError } from '../http/errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
 import { checkValue, requireAccess } from './crud.ts';
-import { historyCte, withHistory } from './history.ts';
+import { historyCte, historyEnabled, withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { wroteRows } from './statistics.ts';
 
@@ -661,7 +661,7 @@ async function insertDirectly(
       if ((await tx.query(existing, params.values)).rows.length > 0) return undefined;
       const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
       await tx.copyFrom(type.table, columns, csv);
-      await tx.query(recorded, history.values);
+      if (historyEnabled()) await tx.query(recorded, history.values);
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {
