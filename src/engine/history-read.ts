@@ -64,15 +64,17 @@ export async function fetchRecordHistory(
   return presented(await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict));
 }
 
+type StoredChanges = { old?: Record<string, unknown>; new?: Record<string, unknown> } | null;
+
 /** History rows as the API shows them: `changes` as {field: {old, new}}. */
 function presented(r: FetchResult): FetchResult {
   for (const row of r.rows) {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) continue;
     const rec = row as Row;
     if (rec.changes === undefined) continue;
-    const stored = rec.changes;
+    const stored = rec.changes as StoredChanges;
     const fields = Array.isArray(rec.field)
-      ? (rec.field as string[])
+      ? rec.field.map(String)
       : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
     rec.changes = presentChanges(fields, stored);
   }
