@@ -66,13 +66,15 @@ export async function fetchRecordHistory(
 
 type StoredChanges = { old?: Record<string, unknown>; new?: Record<string, unknown> } | null;
 
+const storedOf = (v: unknown): StoredChanges => (typeof v === 'object' && v !== null ? v : null);
+
 /** History rows as the API shows them: `changes` as {field: {old, new}}. */
 function presented(r: FetchResult): FetchResult {
   for (const row of r.rows) {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) continue;
     const rec = row as Row;
     if (rec.changes === undefined) continue;
-    const stored = rec.changes as StoredChanges;
+    const stored = storedOf(rec.changes);
     const fields = Array.isArray(rec.field)
       ? rec.field.map(String)
       : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
