@@ -162,7 +162,7 @@ export function planLoad(type: TypeDef, body: LoadBody, maxBatchRows: number): L
 // ---------------------------------------------------------------------------------------------
 // Check: rows → validated values (JS only)
 
-type Stored = string | number | boolean | null;
+export type Stored = string | number | boolean | null;
 
 /** checkValue's output as COPY text will carry it (json fields are already their JSON text). */
 function stored(v: unknown): Stored {
@@ -285,7 +285,7 @@ function dedupeKey(plan: LoadPlan, values: readonly Stored[]): string | undefine
  * One CSV line: `prefix` (numbers: the row number, or partition and audit ids) then every non-null
  * value quoted (quotes doubled); NULL is an unquoted empty field.
  */
-function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
+export function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
   let line = typeof prefix === 'number' ? String(prefix) : prefix.join(',');
   for (const v of values) {
     line += ',';

@@ -6,7 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
+import type { LoadBody } from '../../engine/loaddata.ts';
+import { loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { deleteSets, lookupForClient, refuseGeneralSetWrite, updateSet } from './service.ts';
+import { loadConditionRecords } from './splice.ts';
 
 const records = { response: { 200: envelopeSchema() } };
 const partitionParam = { partition: { type: 'string' } };
@@ -111,4 +114,31 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
       () => refuseGeneralSetWrite(),
     );
   }
+
+  app.post(
+    '/loaddata/CRCP',
+    {
+      config: { access: AUTHENTICATED },
+      schema: {
+        summary:
+          'Bulk load condition record items; with options.conditionRecords.splicing, cut the items they overlap',
+        tags,
+        body: loaddataBodySchema,
+        ...records,
+      },
+    },
+    async function loadCrcp(req) {
+      const result = await loadConditionRecords(
+        app.db,
+        req.principal!,
+        (req.body as { data: LoadBody }).data,
+        {
+          maxBatchRows: app.config.maxBatchRows,
+          onChunkError: (err, first, last) =>
+            req.log.error({ err, firstRow: first, lastRow: last }, 'CRCP chunk failed'),
+        },
+      );
+      return ok(req, [result]);
+    },
+  );
 }

@@ -1,0 +1,298 @@
+// `/loaddata/CRCP` over real HTTP on both databases: plain loads (overlaps with existing items are
+// row errors, the rest is written), every splicing case (cover, head, tail, inside/split, several
+// new items inside one, touching, same-day items) with setFields/resetFields, supersedeRecords true
+// and false (CRCIH rows or none), overlapping rows within one load, sets by uniqueName, bad options,
+// permissions, record history, and two concurrent loads into one set (the invariant holds).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness, type Reply } from '../helpers/app.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+const HEADER = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue', 'attribute1'];
+
+describe('CRCP loads', () => {
+  let h: Harness;
+  const call = (path: string, body?: unknown, who: { user: string; password: string } | null = admin) =>
+    h.call(path, { ...(who ? { basic: who } : {}), ...(body === undefined ? {} : { body }) });
+  const load = (data: unknown[][], options?: object, header = HEADER) =>
+    call('/loaddata/CRCP', { data: { header, data, ...(options ? { options } : {}) } });
+
+  async function newSet(keySize = 1): Promise<{ id: number; name: string }> {
+    const name = uniqueName('crcp');
+    const [s] = okData(await call('/add/CRCS', { data: { uniqueName: name, label: name, keySize } }));
+    return { id: s.id, name };
+  }
+
+  /** Items of a set as "key from..to value attribute1", sorted. */
+  async function items(setId: number): Promise<string[]> {
+    const rows = okData(
+      await call('/fetch/CRCI', {
+        data: { conditionRecordSetId: setId },
+        sortBy: ['key1', 'validFrom'],
+        endRow: 1000,
+      }),
+    );
+    return rows.map((r) => `${r.key1} ${r.validFrom}..${r.validTo} ${r.conditionValue} ${r.attribute1}`);
+  }
+
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('without splicing: overlaps with existing items are row errors, the rest is written', async () => {
+    const s = await newSet();
+    const [first] = okData(
+      await load([
+        [s.id, 'A', '2026-01-01', '2026-03-31', '1', null],
+        [s.name, 'B', '2026-01-01', '2026-12-31', '2', null],
+      ]),
+    );
+    assert.equal(first.inserted, 2);
+    assert.equal(first.invalid, 0);
+    const [second] = okData(
+      await load([
+        [s.id, 'A', '2026-03-31', '2026-04-30', '3', null],
+        [s.id, 'A', '2026-05-01', '2026-05-31', '4', null],
+        [s.id, 'C', '2026-01-01', '2026-01-01', 'x', null],
+        [s.id, 'C', '2026-02-01', '2026-01-31', '5', null],
+        [999999999, 'D', '2026-01-01', '2026-01-31', '5', null],
+        [s.id, 'E', '2026-01-01', '2026-01-31', '5', null, 'extra'],
+      ]),
+    );
+    assert.equal(second.inserted, 1);
+    assert.equal(second.invalid, 5);
+    assert.deepEqual(
+      second.errors.map((e: any) => [e.row, e.field ?? null]),
+      [
+        [0, 'validFrom'],
+        [2, 'conditionValue'],
+        [3, 'validTo'],
+        [4, 'conditionRecordSetId'],
+        [5, null],
+      ],
+    );
+    assert.match(second.errors[0].message, /overlaps item \d+\.CRCI \(valid 2026-01-01\.\.2026-03-31\)/);
+    assert.deepEqual(await items(s.id), [
+      'A 2026-01-01..2026-03-31 1 null',
+      'A 2026-05-01..2026-05-31 4 null',
+      'B 2026-01-01..2026-12-31 2 null',
+    ]);
+  });
+
+  test('splicing: cover, head, tail, split, several inside one, touching, same day; setFields/resetFields; no history', async () => {
+    const s = await newSet();
+    const existing = [
+      ['COVER', '2026-03-01', '2026-03-31'],
+      ['HEAD', '2026-01-01', '2026-06-30'],
+      ['TAIL', '2026-04-01', '2026-12-31'],
+      ['SPLIT', '2026-01-01', '2026-12-31'],
+      ['TOUCH', '2026-01-01', '2026-03-31'],
+      ['SAMEDAY', '2026-05-05', '2026-05-05'],
+      ['SAMEDAY2', '2026-01-01', '2026-12-31'],
+      ['MULTI', '2026-01-01', '2026-12-31'],
+    ];
+    okData(await load(existing.map(([k, f, t]) => [s.id, k, f, t, '1', 'old'])));
+    const [r] = okData(
+      await load(
+        [
+          [s.id, 'COVER', '2026-02-15', '2026-04-15', '2', 'new'],
+          [s.id, 'HEAD', '2026-04-01', '2026-12-31', '2', 'new'],
+          [s.id, 'TAIL', '2026-01-01', '2026-06-30', '2', 'new'],
+          [s.id, 'SPLIT', '2026-05-01', '2026-05-31', '2', 'new'],
+          [s.id, 'TOUCH', '2026-04-01', '2026-04-30', '2', 'new'],
+          [s.id, 'SAMEDAY', '2026-05-05', '2026-05-05', '2', 'new'],
+          [s.id, 'SAMEDAY2', '2026-05-05', '2026-05-05', '2', 'new'],
+          [s.id, 'MULTI', '2026-03-01', '2026-03-31', '2', 'new'],
+          [s.id, 'MULTI', '2026-06-01', '2026-06-30', '2', 'new'],
+        ],
+        {
+          conditionRecords: {
+            splicing: { setFields: { attribute1: 'cut' }, resetFields: ['conditionValue'] },
+          },
+        },
+      ),
+    );
+    assert.deepEqual(
+      { inserted: r.inserted, cut: r.cut, split: r.split, superseded: r.superseded, invalid: r.invalid },
+      { inserted: 9, cut: 2, split: 3, superseded: 2, invalid: 0 },
+    );
+    assert.deepEqual(await items(s.id), [
+      'COVER 2026-02-15..2026-04-15 2 new',
+      'HEAD 2026-01-01..2026-03-31 null cut',
+      'HEAD 2026-04-01..2026-12-31 2 new',
+      'MULTI 2026-01-01..2026-02-28 null cut',
+      'MULTI 2026-03-01..2026-03-31 2 new',
+      'MULTI 2026-04-01..2026-05-31 null cut',
+      'MULTI 2026-06-01..2026-06-30 2 new',
+      'MULTI 2026-07-01..2026-12-31 null cut',
+      'SAMEDAY 2026-05-05..2026-05-05 2 new',
+      'SAMEDAY2 2026-01-01..2026-05-04 null cut',
+      'SAMEDAY2 2026-05-05..2026-05-05 2 new',
+      'SAMEDAY2 2026-05-06..2026-12-31 null cut',
+      'SPLIT 2026-01-01..2026-04-30 null cut',
+      'SPLIT 2026-05-01..2026-05-31 2 new',
+      'SPLIT 2026-06-01..2026-12-31 null cut',
+      'TAIL 2026-01-01..2026-06-30 2 new',
+      'TAIL 2026-07-01..2026-12-31 null cut',
+      'TOUCH 2026-01-01..2026-03-31 1 old',
+      'TOUCH 2026-04-01..2026-04-30 2 new',
+    ]);
+    assert.equal(okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } })).length, 0);
+    // Record history (issue 12) saw the cut and the removal.
+    const hist = await h.db.query<{ action: string; n: number }>(
+      `SELECT action, count(*)::int AS n FROM record_history WHERE partition_id = $1 AND type_code = 'CRCI'
+          AND record_id IN (SELECT id FROM condition_records WHERE condition_record_set_id = $2
+                            UNION SELECT 0) GROUP BY action ORDER BY action`,
+      [h.partitionId, s.id],
+    );
+    assert.ok(
+      hist.rows.some((x) => x.action === 'UPDATE' && x.n >= 5),
+      JSON.stringify(hist.rows),
+    );
+  });
+
+  test('supersedeRecords: removed items and the state before each cut move to CRCIH', async () => {
+    const s = await newSet();
+    okData(
+      await load([
+        [s.id, 'X', '2026-03-01', '2026-03-31', '1', null],
+        [s.id, 'Y', '2026-01-01', '2026-12-31', '1', null],
+      ]),
+    );
+    const [r] = okData(
+      await load(
+        [
+          [s.id, 'X', '2026-01-01', '2026-12-31', '2', null],
+          [s.id, 'Y', '2026-06-01', '2026-06-30', '2', null],
+        ],
+        { conditionRecords: { splicing: { supersedeRecords: true } } },
+      ),
+    );
+    assert.deepEqual([r.inserted, r.cut, r.split, r.superseded], [2, 0, 1, 1]);
+    const hist = okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id }, sortBy: 'key1' }));
+    assert.deepEqual(
+      hist.map((x) => [x.key1, x.validFrom, x.validTo, x.reason, x.supersededBy !== null]),
+      [
+        ['X', '2026-03-01', '2026-03-31', 'SUPERSEDED', true],
+        ['Y', '2026-01-01', '2026-12-31', 'SUPERSEDED', true],
+      ],
+    );
+  });
+
+  test('rows of one load that overlap each other are row errors', async () => {
+    const s = await newSet(2);
+    const [r] = okData(
+      await load(
+        [
+          [s.id, 'A', 'P', '2026-01-01', '2026-01-31'],
+          [s.id, 'A', 'P', '2026-01-31', '2026-02-28'],
+          [s.id, 'A', 'Q', '2026-01-31', '2026-02-28'],
+          [s.id, 'A', 'P', '2026-02-01', '2026-02-28'],
+        ],
+        { conditionRecords: { splicing: {} } },
+        ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'validTo'],
+      ),
+    );
+    assert.equal(r.inserted, 3);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'validFrom']],
+    );
+    assert.match(r.errors[0].message, /row 0/);
+  });
+
+  test('bad header, options and permissions', async () => {
+    const s = await newSet();
+    expectError(await load([], undefined, ['key1', 'validFrom', 'validTo']), 400, -4, 'header');
+    expectError(await load([], undefined, [...HEADER, 'nope']), 400, -4, 'header.6');
+    expectError(await load([], undefined, [...HEADER, 'version']), 400, -4, 'header.6');
+    expectError(
+      await load([], { conditionRecords: { splicing: { setFields: { validTo: '2026-01-01' } } } }),
+      400,
+      -4,
+      'options.conditionRecords.splicing.setFields.validTo',
+    );
+    expectError(
+      await load([], { conditionRecords: { splicing: { setFields: { conditionValue: 'abc' } } } }),
+      400,
+      -4,
+      'options.conditionRecords.splicing.setFields.conditionValue',
+    );
+    expectError(
+      await load([], { conditionRecords: { splicing: { resetFields: ['key1'] } } }),
+      400,
+      -4,
+      'options.conditionRecords.splicing.resetFields.0',
+    );
+    expectError(await call('/loaddata/CRCI1', { data: { header: HEADER, data: [] } }), 400, -4);
+    expectError(
+      await call('/loaddata/P', { data: { header: ['sku'], data: [], options: { conditionRecords: {} } } }),
+      400,
+      -4,
+    );
+    await h.newUser('crcp_plain', 'crcp-password-1');
+    const body = { data: { header: HEADER, data: [[s.id, 'A', '2026-01-01', '2026-01-02', '1', null]] } };
+    expectError(
+      await call('/loaddata/CRCP', body, { user: 'crcp_plain', password: 'crcp-password-1' }),
+      403,
+      -3,
+    );
+    expectError(await call('/loaddata/CRCP', body, null), 401, -7);
+    // An editor outside the set's edit group gets row errors.
+    const g = await newSet();
+    okData(
+      await call(`/conditionrecordset.update/${g.id}`, {
+        data: { userGroupEdit: 'OTHERS' },
+        oldValues: { version: 0 },
+      }),
+    );
+    await h.newUser('crcp_ed', 'crcp-password-2', ['PB_CONDITIONRECORDEDITOR']);
+    const [r] = okData(
+      await call(
+        '/loaddata/CRCP',
+        { data: { header: HEADER, data: [[g.id, 'A', '2026-01-01', '2026-01-02', '1', null]] } },
+        { user: 'crcp_ed', password: 'crcp-password-2' },
+      ),
+    );
+    assert.equal(r.inserted, 0);
+    assert.match(r.errors[0].message, /not allowed/);
+  });
+
+  test('two concurrent spliced loads into one set: no overlap survives', async () => {
+    const s = await newSet();
+    const rowsOf = (offset: number) =>
+      Array.from({ length: 300 }, (_, i) => {
+        const month = String(1 + ((i + offset) % 12)).padStart(2, '0');
+        return [s.id, `K${i % 50}`, `2026-${month}-01`, `2026-${month}-20`, String(offset), null];
+      });
+    const opts = { conditionRecords: { splicing: { supersedeRecords: true } } };
+    const results = await Promise.all([load(rowsOf(0), opts), load(rowsOf(3), opts), load(rowsOf(5), opts)]);
+    for (const r of results) okData(r);
+    const overlaps = await h.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM condition_records a JOIN condition_records b
+          ON a.partition_id = b.partition_id AND a.condition_record_set_id = b.condition_record_set_id
+         AND a.key_sig = b.key_sig AND a.id < b.id AND a.valid_from <= b.valid_to AND a.valid_to >= b.valid_from
+       WHERE a.partition_id = $1 AND a.condition_record_set_id = $2`,
+      [h.partitionId, s.id],
+    );
+    assert.equal(overlaps.rows[0]!.n, 0);
+    assert.ok((await items(s.id)).length > 0);
+  });
+});
