@@ -14,6 +14,7 @@ type Who = { user: string; password: string };
 const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
 const editor: Who = { user: 'editor', password: 'editor-password-1' };
 const nobody: Who = { user: 'nobody', password: 'nobody-password-1' };
+const approver: Who = { user: 'approver', password: 'approver-password-1' };
 
 function okData(r: Reply): any[] {
   assert.equal(r.status, 200, r.text);
@@ -47,6 +48,7 @@ describe('data change requests', () => {
     runner = runnerFor(h).start();
     await h.newUser(editor.user, editor.password, ['ADMIN_WO_USER_MGMT']);
     await h.newUser(nobody.user, nobody.password, ['USERAUDIT']);
+    await h.newUser(approver.user, approver.password, ['WF_ADMIN']);
     okData(
       await call('/add/PAM', { data: { fieldName: 'attribute1', label: 'Weight', fieldType: 'NUMERIC' } }),
     );
@@ -408,6 +410,81 @@ describe('data change requests', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+
+  test('approval through a workflow: applied when approved (by a job), nothing when denied', async () => {
+    for (let i = 0; i < 7; i++) await product(`W-${i}`, { label: 'before' });
+    const [wfd] = okData(
+      await call('/add/WFD', {
+        data: {
+          uniqueName: 'dcr-approval',
+          approvableType: 'DCR',
+          condition: 'items >= 7',
+          steps: [{ name: 'Managers', approverUsers: ['approver'], rule: 'ANY' }],
+        },
+      }),
+    );
+    const sevenItems = async (label: string) => {
+      const dcr = await newDcr();
+      okData(
+        await call(`/dcrmanager.add/${dcr.id}`, {
+          data: [0, 1, 2, 3, 4, 5, 6].map((i) => ({ sku: `W-${i}`, label })),
+        }),
+      );
+      return dcr;
+    };
+    const pendingFor = async (dcr: { id: number }) => {
+      const active = okData(await call('/workflowsmanager.fetch/active', {}, approver));
+      const wf = active.find((w) => w.approvableTypedId === `${dcr.id}.DCR`);
+      assert.ok(wf, JSON.stringify(active));
+      return wf;
+    };
+    const state = async (dcr: { uniqueName: string }) =>
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0];
+
+    const dcr = await sevenItems('approved');
+    const [submitted] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(submitted.status, 'SUBMITTED');
+    assert.equal(submitted.workflowStatus, 'SUBMITTED');
+    assert.equal((await productBySku('W-0')).label, 'before');
+    expectError(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1', label: 'late' } }), 409, -1);
+    const wf = await pendingFor(dcr);
+    okData(
+      await call(
+        `/workflowsmanager.approve/${wf.id}`,
+        { data: { comment: 'ok' }, oldValues: { version: wf.version } },
+        approver,
+      ),
+    );
+    const deadline = Date.now() + 30_000;
+    while ((await state(dcr)).status !== 'APPLIED') {
+      assert.ok(Date.now() < deadline, JSON.stringify(await state(dcr)));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const applied = await state(dcr);
+    assert.equal(applied.workflowStatus, 'APPROVED');
+    const [job] = okData(await call(`/admin.fetchjst/${applied.jstId}`));
+    assert.equal(job.trackerType, 'DCR_SUBMIT');
+    assert.equal((await productBySku('W-6')).label, 'approved');
+
+    const denied = await sevenItems('denied');
+    okData(await call(`/dcrmanager.submit/${denied.id}`));
+    const wf2 = await pendingFor(denied);
+    okData(
+      await call(
+        `/workflowsmanager.deny/${wf2.id}`,
+        { data: { reason: 'no' }, oldValues: { version: wf2.version } },
+        approver,
+      ),
+    );
+    assert.equal((await state(denied)).status, 'DENIED');
+    assert.equal((await productBySku('W-0')).label, 'approved');
+    // A denied DCR can be changed and submitted again (here without a workflow: applied at once).
+    const [first] = okData(await call(`/dcrmanager.fetch/${denied.id}`, {}));
+    okData(await call(`/dcrmanager.delete/${denied.id}`, { data: { typedId: first.typedId } }));
+    okData(await call('/delete/WFD', { data: { typedId: wfd.typedId } }));
+    assert.equal(okData(await call(`/dcrmanager.submit/${denied.id}`))[0].status, 'APPLIED');
+    assert.equal((await productBySku('W-6')).label, 'denied');
+  });
 
   test("user groups: an item for a record outside the user's edit groups is refused", async () => {
     await product('G-1', { userGroupEdit: 'buyers' });

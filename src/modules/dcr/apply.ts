@@ -14,8 +14,9 @@ import { AppError, type FieldErrors } from '../../http/errors.ts';
 import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
-import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
-import { createJob } from '../../jobs/store.ts';
+import { restrictionOf } from '../../jobs/principal.ts';
+import { submitApprovable } from '../workflows/service.ts';
+import { queueApply, whileSubmitting } from './approval.ts';
 import { dcrRecord, scopeOf } from './service.ts';
 import * as store from './store.ts';
 import { findTargets, inTransaction, mayEdit, metaVersionOf, writerFor } from './target.ts';
@@ -23,11 +24,18 @@ import { writeItems, type Written } from './write.ts';
 
 type Obj = Record<string, unknown>;
 
-export const DCR_SUBMIT = 'DCR_SUBMIT';
+export { DCR_SUBMIT } from './approval.ts';
 
 export type ApplySummary = Written;
 
-/** Submits a DCR; answers the DCR (and `jstId` when it runs as a job). */
+/** States a DCR can be submitted from (a failed or denied one after fixing it). */
+const SUBMITTABLE = ['DRAFT', 'FAILED', 'DENIED'];
+
+/**
+ * Submits a DCR through the workflow engine; answers the DCR (with `jstId` when a job applies it).
+ * Approved at once (no workflow definition applies): applied now, or by a job when forced or above
+ * `asyncSubmitDCRThreshold`. Otherwise it waits SUBMITTED; the final approval queues the job.
+ */
 export async function submitDcr(
   db: Db,
   principal: Principal,
@@ -36,42 +44,35 @@ export async function submitDcr(
 ): Promise<Obj> {
   requireAccess(principal, 'DCR_EDIT');
   const id = store.parseDcrId(idText);
-  const queued = await db.transaction(async (tx) => {
+  const outcome = await db.transaction(async (tx): Promise<number | 'apply' | 'pending'> => {
     const dcr = await store.findDcrOrFail(tx, principal.partitionId, id, true);
-    if (dcr.status !== 'DRAFT' && dcr.status !== 'FAILED') {
+    if (!SUBMITTABLE.includes(dcr.status)) {
       throw new AppError(
         'CONFLICT',
-        `${dcr.unique_name} is ${dcr.status}: only DRAFT or FAILED DCRs can be submitted`,
+        `${dcr.unique_name} is ${dcr.status}: only ${SUBMITTABLE.join(', ')} DCRs can be submitted`,
       );
     }
+    await whileSubmitting(id, () => submitApprovable(tx, principal, 'DCR', id));
+    if ((await store.findDcrOrFail(tx, principal.partitionId, id)).status !== 'APPROVED') return 'pending';
     const count = await tx.query<{ n: string }>(
       'SELECT count(*) AS n FROM dcr_items WHERE partition_id = $1 AND dcr_id = $2',
       [principal.partitionId, id],
     );
-    const items = Number(count.rows[0]!.n);
     const threshold = await store.asyncThreshold(tx, principal.partitionId);
-    const async = forceAsync || (threshold !== undefined && items > threshold);
-    // No workflow definition for DCRs: the submit is the approval.
-    const state = { status: 'APPROVED', workflowStatus: 'APPROVED', submitted: true, messages: null };
-    if (!async) {
-      await store.setDcrState(tx, principal.partitionId, id, principal.userId, state);
-      return undefined;
-    }
-    const job = await createJob(tx, principal, {
-      jobName: `Apply ${dcr.unique_name} (${items} items)`,
-      trackerType: DCR_SUBMIT,
-      targetObject: `${id}.DCR`,
-      parameters: { dcrId: id, [RESTRICTION_PARAM]: restrictionOf(principal) },
-      maxAttempts: 1,
-    });
-    await store.setDcrState(tx, principal.partitionId, id, principal.userId, { ...state, jobId: job.id });
-    return job.id;
+    if (!forceAsync && (threshold === undefined || Number(count.rows[0]!.n) <= threshold)) return 'apply';
+    return queueApply(
+      tx,
+      principal.partitionId,
+      principal.userId,
+      { id, uniqueName: dcr.unique_name },
+      restrictionOf(principal),
+    );
   });
-  if (queued !== undefined) {
+  if (outcome === 'apply') await applyDcr(db, principal, id);
+  if (typeof outcome === 'number') {
     notifyJobQueued();
-    return { ...(await dcrRecord(db, principal, id)), jstId: queued };
+    return { ...(await dcrRecord(db, principal, id)), jstId: outcome };
   }
-  await applyDcr(db, principal, id);
   return dcrRecord(db, principal, id);
 }
 

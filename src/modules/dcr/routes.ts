@@ -7,6 +7,7 @@ import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
 import { submitDcr } from './apply.ts';
+import { registerDcrApprovable } from './approval.ts';
 import { addDcr, addItems, changesOnly, deleteItems, fetchItems, updateItems } from './service.ts';
 import { addMassOps, deleteMassOps, fetchMassOps, updateMassOps } from './massops.ts';
 
@@ -22,6 +23,7 @@ const list = { 200: envelopeSchema({}, true) };
 const idOf = (req: FastifyRequest): string => (req.params as { id: string }).id;
 
 export function dcrRoutes(app: FastifyInstance): void {
+  registerDcrApprovable();
   const cfg = app.config;
   const route = (summary: string, withId: boolean, listed = false, body: object = {}) => ({
     config: { access: 'DCR_EDIT' as const },

@@ -35,7 +35,7 @@ const DCR = findType('DCR')!;
 const DCRI = findType('DCRI')!;
 
 /** States in which items and mass changes may still change (a failed DCR can be fixed and resubmitted). */
-const EDITABLE = ['DRAFT', 'FAILED'];
+const EDITABLE = ['DRAFT', 'FAILED', 'DENIED'];
 
 export interface DcrScope {
   readonly dcr: store.DcrRow;
@@ -58,7 +58,7 @@ export async function editableDcr(q: Queryable, principal: Principal, idText: st
   if (!EDITABLE.includes(dcr.status)) {
     throw new AppError(
       'CONFLICT',
-      `${dcr.unique_name} is ${dcr.status}: only DRAFT or FAILED DCRs can change`,
+      `${dcr.unique_name} is ${dcr.status}: only DRAFT, FAILED or DENIED DCRs can change`,
     );
   }
   return scopeOf(q, principal, dcr);

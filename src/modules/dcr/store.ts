@@ -16,6 +16,7 @@ export interface DcrRow {
   readonly status: string;
   readonly workflow_status: string;
   readonly created_by: number | null;
+  readonly submitted_by: number | null;
   readonly version: number;
 }
 
@@ -114,6 +115,7 @@ export async function setDcrState(
     submitted?: boolean;
     applied?: boolean;
     jobId?: number;
+    submittedBy?: number;
     /** Only when the DCR is in this state (a failed apply must not overwrite another outcome). */
     from?: string;
   },
@@ -123,7 +125,7 @@ export async function setDcrState(
             messages = CASE WHEN $5::text IS NULL THEN messages ELSE $5::jsonb END,
             submitted_at = CASE WHEN $6 THEN now() ELSE submitted_at END,
             applied_at = CASE WHEN $7 THEN now() ELSE applied_at END,
-            job_id = coalesce($8, job_id),
+            job_id = coalesce($8, job_id), submitted_by = coalesce($11, submitted_by),
             version = version + 1, last_update_at = now(), last_update_by = $9
       WHERE partition_id = $1 AND id = $2 AND ($10::text IS NULL OR status = $10)`,
     [
@@ -137,6 +139,7 @@ export async function setDcrState(
       s.jobId ?? null,
       userId,
       s.from ?? null,
+      s.submittedBy ?? null,
     ],
   );
 }
