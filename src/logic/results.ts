@@ -48,11 +48,13 @@ export function resultObjects(
   logic: CompiledLogic,
   outcomes: readonly ElementOutcome[],
   explain: boolean,
+  /** Hidden elements too (explanations always include them; bulk callers may ask). */
+  includeHidden = explain,
 ): ResultObject[] {
   const out: ResultObject[] = [];
   logic.elements.forEach((el, i) => {
     const o = outcomes[i];
-    if (!o || (!explain && !isVisible(el.def))) return;
+    if (!o || (!includeHidden && !isVisible(el.def))) return;
     const def = el.def;
     out.push({
       resultName: def.elementName,

@@ -6,6 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
+import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import { bulkLogic, evaluateBulk, type BulkItem } from '../../src/modules/formulas/bulk.ts';
+import { LogicDate } from '../../src/logic/values.ts';
 
 type Client = (path: string, body?: unknown) => Promise<Reply>;
 
@@ -691,6 +694,59 @@ describe('pricing logics', () => {
       validTo: '2026-06-30',
       conditionValue: 0.1,
     });
+  });
+
+  test('bulk evaluator: many items, set-based reads (no SQL per item), per-item errors', async () => {
+    const principal: Principal = {
+      partitionId: h.partitionId,
+      partition: h.partition,
+      userId: 1,
+      loginName: 'admin',
+      roles: ['ADMIN'],
+      groups: [],
+      admin: true,
+      permissions: permissionsOfRoles(['ADMIN']),
+      via: 'basic',
+      restriction: null,
+    };
+    const targetDate = new LogicDate('2026-03-01');
+    const { logic } = await bulkLogic(h.db, principal, 'Price', targetDate);
+    const items: BulkItem[] = [];
+    for (let i = 0; i < 3000; i++)
+      items.push({
+        sku: 'MB-1',
+        customerId: 'C-1',
+        inputs: { Qty: i % 2 === 0 ? 20 : 5, Packing: i % 3 === 0 ? 'BOX' : 'PALLET' },
+      });
+    items.push({ sku: 'NOPE', inputs: { Qty: 1 } }, { sku: 'MB-1', inputs: {} });
+    const statements: string[] = [];
+    const q = {
+      query: (sql: string, params?: readonly unknown[]) => (statements.push(sql), h.db.query(sql, params)),
+    };
+    const batches = [];
+    for await (const b of evaluateBulk(q as any, principal, logic, items, {
+      targetDate,
+      limits: { maxSteps: 10_000, maxMs: 1000 },
+      batchSize: 1000,
+    }))
+      batches.push(b);
+    assert.equal(batches.length, 4);
+    const all = batches.flat();
+    assert.equal(all.length, 3002);
+    const price = (r: any) => r.results.find((x: any) => x.resultName === 'Price').result;
+    assert.equal(price(all[2]), 16.99, 'Qty 20, PALLET (the execute example)');
+    assert.equal(price(all[0]), null, 'BOX has no freight row');
+    assert.ok(
+      all[2]!.results!.some((x: any) => x.resultName === 'Discount'),
+      'hidden elements are in bulk results',
+    );
+    assert.match(all[3000]!.error!, /product NOPE not found/);
+    assert.match(all[3001]!.error!, /inputs.Qty: is required/);
+    // Per batch: policies/meta once, then products, customers, table meta and rows per table and pass.
+    assert.ok(
+      statements.length <= 40,
+      `${statements.length} statements for 3,002 items:\n${statements.join('\n---\n')}`,
+    );
   });
 
   test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {

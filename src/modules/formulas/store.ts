@@ -9,7 +9,7 @@ import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
 import { isRoundMode, type RoundMode } from '../../logic/functions/math.ts';
 import { ENDING_RULES, type EndingRule, type RoundingPolicy } from '../../logic/rounding.ts';
-import { D, LogicDate, RecordValue, parseIsoDate, type Value } from '../../logic/values.ts';
+import { D, LogicDate, RecordValue, parseIsoDate } from '../../logic/values.ts';
 
 type Row = Record<string, unknown>;
 
@@ -278,4 +278,17 @@ export async function roundingPolicies(q: Queryable, partitionId: number): Promi
   }));
 }
 
-export type { Value };
+/** Products or customers by business key, many at once (those the principal may see). */
+export async function masterRecords(
+  q: Queryable,
+  principal: Principal,
+  code: 'P' | 'C',
+  keys: readonly string[],
+): Promise<Map<string, Row>> {
+  const [table, keyColumn] = code === 'P' ? ['products', 'sku'] : ['customers', 'customer_id'];
+  const r = await q.query<Row>(
+    `SELECT * FROM ${ident(table)} WHERE partition_id = $1 AND ${ident(keyColumn)} = ANY($2::text[])`,
+    [principal.partitionId, keys],
+  );
+  return new Map(r.rows.filter((row) => visible(principal, row)).map((row) => [String(row[keyColumn]), row]));
+}

@@ -1,0 +1,156 @@
+// The bulk evaluator: one logic version over many items (product × optional customer × inputs), for
+// calculation grids and rebates. Items go in batches; per batch the products and customers are read
+// in one statement each, and everything the logic reads (lookup rows, extension rows, condition
+// records) is loaded set-based between evaluation passes — no SQL per item. A batch's data are
+// dropped after it, so memory stays constant per batch. A bad item (unknown product, bad inputs, a
+// limit hit) is that item's error, never the batch's.
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { AppError } from '../../http/errors.ts';
+import { LimitError, type LogicLimits } from '../../logic/env.ts';
+import type { ElementOutcome } from '../../logic/evaluate.ts';
+import type { CompiledLogic } from '../../logic/logic.ts';
+import { resultObjects, type ResultObject } from '../../logic/results.ts';
+import type { LogicDate, Value } from '../../logic/values.ts';
+import { BatchData, evaluateItems, type ItemSpec } from './data.ts';
+import { checkInputs, loadLogic } from './service.ts';
+import * as store from './store.ts';
+
+export interface BulkItem {
+  readonly sku: string;
+  readonly customerId?: string;
+  readonly inputs?: Record<string, unknown>;
+}
+
+export interface BulkResult {
+  readonly sku: string;
+  readonly customerId: string | null;
+  /** The result objects (all elements, hidden ones included), or null with `error`. */
+  readonly results: ResultObject[] | null;
+  readonly error: string | null;
+}
+
+export interface BulkOptions {
+  readonly targetDate: LogicDate;
+  readonly limits: LogicLimits;
+  /** Items per batch (default 5,000). */
+  readonly batchSize?: number;
+}
+
+/** The logic version valid at the date, compiled (cached), for a caller that evaluates in bulk. */
+export async function bulkLogic(q: Queryable, principal: Principal, uniqueName: string, date: LogicDate) {
+  return loadLogic(q, principal.partitionId, uniqueName, date);
+}
+
+/** Evaluates the logic over the items, yielding the results batch by batch, in item order. */
+export async function* evaluateBulk(
+  q: Queryable,
+  principal: Principal,
+  logic: CompiledLogic,
+  items: Iterable<BulkItem> | AsyncIterable<BulkItem>,
+  opts: BulkOptions,
+): AsyncGenerator<BulkResult[]> {
+  const size = Math.max(1, opts.batchSize ?? 5_000);
+  const policies = await store.roundingPolicies(q, principal.partitionId);
+  const [productMeta, customerMeta] = await Promise.all([
+    store.attributeTypes(q, principal.partitionId, 'P'),
+    store.attributeTypes(q, principal.partitionId, 'C'),
+  ]);
+  let batch: BulkItem[] = [];
+  const run = async (): Promise<BulkResult[]> => {
+    const skus = [...new Set(batch.map((i) => i.sku))];
+    const customerIds = [
+      ...new Set(batch.flatMap((i) => (i.customerId === undefined ? [] : [i.customerId]))),
+    ];
+    const products = await store.masterRecords(q, principal, 'P', skus);
+    const customers =
+      customerIds.length > 0
+        ? await store.masterRecords(q, principal, 'C', customerIds)
+        : new Map<string, Record<string, unknown>>();
+    const out: BulkResult[] = batch.map((i) => ({
+      sku: i.sku,
+      customerId: i.customerId ?? null,
+      results: null,
+      error: null,
+    }));
+    const specs: ItemSpec[] = [];
+    const at: number[] = [];
+    batch.forEach((item, n) => {
+      const product = products.get(item.sku);
+      const customer = item.customerId === undefined ? undefined : customers.get(item.customerId);
+      let error: string | undefined;
+      if (!product) error = `product ${item.sku} not found`;
+      else if (item.customerId !== undefined && !customer) error = `customer ${item.customerId} not found`;
+      let inputs: Record<string, Value> = {};
+      if (error === undefined) {
+        try {
+          inputs = checkInputs(logic.inputs, item.inputs);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          error = err.message;
+        }
+      }
+      if (error !== undefined) {
+        out[n] = { ...out[n]!, error };
+        return;
+      }
+      const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
+      roots.product = store.recordOf('P', product!, productMeta);
+      if (customer) roots.customer = store.recordOf('C', customer, customerMeta);
+      specs.push({
+        sku: item.sku,
+        ...(item.customerId === undefined ? {} : { customerId: item.customerId }),
+        roots,
+        inputs,
+      });
+      at.push(n);
+    });
+    const data = new BatchData(q, principal.partitionId, policies);
+    const outcomes = await evaluateSafely(logic, specs, data, opts);
+    outcomes.forEach((o, k) => {
+      const n = at[k]!;
+      out[n] =
+        'error' in o
+          ? { ...out[n]!, error: o.error }
+          : { ...out[n]!, results: resultObjects(logic, o.outcomes, false, true) };
+    });
+    return out;
+  };
+  for await (const item of items) {
+    batch.push(item);
+    if (batch.length >= size) {
+      yield await run();
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield await run();
+}
+
+type Outcome = { outcomes: ElementOutcome[] } | { error: string };
+
+/** Evaluates the batch; when a limit stops one item, the others are evaluated one by one. */
+async function evaluateSafely(
+  logic: CompiledLogic,
+  specs: readonly ItemSpec[],
+  data: BatchData,
+  opts: BulkOptions,
+): Promise<Outcome[]> {
+  const options = { targetDate: opts.targetDate, explain: false, limits: opts.limits };
+  try {
+    return (await evaluateItems(logic, specs, data, options)).map((outcomes) => ({ outcomes }));
+  } catch (err) {
+    if (!(err instanceof LimitError)) throw err;
+  }
+  const out: Outcome[] = [];
+  for (const spec of specs) {
+    try {
+      const [outcomes] = await evaluateItems(logic, [spec], data, options);
+      out.push({ outcomes: outcomes ?? [] });
+    } catch (err) {
+      if (!(err instanceof LimitError)) throw err;
+      out.push({ error: `logic stopped: ${err.message}` });
+    }
+  }
+  return out;
+}
