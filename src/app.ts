@@ -18,6 +18,7 @@ import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
+import { COMPONENT_SCHEMAS, documentRoute } from './http/openapi.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/accounts/token-routes.ts';
@@ -178,8 +179,16 @@ export async function buildApp({
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Ratecard API', version: RELEASE, description: 'Pricing-management REST API' },
+      info: {
+        title: 'Ratecard API',
+        version: RELEASE,
+        description: 'Pricing-management REST API',
+        license: { name: 'Proprietary (UNLICENSED)' },
+      },
+      // Paths are absolute (base path and partition included): the server is this one.
+      servers: [{ url: '/', description: 'this Ratecard server' }],
       components: {
+        schemas: { ...COMPONENT_SCHEMAS },
         securitySchemes: {
           basic: { type: 'http', scheme: 'basic' },
           session: { type: 'apiKey', in: 'header', name: `X-${config.productToken}-jwt` },
@@ -187,6 +196,7 @@ export async function buildApp({
       },
       security: [{ basic: [] }, { session: [] }],
     },
+    transform: documentRoute(config.basePath),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
