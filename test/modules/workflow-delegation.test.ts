@@ -81,6 +81,19 @@ describe('workflow delegation', () => {
     assert.equal(ended.version, d.version + 1);
     assertError(await call(ann, 'enddate', { data: { typedId: d.typedId } }), 400, -4);
     assertError(await call(ann, 'delete', { data: { id: ended.id } }), 400, -4);
+    // Record history, in the same transactions: the add, then the end.
+    const hist = await h.db.query<{ action: string; changed_fields: string[]; actor_login: string }>(
+      `SELECT action, changed_fields, actor_login FROM record_history
+        WHERE partition_id = $1 AND type_code = 'WFDG' AND record_id = $2 ORDER BY id`,
+      [h.partitionId, d.id],
+    );
+    assert.deepEqual(
+      hist.rows.map((r) => [r.action, r.actor_login, r.changed_fields.includes('endedAt')]),
+      [
+        ['ADD', 'ann', false],
+        ['UPDATE', 'ann', true],
+      ],
+    );
   });
 
   test('status is derived from the dates when read: past its end date it is ENDDATED without any call', async () => {

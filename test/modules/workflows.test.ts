@@ -245,6 +245,22 @@ describe('workflows', () => {
           ['bob', null],
         ],
       );
+      // Record history of the workflow (WF): added, then each change of status or step, by its actor.
+      const hist = await h.db.query<{
+        action: string;
+        changes: Record<string, { new: unknown }>;
+        actor_login: string;
+      }>(
+        `SELECT action, changes, actor_login FROM record_history
+          WHERE partition_id = $1 AND type_code = 'WF' AND record_id = $2 ORDER BY id`,
+        [h.partitionId, wf.id],
+      );
+      assert.equal(hist.rows[0]!.action, 'ADD');
+      const last = hist.rows.at(-1)!;
+      assert.deepEqual(
+        [last.action, last.actor_login, last.changes.workflowStatus?.new],
+        ['UPDATE', 'dan', 'APPROVED'],
+      );
       // Approving a finished workflow: 409.
       assertError(await act(ann, 'approve', done), 409, -1);
     });

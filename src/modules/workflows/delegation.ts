@@ -13,6 +13,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { loadTypeContext, selectList } from '../../engine/context.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
+import { recordHistory, type HistoryAction } from '../../engine/history.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { userIdByLogin } from './store.ts';
@@ -162,6 +163,29 @@ async function recordOf(q: Queryable, principal: Principal, id: number): Promise
   return r.rows[0];
 }
 
+const TRACKED = ['delegator', 'delegate', 'startDate', 'endDate', 'endedAt', 'note'] as const;
+
+/** Record history (WFDG) of a delegation write, from the record before and after it. */
+async function history(
+  q: Queryable,
+  principal: Principal,
+  action: HistoryAction,
+  before: Obj | undefined,
+  after: Obj | undefined,
+): Promise<void> {
+  const changes: Record<string, { old: unknown; new: unknown }> = {};
+  const norm = (v: unknown) => (v instanceof Date ? v.toISOString() : (v ?? null));
+  for (const f of TRACKED) {
+    const o = norm(before?.[f]);
+    const n = norm(after?.[f]);
+    if (o !== n) changes[f] = { old: o, new: n };
+  }
+  const rec = (after ?? before)!;
+  await recordHistory(q, principal, [
+    { typeCode: 'WFDG', recordId: Number(rec.id), action, changes, version: Number(rec.version) },
+  ]);
+}
+
 export async function checkDates(db: Db, principal: Principal, input: DelegationInput): Promise<Problem[]> {
   return (await check(db, principal, input)).problems;
 }
@@ -193,7 +217,9 @@ export async function addDelegation(db: Db, principal: Principal, input: Delegat
         principal.userId,
       ],
     );
-    return (await recordOf(q, principal, Number(r.rows[0]!.id)))!;
+    const added = (await recordOf(q, principal, Number(r.rows[0]!.id)))!;
+    await history(q, principal, 'ADD', undefined, added);
+    return added;
   });
 }
 
@@ -270,7 +296,9 @@ export async function updateDelegation(db: Db, principal: Principal, body: Targe
         WHERE partition_id = $1 AND id = $2`,
       [principal.partitionId, d.id, note, principal.userId],
     );
-    return (await recordOf(q, principal, Number(d.id)))!;
+    const changed = (await recordOf(q, principal, Number(d.id)))!;
+    await history(q, principal, 'UPDATE', d, changed);
+    return changed;
   });
 }
 
@@ -287,6 +315,7 @@ export async function deleteDelegation(db: Db, principal: Principal, body: Targe
       principal.partitionId,
       d.id,
     ]);
+    await history(q, principal, 'DELETE', d, undefined);
     return d;
   });
 }
@@ -307,6 +336,8 @@ export async function endDelegation(db: Db, principal: Principal, body: TargetBo
         WHERE partition_id = $1 AND id = $2`,
       [principal.partitionId, d.id, principal.userId],
     );
-    return (await recordOf(q, principal, Number(d.id)))!;
+    const ended = (await recordOf(q, principal, Number(d.id)))!;
+    await history(q, principal, 'UPDATE', d, ended);
+    return ended;
   });
 }

@@ -13,6 +13,7 @@
 import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
+import { recordHistory } from '../../engine/history.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
@@ -43,10 +44,8 @@ import {
   type WorkflowRow,
 } from './store.ts';
 
-export interface Actor {
-  readonly partitionId: number;
-  readonly userId: number;
-}
+/** Who acts: the request's principal (record history names him as the actor). */
+export type Actor = Principal;
 
 /** What a transition works on: the workflow, its approvable, and the record conditions read. */
 interface Run {
@@ -108,6 +107,17 @@ async function notify(
   );
 }
 
+/** A workflow's new state, with its record history (WF) in the same transaction. */
+async function state(
+  q: Queryable,
+  actor: Actor,
+  id: number,
+  next: { status: WorkflowStatus; currentStep: number | null },
+): Promise<void> {
+  const entry = await setWorkflowState(q, actor.partitionId, id, actor.userId, next);
+  if (Object.keys(entry.changes).length > 0) await recordHistory(q, actor, [entry]);
+}
+
 /**
  * Starts the first step from `from` whose condition holds (the others are SKIPPED): resolves its
  * approvers and watchers and notifies them. Answers the step started, or null when none is left.
@@ -138,7 +148,7 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
     await insertAssignees(q, pid, run.wf.id, n, 'WATCHER', watchers.ids);
     await setStepStatus(q, pid, run.wf.id, { from: n }, 'ACTIVE');
     await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'STEP_STARTED', userId: null });
-    await setWorkflowState(q, pid, run.wf.id, run.actor.userId, { status: 'SUBMITTED', currentStep: n });
+    await state(q, run.actor, run.wf.id, { status: 'SUBMITTED', currentStep: n });
     const delegates = await activeDelegates(q, pid, approvers.ids);
     await notify(q, run, [...approvers.ids, ...delegates], 'Approval required', 'INFO');
     await notify(q, run, watchers.ids, `Step ${step.name ?? n} reached`, 'INFO');
@@ -158,7 +168,7 @@ async function finish(
     await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'ACTIVE' }, 'CANCELLED');
     await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'WAITING' }, 'CANCELLED');
   }
-  await setWorkflowState(q, pid, run.wf.id, run.actor.userId, { status, currentStep: null });
+  await state(q, run.actor, run.wf.id, { status, currentStep: null });
   await run.approvable.onStatus(q, { ...run.actor, id: run.wf.approvableId, workflowId: run.wf.id }, status);
   const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
   if (submitter !== null) everyone.push(submitter);
@@ -199,6 +209,21 @@ export async function submitApprovable(
     userId: actor.userId,
   });
   if (wfId === undefined) throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
+  await recordHistory(q, actor, [
+    {
+      typeCode: 'WF',
+      recordId: wfId,
+      action: 'ADD',
+      changes: {
+        code: { old: null, new: typeCode },
+        approvableId: { old: null, new: id },
+        workflowStatus: { old: null, new: 'SUBMITTED' },
+        definitionName: { old: null, new: definition?.name ?? null },
+        definitionVersion: { old: null, new: definition?.version ?? null },
+      },
+      version: 0,
+    },
+  ]);
   const run: Run = {
     actor,
     wf: { id: wfId, code: typeCode, approvableId: id, label: record.label ?? null },
@@ -328,7 +353,7 @@ export async function approveWorkflow(
     const step = (await stepOf(q, pid, wf.id, n))!;
     const open = (await assigneesOf(q, pid, wf.id, 'APPROVER', n)).filter((a) => a.decision === null);
     if (step.rule === 'ALL' && open.length > 0) {
-      await setWorkflowState(q, pid, wf.id, principal.userId, { status: 'SUBMITTED', currentStep: n });
+      await state(q, principal, wf.id, { status: 'SUBMITTED', currentStep: n });
       return wf.id;
     }
     await setStepStatus(q, pid, wf.id, { from: n }, 'APPROVED');

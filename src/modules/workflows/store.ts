@@ -3,6 +3,7 @@
 // the sets of workflows a user takes part in or must decide. Every statement is scoped by partition.
 
 import type { Queryable } from '../../db/db.ts';
+import type { HistoryEntry } from '../../engine/history.ts';
 import type { StepDef } from './definitions.ts';
 import type { WorkflowStatus } from './approvables.ts';
 
@@ -68,21 +69,28 @@ export async function insertWorkflow(q: Queryable, pid: number, w: NewWorkflow):
   return r.rows[0]?.id;
 }
 
-/** Status, current step and version of a workflow after a transition. */
+/** Status, current step and version of a workflow after a transition; answers the record history entry. */
 export async function setWorkflowState(
   q: Queryable,
   pid: number,
   id: number,
   userId: number,
   state: { status: WorkflowStatus; currentStep: number | null },
-): Promise<void> {
-  await q.query(
-    `UPDATE workflows SET workflow_status = $3, current_step = $4, version = version + 1,
+): Promise<HistoryEntry> {
+  const r = await q.query<{ oldStatus: string; oldStep: number | null; version: number }>(
+    `UPDATE workflows w SET workflow_status = $3, current_step = $4, version = w.version + 1,
             end_date = CASE WHEN $3 = 'SUBMITTED' THEN NULL ELSE now() END,
             last_update_at = now(), last_update_by = $5
-      WHERE partition_id = $1 AND id = $2`,
+       FROM (SELECT workflow_status, current_step FROM workflows WHERE partition_id = $1 AND id = $2) o
+      WHERE w.partition_id = $1 AND w.id = $2
+      RETURNING o.workflow_status AS "oldStatus", o.current_step AS "oldStep", w.version`,
     [pid, id, state.status, state.currentStep, userId],
   );
+  const old = r.rows[0]!;
+  const changes: Record<string, { old: unknown; new: unknown }> = {};
+  if (old.oldStatus !== state.status) changes.workflowStatus = { old: old.oldStatus, new: state.status };
+  if (old.oldStep !== state.currentStep) changes.currentStep = { old: old.oldStep, new: state.currentStep };
+  return { typeCode: 'WF', recordId: id, action: 'UPDATE', changes, version: old.version };
 }
 
 export async function insertSteps(q: Queryable, pid: number, wfId: number, steps: readonly StepDef[]) {
