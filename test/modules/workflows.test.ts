@@ -248,7 +248,7 @@ describe('workflows', () => {
       // Record history of the workflow (WF): added, then each change of status or step, by its actor.
       const hist = await h.db.query<{
         action: string;
-        changes: Record<string, { new: unknown }>;
+        changes: { new?: Record<string, unknown> };
         actor_login: string;
       }>(
         `SELECT action, changes, actor_login FROM record_history
@@ -258,7 +258,7 @@ describe('workflows', () => {
       assert.equal(hist.rows[0]!.action, 'ADD');
       const last = hist.rows.at(-1)!;
       assert.deepEqual(
-        [last.action, last.actor_login, last.changes.workflowStatus?.new],
+        [last.action, last.actor_login, last.changes.new?.workflowStatus],
         ['UPDATE', 'dan', 'APPROVED'],
       );
       // Approving a finished workflow: 409.
