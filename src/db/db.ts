@@ -1,66 +1,13 @@
 // The one door to the database: a small `Db` interface with two adapters (embedded PGlite and
 // PostgreSQL through `pg`). Both speak the same SQL, parse values the same way, and run the same
-// migrations; nothing above this layer knows which one it has.
+// migrations; nothing above this layer knows which one it has. The interface lives in ./types.ts and
+// the shared value parsing in ./parse.ts, which the adapters import: no import cycle through here.
 
 import type { Config } from '../config.ts';
 
-export interface QueryResult<R> {
-  readonly rows: R[];
-  readonly rowCount: number;
-}
-
-export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
-}
-
-/** A connection inside a transaction. */
-export interface Tx extends Queryable {
-  /** Runs a script of several statements without parameters (migrations). */
-  execScript(sql: string): Promise<void>;
-  /**
-   * Bulk-loads one chunk of CSV text (no header, `FORMAT csv`, NULL as an unquoted empty field)
-   * into `table(columns)` with COPY. Names come from the registry; the caller checks them.
-   */
-  copyFrom(table: string, columns: readonly string[], csv: string): Promise<number>;
-}
-
-export interface PoolStats {
-  readonly total: number;
-  readonly idle: number;
-  readonly waiting: number;
-}
-
-/**
- * Committed changes of what authentication reads (migration 022 notifies the channel `rc_auth`).
- * A cache may keep what it read at `generation` for as long as the generation stays the same and the
- * feed is `live`.
- */
-export interface ChangeFeed {
-  /** Grows with every change seen: the committing connection's own before its COMMIT returns,
-   * other processes' within milliseconds. */
-  readonly generation: number;
-  /** False while no listener is connected (changes could be missed): trust no cache then. */
-  readonly live: boolean;
-}
-
-export interface Db extends Queryable {
-  readonly kind: 'embedded' | 'postgres';
-  /** Changes of authentication data, where the database can tell them (PostgreSQL). */
-  readonly authChanges?: ChangeFeed;
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  poolStats(): PoolStats;
-  close(): Promise<void>;
-}
-
-/** int8 as a JS number while it is exact, as a string beyond 2^53 (never a BigInt: JSON can't hold it). */
-export function parseInt8(text: string): number | string {
-  const n = Number(text);
-  return Number.isSafeInteger(n) ? n : text;
-}
-
-/** Type OIDs parsed the same way on both adapters. */
-export const OID = { INT8: 20, DATE: 1082, NUMERIC: 1700 } as const;
+export type { ChangeFeed, Db, PoolStats, Queryable, QueryResult, Tx } from './types.ts';
+export { OID, parseInt8 } from './parse.ts';
+import type { Db } from './types.ts';
 
 export async function createDb(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'> &

@@ -5,7 +5,8 @@ import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { OID, parseInt8, type ChangeFeed, type Db, type QueryResult, type Tx } from './db.ts';
+import { OID, parseInt8 } from './parse.ts';
+import type { ChangeFeed, Db, QueryResult, Tx } from './types.ts';
 import { ident } from './sql.ts';
 import { checkDeadline, remainingMs } from './deadline.ts';
 

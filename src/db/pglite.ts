@@ -7,7 +7,8 @@ import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
-import { OID, parseInt8, type Db, type QueryResult, type Tx } from './db.ts';
+import { OID, parseInt8 } from './parse.ts';
+import type { Db, QueryResult, Tx } from './types.ts';
 import { ident } from './sql.ts';
 import { checkDeadline } from './deadline.ts';
 

@@ -4,7 +4,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { loadTypeContext } from './context.ts';
-import { requireAccess } from './crud.ts';
+import { requireAccess } from './access-check.ts';
 import { allTypes, type TypeDef } from './registry.ts';
 
 export function listTypes(): { typeCode: string; label: string }[] {

@@ -13,6 +13,7 @@ import type { Principal } from '../../src/access/access.ts';
 import { Params } from '../../src/db/sql.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../src/engine/criteria.ts';
 import { loadTypeContext, rowScope } from '../../src/engine/context.ts';
+import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
 
@@ -307,13 +308,16 @@ describe(
       ['iContains on an indexed attribute', leaf('attribute1', 'iContains', '4999')],
     ];
 
-    test('no sequential scan for the fetch page, nor for its count', async () => {
+    test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {
+      const principal = { partitionId: h.partitionId, admin: true, groups: [] } as unknown as Principal;
+      const tc = await loadTypeContext(h.db, principal, P);
       for (const [name, filter] of FILTERS) {
-        const { where, params } = await compiled(h, adv(filter));
-        for (const sql of [
-          `SELECT t.* FROM products t WHERE ${where} ORDER BY t.id LIMIT 100`,
-          `SELECT count(*) FROM products t WHERE ${where}`,
-        ]) {
+        const body = { data: adv(filter), startRow: 0, endRow: 100 };
+        const c = compileFetch(planFetch(tc, principal, body, 1000));
+        for (const [sql, params] of [
+          [c.sql, c.params],
+          [c.countSql, c.countParams],
+        ] as const) {
           const plan = (await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows
             .map((r) => r['QUERY PLAN'])
             .join('\n');

@@ -1,0 +1,65 @@
+// How a write or a fetch names one record: `typedId`, `id`, or the whole business key; and the
+// select of that record within the principal's row scope.
+
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
+import { Params, ident, qualified } from '../db/sql.ts';
+import { validationError } from '../http/errors.ts';
+import { rowScope, selectList, type TypeContext } from './context.ts';
+import type { TypeDef } from './registry.ts';
+
+type Obj = Record<string, unknown>;
+type Row = Record<string, unknown>;
+
+export type Address = { readonly id: number } | { readonly key: readonly unknown[] };
+
+export function parseId(type: TypeDef, v: unknown, field: string): number {
+  const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : '';
+  const m = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/.exec(text);
+  if (!m || (m[2] !== undefined && m[2] !== type.code)) {
+    throw validationError(field, `${JSON.stringify(v)} is not an id or typedId of type ${type.code}`);
+  }
+  return Number(m[1]);
+}
+
+/** A record is addressed by `typedId`, `id`, or its whole business key. */
+export function addressOf(type: TypeDef, data: Obj): Address | undefined {
+  if (data.typedId !== undefined && data.typedId !== null)
+    return { id: parseId(type, data.typedId, 'typedId') };
+  if (data.id !== undefined && data.id !== null) return { id: parseId(type, data.id, 'id') };
+  const given = (v: unknown) => (typeof v === 'string' && v !== '') || typeof v === 'number';
+  if (type.businessKey.every((k) => given(data[k]))) {
+    return { key: type.businessKey.map((k) => data[k]) };
+  }
+  return undefined;
+}
+
+export function requireAddress(type: TypeDef, data: Obj): Address {
+  const a = addressOf(type, data);
+  if (!a) throw validationError('typedId', `give typedId or ${type.businessKey.join(' + ')}`);
+  return a;
+}
+
+export async function selectOne(
+  q: Queryable,
+  tc: TypeContext,
+  principal: Principal,
+  address: Address,
+  forUpdate: boolean,
+  includeDeleted = false,
+): Promise<Row | undefined> {
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't', { includeDeleted });
+  const match =
+    'id' in address
+      ? `t.id = ${params.add(address.id)}`
+      : tc.type.businessKey
+          .map((k, i) => `${qualified('t', tc.fields.get(k)!.column)} = ${params.add(address.key[i])}`)
+          .join(' AND ');
+  const extra = includeDeleted && tc.type.deleteMode === 'soft' ? ', t.deleted_at AS "__deleted"' : '';
+  const r = await q.query<Row>(
+    `SELECT ${selectList(tc)}${extra} FROM ${ident(tc.type.table)} t WHERE ${scope} AND ${match}${forUpdate ? ' FOR UPDATE' : ''}`,
+    params.values,
+  );
+  return r.rows[0];
+}

@@ -1,0 +1,198 @@
+// Changes by filter: delete-by-filter, massedit and resetcolumn, each as plan → compile → run: the
+// plan checks the request against the type (filter resolved, edits validated), compile makes one
+// statement (with its record history), run executes it in one transaction.
+
+import type { Principal } from '../access/access.ts';
+import type { Db, Tx } from '../db/db.ts';
+import { Params, ident } from '../db/sql.ts';
+import { AppError, validationError } from '../http/errors.ts';
+import { requireAccess } from './access-check.ts';
+import {
+  compileCriteria,
+  parseCriteria,
+  resolveCriteria,
+  type CriteriaNode,
+  type ResolvedCriteria,
+} from './criteria.ts';
+import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
+import { extensionNameOf, type FetchBody } from './fetch.ts';
+import type { FieldDef, TypeDef } from './registry.ts';
+import { checkValue, editableField } from './value-check.ts';
+import { coerceValue } from './values.ts';
+import { countWritten, written } from './write.ts';
+
+function countLeaves(node: CriteriaNode): number {
+  if (node.kind === 'leaf' || node.kind === 'match') return 1;
+  return node.children.reduce((n: number, c) => n + countLeaves(c), 0);
+}
+
+export interface BatchResult {
+  readonly count: number;
+  readonly ignored: readonly { field: string; message: string }[];
+}
+
+/** A change by filter checked against its type; `sets` empty means delete. */
+interface BulkPlan {
+  readonly tc: TypeContext;
+  readonly principal: Principal;
+  readonly filter: ResolvedCriteria;
+  readonly edits: readonly Edit[];
+}
+
+/** One validated massedit change. */
+type Edit =
+  | { readonly field: FieldDef; readonly op: 'null' }
+  | { readonly field: FieldDef; readonly op: '='; readonly value: unknown }
+  | { readonly field: FieldDef; readonly op: '+' | '-' | '*' | '/'; readonly operand: string | number };
+
+/** The statement of a plan (record history included): a delete, or an update of the edits. */
+function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
+  const { tc, principal } = plan;
+  const table = ident(tc.type.table);
+  const params = new Params();
+  const sets = plan.edits.map((e) => {
+    const col = ident(e.field.column);
+    if (e.op === 'null') return `${col} = NULL`;
+    if (e.op === '=') return `${col} = ${params.add(e.value)}`;
+    const current = e.field.storedAsText ? `rc_try_numeric(${col})` : col;
+    let expr = `${current} ${e.op} ${params.add(e.operand)}::numeric`;
+    if (e.field.type === 'integer') expr = `round(${expr})`;
+    return `${col} = (${expr})${e.field.storedAsText ? '::text' : ''}`;
+  });
+  const audit = () =>
+    `version = t.version + 1, last_update_at = now(), last_update_by = ${params.add(principal.userId)}`;
+  let stmt: string;
+  if (sets.length > 0) {
+    stmt = `UPDATE ${table} t SET ${[...sets, audit()].join(', ')} WHERE `;
+  } else if (tc.type.deleteMode === 'soft') {
+    stmt = `UPDATE ${table} t SET deleted_at = now(), ${audit()} WHERE `;
+  } else {
+    stmt = `DELETE FROM ${table} t WHERE `;
+  }
+  stmt += `${rowScope(tc, principal, params, 't', { forEdit: true })} AND ${compileCriteria(plan.filter, params, 't')}`;
+  return { sql: written(stmt, tc, principal, params, 'count'), params };
+}
+
+/** Runs a plan's statement in one transaction; answers the number of records changed. */
+async function runBulk(db: Db, load: (tx: Tx) => Promise<BulkPlan>): Promise<number> {
+  return db.transaction(async (tx) => {
+    const { sql, params } = compileBulk(await load(tx));
+    return countWritten(tx, sql, params);
+  });
+}
+
+/**
+ * Deletes every visible, editable record matching the filter. `lenient` is the legacy
+ * `/delete/{TC}/batch`: invalid clauses are dropped and reported — but a filter whose clauses were
+ * all invalid is refused rather than deleting the whole type.
+ */
+export async function deleteByFilter(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  body: FetchBody,
+  lenient: boolean,
+): Promise<BatchResult> {
+  requireAccess(principal, type.access.write);
+  let ignored: BatchResult['ignored'] = [];
+  const count = await runBulk(db, async (tx) => {
+    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.data));
+    const tree = parseCriteria(
+      body.data,
+      body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
+    );
+    const { criteria, dropped } = resolveCriteria(tree, tc.fields, { lenient });
+    if (lenient && dropped.length > 0 && dropped.length >= countLeaves(tree.root)) {
+      throw new AppError(
+        'VALIDATION',
+        'Every filter clause is invalid: refusing to delete without a filter',
+        {
+          errors: Object.fromEntries(dropped.map((d) => [d.field, { errorMessage: d.message }])),
+        },
+      );
+    }
+    ignored = dropped;
+    return { tc, principal, filter: criteria, edits: [] };
+  });
+  return { count, ignored };
+}
+
+export interface MassEditBody {
+  readonly filterCriteria?: unknown;
+  readonly massEditRecords: readonly { fieldName: string; massEditOperator: string; fieldValue?: unknown }[];
+}
+
+/** The massedit changes, each checked against its field. */
+function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
+  const seen = new Set<string>();
+  return body.massEditRecords.map((edit, i): Edit => {
+    const at = `massEditRecords.${i}`;
+    const field = editableField(tc, edit.fieldName, `${at}.fieldName`);
+    if (seen.has(field.name)) throw validationError(`${at}.fieldName`, `${field.name} is changed twice`);
+    seen.add(field.name);
+    const op = edit.massEditOperator;
+    if (op === 'null') {
+      if (field.required) throw validationError(`${at}.massEditOperator`, `${field.name} is required`);
+      return { field, op };
+    }
+    if (op === '=') {
+      const v = checkValue(field, edit.fieldValue);
+      if (typeof v === 'string') throw validationError(`${at}.fieldValue`, v);
+      return { field, op, value: v.value };
+    }
+    if (op === '+' || op === '-' || op === '*' || op === '/') {
+      if (field.type !== 'decimal' && field.type !== 'integer') {
+        throw validationError(
+          `${at}.massEditOperator`,
+          `${op} needs a numeric field; ${field.name} is ${field.type}`,
+        );
+      }
+      const operand = coerceValue('decimal', edit.fieldValue);
+      if (operand === undefined || typeof operand === 'boolean')
+        throw validationError(`${at}.fieldValue`, 'must be a number');
+      if (op === '/' && Number(operand) === 0) throw validationError(`${at}.fieldValue`, 'division by zero');
+      return { field, op, operand };
+    }
+    throw validationError(
+      `${at}.massEditOperator`,
+      `unknown operator ${JSON.stringify(op)} (=, +, -, *, /, null)`,
+    );
+  });
+}
+
+export async function massEdit(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  body: MassEditBody,
+): Promise<number> {
+  requireAccess(principal, type.access.write);
+  if (!type.massEditable) throw validationError('typeCode', `${type.code} is not mass-editable`);
+  if (body.massEditRecords.length === 0)
+    throw validationError('massEditRecords', 'must name at least one change');
+  return runBulk(db, async (tx) => {
+    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.filterCriteria));
+    const edits = planEdits(tc, body);
+    const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields).criteria;
+    return { tc, principal, filter, edits };
+  });
+}
+
+export async function resetColumn(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  column: string,
+): Promise<number> {
+  requireAccess(principal, type.access.write);
+  const tc = await loadTypeContext(db, principal, type);
+  const f = editableField(tc, column, 'columnName');
+  if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
+  return db.transaction(async (tx) => {
+    const params = new Params();
+    const update = `UPDATE ${ident(type.table)} t SET ${ident(f.column)} = NULL, version = t.version + 1, last_update_at = now(),
+              last_update_by = ${params.add(principal.userId)}
+        WHERE ${rowScope(tc, principal, params, 't', { forEdit: true })} AND t.${ident(f.column)} IS NOT NULL`;
+    return countWritten(tx, written(update, tc, principal, params, 'count'), params);
+  });
+}

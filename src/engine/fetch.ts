@@ -1,0 +1,253 @@
+// Fetch: `/fetch/{TC}` as plan → compile → run. `planFetch` checks the request against the type
+// (paging, output fields, filter resolved against the fields), `compileFetch` turns the plan into SQL
+// (page and exact count in one statement), `runFetch` executes it and maps rows to API records.
+// `fetchOne` is `/fetch/{TC}/{id}`.
+
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
+import { Params, ident, qualified } from '../db/sql.ts';
+import { notFound, validationError } from '../http/errors.ts';
+import { requireAccess } from './access-check.ts';
+import { parseId, selectOne } from './addressing.ts';
+import {
+  compileCriteria,
+  compileSort,
+  parseCriteria,
+  resolveCriteria,
+  type ResolvedCriteria,
+} from './criteria.ts';
+import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import type { TypeDef } from './registry.ts';
+
+type Obj = Record<string, unknown>;
+type Row = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface FetchBody {
+  readonly startRow?: number;
+  readonly endRow?: number;
+  readonly sortBy?: unknown;
+  readonly data?: unknown;
+  readonly textMatchStyle?: string;
+  readonly resultFields?: readonly string[];
+  readonly valueFields?: readonly string[];
+  readonly distinctResults?: boolean;
+}
+
+export interface FetchResult {
+  readonly rows: unknown[];
+  readonly startRow: number;
+  readonly endRow: number;
+  readonly totalRows: number;
+}
+
+/** The extension table a request is about: `name` in simple criteria or a top-level `name equals`. */
+export function extensionNameOf(criteria: unknown): string | undefined {
+  if (!isObj(criteria)) return undefined;
+  if (typeof criteria.name === 'string') return criteria.name;
+  if (criteria.fieldName === 'name' && criteria.operator === 'equals' && typeof criteria.value === 'string') {
+    return criteria.value;
+  }
+  if (criteria.operator === 'and' && Array.isArray(criteria.criteria)) {
+    for (const c of criteria.criteria) {
+      const n = extensionNameOf(c);
+      if (n !== undefined) return n;
+    }
+  }
+  return undefined;
+}
+
+function paging(body: FetchBody, maxPageSize: number): { start: number; end: number } {
+  const start = body.startRow ?? 0;
+  const end = body.endRow ?? start + Math.min(300, maxPageSize);
+  if (end < start) throw validationError('endRow', 'must not be less than startRow');
+  if (end - start > maxPageSize) throw validationError('endRow', `a page holds at most ${maxPageSize} rows`);
+  return { start, end };
+}
+
+function outputFields(
+  tc: TypeContext,
+  names: readonly string[] | undefined,
+  param: string,
+): string[] | undefined {
+  if (names === undefined) return undefined;
+  if (names.length === 0) throw validationError(param, 'must name at least one field');
+  for (const n of names) {
+    if (n !== 'typedId' && !tc.fields.has(n))
+      throw validationError(param, `unknown field ${JSON.stringify(n)}`);
+  }
+  return [...new Set(names)];
+}
+
+/** A fetch checked against its type: everything compile needs, nothing read from the database yet. */
+export interface FetchPlan {
+  readonly tc: TypeContext;
+  readonly principal: Principal;
+  readonly start: number;
+  readonly end: number;
+  /** Output fields (resultFields / valueFields); all of them when undefined. */
+  readonly names: readonly string[] | undefined;
+  readonly asArrays: boolean;
+  readonly distinct: boolean;
+  readonly sortBy: unknown;
+  /** The client's filter, and the server's restriction ANDed to it (compiled separately). */
+  readonly filters: readonly ResolvedCriteria[];
+}
+
+/** The SQL of a plan: the page with its exact count, and the count alone (past the last page). */
+export interface CompiledFetch {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+  readonly countSql: string;
+  readonly countParams: readonly unknown[];
+}
+
+function resolveFilter(tc: TypeContext, data: unknown, textMatchStyle?: string): ResolvedCriteria {
+  const tree = parseCriteria(data, textMatchStyle === undefined ? {} : { textMatchStyle });
+  return resolveCriteria(tree, tc.fields).criteria;
+}
+
+/**
+ * `restrict`: AdvancedCriteria the server ANDs to the client's filter (a manager operation's own
+ * condition, such as "these ids" or "this extension table"); resolved separately, so the client's
+ * simple criteria and textMatchStyle keep their meaning.
+ */
+export function planFetch(
+  tc: TypeContext,
+  principal: Principal,
+  body: FetchBody,
+  maxPageSize: number,
+  restrict?: Obj,
+): FetchPlan {
+  const { start, end } = paging(body, maxPageSize);
+  if (body.resultFields !== undefined && body.valueFields !== undefined) {
+    throw validationError('valueFields', 'give resultFields or valueFields, not both');
+  }
+  const asArrays = body.valueFields !== undefined;
+  const names = outputFields(
+    tc,
+    body.valueFields ?? body.resultFields,
+    asArrays ? 'valueFields' : 'resultFields',
+  );
+  const distinct = body.distinctResults === true;
+  if (distinct && names === undefined)
+    throw validationError('distinctResults', 'needs resultFields or valueFields');
+  const filters = [resolveFilter(tc, body.data, body.textMatchStyle)];
+  if (restrict !== undefined) filters.push(resolveFilter(tc, restrict));
+  return { tc, principal, start, end, names, asArrays, distinct, sortBy: body.sortBy, filters };
+}
+
+export function compileFetch(plan: FetchPlan): CompiledFetch {
+  const { tc, names } = plan;
+  const params = new Params();
+  const where = [
+    rowScope(tc, plan.principal, params),
+    ...plan.filters.map((f) => compileCriteria(f, params, 't')),
+  ].join(' AND ');
+  // The filter's parameters alone (before LIMIT and OFFSET): what the count by itself binds.
+  const countParams = params.values.slice();
+  const limit = params.add(plan.end - plan.start);
+  const offset = params.add(plan.start);
+  const from = `${ident(tc.type.table)} t WHERE ${where}`;
+  // totalRows: a count of its own, not `count(*) OVER ()` (which builds the whole match set before the
+  // first row of the page). It rides along as an uncorrelated scalar subquery — evaluated once, able
+  // to use an index-only or bitmap scan — so page and count still take one round trip.
+  const counted = plan.distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
+  const countSql = `SELECT count(*) AS n FROM ${counted}`;
+  const total = `(${countSql}) AS "__total"`;
+  const sql = plan.distinct
+    ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
+    : `SELECT ${selectList(tc, names)}, ${total} FROM ${from}
+        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
+  return { sql, params: params.values, countSql, countParams };
+}
+
+export async function runFetch(db: Queryable, plan: FetchPlan, c: CompiledFetch): Promise<FetchResult> {
+  const r = await db.query<Row>(c.sql, c.params);
+  let total = Number(r.rows[0]?.__total ?? 0);
+  if (r.rows.length === 0 && plan.start > 0) {
+    // Past the last page there is no row to carry the count: count alone (same filter, same params).
+    const n = await db.query<{ n: unknown }>(c.countSql, c.countParams);
+    total = Number(n.rows[0]!.n);
+  }
+  const rows = r.rows.map((row) => {
+    delete row.__total;
+    const rec = toRecord(plan.tc, row);
+    return plan.asArrays ? plan.names!.map((n) => rec[n] ?? null) : rec;
+  });
+  return { rows, startRow: plan.start, endRow: plan.start + rows.length, totalRows: total };
+}
+
+/** `/fetch/{TC}`: permission, the type as the partition sees it, then plan → compile → run. */
+export async function fetchRecords(
+  db: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  body: FetchBody,
+  maxPageSize: number,
+  restrict?: Obj,
+): Promise<FetchResult> {
+  requireAccess(principal, type.access.fetch);
+  const extName = extensionNameOf(restrict) ?? extensionNameOf(body.data);
+  const tc = await loadTypeContext(db, principal, type, extName);
+  const plan = planFetch(tc, principal, body, maxPageSize, restrict);
+  return runFetch(db, plan, compileFetch(plan));
+}
+
+/** The stored columns behind the requested fields (typedId is the id). */
+function distinctColumns(tc: TypeContext, names: readonly string[]): string {
+  return [...new Set(names.map((n) => (n === 'typedId' ? 'id' : tc.fields.get(n)!.column)))]
+    .map((c) => qualified('t', c))
+    .join(', ');
+}
+
+/**
+ * DISTINCT rows carry no id of their own: the distinct columns come from an inner query, the API
+ * names from the outer one, and the order defaults to the selected fields (which identify a row).
+ */
+function distinctSql(
+  tc: TypeContext,
+  names: readonly string[],
+  sortBy: unknown,
+  from: string,
+  limit: string,
+  offset: string,
+  total: string,
+): string {
+  const sortable = names.filter((n) => n !== 'typedId');
+  const requested =
+    sortBy === undefined || sortBy === null ? sortable : Array.isArray(sortBy) ? sortBy : [sortBy];
+  for (const s of requested) {
+    if (typeof s !== 'string' || !names.includes(s.replace(/^-/, ''))) {
+      throw validationError(
+        'sortBy',
+        `with distinctResults, sort only by the selected fields (${JSON.stringify(s)})`,
+      );
+    }
+  }
+  const first = names[0] === 'typedId' ? 'id' : tc.fields.get(names[0]!)!.column;
+  const order = compileSort(requested, tc.fields, 'd', first);
+  return `SELECT ${selectList(tc, names, 'd')}, ${total}
+            FROM (SELECT DISTINCT ${distinctColumns(tc, names)} FROM ${from}) d
+           ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
+}
+
+/** `/fetch/{TC}/{id}`: the id as a number or a typedId. */
+export async function fetchOne(
+  db: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  idText: string,
+): Promise<Row> {
+  requireAccess(principal, type.access.fetch);
+  const id = parseId(type, idText, 'id');
+  const tc = await loadTypeContext(db, principal, type);
+  const row = await selectOne(db, tc, principal, { id }, false);
+  if (!row) throw notFound(`${type.label} ${idText}`);
+  // Extension rows: type the attributes with their own table's meta.
+  if (type.metaPerName && typeof row.name === 'string') {
+    return toRecord(await loadTypeContext(db, principal, type, row.name), row);
+  }
+  return toRecord(tc, row);
+}

@@ -1,0 +1,312 @@
+// Writes of records: add, update, integrate (upsert), delete by address. Each validates every value
+// (value-check.ts), checks edit rights (access-check.ts) and runs as one transaction — or as one
+// statement where that is atomic on its own — with its record history in the same statement.
+
+import type { Principal } from '../access/access.ts';
+import type { Db, Queryable, Tx } from '../db/db.ts';
+import { Params, ident } from '../db/sql.ts';
+import { AppError, notFound, validationError } from '../http/errors.ts';
+import { canEdit, requireAccess } from './access-check.ts';
+import { addressOf, requireAddress, selectOne } from './addressing.ts';
+import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import { withHistory } from './history.ts';
+import type { FieldDef, TypeDef } from './registry.ts';
+import { prepareValues } from './value-check.ts';
+
+type Obj = Record<string, unknown>;
+type Row = Record<string, unknown>;
+
+/** Contexts per extension table name within one request (attribute types differ per table). */
+function contextCache(q: Queryable, principal: Principal, type: TypeDef) {
+  const cache = new Map<string, Promise<TypeContext>>();
+  return (data: Obj): Promise<TypeContext> => {
+    const name = type.metaPerName && typeof data.name === 'string' ? data.name : '';
+    let c = cache.get(name);
+    if (!c) {
+      c = loadTypeContext(q, principal, type, type.metaPerName ? name : undefined);
+      cache.set(name, c);
+    }
+    return c;
+  };
+}
+
+function duplicate(type: TypeDef, data: Obj): AppError {
+  const key = type.businessKey.map((k) => `${k}=${JSON.stringify(data[k])}`).join(', ');
+  return new AppError('DUPLICATE_KEY', `${type.label} ${key} already exists`, {
+    field: type.businessKey[type.businessKey.length - 1]!,
+  });
+}
+
+function auditColumns(principal: Principal, params: Params): { cols: string[]; vals: string[] } {
+  const p = params.add(principal.userId);
+  return { cols: ['created_by', 'last_update_by'], vals: [p, p] };
+}
+
+/**
+ * A write statement (alias `t`, no RETURNING) with its record history in the same statement;
+ * answers the written rows as API records (`rows`) or their number (`count`, column `n`).
+ */
+export function written(
+  stmt: string,
+  tc: TypeContext,
+  principal: Principal,
+  params: Params,
+  result: 'rows' | 'count',
+): string {
+  const kind = stmt.trimStart().startsWith('DELETE') ? 'delete' : 'write';
+  const select = result === 'rows' ? selectList(tc, undefined, 'w') : 'count(*)::int AS n';
+  return withHistory(stmt, { tc, principal, params, kind }, select);
+}
+
+export async function countWritten(tx: Queryable, sql: string, params: Params): Promise<number> {
+  const r = await tx.query<{ n: number }>(sql, params.values);
+  return r.rows[0]!.n;
+}
+
+export async function addRecords(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  items: readonly Obj[],
+): Promise<Row[]> {
+  requireAccess(principal, type.access.write);
+  const add = async (q: Queryable, ctx: ReturnType<typeof contextCache>, data: Obj): Promise<Row> => {
+    const tc = await ctx(data);
+    const values = prepareValues(tc, data, 'add');
+    await type.beforeInsert?.(q, principal, data);
+    const row = await insertRow(q, tc, principal, values, 'revive-deleted');
+    if (!row) throw duplicate(type, data);
+    return toRecord(tc, row);
+  };
+  // One record is one INSERT statement, atomic without BEGIN/COMMIT round trips.
+  if (items.length === 1) return [await add(db, contextCache(db, principal, type), items[0]!)];
+  return db.transaction(async (tx) => {
+    const ctx = contextCache(tx, principal, type);
+    const out: Row[] = [];
+    for (const data of items) out.push(await add(tx, ctx, data));
+    return out;
+  });
+}
+
+/**
+ * INSERT of one record. On a business-key conflict: `revive-deleted` replaces a soft-deleted row
+ * (live rows stay untouched: no row comes back, a duplicate); `merge` updates the given columns of
+ * the existing row if the principal may edit it (integrate).
+ */
+async function insertRow(
+  tx: Queryable,
+  tc: TypeContext,
+  principal: Principal,
+  values: Map<FieldDef, unknown>,
+  onConflict: 'revive-deleted' | 'merge',
+): Promise<Row | undefined> {
+  const { type } = tc;
+  const params = new Params();
+  const cols = ['partition_id'];
+  const vals = [params.add(principal.partitionId)];
+  if (type.fixed) {
+    cols.push(type.fixed.column);
+    vals.push(params.add(type.fixed.value));
+  }
+  const audit = auditColumns(principal, params);
+  cols.push(...audit.cols);
+  vals.push(...audit.vals);
+  for (const [f, v] of values) {
+    cols.push(f.column);
+    vals.push(params.add(v));
+  }
+  const target = ['partition_id', ...type.uniqueColumns].map(ident).join(', ');
+  const bump = `version = t.version + 1, last_update_at = now(), last_update_by = EXCLUDED.last_update_by`;
+  let conflict: string;
+  if (onConflict === 'merge') {
+    const sets = [...values.keys()]
+      .filter((f) => !f.key)
+      .map((f) => `${ident(f.column)} = EXCLUDED.${ident(f.column)}`);
+    if (type.deleteMode === 'soft') sets.push('deleted_at = NULL');
+    const editable = rowScope(tc, principal, params, 't', { forEdit: true, includeDeleted: true });
+    conflict = `ON CONFLICT (${target}) DO UPDATE SET ${[...sets, bump].join(', ')} WHERE ${editable}`;
+  } else if (type.deleteMode === 'soft') {
+    // Re-adding a soft-deleted record replaces it whole: unspecified fields become NULL.
+    const replace = tc.type.fields
+      .filter((f) => !f.system && !f.key)
+      .map((f) => `${ident(f.column)} = EXCLUDED.${ident(f.column)}`);
+    conflict = `ON CONFLICT (${target}) DO UPDATE SET ${[...replace, 'deleted_at = NULL', bump].join(', ')}
+                WHERE t.deleted_at IS NOT NULL`;
+  } else {
+    conflict = 'ON CONFLICT DO NOTHING';
+  }
+  const insert = `INSERT INTO ${ident(type.table)} AS t (${cols.map(ident).join(', ')}) VALUES (${vals.join(', ')})
+     ${conflict}`;
+  const r = await tx.query<Row>(written(insert, tc, principal, params, 'rows'), params.values);
+  return r.rows[0];
+}
+
+async function updateRow(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  id: number,
+  values: Map<FieldDef, unknown>,
+) {
+  const params = new Params();
+  const sets = [...values].map(([f, v]) => `${ident(f.column)} = ${params.add(v)}`);
+  sets.push(
+    'version = t.version + 1',
+    'last_update_at = now()',
+    `last_update_by = ${params.add(principal.userId)}`,
+  );
+  if (tc.type.deleteMode === 'soft') sets.push('deleted_at = NULL');
+  const update = `UPDATE ${ident(tc.type.table)} t SET ${sets.join(', ')}
+      WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(id)}`;
+  const r = await tx.query<Row>(written(update, tc, principal, params, 'rows'), params.values);
+  return r.rows[0]!;
+}
+
+export interface UpdateItem {
+  readonly data: Obj;
+  readonly oldValues?: Obj | null;
+}
+
+export async function updateRecords(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  items: readonly UpdateItem[],
+  returnOld: boolean,
+): Promise<Row[]> {
+  requireAccess(principal, type.access.write);
+  return db.transaction(async (tx) => {
+    const out: Row[] = [];
+    for (const item of items) {
+      const address = requireAddress(type, item.data);
+      const base = await loadTypeContext(tx, principal, type);
+      const old = await selectOne(tx, base, principal, address, true);
+      if (!old)
+        throw notFound(
+          `${type.label} ${JSON.stringify(item.data.typedId ?? type.businessKey.map((k) => item.data[k]))}`,
+        );
+      const tc = type.metaPerName ? await loadTypeContext(tx, principal, type, String(old.name)) : base;
+      if (!canEdit(tc, principal, old))
+        throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
+      checkVersion(type, item.oldValues, old);
+      for (const k of type.businessKey) {
+        if (item.data[k] !== undefined && item.data[k] !== old[k] && !('key' in address)) {
+          throw validationError(k, 'is part of the business key and cannot be changed');
+        }
+      }
+      const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, item.data, 'update'));
+      out.push(withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined));
+    }
+    return out;
+  });
+}
+
+function checkVersion(type: TypeDef, oldValues: Obj | null | undefined, current: Row): void {
+  const v = oldValues?.version;
+  if (v === undefined || v === null) {
+    if (type.updateNeedsVersion) throw validationError('oldValues.version', 'is required for this type');
+    return;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw validationError('oldValues.version', 'must be an integer');
+  if (v !== current.version) {
+    throw new AppError(
+      'VERSION_CONFLICT',
+      `${current.typedId as string} is at version ${current.version as number}, not ${v}: reload it and retry`,
+    );
+  }
+}
+
+function withOld(row: Row, old: Row | undefined): Row {
+  if (old !== undefined) row.oldValues = old;
+  return row;
+}
+
+/** Upsert by typedId or business key; partial: unspecified fields keep their values; no version check. */
+export async function integrateRecords(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  items: readonly Obj[],
+  returnOld: boolean,
+): Promise<Row[]> {
+  requireAccess(principal, type.access.write);
+  const only = items.length === 1 ? items[0]! : undefined;
+  const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
+  if (only !== undefined && byKey !== undefined && 'key' in byKey) {
+    // The common case — one record by business key — is a single upsert statement, atomic on its
+    // own: no BEGIN/COMMIT round trips.
+    const tc = await contextCache(db, principal, type)(only);
+    const values = prepareValues(tc, only, 'add');
+    await type.beforeInsert?.(db, principal, only);
+    const row = await insertRow(db, tc, principal, values, 'merge');
+    if (!row)
+      throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
+    return [toRecord(tc, row)];
+  }
+  return db.transaction(async (tx) => {
+    const ctx = contextCache(tx, principal, type);
+    const out: Row[] = [];
+    for (const data of items) {
+      const address = addressOf(type, data);
+      if (!address) {
+        throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
+      }
+      if ('id' in address || returnOld) {
+        const base = await loadTypeContext(tx, principal, type);
+        const old = await selectOne(tx, base, principal, address, true, true);
+        if (old) {
+          const tc = type.metaPerName ? await ctx({ name: old.name }) : base;
+          if (!canEdit(tc, principal, old))
+            throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
+          const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
+          delete old.__deleted;
+          const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, data, 'update'));
+          out.push(withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined));
+          continue;
+        }
+        if ('id' in address) throw notFound(`${type.label} ${JSON.stringify(data.typedId ?? data.id)}`);
+      }
+      const tc = await ctx(data);
+      const values = prepareValues(tc, data, 'add');
+      await type.beforeInsert?.(tx, principal, data);
+      const row = await insertRow(tx, tc, principal, values, 'merge');
+      if (!row)
+        throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);
+      out.push(withOld(toRecord(tc, row), returnOld ? {} : undefined));
+    }
+    return out;
+  });
+}
+
+export async function deleteRecords(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  items: readonly Obj[],
+): Promise<Row[]> {
+  requireAccess(principal, type.access.write);
+  return db.transaction(async (tx) => {
+    const tc = await loadTypeContext(tx, principal, type);
+    const out: Row[] = [];
+    for (const data of items) {
+      const old = await selectOne(tx, tc, principal, requireAddress(type, data), true);
+      if (!old)
+        throw notFound(
+          `${type.label} ${JSON.stringify(data.typedId ?? type.businessKey.map((k) => data[k]))}`,
+        );
+      if (!canEdit(tc, principal, old))
+        throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
+      const params = new Params();
+      const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;
+      const stmt =
+        type.deleteMode === 'soft'
+          ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
+                    last_update_by = ${params.add(principal.userId)} WHERE ${match}`
+          : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
+      await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
+      out.push(toRecord(tc, old));
+    }
+    return out;
+  });
+}
