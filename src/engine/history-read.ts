@@ -32,7 +32,9 @@ async function requireVisible(
   type: TypeDef,
   id: number,
 ): Promise<Row | undefined> {
-  const tc = await loadTypeContext(q, principal, type);
+  // Not the type's fixed column: types sharing a table by it (lookup values per table, attribute
+  // meta per owner) are told apart by the history rows' type code instead.
+  const tc = await loadTypeContext(q, principal, { ...type, fixed: undefined });
   const params = new Params();
   const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
   const idParam = params.add(id);

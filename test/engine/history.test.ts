@@ -307,6 +307,77 @@ describe('record history', () => {
     expectError(await o(`/fetch/U/${member}/history`), 403, -3);
   });
 
+  test('a lookup table value and a table copy (manager operations)', async () => {
+    const [t] = okData(
+      await api('/lookuptablemanager.add', {
+        data: { uniqueName: 'HT', type: 'SIMPLE', valueType: 'STRING' },
+      }),
+    );
+    const [v] = okData(await api(`/lookuptablemanager.add/${t.id}`, { data: { name: 'k', value: 'a' } }));
+    okData(
+      await api(`/lookuptablemanager.update/${t.id}`, {
+        data: { typedId: v.typedId, value: 'b' },
+        oldValues: { version: 0 },
+      }),
+    );
+    const code = String(v.typedId).split('.')[1]!;
+    const rows = await historyOf(code, v.id);
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.changes.value]),
+      [
+        ['ADD', { old: null, new: 'a' }],
+        ['UPDATE', { old: 'a', new: 'b' }],
+      ],
+    );
+    assert.equal(rows[1].operation, `lookuptablemanager.update/${t.id}`);
+    const [copy] = okData(await api(`/lookuptablemanager.copy/${t.id}`, { data: { uniqueName: 'HT2' } }));
+    const copied = okData(
+      await api('/history.fetch', {
+        data: adv({ fieldName: 'operation', operator: 'equals', value: `lookuptablemanager.copy/${t.id}` }),
+        sortBy: 'typeCode',
+      }),
+    );
+    assert.deepEqual(
+      copied.map((r) => [r.typeCode, r.action]),
+      [
+        ['LT', 'ADD'],
+        [code, 'ADD'],
+      ],
+    );
+    assert.equal(copied[0].recordId, copy.id);
+  });
+
+  test('role assignments and password changes (the fact, never the secret)', async () => {
+    const id = await h.newUser('hroles', 'hroles-password-1');
+    okData(await api(`/accountmanager.assignrole/${id}`, { data: { roles: ['PRICESHOP_RO'] } }));
+    okData(
+      await api(`/accountmanager.assignrole/${id}`, {
+        data: { roles: ['PRICESHOP_EDIT'], unassign: ['PRICESHOP_RO'] },
+      }),
+    );
+    okData(await api(`/accountmanager.assignrole/${id}`, { data: { roles: ['PRICESHOP_EDIT'] } })); // no change
+    okData(await api(`/accountmanager.changepassword/${id}`, { data: { newPassword: 'Brand-new-pass-1' } }));
+    const rows = await historyOf('U', id);
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.changes]),
+      [
+        ['UPDATE', { roles: { old: [], new: ['PRICESHOP_RO'] } }],
+        ['UPDATE', { roles: { old: ['PRICESHOP_RO'], new: ['PRICESHOP_EDIT'] } }],
+        ['UPDATE', { password: { old: null, new: '(changed)' } }],
+      ],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      [1, 2, null],
+    );
+    assert.ok(!JSON.stringify(rows).includes('Brand-new-pass-1'));
+    const stored = await h.db.query<{ t: string }>(
+      `SELECT changes::text AS t FROM record_history WHERE partition_id = $1 AND type_code = 'U' AND record_id = $2`,
+      [h.partitionId, id],
+    );
+    assert.ok(stored.rows.every((r) => !r.t.includes('scrypt') && !r.t.includes('Brand-new')));
+  });
+
   test("partition isolation: another partition's history is never visible", async () => {
     const otherApi = await clientOf(other);
     const [foreign] = okData(await otherApi('/add/P', { data: { sku: 'HI-SECRET', label: 'theirs' } }));

@@ -8,6 +8,7 @@ import type { Permission } from '../../access/catalogue.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
+import { recordHistory, type HistoryEntry } from '../../engine/history.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { guardBusinessRoles, guardRoles } from './guards.ts';
 import { idOf, namedRefsOf, roleNamesOf, userIdOf, userIdsOf } from './refs.ts';
@@ -100,6 +101,25 @@ async function currentOf(
   return new Map([...named].map(([id, rows]) => [id, rows.map((r) => r.uniqueName)]));
 }
 
+/** Record history of changed assignments: one UPDATE per changed owner, the whole list old → new. */
+function assignmentHistory(
+  typeCode: 'U' | 'BR',
+  kind: AssignKind,
+  versions: ReadonlyMap<number, number>,
+  before: ReadonlyMap<number, readonly string[]>,
+  after: ReadonlyMap<number, readonly string[]>,
+  keyOf: (id: number) => string,
+): HistoryEntry[] {
+  return [...versions].map(([id, version]) => ({
+    typeCode,
+    recordId: id,
+    businessKey: keyOf(id),
+    action: 'UPDATE',
+    changes: { [kind]: { old: before.get(id) ?? [], new: after.get(id) ?? [] } },
+    version,
+  }));
+}
+
 export type AssignedUser = UserRow & { readonly [K in AssignKind]?: string[] };
 
 /** `assignrole`, `assigngroup`, `assignbusinessrole` (one user by path, or `userIds`). */
@@ -117,12 +137,18 @@ export async function assignToUsers(
     const found = await usersOrFail(tx, principal, ids);
     const m = await resolveMembers(tx, principal, kind, lists);
     const link = USER_LINK[kind];
+    const before = await currentOf(tx, pid, kind, ids);
     const changed = new Set([
       ...(await store.removeLinks(tx, pid, link, ids, m.remove)),
       ...(await store.addLinks(tx, pid, link, ids, m.add)),
     ]);
-    await store.bumpVersions(tx, pid, 'users', changed, principal.userId);
+    const versions = await store.bumpVersions(tx, pid, 'users', changed, principal.userId);
     const current = await currentOf(tx, pid, kind, ids);
+    await recordHistory(
+      tx,
+      principal,
+      assignmentHistory('U', kind, versions, before, current, (id) => found.get(id)!.loginName),
+    );
     return ids.map((id) => ({ ...found.get(id)!, [kind]: current.get(id) ?? [] }));
   });
 }
@@ -158,15 +184,32 @@ export async function assignToBusinessRole(
     const m = await resolveMembers(tx, principal, kind, lists);
     // Adding ADMIN to a business role grants it to every holder; so is removing it a revocation.
     const link = kind === 'roles' ? 'businessRoleRoles' : 'businessRoleGroups';
+    const content = async (): Promise<string[]> =>
+      kind === 'roles'
+        ? ((await store.rolesOf(tx, pid, 'businessRoleRoles', [br.id])).get(br.id) ?? [])
+        : ((await store.namedOf(tx, pid, 'businessRoleGroups', [br.id])).get(br.id) ?? []).map(
+            (g) => g.uniqueName,
+          );
+    const before = await content();
     const changed = new Set([
       ...(await store.removeLinks(tx, pid, link, [br.id], m.remove)),
       ...(await store.addLinks(tx, pid, link, [br.id], m.add)),
     ]);
-    await store.bumpVersions(tx, pid, 'business_roles', changed, principal.userId);
-    if (kind === 'roles')
-      return { ...br, roles: (await store.rolesOf(tx, pid, 'businessRoleRoles', [br.id])).get(br.id) ?? [] };
-    const groups = (await store.namedOf(tx, pid, 'businessRoleGroups', [br.id])).get(br.id) ?? [];
-    return { ...br, groups: groups.map((g) => g.uniqueName) };
+    const versions = await store.bumpVersions(tx, pid, 'business_roles', changed, principal.userId);
+    const after = await content();
+    await recordHistory(
+      tx,
+      principal,
+      assignmentHistory(
+        'BR',
+        kind,
+        versions,
+        new Map([[br.id, before]]),
+        new Map([[br.id, after]]),
+        () => br.uniqueName,
+      ),
+    );
+    return kind === 'roles' ? { ...br, roles: after } : { ...br, groups: after };
   });
 }
 
@@ -183,6 +226,7 @@ export async function copyRoles(
   return db.transaction(async (tx) => {
     const found = await usersOrFail(tx, principal, [from, ...to]);
     guardRoles(principal, (await store.rolesOf(tx, pid, 'userRoles', [from])).get(from) ?? []);
+    const before = await store.rolesOf(tx, pid, 'userRoles', to);
     const changed = await store.copyLinks(
       tx,
       pid,
@@ -190,8 +234,13 @@ export async function copyRoles(
       from,
       to.filter((id) => id !== from),
     );
-    await store.bumpVersions(tx, pid, 'users', changed, principal.userId);
+    const versions = await store.bumpVersions(tx, pid, 'users', changed, principal.userId);
     const roles = await store.rolesOf(tx, pid, 'userRoles', to);
+    await recordHistory(
+      tx,
+      principal,
+      assignmentHistory('U', 'roles', versions, before, roles, (id) => found.get(id)!.loginName),
+    );
     return to.map((id) => ({ ...found.get(id)!, roles: roles.get(id) ?? [] }));
   });
 }

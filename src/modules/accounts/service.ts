@@ -29,6 +29,7 @@ import { guardAccounts, guardBusinessRoles } from './guards.ts';
 import { checkPassword } from './password-policy.ts';
 import { addressedId, userIdOf } from './refs.ts';
 import * as store from './store.ts';
+import { recordHistory } from '../../engine/history.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -276,9 +277,21 @@ async function storePassword(
   loginName: string,
   hash: string,
 ): Promise<PasswordChanged> {
-  const done = await db.transaction((tx) =>
-    store.setPasswordHash(tx, principal.partitionId, id, hash, { by: principal.userId }),
-  );
+  const done = await db.transaction(async (tx) => {
+    if (!(await store.setPasswordHash(tx, principal.partitionId, id, hash, { by: principal.userId })))
+      return false;
+    // Record history keeps the fact of the change, never the secret.
+    await recordHistory(tx, principal, [
+      {
+        typeCode: 'U',
+        recordId: id,
+        businessKey: loginName,
+        action: 'UPDATE',
+        changes: { password: { old: null, new: '(changed)' } },
+      },
+    ]);
+    return true;
+  });
   if (!done) throw notFound(`User ${id}`);
   return { id, typedId: `${id}.U`, loginName, passwordChanged: true };
 }

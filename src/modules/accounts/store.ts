@@ -131,20 +131,21 @@ export async function copyLinks(
   return new Set(r.rows.map((row) => Number(row.owner)));
 }
 
-/** Owners that changed get a new version, like any other change of a record. */
+/** Owners that changed get a new version, like any other change of a record; answers the new versions. */
 export async function bumpVersions(
   q: Queryable,
   partitionId: number,
   table: 'users' | 'business_roles',
   ids: ReadonlySet<number>,
   by: number,
-): Promise<void> {
-  if (ids.size === 0) return;
-  await q.query(
+): Promise<Map<number, number>> {
+  if (ids.size === 0) return new Map();
+  const r = await q.query<{ id: number; version: number }>(
     `UPDATE ${ident(table)} SET version = version + 1, last_update_at = now(), last_update_by = $3
-      WHERE partition_id = $1 AND id = ANY($2::bigint[])`,
+      WHERE partition_id = $1 AND id = ANY($2::bigint[]) RETURNING id, version`,
     [partitionId, [...ids], by],
   );
+  return new Map(r.rows.map((row) => [Number(row.id), row.version]));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -211,6 +211,7 @@ export async function copyTable(db: Db, principal: Principal, tableId: number, d
         tx,
         principal,
         from,
+        type,
         valueTypeOf(from),
         uniqueName,
         label === undefined ? undefined : (label.value as string | null),

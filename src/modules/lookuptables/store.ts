@@ -7,6 +7,8 @@ import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
 import type { TypeDef } from '../../engine/registry.ts';
+import { loadTypeContext } from '../../engine/context.ts';
+import { withHistory } from '../../engine/history.ts';
 import type { LookupTable, TableKind } from '../../engine/registry-lookup.ts';
 
 const TABLE_COLUMNS = `id, unique_name AS "uniqueName", type, value_type AS "valueType"`;
@@ -70,30 +72,39 @@ export async function copyTable(
   tx: Queryable,
   principal: Principal,
   from: LookupTable,
+  tables: TypeDef,
   values: TypeDef,
   uniqueName: string,
   label: string | null | undefined,
 ): Promise<{ id: number; copiedValues: number }> {
-  const t = await tx.query<{ id: number }>(
-    `INSERT INTO lookup_tables
+  // Both inserts record their rows' history (ADD) in the same statement (src/engine/history.ts).
+  const tp = new Params();
+  const tableInsert = `INSERT INTO lookup_tables AS t
             (partition_id, unique_name, label, type, value_type, status, valid_after, format_type,
              created_by, last_update_by)
-     SELECT partition_id, $3, CASE WHEN $4::boolean THEN $5::text ELSE label END, type, value_type, status,
-            valid_after, format_type, $6::bigint, $6::bigint
-       FROM lookup_tables WHERE partition_id = $1 AND id = $2
-     RETURNING id`,
-    [principal.partitionId, from.id, uniqueName, label !== undefined, label ?? null, principal.userId],
+     SELECT partition_id, ${tp.add(uniqueName)}, CASE WHEN ${tp.add(label !== undefined)}::boolean
+            THEN ${tp.add(label ?? null)}::text ELSE label END, type, value_type, status,
+            valid_after, format_type, ${tp.add(principal.userId)}::bigint, ${tp.add(principal.userId)}::bigint
+       FROM lookup_tables WHERE partition_id = ${tp.add(principal.partitionId)} AND id = ${tp.add(from.id)}`;
+  const tablesCtx = await loadTypeContext(tx, principal, tables);
+  const t = await tx.query<{ id: number }>(
+    withHistory(tableInsert, { tc: tablesCtx, principal, params: tp, kind: 'add' }, 'w.id'),
+    tp.values,
   );
   const id = t.rows[0]!.id;
   const columns = values.fields.filter((f) => !f.system).map((f) => ident(f.column));
   const list = [...new Set(columns)].join(', ');
-  const v = await tx.query(
-    `INSERT INTO ${ident(values.table)} (partition_id, table_ref, created_by, last_update_by, ${list})
-     SELECT partition_id, $3, $4::bigint, $4::bigint, ${list} FROM ${ident(values.table)}
-      WHERE partition_id = $1 AND table_ref = $2 ORDER BY id`,
-    [principal.partitionId, String(from.id), String(id), principal.userId],
+  const vp = new Params();
+  const uid = `${vp.add(principal.userId)}::bigint`;
+  const valueInsert = `INSERT INTO ${ident(values.table)} AS t (partition_id, table_ref, created_by, last_update_by, ${list})
+     SELECT partition_id, ${vp.add(String(id))}, ${uid}, ${uid}, ${list} FROM ${ident(values.table)}
+      WHERE partition_id = ${vp.add(principal.partitionId)} AND table_ref = ${vp.add(String(from.id))} ORDER BY id`;
+  const valuesCtx = await loadTypeContext(tx, principal, values);
+  const v = await tx.query<{ n: number }>(
+    withHistory(valueInsert, { tc: valuesCtx, principal, params: vp, kind: 'add' }, 'count(*)::int AS n'),
+    vp.values,
   );
-  return { id, copiedValues: v.rowCount };
+  return { id, copiedValues: v.rows[0]!.n };
 }
 
 export interface StoredRange {
