@@ -401,6 +401,41 @@ describe('workflows', () => {
       );
     });
 
+    test('the fetch views are open to every role the interface lists, and to no role without WORKFLOW_FETCH', async () => {
+      const listed = [
+        'ADMIN_WO_USER_MGMT',
+        'SUPPORT',
+        'PRICESHOP_RO',
+        'PRICESHOP_EDIT',
+        'PB_PRICEGRIDS_RO',
+        'WF_BUILDER',
+        'RM_RAT',
+        'RM_REBATEAGREEMENTS_RO',
+        'RM_REBATEAGREEMENTS',
+        'CONTRACTS_RO',
+        'CM_CONTRACTMANAGER',
+        'WF_ADMIN',
+        'SC_COMPENSATIONS_RO',
+        'SC_ADMIN',
+      ];
+      for (const role of [...listed, 'USERADMIN', 'PB_PARAMETERS']) {
+        const user = who(`r_${role.toLowerCase()}`);
+        await h.newUser(user.user, user.password, [role]);
+        for (const path of [
+          '/workflowsmanager.fetch',
+          '/workflowsmanager.fetch/active',
+          '/workflowsmanager.fetchfilteredbyapprovable/active/ann',
+        ]) {
+          const r = await call(user, path);
+          assert.equal(
+            r.status,
+            listed.includes(role) ? 200 : 403,
+            `${role} ${path}: ${JSON.stringify(r.body)}`,
+          );
+        }
+      }
+    });
+
     test('fetch/active: the caller pending approvals; filtered by approver login', async () => {
       const wf = await submit(await newDoc(10));
       const annActive = assertOk(await call(ann, '/workflowsmanager.fetch/active'));
@@ -452,12 +487,22 @@ describe('workflows', () => {
       assert.equal(approved.userName, 'del');
       assert.equal(approved.onBehalfOfName, 'ann');
       assert.equal(approved.text, 'approved by del on behalf of ann');
+      // The delegate may deny too (the directors' step asks for a reason), on the delegator's behalf.
+      const dg2 = assertOk(
+        await call(cid, '/workflowdelegationmanager.add', {
+          data: { delegate: 'del', startDate: today, endDate: today },
+        }),
+      )[0];
+      const denied = assertOk(await act(del, 'deny', next, { reason: 'on holiday, but no' }))[0];
+      assert.equal(denied.workflowStatus, 'DENIED');
+      const deniedBy = (await details(wf.id)).history.find((e: { action: string }) => e.action === 'DENIED');
+      assert.equal(deniedBy.text, 'denied by del on behalf of cid');
+      assertOk(await call(cid, '/workflowdelegationmanager.enddate', { data: { typedId: dg2.typedId } }));
       // Once ended, the delegate can no longer act.
       assertOk(await call(ann, '/workflowdelegationmanager.enddate', { data: { typedId: dg.typedId } }));
       const wf2 = await submit(await newDoc(10));
       assertError(await act(del, 'approve', wf2), 403, -3);
       assertOk(await act(sub, 'withdraw', wf2));
-      assertOk(await act(sub, 'withdraw', next));
     });
   });
 
