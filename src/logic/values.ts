@@ -121,8 +121,10 @@ export function staticTypeOf(v: Value): StaticType {
 export function toJson(v: Value): unknown {
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (v instanceof D) {
-    const n = v.toNumber();
-    return new D(n).eq(v) ? n : v.toFixed();
+    // A number when the double prints the same digits (exact for prices), else the exact text.
+    const text = v.toFixed();
+    const n = Number(text);
+    return String(n) === text ? n : text;
   }
   if (v instanceof LogicDate) return v.iso;
   if (v instanceof RecordValue) {

@@ -14,7 +14,7 @@ import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import type { LogicDate, Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems, type ItemSpec } from './data.ts';
-import { checkInputs, loadLogic } from './service.ts';
+import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import * as store from './store.ts';
 
 export interface BulkItem {
@@ -52,11 +52,10 @@ export async function* evaluateBulk(
   opts: BulkOptions,
 ): AsyncGenerator<BulkResult[]> {
   const size = Math.max(1, opts.batchSize ?? 5_000);
-  const policies = await store.roundingPolicies(q, principal.partitionId);
-  const [productMeta, customerMeta] = await Promise.all([
-    store.attributeTypes(q, principal.partitionId, 'P'),
-    store.attributeTypes(q, principal.partitionId, 'C'),
-  ]);
+  const policies = await policiesFor(q, principal.partitionId, logic);
+  // One after the other: q may be a transaction's single connection.
+  const productMeta = await store.attributeTypesOf(q, principal, 'P');
+  const customerMeta = await store.attributeTypesOf(q, principal, 'C');
   let batch: BulkItem[] = [];
   const run = async (): Promise<BulkResult[]> => {
     const skus = [...new Set(batch.map((i) => i.sku))];
@@ -106,7 +105,7 @@ export async function* evaluateBulk(
       });
       at.push(n);
     });
-    const data = new BatchData(q, principal.partitionId, policies);
+    const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
     const outcomes = await evaluateSafely(logic, specs, data, opts);
     outcomes.forEach((o, k) => {
       const n = at[k]!;

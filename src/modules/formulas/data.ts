@@ -60,7 +60,10 @@ export class BatchData {
   private readonly partitionId: number;
   private readonly policies: readonly RoundingPolicy[];
 
-  constructor(q: Queryable, partitionId: number, policies: readonly RoundingPolicy[]) {
+  private readonly metaVersion: number | undefined;
+
+  constructor(q: Queryable, partitionId: number, policies: readonly RoundingPolicy[], metaVersion?: number) {
+    this.metaVersion = metaVersion;
     this.q = q;
     this.partitionId = partitionId;
     this.policies = policies;
@@ -161,7 +164,12 @@ export class BatchData {
     for (const [id, owners] of this.pendingExt) {
       const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
       const code = owner === 'product' ? 'PX' : 'CX';
-      const meta = await store.attributeTypes(this.q, this.partitionId, code, table);
+      const meta = await store.attributeTypesOf(
+        this.q,
+        { partitionId: this.partitionId, metaVersion: this.metaVersion },
+        code,
+        table,
+      );
       const rows = await store.extensionRows(this.q, this.partitionId, owner, table, [...owners]);
       let cache = this.extensions.get(id);
       if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));

@@ -50,6 +50,13 @@ export function compiledLogic(partitionId: number, row: store.LogicRow): Compile
   return c;
 }
 
+/** The partition's rounding policies, read only when the logic rounds by policy. */
+export async function policiesFor(q: Queryable, partitionId: number, logic: CompiledLogic) {
+  const rounds =
+    logic.policies.size > 0 || logic.elements.some((e) => e.reads.calls.some((c) => c.name === 'roundPrice'));
+  return rounds ? store.roundingPolicies(q, partitionId) : [];
+}
+
 export function today(): string {
   return new Date().toISOString().slice(0, 10);
 }
@@ -136,7 +143,9 @@ export async function executeLogic(
 ): Promise<ExecuteAnswer> {
   const targetDate = targetDateOf(data.targetDate);
   const explain = data.explain === true;
-  return db.transaction(async (tx) => {
+  // Reads only: no transaction (it would cost two round trips); every statement is partition-scoped.
+  const tx = db;
+  {
     const product = await store.masterRecord(tx, principal, 'P', sku);
     if (!product) throw notFound(`Product ${sku}`);
     const name = uniqueName ?? (product.formula_name as string | null);
@@ -148,22 +157,19 @@ export async function executeLogic(
     const { row, logic } = await loadLogic(tx, principal.partitionId, name, targetDate);
     const inputs = checkInputs(logic.inputs, data.inputs);
     const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
-    roots.product = store.recordOf('P', product, await store.attributeTypes(tx, principal.partitionId, 'P'));
+    roots.product = store.recordOf('P', product, await store.attributeTypesOf(tx, principal, 'P'));
     let customerId: string | undefined;
     if (data.customerId !== undefined && data.customerId !== null) {
       const customer = await store.masterRecord(tx, principal, 'C', String(data.customerId));
       if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
       customerId = String(customer.customer_id);
-      roots.customer = store.recordOf(
-        'C',
-        customer,
-        await store.attributeTypes(tx, principal.partitionId, 'C'),
-      );
+      roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
     }
     const batch = new BatchData(
       tx,
       principal.partitionId,
-      await store.roundingPolicies(tx, principal.partitionId),
+      await policiesFor(tx, principal.partitionId, logic),
+      principal.metaVersion,
     );
     let all: ElementOutcome[][];
     try {
@@ -185,7 +191,7 @@ export async function executeLogic(
         targetDate: targetDate.iso,
       },
     };
-  });
+  }
 }
 
 /** Logics of the partition whose compiled elements read the lookup table (findref). */
@@ -246,7 +252,8 @@ export async function filterCriteriaOf(
   const batch = new BatchData(
     q,
     principal.partitionId,
-    await store.roundingPolicies(q, principal.partitionId),
+    await policiesFor(q, principal.partitionId, logic),
+    principal.metaVersion,
   );
   let all: ElementOutcome[][];
   try {

@@ -9,7 +9,7 @@ import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
 import { isRoundMode, type RoundMode } from '../../logic/functions/math.ts';
 import { ENDING_RULES, type EndingRule, type RoundingPolicy } from '../../logic/rounding.ts';
-import { D, LogicDate, RecordValue, parseIsoDate } from '../../logic/values.ts';
+import { D, RecordValue, parseIsoDate } from '../../logic/values.ts';
 
 type Row = Record<string, unknown>;
 
@@ -68,6 +68,29 @@ export async function attributeTypes(
   return new Map(r.rows.filter((x) => x.type !== null).map((x) => [x.field, x.type!]));
 }
 
+const META_CACHE = new Map<string, Map<string, string>>();
+
+/**
+ * attributeTypes, cached by the partition's attribute-meta version the principal authenticated with
+ * (every meta change bumps it, so a cached entry is never stale); uncached without a version.
+ */
+export async function attributeTypesOf(
+  q: Queryable,
+  principal: Pick<Principal, 'partitionId' | 'metaVersion'>,
+  owner: string,
+  name?: string,
+): Promise<Map<string, string>> {
+  if (principal.metaVersion === undefined) return attributeTypes(q, principal.partitionId, owner, name);
+  const key = `${principal.partitionId}:${principal.metaVersion}:${owner}:${name ?? ''}`;
+  let hit = META_CACHE.get(key);
+  if (!hit) {
+    hit = await attributeTypes(q, principal.partitionId, owner, name);
+    if (META_CACHE.size >= 1_000) META_CACHE.clear();
+    META_CACHE.set(key, hit);
+  }
+  return hit;
+}
+
 /** A stored attribute text as its attribute meta types it (numbers as decimals, dates as dates). */
 function typedAttribute(v: unknown, type: string | undefined): unknown {
   if (typeof v !== 'string' || type === undefined) return v;
@@ -90,18 +113,26 @@ function typedAttribute(v: unknown, type: string | undefined): unknown {
   }
 }
 
+const FIELD_LISTS = new Map<string, readonly { name: string; column: string; custom: boolean }[]>();
+
+function fieldsOf(code: string) {
+  let list = FIELD_LISTS.get(code);
+  if (!list) {
+    list = findType(code)!.fields.map((f) => ({ name: f.name, column: f.column, custom: f.custom === true }));
+    FIELD_LISTS.set(code, list);
+  }
+  return list;
+}
+
 /** A database row of a registered type → a logic record under API field names, typed by its meta. */
 export function recordOf(code: string, row: Row, meta: ReadonlyMap<string, string>): RecordValue {
-  const type = findType(code)!;
-  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const f of type.fields) {
-    if (!Object.hasOwn(row, f.column)) continue;
+  // A plain object: fields are only ever read with Object.hasOwn, so its prototype is never reached;
+  // dates and time stamps stay as the driver gave them (toValue makes days of them when read).
+  const fields: Record<string, unknown> = {};
+  for (const f of fieldsOf(code)) {
     const v = row[f.column];
-    fields[f.name] = f.custom
-      ? typedAttribute(v, meta.get(f.name))
-      : v instanceof Date
-        ? new LogicDate(v.toISOString().slice(0, 10))
-        : v;
+    if (v === undefined || v === null) continue;
+    fields[f.name] = f.custom && meta.size > 0 ? typedAttribute(v, meta.get(f.name)) : v;
   }
   return new RecordValue(fields, {
     source: code,
