@@ -6,6 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { historyCleanupTask, removeExpiredHistory } from '../../src/modules/history/retention.ts';
 
 type Client = (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
 
@@ -376,6 +378,29 @@ describe('record history', () => {
       [h.partitionId, id],
     );
     assert.ok(stored.rows.every((r) => !r.t.includes('scrypt') && !r.t.includes('Brand-new')));
+  });
+
+  test('retention: the daily clean-up removes rows older than HISTORY_RETENTION_DAYS', async () => {
+    const [p] = okData(await api('/add/P', { data: { sku: 'HR-1', label: 'old' } }));
+    okData(await api('/update/P', { data: { typedId: p.typedId, label: 'new' } }));
+    // The ADD happened 40 days ago.
+    await h.db.query(
+      `UPDATE record_history SET changed_at = now() - interval '40 days'
+        WHERE partition_id = $1 AND type_code = 'P' AND record_id = $2 AND action = 'ADD'`,
+      [h.partitionId, p.id],
+    );
+    assert.equal(loadConfig({ HISTORY_RETENTION_DAYS: '30' }).historyRetentionDays, 30);
+    assert.equal(loadConfig({}).historyRetentionDays, 0);
+    assert.throws(() => loadConfig({ HISTORY_RETENTION_DAYS: '-1' }));
+    await historyCleanupTask(h.db, 0)(); // 0: unlimited, nothing removed
+    assert.equal((await historyOf('P', p.id)).length, 2);
+    const task = historyCleanupTask(h.db, 30);
+    await task();
+    assert.deepEqual(
+      (await historyOf('P', p.id)).map((r) => r.action),
+      ['UPDATE'],
+    );
+    assert.ok((await removeExpiredHistory(h.db, 30)) === 0);
   });
 
   test("partition isolation: another partition's history is never visible", async () => {

@@ -1,6 +1,7 @@
 // The job runner of a server process, composed: the job kinds that exist so far (LOADDATA_FILE,
 // INDEX_SYNC, DCR_SUBMIT) and
-// the file maintenance (expired upload slots, abandoned loads, orphan files). main.ts starts it; tests build
+// the file maintenance (expired upload slots, abandoned loads, orphan files) and the daily record
+// history clean-up. main.ts starts it; tests build
 // their own with extra kinds or a partition filter.
 
 import type { Config } from '../../config.ts';
@@ -12,6 +13,7 @@ import { removeExpiredSlots } from './slots.ts';
 import { removeOrphanFiles } from './attachments.ts';
 import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
 import { DCR_SUBMIT, dcrSubmitJobKind } from '../dcr/apply.ts';
+import { historyCleanupTask } from '../history/retention.ts';
 
 /** The orphan sweep scans whole tables: hourly is enough. */
 const ORPHAN_SWEEP_MS = 60 * 60 * 1000;
@@ -41,6 +43,8 @@ export function buildJobRunner(
         orphansSweptAt = Date.now();
         await removeOrphanFiles(db, blobs);
       },
+      // Daily: record history older than HISTORY_RETENTION_DAYS.
+      historyCleanupTask(db, config.historyRetentionDays),
     ],
     ...rest,
   });
