@@ -379,4 +379,37 @@ describe('query API', () => {
     });
     assert.deepEqual(status(bad), [400, -4]);
   });
+
+  test('text that is not a number aggregates as NULL; numbers written differently group as one', async () => {
+    await h.db.query(
+      `INSERT INTO products (partition_id, sku, attribute1, attribute2)
+       VALUES ($1, 'W-1', 'abc', 'weird'), ($1, 'W-2', '1e3', 'weird'), ($1, 'W-3', ' 2.50 ', 'weird'),
+              ($1, 'W-4', '10', 'w10'), ($1, 'W-5', '10.0', 'w10')`,
+      [h.partitionId],
+    );
+    try {
+      assert.deepEqual(
+        await rows({
+          source: 'P',
+          filter: { attribute2: 'weird' },
+          aggregates: [
+            { fn: 'sum', field: 'attribute1' },
+            { fn: 'count', field: 'attribute1' },
+          ],
+        }),
+        [{ sum_attribute1: 1002.5, count_attribute1: 2 }],
+      );
+      assert.deepEqual(
+        await rows({
+          source: 'P',
+          filter: { attribute2: 'w10' },
+          groupBy: ['attribute1'],
+          aggregates: [{ fn: 'count' }],
+        }),
+        [{ attribute1: 10, count: 2 }],
+      );
+    } finally {
+      await h.db.query(`DELETE FROM products WHERE partition_id = $1 AND sku LIKE 'W-%'`, [h.partitionId]);
+    }
+  });
 });

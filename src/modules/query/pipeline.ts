@@ -160,6 +160,22 @@ function aggregateSql(fn: AggregateFn, expr: string | undefined): string {
   }
 }
 
+// A number kept as text, read without rc_try_numeric: that function's exception block costs a
+// subtransaction per row, which dominated grouped aggregates (and exhausted PGlite's memory at
+// 100,000 rows). The pattern admits only what `::numeric` can read (exponents up to 4 digits; the
+// engine writes at most 1000), anything else is NULL as with the safe cast. Filters keep
+// rc_try_numeric, which the attribute indexes are built on.
+const NUMBER_TEXT = String.raw`'^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d{1,4})?\s*$'`;
+
+/** A field's typed value for joins, groups and aggregates. */
+function valueSql(spec: FieldSpec, alias: string): string {
+  if (spec.storedAsText === true && (spec.type === 'decimal' || spec.type === 'integer')) {
+    const col = qualified(alias, spec.column);
+    return `(CASE WHEN ${col} ~ ${NUMBER_TEXT} THEN ${col}::numeric END)`;
+  }
+  return typedColumn(spec, alias).sql;
+}
+
 function addSourceFields(flat: Map<string, FlatField>, source: Source, index: number, prefix: string): void {
   for (const f of source.tc.fields.values()) {
     const name = prefix + f.name;
@@ -291,7 +307,7 @@ export async function planQuery(
     });
     for (const [name, f] of groupBy) {
       const alias = selected.find(([, n]) => n === name)?.[0] ?? name;
-      const expr = typedColumn(f.spec, 'q').sql;
+      const expr = valueSql(f.spec, 'q');
       push({ name: alias, type: f.spec.type, field: name, expr, raw: false, storedAsText: false }, 'groupBy');
     }
     aggRaw.forEach((a, i) => {
@@ -313,7 +329,7 @@ export async function planQuery(
             ? agg
             : `${agg}_${fieldName}`
           : outputName(a.as, `${at}.as`);
-      const expr = aggregateSql(agg, f === undefined ? undefined : typedColumn(f.spec, 'q').sql);
+      const expr = aggregateSql(agg, f === undefined ? undefined : valueSql(f.spec, 'q'));
       push({ name, type, aggregate: agg, expr, raw: false, storedAsText: false }, `${at}.as`);
     });
   } else {
@@ -344,7 +360,7 @@ export async function planQuery(
     filter,
     outputs,
     grouped,
-    groupExprs: groupBy.map(([, f]) => typedColumn(f.spec, 'q').sql),
+    groupExprs: groupBy.map(([, f]) => valueSql(f.spec, 'q')),
     having,
     sortBy: body.sortBy,
     ...rowRange(body, limits),
@@ -394,8 +410,7 @@ export function compileQuery(plan: Plan): CompiledQuery {
   const joins = plan.joins.map((j, i) => {
     const alias = `s${i + 1}`;
     const on = j.on.map(
-      ([left, right]) =>
-        `${typedColumn(left.original, `s${left.source}`).sql} = ${typedColumn(right, alias).sql}`,
+      ([left, right]) => `${valueSql(left.original, `s${left.source}`)} = ${valueSql(right, alias)}`,
     );
     const table = ident(plan.sources[i + 1]!.tc.type.table);
     return `${j.left ? 'LEFT JOIN' : 'JOIN'} ${table} ${ident(alias)} ON ${plan.sources[i + 1]!.scope(p, alias)} AND ${on.join(' AND ')}`;
