@@ -749,6 +749,76 @@ describe('pricing logics', () => {
     );
   });
 
+  test('recommend: the configured RECOMMENDATION logic ranks candidate products by Score, with Reasons', async () => {
+    const body = { data: { customerId: 'C-1', filter: { sku: ['F-1', 'F-2', 'F-3', 'F-4'] }, limit: 3 } };
+    const unconfigured = await api('/recommendations.recommend', body);
+    expectError(
+      unconfigured,
+      400,
+      -4,
+      /no recommendation logic is configured: add the advanced configuration option recommendationLogic/,
+    );
+    assert.ok(unconfigured.body.response.errors.recommendationLogic);
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Recommend',
+          validAfter: '2026-01-01',
+          nature: 'RECOMMENDATION',
+          inputs: [{ name: 'Segment', type: 'TEXT' }],
+          elements: [
+            { elementName: 'Margin', expression: 'lookup("Margins", customer.attribute1)' },
+            {
+              elementName: 'Score',
+              expression: 'product.attribute1 * Margin * if(input.Segment == "VIP", 2, 1)',
+            },
+            {
+              elementName: 'Reasons',
+              expression: 'concat("cost ", product.attribute1, " at margin ", Margin)',
+            },
+          ],
+        },
+      }),
+    );
+    okData(await api('/add/ACO', { data: { uniqueName: 'recommendationLogic', value: 'Recommend' } }));
+    const top = okData(await api('/recommendations.recommend', body));
+    assert.deepEqual(
+      top.map((r: any) => [r.sku, r.score]),
+      [
+        ['F-4', 8.75],
+        ['F-3', 6.25],
+        ['F-2', 3.75],
+      ],
+    );
+    assert.equal(top[0].reasons, 'cost 35 at margin 0.25');
+    const vip = okData(
+      await api('/recommendations.recommend', { data: { ...body.data, segment: 'VIP', limit: 1 } }),
+    );
+    assert.deepEqual(
+      vip.map((r: any) => [r.sku, r.score]),
+      [['F-4', 17.5]],
+    );
+    const forProduct = okData(
+      await api('/recommendations.recommend', {
+        data: { customerId: 'C-1', sku: 'F-4', filter: { sku: ['F-3', 'F-4'] } },
+      }),
+    );
+    assert.deepEqual(
+      forProduct.map((r: any) => r.sku),
+      ['F-3'],
+      'the anchor product is not recommended to itself',
+    );
+    expectError(
+      await api('/recommendations.recommend', { data: { customerId: 'C-404' } }),
+      404,
+      -1,
+      /customer C-404/,
+    );
+    expectError(await api('/recommendations.recommend', { data: {} }), 400, -4, /customerId/);
+    okData(await api('/update/ACO', { data: { uniqueName: 'recommendationLogic', value: 'Price' } }));
+    expectError(await api('/recommendations.recommend', body), 400, -4, /Price is a PRICING logic/);
+  });
+
   test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {
     await h.newUser('reader', 'reader-password-1', []);
     const reader = clientOf(h, (await h.login('reader', 'reader-password-1')).token);

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { executeLogic, type ExecuteData } from './service.ts';
+import { recommend, type RecommendData } from './recommend.ts';
 
 const executeBody = {
   type: 'object',
@@ -83,6 +84,44 @@ export function formulaRoutes(app: FastifyInstance): void {
       const answer = await run(req, sku, uniqueName);
       const envelope = ok(req, answer.results);
       return { response: { ...envelope.response, logic: answer.logic } };
+    },
+  );
+
+  app.post(
+    '/recommendations.recommend',
+    {
+      config,
+      schema: {
+        summary:
+          "Products recommended by the partition's RECOMMENDATION logic (option recommendationLogic), ranked by its Score",
+        tags,
+        body: {
+          type: 'object',
+          required: ['data'],
+          additionalProperties: false,
+          properties: {
+            operationType: { type: 'string' },
+            data: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                customerId: { type: 'string', minLength: 1, maxLength: 255 },
+                segment: { type: 'string', minLength: 1, maxLength: 255 },
+                sku: { type: 'string', minLength: 1, maxLength: 255 },
+                filter: {},
+                inputs: { type: 'object' },
+                targetDate: { type: 'string', maxLength: 10 },
+                limit: { type: 'integer' },
+              },
+            },
+          },
+        },
+        response: { 200: envelopeSchema() },
+      },
+    },
+    async (req) => {
+      const data = (req.body as { data: RecommendData }).data;
+      return ok(req, await recommend(app.db, req.principal!, data, limits, app.config.maxPageSize));
     },
   );
 }

@@ -1,0 +1,110 @@
+// `/recommendations.recommend`: the partition's RECOMMENDATION logic (named by the advanced
+// configuration option `recommendationLogic`) runs over candidate products — a filter body, read by
+// the engine's fetch — for a customer, a customer segment or a product, with the bulk evaluator.
+// Candidates are ranked by the logic's `Score` element (highest first) and answered with its
+// `Reasons` element. Without the option, a -4 that says how to configure it.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import { fetchRecords } from '../../engine/crud.ts';
+import { findType } from '../../engine/registry.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import type { LogicLimits } from '../../logic/env.ts';
+import { evaluateBulk, type BulkItem } from './bulk.ts';
+import { loadLogic, targetDateOf } from './service.ts';
+
+export const RECOMMENDATION_OPTION = 'recommendationLogic';
+const MAX_CANDIDATES = 10_000;
+
+export interface RecommendData {
+  readonly customerId?: string;
+  readonly segment?: string;
+  readonly sku?: string;
+  /** Candidate products: simple criteria or an AdvancedCriteria on products. */
+  readonly filter?: unknown;
+  readonly inputs?: Record<string, unknown>;
+  readonly targetDate?: string;
+  /** How many to answer (default 10, at most 1,000). */
+  readonly limit?: number;
+}
+
+export interface Recommendation {
+  readonly sku: string;
+  readonly label: unknown;
+  readonly score: unknown;
+  readonly reasons: unknown;
+}
+
+function howToConfigure(detail: string): AppError {
+  return validationError(
+    RECOMMENDATION_OPTION,
+    `${detail}: add the advanced configuration option ${RECOMMENDATION_OPTION} (/add/ACO {"data":{"uniqueName":"${RECOMMENDATION_OPTION}","value":"<uniqueName of a RECOMMENDATION logic>"}}); the logic scores one candidate product in an element named Score and may explain it in an element named Reasons`,
+  );
+}
+
+export async function recommend(
+  db: Db,
+  principal: Principal,
+  data: RecommendData,
+  limits: LogicLimits,
+  maxPageSize: number,
+): Promise<Recommendation[]> {
+  const limit = data.limit ?? 10;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1_000)
+    throw validationError('limit', 'must be 1 to 1000');
+  if (data.customerId === undefined && data.segment === undefined && data.sku === undefined)
+    throw validationError('customerId', 'give a customerId, a segment or a sku to recommend for');
+  const option = await db.query<{ value: string | null }>(
+    'SELECT value FROM advanced_config WHERE partition_id = $1 AND unique_name = $2',
+    [principal.partitionId, RECOMMENDATION_OPTION],
+  );
+  const name = option.rows[0]?.value?.trim();
+  if (!name) throw howToConfigure('no recommendation logic is configured');
+  const targetDate = targetDateOf(data.targetDate);
+  const { row, logic } = await loadLogic(db, principal.partitionId, name, targetDate);
+  if (row.nature !== 'RECOMMENDATION') throw howToConfigure(`logic ${name} is a ${row.nature} logic`);
+  if (!logic.elements.some((e) => e.def.elementName === 'Score'))
+    throw howToConfigure(`logic ${name} has no element Score`);
+  // Context for the logic: declared inputs Segment and AnchorSku are filled from the request.
+  const declared = new Set(logic.inputs.map((i) => i.name));
+  const inputs: Record<string, unknown> = { ...(data.inputs ?? {}) };
+  if (data.segment !== undefined && declared.has('Segment')) inputs.Segment = data.segment;
+  if (data.sku !== undefined && declared.has('AnchorSku')) inputs.AnchorSku = data.sku;
+
+  const candidates = await fetchRecords(
+    db,
+    principal,
+    findType('P')!,
+    {
+      data: data.filter ?? {},
+      startRow: 0,
+      endRow: Math.min(MAX_CANDIDATES, maxPageSize),
+      resultFields: ['sku', 'label'],
+    },
+    maxPageSize,
+  );
+  const products = (candidates.rows as { sku: string; label: unknown }[]).filter((p) => p.sku !== data.sku);
+  const items: BulkItem[] = products.map((p) => ({
+    sku: p.sku,
+    ...(data.customerId === undefined ? {} : { customerId: data.customerId }),
+    inputs,
+  }));
+  const scored: Recommendation[] = [];
+  let i = 0;
+  for await (const batch of evaluateBulk(db, principal, logic, items, { targetDate, limits })) {
+    for (const r of batch) {
+      const p = products[i++]!;
+      if (r.error !== null) {
+        // A request-level problem (bad inputs, unknown customer) is the same for every candidate.
+        if (/not found$/.test(r.error)) throw new AppError('NOT_FOUND', r.error);
+        throw validationError('inputs', r.error);
+      }
+      const score = r.results?.find((x) => x.resultName === 'Score')?.result ?? null;
+      if (typeof score !== 'number' && typeof score !== 'string') continue;
+      const reasons = r.results?.find((x) => x.resultName === 'Reasons')?.result ?? null;
+      scored.push({ sku: p.sku, label: p.label, score, reasons });
+    }
+  }
+  scored.sort((a, b) => Number(b.score) - Number(a.score) || (a.sku < b.sku ? -1 : 1));
+  return scored.slice(0, limit);
+}
