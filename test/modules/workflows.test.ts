@@ -517,6 +517,11 @@ describe('workflows', () => {
         }),
       )[0];
       assert.equal(changed.version, definition.version + 1);
+      // Earlier versions stay readable through record history.
+      const defId = definition.typedId.split('.')[0]!;
+      const hist = assertOk(await call(builder, `/fetch/WFD/${defId}/history`, { sortBy: '-id' }));
+      assert.deepEqual(hist[0].changes.steps.old, STEPS);
+      assert.equal(hist[0].version, changed.version);
       // The running one still asks the managers, then the directors.
       const s2 = assertOk(await act(ann, 'approve', running))[0];
       assert.equal(s2.currentStepName, 'Directors');
