@@ -1,5 +1,6 @@
 // The company-parameter types: lookup tables (`LT`) and their value families — `LTV` (simple and
-// range tables), `MLTV` and `MLTV2`..`MLTV6` (matrix tables), `JLTV` (JSON tables). All are
+// range tables), `MLTV` and `MLTV2`..`MLTV6` (matrix tables), `JLTV` (JSON tables) and `JLTV2`
+// (JSON tables with two keys, `key1` and `key2`, stored beside the matrix values). All are
 // `managerOnly`: the general operations refuse them and /lookuptablemanager.* serves them. A table's
 // values go through the generic engine with a per-table TypeDef (`valueTypeOf`): the declaration
 // here plus the table's `fixed` scope, its key and value types, and the permission of the operation.
@@ -24,6 +25,7 @@ export const TABLE_KINDS = [
   'MATRIX5',
   'MATRIX6',
   'JSON',
+  'JSON2',
 ] as const;
 export type TableKind = (typeof TABLE_KINDS)[number];
 
@@ -50,6 +52,7 @@ export interface LookupTable {
 
 /** Key fields of the values of a kind; the migration derives `number_of_key_fields` the same way. */
 export function keyCountOf(kind: TableKind): number {
+  if (kind === 'JSON2') return 2;
   const m = /^MATRIX([2-6])$/.exec(kind);
   return m ? Number(m[1]) : 1;
 }
@@ -73,6 +76,8 @@ export function valueCodeOf(kind: TableKind): string {
       return `MLTV${keyCountOf(kind)}`;
     case 'JSON':
       return 'JLTV';
+    case 'JSON2':
+      return 'JLTV2';
     default: {
       const never: never = kind;
       return never;
@@ -216,6 +221,15 @@ const VALUE_TYPES_DECLARED: readonly TypeDef[] = [
     uniqueColumns: ['table_ref', 'name'],
     massEditable: false,
   }),
+  valueType({
+    code: 'JLTV2',
+    label: 'JSON lookup table value (2 keys)',
+    table: 'lookup_matrix_values',
+    own: [...matrixKeys(2), { name: 'value', column: 'json_value', type: 'json' }],
+    businessKey: ['key1', 'key2'],
+    uniqueColumns: MATRIX_UNIQUE,
+    massEditable: false,
+  }),
 ];
 
 export const LOOKUP_TYPES: readonly TypeDef[] = [LOOKUP_TABLE, ...VALUE_TYPES_DECLARED];
@@ -227,7 +241,7 @@ export function tableTypeFor(write: Permission): TypeDef {
   return { ...LOOKUP_TABLE, access: { ...LOOKUP_TABLE.access, write } };
 }
 
-/** The declaration of a value type code (`LTV`, `MLTV`, `MLTV2`..`MLTV6`, `JLTV`), if it is one. */
+/** The declaration of a value type code (`LTV`, `MLTV`, `MLTV2`..`MLTV6`, `JLTV`, `JLTV2`), if it is one. */
 export function valueDeclaration(code: string): TypeDef | undefined {
   return VALUE_BY_CODE.get(code);
 }

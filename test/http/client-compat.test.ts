@@ -1,7 +1,7 @@
 // What a real client of the interface sends, with the names it expects (BASE_PATH=/pricefx,
 // PRODUCT_TOKEN=PriceFx), over HTTP on both databases: `null` paging and optional fields in
 // fetch-style bodies, `POST /login`, api tokens as the jwt cookie without CSRF (sessions still need
-// it), the upload slot's `id`, and the interface release clients gate features by.
+// it), the upload slot's `id`, JSON2 lookup tables, and the interface release clients gate features by.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -167,6 +167,33 @@ describe('drop-in for existing clients (BASE_PATH=/pricefx PRODUCT_TOKEN=PriceFx
       assert.equal(progress.id, slot.id);
       okData(await h.call(`/uploadmanager.deleteslot/${slot.id}`, { headers: jwt }));
     }
+  });
+
+  test('JSON2 lookup tables: created, filled and read as the client does', async () => {
+    const M = '/lookuptablemanager';
+    const [table] = okData(
+      await h.call(`${M}.add`, {
+        headers: jwt,
+        body: { data: { uniqueName: 'client-json2', label: 'JSON2', type: 'JSON2' } },
+      }),
+    );
+    assert.equal(table.numberOfKeyFields, 2);
+    okData(
+      await h.call(`${M}.integrate/${table.id}`, {
+        headers: jwt,
+        body: { data: { key1: 'EU', key2: 'gold', value: { discount: 0.1 } } },
+      }),
+    );
+    const rows = okData(
+      await h.call(`${M}.fetch/${table.id}`, {
+        headers: jwt,
+        body: clientFetchBody([{ fieldName: 'key1', operator: 'equals', value: 'EU' }]),
+      }),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.key1, r.key2, r.value, r.typedId]),
+      [['EU', 'gold', { discount: 0.1 }, `${rows[0].id}.JLTV2`]],
+    );
   });
 
   test('extendedData.Release is the interface release (default 15.2); our own version apart', async () => {

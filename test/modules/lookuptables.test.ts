@@ -486,6 +486,75 @@ describe('lookup tables', () => {
     );
   });
 
+  test('JSON2 values: key1, key2 and any JSON value, with the operations of JSON values', async () => {
+    const id = await newTable(api, 'json2', 'JSON2');
+    const [t] = okData(await api(`${M}.fetch`, { data: { uniqueName: 'json2' } }));
+    assert.deepEqual([t.type, t.numberOfKeyFields], ['JSON2', 2]);
+    const value = { tiers: [1, 2, 3], label: 'x', nested: { ok: true } };
+    const [v] = okData(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'gold', value } }));
+    assert.equal(v.typedId, `${v.id}.JLTV2`);
+    assert.deepEqual([v.key1, v.key2, v.lookupTableId, v.version], ['EU', 'gold', id, 0]);
+    assert.deepEqual(v.value, value);
+    assert.equal(v.name, undefined);
+    // The same first key with another second key is another value; the same pair is a conflict.
+    okData(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'silver', value: 2 } }));
+    expectError(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'gold', value: 3 } }), 409, -1);
+    expectError(await api(`${M}.add/${id}`, { data: { key1: 'US', value: 3 } }), 400, -4, 'key2');
+    expectError(await api(`${M}.add/${id}`, { data: { name: 'cfg', value: 3 } }), 400, -4);
+    okData(await api(`${M}.integrate/${id}`, { data: { key1: 'EU', key2: 'gold', value: [1, 'two'] } }));
+    const all = okData(await api(`${M}.fetch/${id}`, { sortBy: ['key2'] }));
+    assert.deepEqual(
+      all.map((r) => [r.key1, r.key2, r.value, r.version]),
+      [
+        ['EU', 'gold', [1, 'two'], 1],
+        ['EU', 'silver', 2, 0],
+      ],
+    );
+    const filtered = okData(
+      await api(`${M}.fetch/${id}`, {
+        data: adv({ fieldName: 'key2', operator: 'equals', value: 'silver' }),
+        valueFields: ['key1', 'key2', 'value'],
+      }),
+    );
+    assert.deepEqual(filtered, [['EU', 'silver', 2]]);
+    const [updated] = okData(
+      await api(`${M}.update/${id}`, { data: { key1: 'EU', key2: 'silver', value: { s: 1 } } }),
+    );
+    assert.deepEqual([updated.value, updated.version], [{ s: 1 }, 1]);
+    expectError(
+      await api(`${M}.massedit/${id}`, {
+        massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }],
+      }),
+      400,
+      -4,
+    );
+    // Bulk load as JLTV2; a load of the wrong kind names the kind to use.
+    const [loaded] = okData(
+      await api(`${M}.loaddata/JLTV2?tableId=${id}`, {
+        data: {
+          header: ['key1', 'key2', 'value'],
+          data: [
+            ['US', 'gold', { a: 1 }],
+            ['EU', 'gold', [3]],
+          ],
+          options: { joinFields: ['key1', 'key2'] },
+        },
+      }),
+    );
+    assert.deepEqual([loaded.inserted, loaded.updated, loaded.invalid], [1, 1, 0]);
+    const us = okData(await api(`${M}.fetch/${id}`, { data: { key1: 'US' } }));
+    assert.deepEqual(us[0].value, { a: 1 });
+    expectError(
+      await api(`${M}.loaddata/JLTV?tableId=${id}`, { data: { header: ['name'], data: [['x']] } }),
+      400,
+      -4,
+    );
+    // Delete one value by its keys, then the rest by filter.
+    okData(await api(`${M}.delete/${id}`, { data: { key1: 'US', key2: 'gold' } }));
+    okData(await api(`${M}.delete/${id}/batch`, { data: { key1: 'EU' } }));
+    assert.equal(okData(await api(`${M}.fetch/${id}`)).length, 0);
+  });
+
   test('fetch values: filter, sort, paging, resultFields and valueFields', async () => {
     const id = await newTable(api, 'paged', 'SIMPLE', 'INT');
     okData(
@@ -910,6 +979,8 @@ describe('lookup tables', () => {
       ['/add/MLTV3', { data: { key1: 'a' } }],
       ['/fetch/JLTV', {}],
       ['/update/JLTV', { data: { name: 'a' } }],
+      ['/fetch/JLTV2', {}],
+      ['/add/JLTV2', { data: { key1: 'a', key2: 'b', value: 1 } }],
       ['/fetch/LT', {}],
       ['/add/LT', { data: { uniqueName: 'x', type: 'SIMPLE' } }],
       ['/loaddata/LTV', { data: { header: ['name'], data: [['x']] } }],
@@ -1029,6 +1100,8 @@ describe('lookup tables', () => {
     );
     const json = await newTable(api, 'lk-json', 'JSON');
     okData(await api(`${M}.add/${json}`, { data: { name: 'cfg', value: { a: [1, 2] } } }));
+    const json2 = await newTable(api, 'lk-json2', 'JSON2');
+    okData(await api(`${M}.add/${json2}`, { data: { key1: 'EU', key2: 'cfg', value: { b: [3] } } }));
 
     let queries = 0;
     const counting: Queryable = {
@@ -1053,6 +1126,8 @@ describe('lookup tables', () => {
     assert.equal(await lk.lookup('lk-matrix', 'US'), null);
     assert.deepEqual(await lk.lookup('lk-matrix3', 'a', 'b', 'c'), { attribute2: 'abc' });
     assert.deepEqual(await lk.lookup('lk-json', 'cfg'), { a: [1, 2] });
+    assert.deepEqual(await lk.lookup('lk-json2', 'EU', 'cfg'), { b: [3] });
+    assert.equal(await lk.lookup('lk-json2', 'EU', 'other'), null);
 
     // Asked again, the same object answers from its cache, even after a change.
     const before = queries;

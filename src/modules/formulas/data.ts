@@ -219,14 +219,18 @@ export class BatchData {
         : `MLTV${meta.type.slice(6)}`
       : meta.type === 'JSON'
         ? 'JLTV'
-        : 'LTV';
+        : meta.type === 'JSON2'
+          ? 'JLTV2'
+          : 'LTV';
     const row = new RecordValue(fields, {
       source: meta.uniqueName,
       typedId: `${String(r.id)}.${code}`,
       version: Number(r.version),
     });
     const value: Value =
-      meta.type === 'JSON' ? toValue(r.json_value) : row.get(matrix ? 'attribute1' : 'value');
+      meta.type === 'JSON' || meta.type === 'JSON2'
+        ? toValue(r.json_value)
+        : row.get(matrix ? 'attribute1' : 'value');
     return { row, value };
   }
 }

@@ -204,6 +204,8 @@ export async function tablesByName(
 }
 
 const MATRIX_KEYS: Readonly<Record<string, number>> = {
+  // JSON values under two keys live with the matrix values (key1, key2).
+  JSON2: 2,
   MATRIX2: 2,
   MATRIX3: 3,
   MATRIX4: 4,

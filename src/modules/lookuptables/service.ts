@@ -1,4 +1,4 @@
-// The lookup table manager: tables (LT) and their values (LTV, MLTV, MLTV2..MLTV6, JLTV), plus the
+// The lookup table manager: tables (LT) and their values (LTV, MLTV, MLTV2..MLTV6, JLTV, JLTV2), plus the
 // look-up API for logics. Every value operation is the generic engine on a per-table TypeDef
 // (`valueTypeOf`): the engine scopes each read and write to the table through the type's `fixed`
 // column and checks the operation's permission, so paging, filters, validation, version checks and
@@ -438,7 +438,10 @@ export async function loadValues(
 ): Promise<LoadResult> {
   const write = loadPermission(principal);
   if (valueDeclaration(code) === undefined) {
-    throw validationError('typeCode', `${code} is not a lookup value type (LTV, MLTV, MLTV2..MLTV6, JLTV)`);
+    throw validationError(
+      'typeCode',
+      `${code} is not a lookup value type (LTV, MLTV, MLTV2..MLTV6, JLTV, JLTV2)`,
+    );
   }
   if (body.data.length > limits.maxBatchRows) {
     throw validationError('data', `at most ${limits.maxBatchRows} rows per call (got ${body.data.length})`);
@@ -715,6 +718,7 @@ function normaliseKeys(table: LookupTable, keys: readonly unknown[]): (string | 
       return [as('date', keys[0], 0)];
     case 'SIMPLE':
     case 'JSON':
+    case 'JSON2':
     case 'MATRIX':
     case 'MATRIX2':
     case 'MATRIX3':
@@ -747,6 +751,8 @@ async function lookUp(
     return typed(table.valueType, (await store.rangeValue(q, principal, table, keys[0]!))?.value ?? null);
   }
   if (table.type === 'JSON') return (await store.simpleValue(q, principal, table, keys[0]!))?.json ?? null;
+  if (table.type === 'JSON2')
+    return (await store.jsonRow(q, principal, table, keys.map(String)))?.json ?? null;
   if (isMatrix(table.type)) {
     const row = await store.matrixRow(q, principal, table, keys.map(String));
     if (!row) return null;

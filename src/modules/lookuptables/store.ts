@@ -193,3 +193,18 @@ export async function matrixRow(
   );
   return r.rows[0];
 }
+
+/** The JSON value of a JSON2 table under key1, key2, or undefined when there is none. */
+export async function jsonRow(
+  q: Queryable,
+  principal: Principal,
+  table: LookupTable,
+  keys: readonly string[],
+): Promise<{ json: unknown } | undefined> {
+  const r = await q.query<{ json: unknown }>(
+    `SELECT v.json_value AS json FROM lookup_matrix_values v
+      WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.key1 = $3::text AND v.key2 = $4::text LIMIT 1`,
+    [principal.partitionId, String(table.id), keys[0], keys[1]],
+  );
+  return r.rows[0];
+}
