@@ -34,6 +34,7 @@ import { adminIndexRoutes } from './modules/admin/indexes.ts';
 import { notificationRoutes } from './modules/notifications/routes.ts';
 import { tokenV2Routes } from './modules/tokenv2/routes.ts';
 import { dcrRoutes } from './modules/dcr/routes.ts';
+import { importRoutes } from './modules/imports/routes.ts';
 import { formulaRoutes } from './modules/formulas/routes.ts';
 import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
 import { queryRoutes } from './modules/query/routes.ts';
@@ -56,6 +57,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   notificationRoutes,
   tokenV2Routes,
   dcrRoutes,
+  importRoutes,
   formulaRoutes,
   conditionRecordRoutes,
   historyRoutes,

@@ -11,6 +11,7 @@ import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-field
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
+import { IMPORT_TYPES } from './registry-imports.ts';
 import { FORMULA_TYPES } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
@@ -412,6 +413,7 @@ const TYPES: readonly TypeDef[] = [
   JOB_TYPE,
   NOTIFICATION_TYPE,
   ...DCR_TYPES,
+  ...IMPORT_TYPES,
   ...FORMULA_TYPES,
   ...CONDITION_RECORD_TYPES,
   // Custom attributes of condition record items (every CRCIn and CRCIH read them under owner CRCI).

@@ -1,0 +1,465 @@
+// Imports: staged changes to one target type, written all at once. An import is created empty or
+// from an uploaded CSV/XLSX file (upload slots and parsing of src/modules/files): the business key
+// columns name the record, an optional `changeType` column says ADD/UPDATE (default)/DELETE, every
+// other column is a field, one staged change per cell. Changes are saved one by one, mass edited and
+// mass deleted by filter; submit validates every change and, only if all pass, writes them in one
+// transaction through the engine with the importing user's own rights (src/modules/dcr/write.ts).
+
+import type { Principal } from '../../access/access.ts';
+import type { BlobStore } from '../../db/blob-store.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import type { TypeContext } from '../../engine/context.ts';
+import {
+  checkValue,
+  deleteByFilter,
+  fetchRecords,
+  massEdit,
+  requireAccess,
+  type FetchBody,
+  type FetchResult,
+} from '../../engine/crud.ts';
+import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
+import { findType, type TypeDef } from '../../engine/registry.ts';
+import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
+import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
+import {
+  findTargets,
+  inTransaction,
+  keyText,
+  loadTypeContext,
+  mayEdit,
+  resolveTargetType,
+} from '../dcr/target.ts';
+import { writeItems, type StagedRecord } from '../dcr/write.ts';
+import { chunked, rowsOf } from '../files/rows.ts';
+import { findFilledSlotOrFail } from '../files/slots.ts';
+import * as store from './store.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const IM = findType('IM')!;
+const IMC = findType('IMC')!;
+const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'];
+/** Failing changes listed in a refused submit (all are marked INVALID). */
+const MAX_LISTED = 1000;
+
+interface Scope {
+  readonly im: store.ImportRow;
+  readonly type: TypeDef;
+  readonly tc: TypeContext;
+}
+
+async function scopeOf(
+  q: Queryable,
+  principal: Principal,
+  idText: unknown,
+  editable: boolean,
+): Promise<Scope> {
+  requireAccess(principal, 'IMPORT_EDIT');
+  const im = await store.findImportOrFail(q, principal.partitionId, store.parseImportId(idText));
+  if (editable && im.status === 'APPLIED') {
+    throw new AppError('CONFLICT', `${im.unique_name} is APPLIED: its changes can no longer change`);
+  }
+  const type = await resolveTargetType(q, principal, im.target_type, im.lookup_table);
+  return { im, type, tc: await loadTypeContext(q, principal, type) };
+}
+
+function checkKeyCount(type: TypeDef): void {
+  if (type.businessKey.length > IMPORT_KEY_COUNT || type.businessKey.length === 0) {
+    throw validationError(
+      'targetType',
+      `${type.code} cannot be imported (business key of ${type.businessKey.length} fields)`,
+    );
+  }
+}
+
+export async function importRecord(q: Queryable, principal: Principal, id: number): Promise<Obj> {
+  const r = await fetchRecords(q, principal, IM, {}, 1, { fieldName: 'id', operator: 'equals', value: id });
+  return r.rows[0] as Obj;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Create (from a file)
+
+export interface CreateImport {
+  readonly targetType?: unknown;
+  readonly lookupTable?: unknown;
+  readonly label?: unknown;
+  readonly slotId?: unknown;
+  readonly delimiter?: unknown;
+}
+
+const optionalText = (v: unknown, field: string): string | null => {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || v.length > 1000)
+    throw validationError(field, 'must be text (at most 1000 characters)');
+  return v;
+};
+
+export async function createImport(
+  db: Db,
+  blobs: BlobStore,
+  principal: Principal,
+  data: CreateImport,
+): Promise<Obj> {
+  requireAccess(principal, 'IMPORT_EDIT');
+  const code = data.targetType;
+  if (typeof code !== 'string' || !DCR_TARGET_TYPES.includes(code)) {
+    throw validationError('targetType', `must be one of ${DCR_TARGET_TYPES.join(', ')}`);
+  }
+  const lookupTable = optionalText(data.lookupTable, 'lookupTable');
+  const type = await resolveTargetType(db, principal, code, lookupTable);
+  checkKeyCount(type);
+  requireAccess(principal, type.access.write);
+  const tc = await loadTypeContext(db, principal, type);
+  const slotId = optionalText(data.slotId, 'slotId');
+  const slot = slotId === null ? undefined : await findFilledSlotOrFail(db, principal, slotId);
+  const delimiter = optionalText(data.delimiter, 'delimiter') ?? undefined;
+  const source = slot ? await rowsOf(blobs.read(principal.partitionId, slot.blob_key), delimiter) : undefined;
+  const columns = source ? planColumns(tc, source.header) : undefined;
+  const id = await store.insertImport(db, principal.partitionId, principal.userId, {
+    label: optionalText(data.label, 'label'),
+    targetType: code,
+    lookupTable,
+    fileName: slot?.file_name ?? null,
+  });
+  if (source && columns) {
+    // Chunk by chunk (no transaction is held while the file is read: PGlite has one connection);
+    // a file that turns out unreadable removes the import again.
+    try {
+      let line = 0;
+      for await (const chunk of chunked(source.rows, 2_000)) {
+        const changes = chunk.flatMap((cells) => changesOfRow(columns, cells, ++line));
+        await store.upsertChanges(db, principal.partitionId, id, principal.userId, changes);
+      }
+    } catch (e) {
+      await db.query('DELETE FROM imports WHERE partition_id = $1 AND id = $2', [principal.partitionId, id]);
+      throw e;
+    }
+  }
+  return importRecord(db, principal, id);
+}
+
+interface Columns {
+  readonly keys: readonly number[];
+  readonly changeType: number | undefined;
+  readonly fields: readonly { readonly at: number; readonly name: string }[];
+}
+
+function planColumns(tc: TypeContext, header: readonly string[]): Columns {
+  const at = (name: string) => header.findIndex((h) => h.trim() === name);
+  const keys = tc.type.businessKey.map((k) => {
+    const i = at(k);
+    if (i < 0) throw validationError('header', `must contain the key column ${k}`);
+    return i;
+  });
+  const ct = at('changeType');
+  const fields = header.flatMap((raw, i) => {
+    const name = raw.trim();
+    if (keys.includes(i) || i === ct) return [];
+    const f = tc.fields.get(name);
+    if (!f || f.system)
+      throw validationError(`header.${i}`, `unknown field ${JSON.stringify(name)} of ${tc.type.code}`);
+    return [{ at: i, name }];
+  });
+  return { keys, changeType: ct < 0 ? undefined : ct, fields };
+}
+
+function changesOfRow(cols: Columns, cells: readonly (string | null)[], line: number): store.NewChange[] {
+  const text = (i: number): string | null => {
+    const v = cells[i];
+    return v === undefined || v === null || v === '' ? null : v;
+  };
+  const keys = cols.keys.map((i) => text(i) ?? '');
+  const changeType =
+    (cols.changeType === undefined ? null : text(cols.changeType))?.toUpperCase() ?? 'UPDATE';
+  if (changeType === 'DELETE') return [{ changeType, targetColumn: '', keys, value: null, rowNumber: line }];
+  return cols.fields.map((f) => ({
+    changeType,
+    targetColumn: f.name,
+    keys,
+    value: text(f.at),
+    rowNumber: line,
+  }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Save one by one, fetch, mass edit, mass delete
+
+/** `{changeType?, targetColumn, <key fields by name> or key1..keyN, value}`: the staged change by its identity. */
+export async function saveChanges(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  list: readonly Obj[],
+): Promise<Obj[]> {
+  const s = await scopeOf(db, principal, idText, true);
+  const batch = list.length > 1;
+  const changes = list.map((d, i): store.NewChange => {
+    const at = batch ? `${i}.` : '';
+    const changeType = d.changeType ?? 'UPDATE';
+    if (typeof changeType !== 'string' || !CHANGE_TYPES.includes(changeType)) {
+      throw validationError(`${at}changeType`, `must be one of ${CHANGE_TYPES.join(', ')}`);
+    }
+    const keys = s.type.businessKey.map((k, n) => {
+      const v = d[k] ?? d[`key${n + 1}`];
+      if (v === undefined || v === null || v === '')
+        throw validationError(`${at}${k}`, 'is required (part of the business key)');
+      if (typeof v !== 'string' && typeof v !== 'number')
+        throw validationError(`${at}${k}`, 'must be text or a number');
+      return String(v);
+    });
+    let targetColumn = '';
+    if (changeType !== 'DELETE') {
+      const f = typeof d.targetColumn === 'string' ? s.tc.fields.get(d.targetColumn) : undefined;
+      if (!f || f.system || f.key)
+        throw validationError(`${at}targetColumn`, `must name a writable field of ${s.type.code}`);
+      targetColumn = f.name;
+    }
+    const v = d.value;
+    if (
+      v !== undefined &&
+      v !== null &&
+      typeof v !== 'string' &&
+      typeof v !== 'number' &&
+      typeof v !== 'boolean'
+    ) {
+      throw validationError(`${at}value`, 'must be text, a number or a boolean');
+    }
+    return {
+      changeType,
+      targetColumn,
+      keys,
+      value: v === undefined || v === null ? null : String(v),
+      rowNumber: null,
+    };
+  });
+  const ids = await db.transaction((tx) =>
+    store.upsertChanges(tx, principal.partitionId, s.im.id, principal.userId, changes),
+  );
+  const r = await fetchRecords(
+    db,
+    principal,
+    IMC,
+    { startRow: 0, endRow: ids.length },
+    Math.max(ids.length, 1),
+    {
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [restrictTo(s.im.id), { fieldName: 'id', operator: 'inSet', value: ids }],
+    },
+  );
+  return r.rows as Obj[];
+}
+
+const restrictTo = (importId: number): Obj => ({
+  fieldName: 'importId',
+  operator: 'equals',
+  value: importId,
+});
+
+/** The client's filter (simple criteria as equals/inSet leaves) ANDed to "changes of this import". */
+function withinImport(importId: number, filter: unknown): Obj {
+  const criteria: unknown[] = [restrictTo(importId)];
+  if (isObj(filter) && Object.keys(filter).length > 0) {
+    const advanced =
+      '_constructor' in filter || 'criteria' in filter || ('fieldName' in filter && 'operator' in filter);
+    if (advanced) criteria.push(filter);
+    else {
+      for (const [fieldName, value] of Object.entries(filter)) {
+        criteria.push({ fieldName, operator: Array.isArray(value) ? 'inSet' : 'equals', value });
+      }
+    }
+  } else if (filter !== undefined && filter !== null && !isObj(filter)) {
+    throw validationError('filterCriteria', 'must be criteria (an object)');
+  }
+  return { _constructor: 'AdvancedCriteria', operator: 'and', criteria };
+}
+
+export async function fetchChanges(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  const s = await scopeOf(db, principal, idText, false);
+  return fetchRecords(db, principal, IMC, body, maxPageSize, restrictTo(s.im.id));
+}
+
+/** The operators of `/massedit` on the staged changes; every edited change is NEW again. */
+export async function massEditChanges(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: Obj,
+): Promise<number> {
+  const s = await scopeOf(db, principal, idText, true);
+  const ops = body.massEditRecords;
+  if (!Array.isArray(ops) || ops.length === 0)
+    throw validationError('massEditRecords', 'must name at least one change');
+  ops.forEach((op: unknown, i) => {
+    const name = isObj(op) ? op.fieldName : undefined;
+    if (name === 'validationState' || name === 'message' || name === 'importId') {
+      throw validationError(`massEditRecords.${i}.fieldName`, `${String(name)} is set by the server`);
+    }
+  });
+  return massEdit(db, principal, IMC, {
+    filterCriteria: withinImport(s.im.id, body.filterCriteria ?? body.data),
+    massEditRecords: [
+      ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
+      { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
+      { fieldName: 'message', massEditOperator: 'null' },
+    ],
+  });
+}
+
+export async function massDeleteChanges(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: FetchBody,
+): Promise<number> {
+  const s = await scopeOf(db, principal, idText, true);
+  const r = await deleteByFilter(db, principal, IMC, { data: withinImport(s.im.id, body.data) }, false);
+  return r.count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submit
+
+interface RecordPlan {
+  readonly changeType: 'ADD' | 'UPDATE' | 'DELETE';
+  readonly keys: string[];
+  readonly changes: store.ChangeRow[];
+  readonly values: Obj;
+}
+
+/** Validates every change; all valid: written in one transaction. Otherwise nothing is written. */
+export async function submitImport(db: Db, principal: Principal, idText: string): Promise<Obj> {
+  const s0 = await scopeOf(db, principal, idText, true);
+  checkKeyCount(s0.type);
+  requireAccess(principal, s0.type.access.write);
+  let ended = false;
+  const refused = await db
+    .transaction(async (tx): Promise<AppError | undefined> => {
+      const im = await store.findImportOrFail(tx, principal.partitionId, s0.im.id, true);
+      if (im.status === 'APPLIED') throw new AppError('CONFLICT', `${im.unique_name} is already APPLIED`);
+      const { type, tc } = s0;
+      const changes = await store.changesOf(tx, principal.partitionId, im.id);
+      if (changes.length === 0) throw validationError('typedId', `${im.unique_name} has no changes`);
+      const invalid = new Map<number, string>();
+      const records = new Map<string, RecordPlan>();
+      for (const c of changes) {
+        const reason = checkChange(tc, c);
+        if (reason !== undefined) {
+          invalid.set(c.id, reason);
+          continue;
+        }
+        const keys = c.keys.slice(0, type.businessKey.length);
+        const k = `${c.change_type} ${JSON.stringify(keys)}`;
+        let rec = records.get(k);
+        if (!rec) records.set(k, (rec = { changeType: c.change_type, keys, changes: [], values: {} }));
+        rec.changes.push(c);
+        if (c.change_type !== 'DELETE') {
+          const v = checkValue(tc.fields.get(c.target_column)!, c.value);
+          rec.values[c.target_column] = typeof v === 'string' ? null : v.value;
+        }
+      }
+      const found = await findTargets(
+        tx,
+        principal,
+        tc,
+        { ids: [], keys: [...records.values()].map((r) => r.keys) },
+        true,
+      );
+      const staged: StagedRecord[] = [];
+      for (const rec of records.values()) {
+        const row = found.byKey.get(JSON.stringify(rec.keys));
+        const problem = recordProblem(tc, principal, rec, row);
+        if (problem !== undefined) {
+          for (const c of rec.changes) invalid.set(c.id, problem);
+          continue;
+        }
+        staged.push({
+          ref: `change ${rec.changes[0]!.id}.IMC`,
+          change_type: rec.changeType,
+          target_id: row === undefined ? null : Number(row.id),
+          target_key: rec.keys,
+          proposed: rec.values,
+          original: row ?? null,
+        });
+      }
+      await store.markValidation(tx, principal.partitionId, im.id, invalid);
+      if (invalid.size > 0) {
+        await store.setImportState(tx, principal.partitionId, im.id, principal.userId, 'FAILED', [
+          { level: 'ERROR', text: `${invalid.size} of ${changes.length} changes failed validation` },
+        ]);
+        return refusal(changes, invalid);
+      }
+      const within = inTransaction(db, tx, () => ended);
+      const written = await writeItems(within, principal, type, staged, []);
+      await store.setImportState(tx, principal.partitionId, im.id, principal.userId, 'APPLIED', [
+        { level: 'INFO', text: 'applied', changes: changes.length, ...written },
+      ]);
+      return undefined;
+    })
+    .finally(() => {
+      ended = true;
+    });
+  if (refused) throw refused;
+  return importRecord(db, principal, s0.im.id);
+}
+
+function checkChange(tc: TypeContext, c: store.ChangeRow): string | undefined {
+  for (const [n, k] of tc.type.businessKey.entries()) {
+    try {
+      keyText(tc.fields.get(k)!, c.keys[n], k);
+    } catch (e) {
+      return `${k}: ${(e as AppError).errors?.[k]?.errorMessage ?? 'invalid'}`;
+    }
+  }
+  if (c.change_type === 'DELETE') return undefined;
+  const f = tc.fields.get(c.target_column);
+  if (!f || f.system) return `${c.target_column}: unknown field`;
+  if (f.key) return `${c.target_column}: is part of the business key`;
+  const v = checkValue(f, c.value);
+  return typeof v === 'string' ? `${c.target_column}: ${v}` : undefined;
+}
+
+function recordProblem(
+  tc: TypeContext,
+  principal: Principal,
+  rec: RecordPlan,
+  row: Obj | undefined,
+): string | undefined {
+  const what = `${tc.type.label} ${rec.keys.join(' / ')}`;
+  if (rec.changeType === 'ADD') {
+    if (row) return `${what} already exists`;
+    const missing = [...tc.fields.values()].find(
+      (f) => f.required && !f.key && (rec.values[f.name] ?? null) === null,
+    );
+    return missing ? `${missing.name}: is required to add ${what}` : undefined;
+  }
+  if (!row) return `${what} does not exist`;
+  if (!mayEdit(tc.type, principal, row)) return `${what}: not in one of your edit groups`;
+  return undefined;
+}
+
+function refusal(changes: readonly store.ChangeRow[], invalid: ReadonlyMap<number, string>): AppError {
+  const errors: FieldErrors = {};
+  for (const c of changes) {
+    const reason = invalid.get(c.id);
+    if (reason === undefined) continue;
+    if (Object.keys(errors).length >= MAX_LISTED) break;
+    errors[`${c.id}.IMC`] = {
+      errorMessage: c.row_number === null ? reason : `row ${c.row_number}: ${reason}`,
+    };
+  }
+  return new AppError(
+    'VALIDATION',
+    `${invalid.size} of ${changes.length} changes failed validation: nothing written (they are marked INVALID)`,
+    { errors },
+  );
+}

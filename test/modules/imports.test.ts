@@ -1,0 +1,188 @@
+// Imports over HTTP on both databases: an import created from an uploaded CSV (one staged change per
+// cell), a submit refused because one row is bad (nothing written, the failing change named with
+// its row), fixed by massedit and submitted; saving changes one by one (same identity: the value is
+// replaced), massdelete, a DELETE change, permissions and partition isolation.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { slotWith } from '../jobs/helpers.ts';
+
+type Who = { user: string; password: string };
+const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
+const auditor: Who = { user: 'auditor', password: 'auditor-password-1' };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+describe('imports', () => {
+  let h: Harness;
+  let other: Harness;
+  const call = (path: string, body?: unknown, who: Who = admin) =>
+    h.call(path, { basic: who, ...(body === undefined ? {} : { body }) });
+  const product = async (sku: string) =>
+    okData(await call('/fetch/P', { data: { sku }, textMatchStyle: 'exactCase' }))[0];
+
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    await h.newUser(auditor.user, auditor.password, ['USERAUDIT']);
+    okData(
+      await call('/add/PAM', { data: { fieldName: 'attribute1', label: 'Weight', fieldType: 'NUMERIC' } }),
+    );
+    for (const sku of ['I-1', 'I-2', 'I-3'])
+      okData(await call('/add/P', { data: { sku, label: `old ${sku}` } }));
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  test('without credentials 401, without IMPORT_EDIT 403', async () => {
+    expectError(await h.call('/importmanager.add', { body: { data: { targetType: 'P' } } }), 401, -7);
+    expectError(await call('/importmanager.add', { data: { targetType: 'P' } }, auditor), 403, -3);
+    expectError(await call('/importmanager.submit/1', {}, auditor), 403, -3);
+  });
+
+  test('a CSV with one bad row: nothing written, the row named; fixed by massedit, then submitted', async () => {
+    const csv =
+      'changeType,sku,label,attribute1\nUPDATE,I-1,new one,1.5\nUPDATE,I-2,new two,heavy\nADD,I-4,four,4\n';
+    const slotId = await slotWith(h, csv, 'changes.csv');
+    expectError(await call('/importmanager.add', { data: { targetType: 'ZZ' } }), 400, -4, 'targetType');
+    const badSlot = await slotWith(h, 'sku,colour\nI-1,red\n', 'bad.csv');
+    expectError(
+      await call('/importmanager.add', { data: { targetType: 'P', slotId: badSlot } }),
+      400,
+      -4,
+      'header.1',
+    );
+    const [im] = okData(
+      await call('/importmanager.add', { data: { targetType: 'P', slotId, label: 'from file' } }),
+    );
+    assert.match(im.uniqueName, /^IM-\d+$/);
+    assert.equal(im.fileName, 'changes.csv');
+    const staged = await call(`/importmanager.fetch/${im.typedId}`, { sortBy: 'id' });
+    assert.equal(staged.body.response.totalRows, 6);
+    const bad = okData(staged).find((c) => c.key1 === 'I-2' && c.targetColumn === 'attribute1');
+    assert.equal(bad.value, 'heavy');
+    assert.equal(bad.rowNumber, 2);
+
+    const refused = await call(`/importmanager.submit/${im.typedId}`);
+    expectError(refused, 400, -4, bad.typedId);
+    assert.equal(Object.keys(refused.body.response.errors).length, 1);
+    assert.match(refused.body.response.errors[bad.typedId].errorMessage, /^row 2: attribute1: /);
+    assert.equal((await product('I-1')).label, 'old I-1');
+    assert.equal(await product('I-4'), undefined);
+    const invalid = okData(
+      await call(`/importmanager.fetch/${im.id}`, { data: { validationState: 'INVALID' } }),
+    );
+    assert.deepEqual(
+      invalid.map((c) => c.typedId),
+      [bad.typedId],
+    );
+
+    const [edited] = okData(
+      await call(`/importmanager.massedit/${im.id}`, {
+        filterCriteria: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [{ fieldName: 'validationState', operator: 'equals', value: 'INVALID' }],
+        },
+        massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: '2' }],
+      }),
+    );
+    assert.equal(edited.updated, 1);
+    expectError(
+      await call(`/importmanager.massedit/${im.id}`, {
+        massEditRecords: [{ fieldName: 'validationState', massEditOperator: '=', fieldValue: 'VALID' }],
+      }),
+      400,
+      -4,
+      'massEditRecords.0.fieldName',
+    );
+    const [done] = okData(await call(`/importmanager.submit/${im.id}`));
+    assert.equal(done.status, 'APPLIED');
+    assert.equal((await product('I-1')).label, 'new one');
+    assert.equal((await product('I-1')).attribute1, 1.5);
+    assert.equal((await product('I-2')).attribute1, 2);
+    assert.equal((await product('I-4')).label, 'four');
+    assert.equal(
+      okData(await call(`/importmanager.fetch/${im.id}`, { data: { validationState: 'VALID' } })).length,
+      6,
+    );
+    expectError(await call(`/importmanager.submit/${im.id}`), 409, -1);
+    expectError(
+      await call(`/importmanager.save/${im.id}`, { data: { sku: 'I-1', targetColumn: 'label', value: 'x' } }),
+      409,
+      -1,
+    );
+  });
+
+  test('changes saved one by one, massdelete, a DELETE change', async () => {
+    const [im] = okData(await call('/importmanager.add', { data: { targetType: 'P' } }));
+    const save = (data: unknown) => call(`/importmanager.save/${im.id}`, { data });
+    expectError(await save({ targetColumn: 'colour', sku: 'I-1', value: 'x' }), 400, -4, 'targetColumn');
+    expectError(await save({ targetColumn: 'label', value: 'x' }), 400, -4, 'sku');
+    expectError(await save({ changeType: 'MOVE', sku: 'I-1' }), 400, -4, 'changeType');
+    const [first] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved' }));
+    const [again] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved again' }));
+    assert.equal(again.id, first.id);
+    assert.equal(again.value, 'saved again');
+    okData(
+      await save([
+        { targetColumn: 'attribute1', sku: 'I-1', value: '9' },
+        { changeType: 'DELETE', sku: 'I-3' },
+      ]),
+    );
+    const [gone] = okData(
+      await call(`/importmanager.massdelete/${im.id}`, { data: { targetColumn: 'attribute1' } }),
+    );
+    assert.equal(gone.deleted, 1);
+    assert.equal(okData(await call(`/importmanager.fetch/${im.id}`, {})).length, 2);
+    assert.equal(okData(await call(`/importmanager.submit/${im.id}`))[0].status, 'APPLIED');
+    assert.equal((await product('I-1')).label, 'saved again');
+    assert.equal((await product('I-1')).attribute1, 1.5);
+    assert.equal(await product('I-3'), undefined);
+    // A change of a record that does not exist fails validation; nothing of the import is written.
+    const [im2] = okData(await call('/importmanager.add', { data: { targetType: 'P' } }));
+    const [ok1] = okData(
+      await call(`/importmanager.save/${im2.id}`, {
+        data: { targetColumn: 'label', sku: 'I-1', value: 'never' },
+      }),
+    );
+    const [missing] = okData(
+      await call(`/importmanager.save/${im2.id}`, {
+        data: { targetColumn: 'label', sku: 'NOPE', value: 'x' },
+      }),
+    );
+    const r = await call(`/importmanager.submit/${im2.id}`);
+    expectError(r, 400, -4, missing.typedId);
+    assert.equal(r.body.response.errors[ok1.typedId], undefined);
+    assert.equal((await product('I-1')).label, 'saved again');
+  });
+
+  test('partition isolation', async () => {
+    const [im] = okData(await call('/importmanager.add', { data: { targetType: 'P' } }));
+    const there = (path: string, body?: unknown) =>
+      other.call(path, { basic: admin, ...(body === undefined ? {} : { body }) });
+    expectError(await there(`/importmanager.fetch/${im.id}`, {}), 404, -1);
+    expectError(await there(`/importmanager.submit/${im.id}`), 404, -1);
+    expectError(
+      await there(`/importmanager.save/${im.id}`, {
+        data: { sku: 'I-1', targetColumn: 'label', value: 'x' },
+      }),
+      404,
+      -1,
+    );
+    assert.equal(okData(await there('/fetch/IM', {})).length, 0);
+  });
+});
