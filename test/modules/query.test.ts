@@ -413,3 +413,41 @@ describe('query API', () => {
     }
   });
 });
+
+// PGlite cannot interrupt a running statement (one wasm thread): the time limit is PostgreSQL's.
+describe('query API time limit (PostgreSQL)', { skip: process.env.DATABASE_URL === undefined }, () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { QUERY_TIMEOUT_SECONDS: '1' } });
+    // 3,000 products and 3,000 extension rows sharing one value: their join has 9,000,000 rows.
+    await h.db.query(
+      `INSERT INTO products (partition_id, sku, attribute2)
+       SELECT $1, 'T-' || g, 'x' FROM generate_series(1, 3000) g`,
+      [h.partitionId],
+    );
+    await h.db.query(
+      `INSERT INTO product_extensions (partition_id, name, sku, attribute3)
+       SELECT $1, 'Big', 'T-' || g, 'x' FROM generate_series(1, 3000) g`,
+      [h.partitionId],
+    );
+  });
+  after(() => h.close());
+
+  test('a pipeline running past QUERY_TIMEOUT_SECONDS is a -4 that says so', async () => {
+    const r = await h.call('/queryapi.execute', {
+      basic: QUERY_ADMIN,
+      body: {
+        data: {
+          source: 'P',
+          join: [{ source: 'PX:Big', as: 'b', on: { attribute2: 'attribute3' } }],
+          aggregates: [
+            { fn: 'countDistinct', field: 'b.sku' },
+            { fn: 'max', field: 'label' },
+          ],
+        },
+      },
+    });
+    assert.deepEqual(status(r), [400, -4], r.text);
+    assert.match(r.body.response.data, /QUERY_TIMEOUT_SECONDS/);
+  });
+});
