@@ -60,6 +60,8 @@ export interface CompiledLogic {
   readonly tables: ReadonlySet<string>;
   readonly conditionSets: ReadonlySet<string>;
   readonly policies: ReadonlySet<string>;
+  /** Extension tables read, as `product:<name>` / `customer:<name>` (prefetched per batch). */
+  readonly extensions: ReadonlySet<string>;
 }
 
 /** Record roots every logic may read: `product.sku`, `customer.name`, `seller.name`, `row.attribute2`. */
@@ -239,6 +241,7 @@ export function compileLogic(
   const tables = new Set<string>();
   const conditionSets = new Set<string>();
   const policies = new Set<string>();
+  const extensions = new Set<string>();
   defs.forEach((def, index) => {
     const reads = emptyReads();
     let checked;
@@ -268,13 +271,15 @@ export function compileLogic(
       if (name === undefined) continue;
       if (call.name === 'lookup' || call.name === 'lookupRow') tables.add(name);
       if (call.name === 'conditionRecord') conditionSets.add(name);
+      if (call.name === 'productExtension') extensions.add(`product:${name}`);
+      if (call.name === 'customerExtension') extensions.add(`customer:${name}`);
     }
     if (def.rounding !== undefined) policies.add(def.rounding);
     const type = def.rounding !== undefined ? 'number' : checked.type;
     elements.push({ def, index, run: compile(checked), type, reads });
     known.set(def.elementName, { index, type });
   });
-  return { inputs, elements, tables, conditionSets, policies };
+  return { inputs, elements, tables, conditionSets, policies, extensions };
 }
 
 function elementError(index: number, def: ElementDef, problem: string, pos: number): AppError {

@@ -30,10 +30,17 @@ export function endingProblem(ending: string): string | undefined {
     : 'must be digits with at most one point, e.g. .99 or 9.90';
 }
 
+const ENDINGS = new Map<string, { e: Dec; m: Dec }>();
+
 /** The ending as (value E, block M): candidates are k·M + E. `.99` → (0.99, 1); `9.90` → (9.9, 10). */
 function endingOf(ending: string): { e: Dec; m: Dec } {
-  const whole = ending.includes('.') ? ending.slice(0, ending.indexOf('.')) : ending;
-  return { e: new D(ending.startsWith('.') ? `0${ending}` : ending), m: new D(10).pow(whole.length) };
+  let found = ENDINGS.get(ending);
+  if (!found) {
+    const whole = ending.includes('.') ? ending.slice(0, ending.indexOf('.')) : ending;
+    found = { e: new D(ending.startsWith('.') ? `0${ending}` : ending), m: new D(10).pow(whole.length) };
+    if (ENDINGS.size < 1_000) ENDINGS.set(ending, found);
+  }
+  return found;
 }
 
 export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {
@@ -42,18 +49,16 @@ export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {
 
 export function applyEnding(y: Dec, ending: string, rule: EndingRule): Dec {
   const { e, m } = endingOf(ending);
-  const base = y.div(m).floor().times(m).plus(e);
-  const candidates = [base.minus(m), base, base.plus(m)].filter((c) => c.gte(0));
-  const up = candidates.filter((c) => c.gte(y));
-  const down = candidates.filter((c) => c.lte(y));
-  const lowestUp = up.reduce<Dec | undefined>((a, c) => (a === undefined || c.lt(a) ? c : a), undefined);
-  const highestDown = down.reduce<Dec | undefined>((a, c) => (a === undefined || c.gt(a) ? c : a), undefined);
-  if (rule === 'UP') return lowestUp ?? y;
-  if (rule === 'DOWN') return highestDown ?? lowestUp ?? y;
-  if (lowestUp === undefined) return highestDown ?? y;
-  if (highestDown === undefined) return lowestUp;
+  // The candidates k·M + E just below (or at) y and just above it.
+  const inBlock = y.div(m).floor().times(m).plus(e);
+  const below = inBlock.gt(y) ? inBlock.minus(m) : inBlock;
+  const up = below.eq(y) ? below : below.plus(m);
+  const down = below.gte(0) ? below : undefined;
+  if (rule === 'UP') return up;
+  if (rule === 'DOWN') return down ?? up;
+  if (down === undefined) return up;
   // Ties go up: 10.49 between 9.99 and 10.99 is 0.50 from each.
-  return lowestUp.minus(y).lte(y.minus(highestDown)) ? lowestUp : highestDown;
+  return up.minus(y).lte(y.minus(down)) ? up : down;
 }
 
 /** The policy applied to x: step rounding, then the price ending if any. */

@@ -121,10 +121,10 @@ export function staticTypeOf(v: Value): StaticType {
 export function toJson(v: Value): unknown {
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (v instanceof D) {
-    // A number when the double prints the same digits (exact for prices), else the exact text.
-    const text = v.toFixed();
-    const n = Number(text);
-    return String(n) === text ? n : text;
+    // A number when a double holds it exactly as decimal digits (up to 15 significant digits and
+    // a moderate exponent: every price), else the exact text.
+    if (v.sd() <= 15 && Math.abs(v.e) < 15) return v.toNumber();
+    return v.toFixed();
   }
   if (v instanceof LogicDate) return v.iso;
   if (v instanceof RecordValue) {

@@ -57,6 +57,8 @@ export async function* evaluateBulk(
   const productMeta = await store.attributeTypesOf(q, principal, 'P');
   const customerMeta = await store.attributeTypesOf(q, principal, 'C');
   let batch: BulkItem[] = [];
+  // One data cache for the whole run: look-up rows carry over, per-item rows are dropped per batch.
+  const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
   const run = async (): Promise<BulkResult[]> => {
     const skus = [...new Set(batch.map((i) => i.sku))];
     const customerIds = [
@@ -105,7 +107,8 @@ export async function* evaluateBulk(
       });
       at.push(n);
     });
-    const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
+    data.nextBatch();
+    await data.prefetchExtensions(logic.extensions, specs);
     const outcomes = await evaluateSafely(logic, specs, data, opts);
     outcomes.forEach((o, k) => {
       const n = at[k]!;

@@ -137,6 +137,40 @@ export class BatchData {
     set.add(key);
   }
 
+  /**
+   * Loads the extension rows of these owners before the first pass (the table names are literals of
+   * the compiled logic, the owners the batch's items), so the first pass does not miss them.
+   */
+  async prefetchExtensions(extensions: ReadonlySet<string>, items: readonly ItemKeys[]): Promise<void> {
+    for (const ext of extensions) {
+      const [owner, table] = ext.split(/:(.*)/s) as ['product' | 'customer', string];
+      const keys = new Set(
+        items.flatMap((i) => {
+          const k = owner === 'product' ? i.sku : i.customerId;
+          return k === undefined ? [] : [k];
+        }),
+      );
+      if (keys.size > 0) this.pendingExt.set(`${owner}${SEP}${table}`, keys);
+    }
+    await this.load();
+  }
+
+  /**
+   * Forgets the per-item data (extension rows) before the next batch, and the shared look-up rows
+   * once they grow past a bound: memory stays constant per batch, while look-ups the next batch
+   * repeats (the same table keys, the same condition records) need no second pass.
+   */
+  nextBatch(): void {
+    this.extensions.clear();
+    let cached = 0;
+    for (const m of this.rows.values()) cached += m.size;
+    for (const m of this.conditions.values()) cached += m.size;
+    if (cached > 200_000) {
+      this.rows.clear();
+      this.conditions.clear();
+    }
+  }
+
   /** Loads everything recorded as missing; false when nothing was pending. */
   async load(): Promise<boolean> {
     const anything =
