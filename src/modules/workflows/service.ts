@@ -22,6 +22,7 @@ import {
   findApprovable,
   type Approvable,
   type ApprovableRecord,
+  type ApprovableRef,
   type WorkflowStatus,
 } from './approvables.ts';
 import { parseSteps } from './definitions.ts';
@@ -53,6 +54,14 @@ interface Run {
   readonly wf: Pick<WorkflowRow, 'id' | 'code' | 'approvableId' | 'label'>;
   readonly approvable: Approvable;
   record?: ApprovableRecord;
+}
+
+/** What a callback is told: partition, document, actor (not the whole principal). */
+function refOf(actor: Actor, id: number): Omit<ApprovableRef, 'workflowId'>;
+function refOf(actor: Actor, id: number, workflowId: number): ApprovableRef;
+function refOf(actor: Actor, id: number, workflowId?: number) {
+  const ref = { partitionId: actor.partitionId, id, userId: actor.userId };
+  return workflowId === undefined ? ref : { ...ref, workflowId };
 }
 
 function approvableOf(code: string): Approvable {
@@ -169,7 +178,7 @@ async function finish(
     await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'WAITING' }, 'CANCELLED');
   }
   await state(q, run.actor, run.wf.id, { status, currentStep: null });
-  await run.approvable.onStatus(q, { ...run.actor, id: run.wf.approvableId, workflowId: run.wf.id }, status);
+  await run.approvable.onStatus(q, refOf(run.actor, run.wf.approvableId, run.wf.id), status);
   const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
   if (submitter !== null) everyone.push(submitter);
   const title = { APPROVED: 'Approved', DENIED: 'Denied', WITHDRAWN: 'Withdrawn' }[status];
@@ -189,7 +198,7 @@ export async function submitApprovable(
 ): Promise<number> {
   const approvable = findApprovable(typeCode);
   if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
-  const record = await approvable.describe(q, { ...actor, id });
+  const record = await approvable.describe(q, refOf(actor, id));
   if (!record) throw notFound(`${approvable.label} ${id}`);
   if (record.workflowStatus === 'APPROVED') {
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
@@ -235,7 +244,7 @@ export async function submitApprovable(
     userId: actor.userId,
     comment: definition ? null : 'no workflow definition applies: approved at once',
   });
-  await approvable.onStatus(q, { ...actor, id, workflowId: wfId }, 'SUBMITTED');
+  await approvable.onStatus(q, refOf(actor, id, wfId), 'SUBMITTED');
   if (definition) {
     const { steps, errors } = parseSteps(definition.steps);
     const first = Object.entries(errors)[0];
