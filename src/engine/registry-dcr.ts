@@ -26,10 +26,11 @@ export const DCR_TARGET_TYPES: readonly string[] = [
   'MLTV5',
   'MLTV6',
   'JLTV',
+  'JLTV2',
 ];
 
 /** Lookup value types: their DCR type names the table. */
-export const isLookupValueCode = (code: string): boolean => /^(LTV|JLTV|MLTV[2-6]?)$/.test(code);
+export const isLookupValueCode = (code: string): boolean => /^(LTV|JLTV2?|MLTV[2-6]?)$/.test(code);
 
 export const DCR_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED', 'APPLIED', 'FAILED'] as const;
 export const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'] as const;
