@@ -14,6 +14,7 @@ import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges } from './history.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
+import { findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
 import { coerceValue } from './values.ts';
 
@@ -65,7 +66,7 @@ export async function fetchRecordHistory(
     operator: 'and',
     criteria: [equals('typeCode', type.code), equals('recordId', id)],
   };
-  return presented(await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict));
+  return presented(q, principal, await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict));
 }
 
 type StoredChanges = { old?: Record<string, unknown>; new?: Record<string, unknown> } | null;
@@ -73,7 +74,7 @@ type StoredChanges = { old?: Record<string, unknown>; new?: Record<string, unkno
 const storedOf = (v: unknown): StoredChanges => (typeof v === 'object' && v !== null ? v : null);
 
 /** History rows as the API shows them: `changes` as {field: {old, new}}. */
-function presented(r: FetchResult): FetchResult {
+async function presented(q: Queryable, principal: Principal, r: FetchResult): Promise<FetchResult> {
   for (const row of r.rows) {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) continue;
     const rec = row as Row;
@@ -82,9 +83,40 @@ function presented(r: FetchResult): FetchResult {
     const fields = Array.isArray(rec.field)
       ? rec.field.map(String)
       : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
-    rec.changes = presentChanges(fields, stored);
+    if (rec.action === 'ADD' && stored?.new === undefined && fields.length > 0) {
+      // A bulk-inserted record's ADD keeps the names only: its values are rebuilt here.
+      const values = await valuesAtAdd(q, principal, rec);
+      rec.changes = presentChanges(fields, { new: values });
+    } else {
+      rec.changes = presentChanges(fields, stored);
+    }
   }
   return r;
+}
+
+/**
+ * The values a record was added with: its stored row (or nothing, when hard-deleted) with every later
+ * change undone, newest first (UPDATE/RESTORE give back old values, a DELETE the last values).
+ */
+async function valuesAtAdd(q: Queryable, principal: Principal, rec: Row): Promise<Record<string, unknown>> {
+  const type = findType(String(rec.typeCode));
+  if (!type || typeof rec.recordId !== 'number' || typeof rec.id !== 'number') return {};
+  const r = await q.query<{ row: Row | null; later: { f: string[]; c: NonNullable<StoredChanges> }[] }>(
+    `SELECT (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = $2) AS row,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('f', h.changed_fields, 'c', h.changes) ORDER BY h.id DESC)
+                        FROM record_history h
+                       WHERE h.partition_id = $1 AND h.type_code = $3 AND h.record_id = $2 AND h.id > $4), '[]') AS later`,
+    [principal.partitionId, rec.recordId, type.code, rec.id],
+  );
+  const column = new Map(type.fields.map((f) => [f.name, f.column]));
+  const state: Row = { ...(r.rows[0]?.row ?? {}) };
+  for (const e of r.rows[0]?.later ?? []) {
+    for (const [name, change] of Object.entries(presentChanges(e.f, e.c))) {
+      const col = column.get(name);
+      if (col !== undefined) state[col] = change.old;
+    }
+  }
+  return Object.fromEntries([...column].map(([name, col]) => [name, state[col] ?? null]));
 }
 
 /** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH). */
@@ -94,7 +126,7 @@ export async function fetchHistory(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  return presented(await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize));
+  return presented(q, principal, await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize));
 }
 
 interface Entry {

@@ -130,7 +130,8 @@ export interface HistorySource {
   readonly params: Params;
   /**
    * 'write': INSERT or UPDATE (incl. soft delete / restore), old values from the table's snapshot;
-   * 'delete': a hard DELETE; 'add': rows known to be new, already in the table (after a COPY).
+   * 'delete': a hard DELETE; 'add': rows known to be new, already in the table (after a COPY);
+   * their ADD rows store the names of the fields set, not the values (rebuilt when read).
    */
   readonly kind: 'write' | 'delete' | 'add';
 }
@@ -164,7 +165,10 @@ export function historyCte(name: string, written: string, source: HistorySource)
   let changed: string;
   let changes: string;
   if (kind === 'add') {
-    [action, changed, changes] = [`'ADD'`, present('w'), added];
+    // Bulk-inserted records: the names of the fields set, not their values (which are the record's
+    // own until a later change records them as "old"); the reading side rebuilds them
+    // (history-read.ts), so a 100,000-row load does not write its data twice.
+    [action, changed, changes] = [`'ADD'`, present('w'), `'{}'::jsonb`];
   } else if (kind === 'delete') {
     [action, changed, changes] = [`'DELETE'`, present('w'), deleted('w')];
   } else {

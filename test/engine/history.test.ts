@@ -185,6 +185,14 @@ describe('record history', () => {
       ],
     );
     assert.ok(rows.every((r) => r.operation === 'loaddata/P'));
+    // A bulk-inserted record's ADD keeps the field names; its values are rebuilt when read.
+    const [hl2] = okData(await api('/fetch/P', { data: { sku: 'HL-2' } }));
+    const own = await historyOf('P', hl2.id);
+    assert.deepEqual(own[0].changes, { sku: { old: null, new: 'HL-2' }, label: { old: null, new: 'b' } });
+    assert.deepEqual(own[1].changes, { label: { old: 'b', new: 'B' } });
+    okData(await api('/delete/P', { data: { typedId: hl2.typedId } }));
+    const afterDelete = await historyOf('P', hl2.id);
+    assert.deepEqual(afterDelete[0].changes.label, { old: null, new: 'b' });
   });
 
   test('a rolled-back chunk and failed writes leave no history', async () => {
