@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import ExcelJS from 'exceljs';
 import { slotWith } from '../jobs/helpers.ts';
 
 type Who = { user: string; password: string };
@@ -168,6 +169,41 @@ describe('imports', () => {
     expectError(r, 400, -4, missing.typedId);
     assert.equal(r.body.response.errors[ok1.typedId], undefined);
     assert.equal((await product('I-1')).label, 'saved again');
+  });
+
+  test('an XLSX file into a lookup table: bad value refused, fixed by save, then written', async () => {
+    const [table] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: 'imp-rates', label: 'Rates', type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(await call(`/lookuptablemanager.add/${table.id}`, { data: { name: 'a', value: 1 } }));
+    const wb = new ExcelJS.Workbook();
+    const sheet = wb.addWorksheet('values');
+    sheet.addRow(['changeType', 'name', 'value']);
+    sheet.addRow(['UPDATE', 'a', 1.5]);
+    sheet.addRow(['ADD', 'b', 'lots']);
+    const slotId = await slotWith(h, Buffer.from(await wb.xlsx.writeBuffer()), 'rates.xlsx');
+    const [im] = okData(
+      await call('/importmanager.add', { data: { targetType: 'LTV', lookupTable: 'imp-rates', slotId } }),
+    );
+    const r = await call(`/importmanager.submit/${im.id}`);
+    expectError(r, 400, -4);
+    assert.match(JSON.stringify(r.body.response.errors), /row 2: value: /);
+    okData(
+      await call(`/importmanager.save/${im.id}`, {
+        data: { changeType: 'ADD', name: 'b', targetColumn: 'value', value: '2.5' },
+      }),
+    );
+    assert.equal(okData(await call(`/importmanager.submit/${im.id}`))[0].status, 'APPLIED');
+    const values = okData(await call(`/lookuptablemanager.fetch/${table.id}`, { sortBy: 'name' }));
+    assert.deepEqual(
+      values.map((v) => [v.name, Number(v.value)]),
+      [
+        ['a', 1.5],
+        ['b', 2.5],
+      ],
+    );
   });
 
   test('partition isolation', async () => {
