@@ -265,12 +265,18 @@ describe('pricing logics', () => {
             { elementName: 'Chf', expression: 'roundPrice(17.8749, "CHF")' },
             { elementName: 'NoPolicy', expression: 'roundPrice(1.005, "JPY")' },
             { elementName: 'Target', expression: 'addDays(targetDate, 1)' },
+            { elementName: 'ProdFn', expression: 'product("attribute1") + 0' },
+            { elementName: 'SellerName', expression: 'seller("name") + "/" + seller.sellerId' },
+            { elementName: 'NoCustomer', expression: 'customer("name")' },
           ],
         },
       }),
     );
+    okData(await api('/add/SL', { data: { sellerId: 'S-1', name: 'Anna' } }));
     const results = okData(
-      await api('/formulamanager.execute/MB-1/Kinds', { data: { targetDate: '2026-03-01' } }),
+      await api('/formulamanager.execute/MB-1/Kinds', {
+        data: { targetDate: '2026-03-01', sellerId: 'S-1' },
+      }),
     );
     const v = Object.fromEntries(results.map((x: any) => [x.resultName, x.result]));
     assert.equal(v.Simple, 0.3);
@@ -291,6 +297,9 @@ describe('pricing logics', () => {
       /no rounding policy for JPY/,
     );
     assert.equal(v.Target, '2026-03-02');
+    assert.equal(v.ProdFn, 12.4);
+    assert.equal(v.SellerName, 'Anna/S-1');
+    assert.equal(v.NoCustomer, null);
   });
 
   test('versions: the latest validAfter not after the target date runs', async () => {

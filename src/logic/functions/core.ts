@@ -7,7 +7,29 @@ import { text } from './args.ts';
 import { fn, type FnDef } from './types.ts';
 import { isForbiddenName } from '../expression/parse.ts';
 
+function rootField(root: string): FnDef {
+  return fn({
+    name: root,
+    min: 1,
+    max: 1,
+    params: ['text'],
+    returns: 'any',
+    doc: `A field of the ${root} being calculated (the same as ${root}.<field>); null without a ${root}.`,
+    example: `${root}("attribute3")`,
+    run(args, env, site) {
+      const f = text(args, 0, site);
+      if (f === undefined) return null;
+      if (isForbiddenName(f)) throw new EvalError(`${root}: the name ${f} is not allowed`);
+      const rec = Object.hasOwn(env.roots, root) ? env.roots[root] : null;
+      return rec instanceof RecordValue ? rec.get(f) : null;
+    },
+  });
+}
+
 export const CORE: readonly FnDef[] = [
+  rootField('product'),
+  rootField('customer'),
+  rootField('seller'),
   fn({
     name: 'isNull',
     min: 1,

@@ -20,6 +20,7 @@ const executeBody = {
         inputs: { type: 'object' },
         targetDate: { type: 'string', maxLength: 10 },
         customerId: { type: 'string', minLength: 1, maxLength: 255 },
+        sellerId: { type: 'string', minLength: 1, maxLength: 255 },
         explain: { type: 'boolean' },
       },
     },

@@ -19,6 +19,7 @@ export interface ExecuteData {
   readonly inputs?: Record<string, unknown>;
   readonly targetDate?: string;
   readonly customerId?: string;
+  readonly sellerId?: string;
   readonly explain?: boolean;
 }
 
@@ -164,6 +165,11 @@ export async function executeLogic(
       if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
       customerId = String(customer.customer_id);
       roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
+    }
+    if (data.sellerId !== undefined && data.sellerId !== null) {
+      const seller = await store.sellerRecord(tx, principal, String(data.sellerId));
+      if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
+      roots.seller = store.recordOf('SL', seller, await store.attributeTypesOf(tx, principal, 'SL'));
     }
     const batch = new BatchData(
       tx,

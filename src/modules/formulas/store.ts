@@ -165,6 +165,22 @@ export async function masterRecord(
   return row && visible(principal, row) ? row : undefined;
 }
 
+/** A seller by sellerId or typedId, if the principal may read sellers and see it. */
+export async function sellerRecord(
+  q: Queryable,
+  principal: Principal,
+  key: string,
+): Promise<Row | undefined> {
+  if (!principal.admin && !principal.permissions.has('SELLER_FETCH')) return undefined;
+  const byId = /^(\d{1,15})\.SL$/.exec(key);
+  const r = await q.query<Row>(
+    `SELECT * FROM sellers WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : 'seller_id = $2'}`,
+    [principal.partitionId, byId ? byId[1] : key],
+  );
+  const row = r.rows[0];
+  return row && visible(principal, row) ? row : undefined;
+}
+
 /** Extension rows (PX/CX) of one table for many owners: one statement. */
 export async function extensionRows(
   q: Queryable,
