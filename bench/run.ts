@@ -93,7 +93,10 @@ async function benchOn(
       return;
     }
     const server = await startServer(target.serverEnv, pinned);
-    defer(() => server.stop());
+    defer(async () => {
+      lastServerOutput = server.output();
+      await server.stop();
+    });
     const peer = await target.openPeer();
     defer(() => peer.close());
     const version = (await peer.query<{ v: string }>('SELECT version() AS v')).rows[0]!.v;
@@ -145,6 +148,7 @@ async function benchOn(
   });
 }
 
+let lastServerOutput = '';
 const machineCores = cpus().length;
 const pinned = pinSelf();
 const machine = [
@@ -159,12 +163,15 @@ console.log(machine.join('\n'));
 const rows = generateRows(ROWS);
 
 let failed = false;
-for (const kind of ['embedded', 'postgres'] as const) {
+const KINDS = (process.env.BENCH_DBS ?? 'embedded,postgres').split(',') as DbKind[];
+for (const kind of KINDS) {
   try {
     await benchOn(kind, rows, pinned, machine);
   } catch (e) {
     failed = true;
     console.error(`\n[${kind}] bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    if (lastServerOutput !== '')
+      console.error(`server output (last part):\n${lastServerOutput.slice(-4000)}`);
   }
 }
 process.exit(failed ? 1 : 0);

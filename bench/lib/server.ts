@@ -37,7 +37,7 @@ export async function startServer(dbEnv: Record<string, string>, pin: boolean): 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     PORT: String(port),
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     BOOTSTRAP_PARTITIONS: PARTITION,
     BOOTSTRAP_ADMIN: ADMIN,
     BOOTSTRAP_PASSWORD: PASSWORD,
