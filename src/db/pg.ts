@@ -50,15 +50,23 @@ function txOf(client: pg.PoolClient): Tx {
  * transaction the cut comes sooner, at the request's own deadline (SET LOCAL below).
  */
 export function createPgDb(url: string, max: number, statementTimeoutSeconds?: number): Db {
+  const feed = listenForAuthChanges(url);
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: 'ratecard',
+    // No parallel query plans or index builds: with many concurrent requests they only add workers,
+    // and the safe casts of migration 002 (declared PARALLEL SAFE) use exception blocks, which a
+    // parallel worker cannot run ("cannot start subtransactions during a parallel operation").
+    options: '-c max_parallel_workers_per_gather=0 -c max_parallel_maintenance_workers=0',
+    // Every pooled connection listens before its first use (see listenForAuthChanges). pg-pool awaits
+    // the promise (its types say void).
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
+    onConnect: (client) => feed.attach(client),
     ...(statementTimeoutSeconds === undefined ? {} : { statement_timeout: statementTimeoutSeconds * 1000 }),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const feed = listenForAuthChanges(url, pool);
   return {
     kind: 'postgres',
     authChanges: feed,
@@ -105,7 +113,9 @@ const RELISTEN_MS = 1000;
  * connection, which the pool never closes for idleness, catches other processes' changes. While
  * that connection is down the feed is not live, and it reconnects every second.
  */
-function listenForAuthChanges(url: string, pool: pg.Pool): ChangeFeed & { close(): void } {
+function listenForAuthChanges(
+  url: string,
+): ChangeFeed & { attach(client: pg.ClientBase): Promise<void>; close(): void } {
   let generation = 0;
   let live = false;
   let closed = false;
@@ -113,10 +123,6 @@ function listenForAuthChanges(url: string, pool: pg.Pool): ChangeFeed & { close(
   const bump = () => {
     generation++;
   };
-  pool.on('connect', (client) => {
-    client.on('notification', bump);
-    client.query(`LISTEN ${AUTH_CHANNEL}`).catch(() => {});
-  });
   const connect = () => {
     if (closed) return;
     const c = new pg.Client({ connectionString: url, application_name: 'ratecard-listener' });
@@ -148,6 +154,10 @@ function listenForAuthChanges(url: string, pool: pg.Pool): ChangeFeed & { close(
     },
     get live() {
       return live && !closed;
+    },
+    async attach(client) {
+      client.on('notification', bump);
+      await client.query(`LISTEN ${AUTH_CHANNEL}`);
     },
     close() {
       closed = true;
