@@ -349,7 +349,9 @@ describe('file loads: the synchronous time-out', () => {
       'SELECT count(*)::int AS n FROM products WHERE partition_id = $1 AND sku LIKE $2',
       [h.partitionId, `${p}-%`],
     );
-    assert.ok(n.rows[0]!.n > 0 && n.rows[0]!.n < 300_000, String(n.rows[0]!.n));
+    // How many chunks commit within the second depends on the machine (none on a loaded one); what
+    // must hold is that the load stopped and that only whole 10,000-row chunks were kept.
+    assert.ok(n.rows[0]!.n < 300_000, String(n.rows[0]!.n));
     assert.equal(n.rows[0]!.n % 10_000, 0);
   });
 });
