@@ -14,6 +14,33 @@ function keysOf(args: readonly Value[], from: number): Value[] {
   return args.slice(from).map((v) => v ?? null);
 }
 
+/** `productExtension(table)` / `customerExtension(table)`: the owner's row of an extension table. */
+function extensionFn(owner: 'product' | 'customer', doc: string, example: string): FnDef {
+  const kind = `${owner}Extension`;
+  return fn({
+    name: kind,
+    min: 1,
+    max: 1,
+    params: ['text'],
+    literal: [0],
+    returns: 'record',
+    data: true,
+    doc,
+    example,
+    run(_args, env, site) {
+      const table = site.literals[0]!;
+      const row = env.data!.extension(owner, table)[0] ?? null;
+      traceEntry(env, {
+        kind,
+        table,
+        typedId: row?.ref?.typedId ?? null,
+        version: row?.ref?.version ?? null,
+      });
+      return row;
+    },
+  });
+}
+
 export const DATA: readonly FnDef[] = [
   fn({
     name: 'lookup',
@@ -64,51 +91,16 @@ export const DATA: readonly FnDef[] = [
       return found.row;
     },
   }),
-  fn({
-    name: 'productExtension',
-    min: 1,
-    max: 1,
-    params: ['text'],
-    literal: [0],
-    returns: 'record',
-    data: true,
-    doc: "The product's row of a product extension table (PX), or null.",
-    example:
-      'productExtension("Costs").attribute1  (as element Costs = productExtension("Costs"), then Costs.attribute1)',
-    run(_args, env, site) {
-      const table = site.literals[0]!;
-      const row = env.data!.extension('product', table)[0] ?? null;
-      traceEntry(env, {
-        kind: 'productExtension',
-        table,
-        typedId: row?.ref?.typedId ?? null,
-        version: row?.ref?.version ?? null,
-      });
-      return row;
-    },
-  }),
-  fn({
-    name: 'customerExtension',
-    min: 1,
-    max: 1,
-    params: ['text'],
-    literal: [0],
-    returns: 'record',
-    data: true,
-    doc: "The customer's row of a customer extension table (CX), or null (null without a customer).",
-    example: 'customerExtension("Terms")',
-    run(_args, env, site) {
-      const table = site.literals[0]!;
-      const row = env.data!.extension('customer', table)[0] ?? null;
-      traceEntry(env, {
-        kind: 'customerExtension',
-        table,
-        typedId: row?.ref?.typedId ?? null,
-        version: row?.ref?.version ?? null,
-      });
-      return row;
-    },
-  }),
+  extensionFn(
+    'product',
+    "The product's row of a product extension table (PX), or null.",
+    'productExtension("Costs").attribute1  (as element Costs = productExtension("Costs"), then Costs.attribute1)',
+  ),
+  extensionFn(
+    'customer',
+    "The customer's row of a customer extension table (CX), or null (null without a customer).",
+    'customerExtension("Terms")',
+  ),
   fn({
     name: 'conditionRecord',
     min: 2,
