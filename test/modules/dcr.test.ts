@@ -339,6 +339,69 @@ describe('data change requests', () => {
     );
   });
 
+  test('JSON lookup values stay JSON through propose, fetch and apply (JSON and JSON2 tables)', async () => {
+    const [json] = okData(
+      await call('/lookuptablemanager.add', { data: { uniqueName: 'cfg', label: 'Cfg', type: 'JSON' } }),
+    );
+    const [json2] = okData(
+      await call('/lookuptablemanager.add', { data: { uniqueName: 'cfg2', label: 'Cfg2', type: 'JSON2' } }),
+    );
+    okData(await call(`/lookuptablemanager.add/${json.id}`, { data: { name: 'old', value: { a: 1 } } }));
+    okData(
+      await call(`/lookuptablemanager.add/${json2.id}`, { data: { key1: 'EU', key2: 'x', value: 'v' } }),
+    );
+    okData(await call('/add/DCRT', { data: { uniqueName: 'cfg', targetType: 'JLTV', lookupTable: 'cfg' } }));
+    okData(
+      await call('/add/DCRT', { data: { uniqueName: 'cfg2', targetType: 'JLTV2', lookupTable: 'cfg2' } }),
+    );
+    const obj = { tiers: [1, 2], label: 'x', nested: { ok: true } };
+
+    const dcr = await newDcr('cfg');
+    okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { changeType: 'ADD', name: 'arr', value: [1, 2] },
+          { name: 'old', value: obj },
+          { changeType: 'ADD', name: 'text', value: '[3]' },
+        ],
+      }),
+    );
+    const items = okData(await call(`/dcrmanager.fetch/${dcr.id}`, { sortBy: 'id' }));
+    assert.deepEqual(
+      items.map((i) => i.values.value),
+      [[1, 2], obj, '[3]'],
+    );
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    const values = okData(await call(`/lookuptablemanager.fetch/${json.id}`, { sortBy: 'name' }));
+    assert.deepEqual(
+      values.map((v) => [v.name, v.value]),
+      [
+        ['arr', [1, 2]],
+        ['old', obj],
+        ['text', '[3]'],
+      ],
+    );
+
+    const dcr2 = await newDcr('cfg2');
+    okData(
+      await call(`/dcrmanager.add/${dcr2.id}`, {
+        data: [
+          { key1: 'EU', key2: 'x', value: [obj] },
+          { changeType: 'ADD', key1: 'US', key2: 'y', value: { n: 2 } },
+        ],
+      }),
+    );
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr2.id}`))[0].status, 'APPLIED');
+    const values2 = okData(await call(`/lookuptablemanager.fetch/${json2.id}`, { sortBy: 'key1' }));
+    assert.deepEqual(
+      values2.map((v) => [v.key1, v.key2, v.value]),
+      [
+        ['EU', 'x', [obj]],
+        ['US', 'y', { n: 2 }],
+      ],
+    );
+  });
+
   test('asynchronous: forced, above the threshold; always synchronous without the option', async () => {
     for (let i = 0; i < 3; i++) await product(`S-${i}`);
     const threeItems = async () => {

@@ -167,7 +167,7 @@ export function allowedFields(tc: TypeContext, list: string | null): Set<string>
   return new Set(named);
 }
 
-/** Proposed values in stored form; a -4 naming the first refused field (prefixed for batches). */
+/** Proposed values in stored form (json fields: the JSON value); a -4 naming the first refused field (prefixed for batches). */
 export function checkProposal(
   tc: TypeContext,
   allowed: ReadonlySet<string>,
@@ -182,7 +182,9 @@ export function checkProposal(
     if (!allowed.has(name)) throw validationError(prefix + name, 'may not be changed by this DCR type');
     const v = checkValue(f, raw);
     if (typeof v === 'string') throw validationError(prefix + name, v);
-    out[name] = v.value;
+    // A json field's stored form is its JSON text; the item keeps the value itself (its `proposed`
+    // is jsonb), so the apply's write turns it into that text once, not a string of the text.
+    out[name] = f.type === 'json' && v.value !== null ? raw : v.value;
   }
   return out;
 }
