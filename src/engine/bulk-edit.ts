@@ -19,7 +19,7 @@ import { extensionNameOf, type FetchBody } from './fetch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
 import { coerceValue } from './values.ts';
-import { countWritten, written } from './write.ts';
+import { countWritten, setDeleteActor, written } from './write.ts';
 
 function countLeaves(node: CriteriaNode): number {
   if (node.kind === 'leaf' || node.kind === 'match') return 1;
@@ -112,6 +112,7 @@ export async function deleteByFilter(
       );
     }
     ignored = dropped;
+    await setDeleteActor(tx, principal);
     return { tc, principal, filter: criteria, edits: [] };
   });
   return { count, ignored };

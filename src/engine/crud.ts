@@ -9,5 +9,12 @@ export { requireAccess } from './access-check.ts';
 export { parseId } from './addressing.ts';
 export { checkValue } from './value-check.ts';
 export { extensionNameOf, fetchOne, fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
-export { addRecords, deleteRecords, integrateRecords, updateRecords, type UpdateItem } from './write.ts';
+export {
+  addRecords,
+  deleteRecords,
+  integrateRecords,
+  setDeleteActor,
+  updateRecords,
+  type UpdateItem,
+} from './write.ts';
 export { deleteByFilter, massEdit, resetColumn, type BatchResult, type MassEditBody } from './bulk-edit.ts';

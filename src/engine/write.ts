@@ -58,6 +58,14 @@ export function written(
   return withHistory(stmt, { tc, principal, params, kind }, select);
 }
 
+/**
+ * Names the caller as the actor of the transaction's deletes (`rc.actor`, transaction-local): the
+ * database's delete triggers record it (condition record items moved into their history, `CRCIH`).
+ */
+export async function setDeleteActor(tx: Queryable, principal: Principal): Promise<void> {
+  await tx.query(`SELECT set_config('rc.actor', $1, true)`, [String(principal.userId)]);
+}
+
 export async function countWritten(tx: Queryable, sql: string, params: Params): Promise<number> {
   const r = await tx.query<{ n: number }>(sql, params.values);
   return r.rows[0]!.n;
@@ -288,6 +296,7 @@ export async function deleteRecords(
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);
+    await setDeleteActor(tx, principal);
     const out: Row[] = [];
     for (const data of items) {
       const old = await selectOne(tx, tc, principal, requireAddress(type, data), true);

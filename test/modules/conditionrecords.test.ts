@@ -282,6 +282,44 @@ describe('condition records', () => {
     expectError(await call('/add/CRCIH', { data: { conditionRecordSetId: s.id } }), 400, -4);
   });
 
+  test('CRCIH names the caller who deleted an item and when, not its last editor', async () => {
+    const a = { user: 'crci_a', password: 'crci-password-a' };
+    const b = { user: 'crci_b', password: 'crci-password-b' };
+    const aId = await h.newUser(a.user, a.password, ['PB_CONDITIONRECORDEDITOR']);
+    const bId = await h.newUser(b.user, b.password, ['PB_CONDITIONRECORDEDITOR']);
+    const s = await newSet(1);
+    const item = (validFrom: string, validTo: string) => ({
+      conditionRecordSetId: s.id,
+      key1: 'DEL',
+      validFrom,
+      validTo,
+      conditionValue: 1,
+    });
+    const [one] = okData(await call('/add/CRCI1', { data: item('2026-01-01', '2026-01-31') }, a));
+    const [two] = okData(await call('/add/CRCI1', { data: item('2026-02-01', '2026-02-28') }, a));
+    assert.equal(Number(one.lastUpdateBy), aId);
+    const before = Date.now();
+    okData(await call('/delete/CRCI1', { data: { typedId: `${one.id}.CRCI1` } }, b));
+    // The delete by filter as well (the general batch delete).
+    const batch = await call(
+      '/delete/CRCI1/batch',
+      { data: { conditionRecordSetId: s.id, validFrom: '2026-02-01' } },
+      b,
+    );
+    assert.equal(batch.status, 200, batch.text);
+    const hist = okData(
+      await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id }, sortBy: 'itemId' }),
+    );
+    assert.deepEqual(
+      hist.map((r) => [r.itemId, r.reason, Number(r.supersededBy), Number(r.lastUpdateBy)]),
+      [
+        [one.id, 'DELETED', bId, aId],
+        [two.id, 'DELETED', bId, aId],
+      ],
+    );
+    for (const r of hist) assert.ok(Date.parse(r.supersededAt) >= before - 1000, r.supersededAt);
+  });
+
   test('delete of a set with items needs force', async () => {
     const s = await newSet(1);
     await addItem('CRCI1', {

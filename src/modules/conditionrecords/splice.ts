@@ -13,7 +13,7 @@ import type { Db, Tx } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { validationError } from '../../http/errors.ts';
 import { loadTypeContext, type TypeContext } from '../../engine/context.ts';
-import { checkValue, requireAccess } from '../../engine/crud.ts';
+import { checkValue, requireAccess, setDeleteActor } from '../../engine/crud.ts';
 import { withHistory } from '../../engine/history.ts';
 import { csvLine, type LoadBody, type RowError, type Stored } from '../../engine/loaddata.ts';
 import { ITEM_TYPE, MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
@@ -435,6 +435,7 @@ async function splice(
     await tx.query(`SELECT set_config('rc.crci_history', 'off', true)`);
   }
   if (removed > 0) {
+    await setDeleteActor(tx, principal); // the delete trigger names the loader, not the last editor
     const params = new Params();
     const del = withHistory(
       `DELETE FROM condition_records t WHERE t.partition_id = ${params.add(p)}
