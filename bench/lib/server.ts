@@ -49,7 +49,9 @@ export async function startServer(dbEnv: Record<string, string>, pin: boolean): 
     RECORD_HISTORY: process.env.BENCH_RECORD_HISTORY ?? 'true',
     ...dbEnv,
   };
-  const main = [process.execPath, 'src/main.ts'];
+  // BENCH_SERVER_NODE_ARGS: extra node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const main = [process.execPath, ...extra, 'src/main.ts'];
   const [cmd, args] = pin ? ['taskset', ['-c', '0', ...main]] : [process.execPath, main.slice(1)];
   const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -5,7 +5,7 @@
 
 import type { Config } from '../config.ts';
 
-export type { ChangeFeed, Db, PoolStats, Queryable, QueryResult, Tx } from './types.ts';
+export type { ChangeFeed, Db, PoolStats, Queryable, QueryResult, Tx, TxOptions } from './types.ts';
 export { OID, parseInt8 } from './parse.ts';
 import type { Db } from './types.ts';
 

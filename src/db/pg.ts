@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { OID, parseInt8 } from './parse.ts';
 import type { ChangeFeed, Db, QueryResult, Tx } from './types.ts';
 import { ident } from './sql.ts';
+import { preparedName } from './prepared.ts';
 import { checkDeadline, remainingMs } from './deadline.ts';
 
 const typeParsers: Record<number, (s: string) => unknown> = {
@@ -24,7 +25,12 @@ const types = {
 type Client = pg.PoolClient | pg.Pool;
 
 async function run<R>(c: Client, sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-  const r = await c.query({ text: sql, values: [...params], types });
+  const name = preparedName(sql);
+  const r = await c.query(
+    name === undefined
+      ? { text: sql, values: [...params], types }
+      : { name, text: sql, values: [...params], types },
+  );
   return { rows: r.rows as R[], rowCount: r.rowCount ?? r.rows.length };
 }
 
@@ -71,15 +77,18 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     kind: 'postgres',
     authChanges: feed,
     query: (sql, params) => run(pool, sql, params),
-    async transaction(fn) {
+    async transaction(fn, opts) {
       const client = await pool.connect();
       try {
-        await client.query('BEGIN');
-        // Within a request, no statement may run past its synchronous deadline (57014 → 503).
+        const begin = opts?.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN';
+        // Within a request, no statement may run past its synchronous deadline (57014 → 503). Sent
+        // with BEGIN as one simple-protocol script: one round trip.
         const left = remainingMs();
         if (left !== undefined) {
           checkDeadline();
-          await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(left))}`);
+          await client.query(`${begin}; SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(left))}`);
+        } else {
+          await client.query(begin);
         }
         const result = await fn(txOf(client));
         checkDeadline();

@@ -39,12 +39,20 @@ export interface ChangeFeed {
   readonly live: boolean;
 }
 
+export interface TxOptions {
+  /**
+   * Reads only, all on one snapshot (PostgreSQL: REPEATABLE READ READ ONLY; PGlite runs one
+   * transaction at a time, so every transaction there reads one snapshot).
+   */
+  readonly readOnly?: boolean;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'embedded' | 'postgres';
   /** Changes of authentication data, where the database can tell them (PostgreSQL). */
   readonly authChanges?: ChangeFeed;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: TxOptions): Promise<T>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@
 import type { Db, Queryable } from '../../db/db.ts';
 import { validationError, notFound } from '../../http/errors.ts';
 import { coerceValue } from '../../engine/values.ts';
+import { prepared } from '../../db/prepared.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 
 export interface ConditionRecordItem {
@@ -51,7 +52,7 @@ const ITEM_COLUMNS = [
 ];
 
 const tupleKeys = KEYS.map((_, i) => `q.k${i + 1}`).join(', ');
-const SQL = `
+const SQL = prepared(`
   WITH s AS (
     SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
   )
@@ -82,7 +83,7 @@ const SQL = `
        ORDER BY ${KEYS.map((k) => `(c.${k} = '*')`).join(', ')}
        LIMIT 1
     ) w ON true
-   ORDER BY q.n`;
+   ORDER BY q.n`);
 
 interface Row extends Record<string, unknown> {
   n: number | string;

@@ -131,6 +131,11 @@ export class BatchData {
     return port;
   }
 
+  /** Metadata of the lookup tables named (read beforehand); a name without one is an unknown table. */
+  knowTables(names: Iterable<string>, metas: readonly store.TableMeta[]): void {
+    for (const n of names) this.tables.set(n, metas.find((t) => t.uniqueName === n) ?? null);
+  }
+
   private addKey(table: string, key: string): void {
     let set = this.pendingKeys.get(table);
     if (!set) this.pendingKeys.set(table, (set = new Set()));

@@ -53,9 +53,14 @@ export function compiledLogic(partitionId: number, row: store.LogicRow): Compile
 
 /** The partition's rounding policies, read only when the logic rounds by policy. */
 export async function policiesFor(q: Queryable, partitionId: number, logic: CompiledLogic) {
-  const rounds =
-    logic.policies.size > 0 || logic.elements.some((e) => e.reads.calls.some((c) => c.name === 'roundPrice'));
-  return rounds ? store.roundingPolicies(q, partitionId) : [];
+  return rounds(logic) ? store.roundingPolicies(q, partitionId) : [];
+}
+
+/** Whether the logic rounds by policy (an element's `rounding`, or roundPrice). */
+function rounds(logic: CompiledLogic): boolean {
+  return (
+    logic.policies.size > 0 || logic.elements.some((e) => e.reads.calls.some((c) => c.name === 'roundPrice'))
+  );
 }
 
 export function today(): string {
@@ -144,60 +149,76 @@ export async function executeLogic(
 ): Promise<ExecuteAnswer> {
   const targetDate = targetDateOf(data.targetDate);
   const explain = data.explain === true;
-  // Reads only: no transaction (it would cost two round trips); every statement is partition-scoped.
-  const tx = db;
-  {
-    const product = await store.masterRecord(tx, principal, 'P', sku);
-    if (!product) throw notFound(`Product ${sku}`);
-    const name = uniqueName ?? (product.formula_name as string | null);
-    if (!name)
-      throw validationError(
-        'formulaName',
-        `product ${String(product.sku)} has no logic assigned (formulaName)`,
-      );
-    const { row, logic } = await loadLogic(tx, principal.partitionId, name, targetDate);
-    const inputs = checkInputs(logic.inputs, data.inputs);
-    const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
-    roots.product = store.recordOf('P', product, await store.attributeTypesOf(tx, principal, 'P'));
-    let customerId: string | undefined;
-    if (data.customerId !== undefined && data.customerId !== null) {
-      const customer = await store.masterRecord(tx, principal, 'C', String(data.customerId));
-      if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
-      customerId = String(customer.customer_id);
-      roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
-    }
-    if (data.sellerId !== undefined && data.sellerId !== null) {
-      const seller = await store.sellerRecord(tx, principal, String(data.sellerId));
-      if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
-      roots.seller = store.recordOf('SL', seller, await store.attributeTypesOf(tx, principal, 'SL'));
-    }
-    const batch = new BatchData(
-      tx,
-      principal.partitionId,
-      await policiesFor(tx, principal.partitionId, logic),
-      principal.metaVersion,
-    );
-    let all: ElementOutcome[][];
-    try {
-      all = await evaluateItems(logic, [{ sku: String(product.sku), customerId, roots, inputs }], batch, {
-        targetDate,
-        explain,
-        limits,
-      });
-    } catch (err) {
-      if (err instanceof LimitError) throw limitError(err);
-      throw err;
-    }
-    return {
-      results: resultObjects(logic, all[0] ?? [], explain),
-      logic: {
-        uniqueName: row.uniqueName,
-        validAfter: row.validAfter,
-        version: row.version,
-        targetDate: targetDate.iso,
-      },
-    };
-  }
+  // One read-only transaction on one snapshot: every record, row and version the evaluation reads is
+  // of the same moment. Few round trips: the product with its logic version, the customer (and
+  // seller), policies with table metadata, then one statement per lookup table, extension table and
+  // condition-record set the logic reads (all on this one connection).
+  return db.transaction(
+    async (tx) => {
+      const found = await store.productWithLogic(tx, principal, sku, uniqueName, targetDate.iso);
+      if (!found) throw notFound(`Product ${sku}`);
+      const { product } = found;
+      const name = uniqueName ?? (product.formula_name as string | null);
+      if (!name)
+        throw validationError(
+          'formulaName',
+          `product ${String(product.sku)} has no logic assigned (formulaName)`,
+        );
+      if (!found.logic) throw notFound(`Logic ${name} valid at ${targetDate.iso}`);
+      const version = found.logic;
+      const logic = await compiledVersion(tx, principal.partitionId, version);
+      const inputs = checkInputs(logic.inputs, data.inputs);
+      const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
+      roots.product = store.recordOf('P', product, await store.attributeTypesOf(tx, principal, 'P'));
+      let customerId: string | undefined;
+      if (data.customerId !== undefined && data.customerId !== null) {
+        const customer = await store.masterRecord(tx, principal, 'C', String(data.customerId));
+        if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
+        customerId = String(customer.customer_id);
+        roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
+      }
+      if (data.sellerId !== undefined && data.sellerId !== null) {
+        const seller = await store.sellerRecord(tx, principal, String(data.sellerId));
+        if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
+        roots.seller = store.recordOf('SL', seller, await store.attributeTypesOf(tx, principal, 'SL'));
+      }
+      const context = await store.logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
+      const batch = new BatchData(tx, principal.partitionId, context.policies, principal.metaVersion);
+      batch.knowTables(logic.tables, context.tables);
+      const spec = { sku: String(product.sku), customerId, roots, inputs };
+      let all: ElementOutcome[][];
+      try {
+        await batch.prefetchExtensions(logic.extensions, [spec]);
+        all = await evaluateItems(logic, [spec], batch, { targetDate, explain, limits });
+      } catch (err) {
+        if (err instanceof LimitError) throw limitError(err);
+        throw err;
+      }
+      return {
+        results: resultObjects(logic, all[0] ?? [], explain),
+        logic: {
+          uniqueName: version.uniqueName,
+          validAfter: version.validAfter,
+          version: version.version,
+          targetDate: targetDate.iso,
+        },
+      };
+    },
+    { readOnly: true },
+  );
+}
+
+/** The compiled logic of a version: from the cache, else read by id and compiled. */
+async function compiledVersion(
+  q: Queryable,
+  partitionId: number,
+  v: store.LogicVersion,
+): Promise<CompiledLogic> {
+  const hit = cache.get(`${partitionId}:${v.id}:${v.version}`);
+  if (hit) return hit;
+  const row = await store.logicById(q, partitionId, v.id);
+  if (!row) throw notFound(`Logic ${v.uniqueName} valid at ${v.validAfter}`);
+  return compiledLogic(partitionId, row);
 }
 
 /** Logics of the partition whose compiled elements read the lookup table (findref). */

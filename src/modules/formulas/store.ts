@@ -5,6 +5,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
+import { prepared } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
 import { isRoundMode, type RoundMode } from '../../logic/functions/math.ts';
@@ -61,8 +62,8 @@ export async function attributeTypes(
   name?: string,
 ): Promise<Map<string, string>> {
   const r = await q.query<{ field: string; type: string | null }>(
-    `SELECT field_name AS field, field_type AS type FROM attribute_meta
-      WHERE partition_id = $1 AND owner_type = $2 AND ($3::text IS NULL OR name = $3::text)`,
+    prepared(`SELECT field_name AS field, field_type AS type FROM attribute_meta
+      WHERE partition_id = $1 AND owner_type = $2 AND ($3::text IS NULL OR name = $3::text)`),
     [partitionId, owner, name ?? null],
   );
   return new Map(r.rows.filter((x) => x.type !== null).map((x) => [x.field, x.type!]));
@@ -158,7 +159,9 @@ export async function masterRecord(
   const keyColumn = code === 'P' ? 'sku' : 'customer_id';
   const byId = new RegExp(`^(\\d{1,15})\\.${code}$`).exec(key);
   const r = await q.query<Row>(
-    `SELECT * FROM ${ident(table)} WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : `${ident(keyColumn)} = $2`}`,
+    prepared(
+      `SELECT * FROM ${ident(table)} WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : `${ident(keyColumn)} = $2`}`,
+    ),
     [principal.partitionId, byId ? byId[1] : key],
   );
   const row = r.rows[0];
@@ -192,8 +195,8 @@ export async function extensionRows(
   const [table, keyColumn] =
     owner === 'product' ? ['product_extensions', 'sku'] : ['customer_extensions', 'customer_id'];
   const r = await q.query<Row>(
-    `SELECT * FROM ${ident(table)}
-      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`,
+    prepared(`SELECT * FROM ${ident(table)}
+      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`),
     [partitionId, name, ownerKeys],
   );
   return r.rows;
@@ -249,13 +252,13 @@ export async function lookupRows(
   switch (table.type) {
     case 'RANGE': {
       const r = await q.query<Row>(
-        `SELECT k.x AS k, v.* FROM unnest($3::text[]) AS k(x)
+        prepared(`SELECT k.x AS k, v.* FROM unnest($3::text[]) AS k(x)
           CROSS JOIN LATERAL (
             SELECT v.id, v.name, v.lower_bound, v.upper_bound, v.value, v.version FROM lookup_values v
              WHERE v.partition_id = $1 AND v.table_ref = $2
                AND (v.lower_bound IS NULL OR v.lower_bound <= rc_try_numeric(k.x))
                AND (v.upper_bound IS NULL OR rc_try_numeric(k.x) < v.upper_bound)
-             ORDER BY v.lower_bound DESC NULLS LAST LIMIT 1) v`,
+             ORDER BY v.lower_bound DESC NULLS LAST LIMIT 1) v`),
         [partitionId, ref, firsts],
       );
       return r.rows;
@@ -265,8 +268,8 @@ export async function lookupRows(
     case 'SIMPLE_DATE_KEY': {
       const cast = table.type === 'SIMPLE_DATE_KEY' ? 'rc_try_date' : 'rc_try_numeric';
       const r = await q.query<Row>(
-        `SELECT k.x AS k, v.id, v.name, v.value, v.json_value, v.version FROM unnest($3::text[]) AS k(x)
-           JOIN lookup_values v ON v.partition_id = $1 AND v.table_ref = $2 AND ${cast}(v.name) = ${cast}(k.x)`,
+        prepared(`SELECT k.x AS k, v.id, v.name, v.value, v.json_value, v.version FROM unnest($3::text[]) AS k(x)
+           JOIN lookup_values v ON v.partition_id = $1 AND v.table_ref = $2 AND ${cast}(v.name) = ${cast}(k.x)`),
         [partitionId, ref, firsts],
       );
       return r.rows;
@@ -274,16 +277,16 @@ export async function lookupRows(
     case 'SIMPLE':
     case 'JSON': {
       const r = await q.query<Row>(
-        `SELECT v.name AS k, v.id, v.name, v.value, v.json_value, v.version FROM lookup_values v
-          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`,
+        prepared(`SELECT v.name AS k, v.id, v.name, v.value, v.json_value, v.version FROM lookup_values v
+          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`),
         [partitionId, ref, firsts],
       );
       return r.rows;
     }
     case 'MATRIX': {
       const r = await q.query<Row>(
-        `SELECT v.name AS k, v.* FROM lookup_matrix_values v
-          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`,
+        prepared(`SELECT v.name AS k, v.* FROM lookup_matrix_values v
+          WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.name = ANY($3::text[])`),
         [partitionId, ref, firsts],
       );
       return r.rows;
@@ -293,10 +296,10 @@ export async function lookupRows(
       const cols = Array.from({ length: n }, (_, i) => i);
       const params: unknown[] = [partitionId, ref, ...cols.map((i) => keys.map((k) => k[i] ?? ''))];
       const r = await q.query<Row>(
-        `SELECT concat_ws(chr(31), ${cols.map((i) => `v.key${i + 1}`).join(', ')}) AS k, v.*
+        prepared(`SELECT concat_ws(chr(31), ${cols.map((i) => `v.key${i + 1}`).join(', ')}) AS k, v.*
            FROM unnest(${cols.map((i) => `$${i + 3}::text[]`).join(', ')}) AS k(${cols.map((i) => `k${i + 1}`).join(', ')})
            JOIN lookup_matrix_values v ON v.partition_id = $1 AND v.table_ref = $2
-            AND ${cols.map((i) => `v.key${i + 1} = k.k${i + 1}`).join(' AND ')}`,
+            AND ${cols.map((i) => `v.key${i + 1} = k.k${i + 1}`).join(' AND ')}`),
         params,
       );
       return r.rows;
@@ -311,7 +314,11 @@ export async function roundingPolicies(q: Queryable, partitionId: number): Promi
        FROM rounding_policies WHERE partition_id = $1 ORDER BY id`,
     [partitionId],
   );
-  return r.rows.map((x) => ({
+  return r.rows.map(policyOf);
+}
+
+function policyOf(x: Row): RoundingPolicy {
+  return {
     id: Number(x.id),
     uniqueName: String(x.unique_name),
     currency: String(x.currency),
@@ -324,7 +331,7 @@ export async function roundingPolicies(q: Queryable, partitionId: number): Promi
       ? x.ending_rule
       : 'NEAREST') as EndingRule,
     version: Number(x.version),
-  }));
+  };
 }
 
 /** Products or customers by business key, many at once (those the principal may see). */
@@ -340,4 +347,95 @@ export async function masterRecords(
     [principal.partitionId, keys],
   );
   return new Map(r.rows.filter((row) => visible(principal, row)).map((row) => [String(row[keyColumn]), row]));
+}
+
+/** The logic version a product runs, as found beside the product (no program text: see logicById). */
+export interface LogicVersion {
+  readonly id: number;
+  readonly uniqueName: string;
+  readonly validAfter: string;
+  readonly nature: string;
+  readonly version: number;
+}
+
+/**
+ * A product by business key or typedId (if the principal may see it) and, in the same statement,
+ * the version of the logic it runs at the date: `uniqueName`, or else its own `formulaName`. The
+ * program (inputs, elements) is not read here: the compiled logic is cached by id and version.
+ */
+export async function productWithLogic(
+  q: Queryable,
+  principal: Principal,
+  key: string,
+  uniqueName: string | undefined,
+  date: string,
+): Promise<{ product: Row; logic: LogicVersion | undefined } | undefined> {
+  const byId = /^(\d{1,15})\.P$/.exec(key);
+  const r = await q.query<Row>(
+    prepared(`SELECT p.*, f.id AS "rc:fid", f.unique_name AS "rc:fname", to_char(f.valid_after, 'YYYY-MM-DD') AS "rc:fvalid",
+            f.nature AS "rc:fnature", f.version AS "rc:fversion"
+       FROM products p
+       LEFT JOIN LATERAL (
+         SELECT id, unique_name, valid_after, nature, version FROM formulas f
+          WHERE f.partition_id = p.partition_id AND f.unique_name = coalesce($3::text, p.formula_name)
+            AND f.valid_after <= $4::date AND f.status = 'ACTIVE'
+          ORDER BY f.valid_after DESC LIMIT 1) f ON true
+      WHERE p.partition_id = $1 AND ${byId ? 'p.id = $2::bigint' : 'p.sku = $2'}`),
+    [principal.partitionId, byId ? byId[1] : key, uniqueName ?? null, date],
+  );
+  const row = r.rows[0];
+  if (!row || !visible(principal, row)) return undefined;
+  const logic =
+    row['rc:fid'] === null || row['rc:fid'] === undefined
+      ? undefined
+      : {
+          id: Number(row['rc:fid']),
+          uniqueName: String(row['rc:fname']),
+          validAfter: String(row['rc:fvalid']),
+          nature: String(row['rc:fnature']),
+          version: Number(row['rc:fversion']),
+        };
+  return { product: row, logic };
+}
+
+/** One logic version by id (its program included). */
+export async function logicById(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+): Promise<LogicRow | undefined> {
+  const r = await q.query<LogicRow>(
+    `SELECT ${LOGIC_COLUMNS} FROM formulas WHERE partition_id = $1 AND id = $2`,
+    [partitionId, id],
+  );
+  return r.rows[0];
+}
+
+/**
+ * What an evaluation needs besides its items, in one statement: the partition's rounding policies
+ * (when `withPolicies`) and the metadata of the lookup tables the logic names.
+ */
+export async function logicContext(
+  q: Queryable,
+  partitionId: number,
+  withPolicies: boolean,
+  tableNames: readonly string[],
+): Promise<{ policies: RoundingPolicy[]; tables: TableMeta[] }> {
+  if (!withPolicies && tableNames.length === 0) return { policies: [], tables: [] };
+  const r = await q.query<{ policies: Row[] | null; tables: TableMeta[] | null }>(
+    prepared(`SELECT CASE WHEN $2::boolean THEN (
+              SELECT json_agg(json_build_object('id', id, 'unique_name', unique_name, 'currency', currency,
+                       'channel', channel, 'customer_group', customer_group, 'step', step::text, 'mode', mode,
+                       'price_ending', price_ending, 'ending_rule', ending_rule, 'version', version) ORDER BY id)
+                FROM rounding_policies WHERE partition_id = $1) END AS policies,
+            (SELECT json_agg(json_build_object('id', id, 'uniqueName', unique_name, 'type', type,
+                       'valueType', value_type))
+               FROM lookup_tables WHERE partition_id = $1 AND unique_name = ANY($3::text[])) AS tables`),
+    [partitionId, withPolicies, tableNames],
+  );
+  const row = r.rows[0];
+  return {
+    policies: (row?.policies ?? []).map(policyOf),
+    tables: (row?.tables ?? []).map((t) => ({ ...t, id: Number(t.id) })),
+  };
 }
