@@ -39,6 +39,7 @@ import { formulaRoutes } from './modules/formulas/routes.ts';
 import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
 import { queryRoutes } from './modules/query/routes.ts';
 import { workflowRoutes } from './modules/workflows/routes.ts';
+import { rebateRoutes } from './modules/rebates/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -63,6 +64,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   historyRoutes,
   queryRoutes,
   workflowRoutes,
+  rebateRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

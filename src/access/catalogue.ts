@@ -53,6 +53,13 @@ export const PERMISSION_CATALOGUE = {
     'Create, change and delete DCR types (`DCRT`: which type and fields data change requests may change)',
   DCR_EDIT:
     "Create, read, change and submit data change requests (`/dcrmanager.*`, `/fetch/DCR`); an approved DCR writes its target type with the submitter's user groups",
+  REBATETYPE_EDIT:
+    'Create, change and delete rebate types (`RBT`); their attribute meta (`RBTAM`) is `ATTRIBUTEMETA_EDIT`',
+  REBATERECORD_FETCH: 'Read rebate record groups (`/fetch/RRG`); their user groups apply as well',
+  REBATERECORD_EDIT:
+    "Create, change, delete and calculate rebate record groups (`/add|update|delete/RRG`, `/rebaterecordgroup.calculate`); the group's `userGroupEdit` applies as well",
+  REBATERECORD_SUBMIT:
+    'Submit rebate record groups to their workflow (`/rebaterecordgroup.submit`, `/async`, `/workflowsmanager.submit/{id}.RRG`)',
   IMPORT_EDIT:
     "Create, change and submit imports (`/importmanager.*`); the submit writes with the importing user's own rights",
 } as const satisfies Record<string, string>;
@@ -158,9 +165,18 @@ export const ROLE_CATALOGUE = {
     grants: ['WORKFLOW_FETCH', 'WORKFLOW_EDIT', 'WORKFLOW_ADMIN'],
     purpose: 'Administers workflows',
   },
-  RM_RAT: { grants: WORKFLOW, purpose: 'Rebate agreement templates' },
-  RM_REBATEAGREEMENTS_RO: { grants: WORKFLOW, purpose: 'Reads rebate agreements' },
-  RM_REBATEAGREEMENTS: { grants: WORKFLOW, purpose: 'Works on rebate agreements' },
+  RM_RAT: {
+    grants: ['WORKFLOW_FETCH', 'REBATETYPE_EDIT', 'REBATERECORD_FETCH'],
+    purpose: 'Rebate agreement templates: rebate types',
+  },
+  RM_REBATEAGREEMENTS_RO: {
+    grants: ['WORKFLOW_FETCH', 'REBATERECORD_FETCH'],
+    purpose: 'Reads rebate agreements and rebate record groups',
+  },
+  RM_REBATEAGREEMENTS: {
+    grants: ['WORKFLOW_FETCH', 'REBATERECORD_FETCH', 'REBATERECORD_EDIT', 'REBATERECORD_SUBMIT'],
+    purpose: 'Works on rebate agreements: rebate record groups, their calculation and submit',
+  },
   CONTRACTS_RO: { grants: WORKFLOW, purpose: 'Reads contracts' },
   CM_CONTRACTMANAGER: { grants: WORKFLOW, purpose: 'Manages contracts' },
   SC_COMPENSATIONS_RO: { grants: WORKFLOW, purpose: 'Reads sales compensations' },

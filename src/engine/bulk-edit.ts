@@ -96,7 +96,7 @@ export async function deleteByFilter(
   requireAccess(principal, type.access.write);
   let ignored: BatchResult['ignored'] = [];
   const count = await runBulk(db, async (tx) => {
-    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.data));
+    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.data, type.metaNameField));
     const tree = parseCriteria(
       body.data,
       body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
@@ -172,7 +172,12 @@ export async function massEdit(
   if (body.massEditRecords.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
   return runBulk(db, async (tx) => {
-    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.filterCriteria));
+    const tc = await loadTypeContext(
+      tx,
+      principal,
+      type,
+      extensionNameOf(body.filterCriteria, type.metaNameField),
+    );
     const edits = planEdits(tc, body);
     const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields).criteria;
     return { tc, principal, filter, edits };

@@ -112,6 +112,16 @@ export function rowScope(
   return parts.join(' AND ');
 }
 
+/** For `metaPerName` types: the meta name a record carries (its `name`, or `metaNameField`). */
+export function metaNameOf(
+  type: TypeDef,
+  record: Readonly<Record<string, unknown>> | undefined,
+): string | undefined {
+  if (!type.metaPerName || record === undefined) return undefined;
+  const v = record[type.metaNameField ?? 'name'];
+  return typeof v === 'string' ? v : undefined;
+}
+
 const TYPE_CODE = /^[A-Z][A-Z0-9]*$/;
 
 /** `<id>.<TC>` computed in SQL, so fetches need no per-row mapping for it. */

@@ -16,7 +16,7 @@ import {
   resolveCriteria,
   type ResolvedCriteria,
 } from './criteria.ts';
-import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import { loadTypeContext, metaNameOf, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
 import type { TypeDef } from './registry.ts';
 
 type Obj = Record<string, unknown>;
@@ -43,15 +43,15 @@ export interface FetchResult {
 }
 
 /** The extension table a request is about: `name` in simple criteria or a top-level `name equals`. */
-export function extensionNameOf(criteria: unknown): string | undefined {
+export function extensionNameOf(criteria: unknown, field = 'name'): string | undefined {
   if (!isObj(criteria)) return undefined;
-  if (typeof criteria.name === 'string') return criteria.name;
-  if (criteria.fieldName === 'name' && criteria.operator === 'equals' && typeof criteria.value === 'string') {
+  if (typeof criteria[field] === 'string') return criteria[field];
+  if (criteria.fieldName === field && criteria.operator === 'equals' && typeof criteria.value === 'string') {
     return criteria.value;
   }
   if (criteria.operator === 'and' && Array.isArray(criteria.criteria)) {
     for (const c of criteria.criteria) {
-      const n = extensionNameOf(c);
+      const n = extensionNameOf(c, field);
       if (n !== undefined) return n;
     }
   }
@@ -189,7 +189,8 @@ export async function fetchRecords(
   restrict?: Obj,
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
-  const extName = extensionNameOf(restrict) ?? extensionNameOf(body.data);
+  const field = type.metaNameField ?? 'name';
+  const extName = extensionNameOf(restrict, field) ?? extensionNameOf(body.data, field);
   const tc = await loadTypeContext(db, principal, type, extName);
   const plan = planFetch(tc, principal, body, maxPageSize, restrict);
   return runFetch(db, plan, compileFetch(plan));
@@ -246,8 +247,9 @@ export async function fetchOne(
   const row = await selectOne(db, tc, principal, { id }, false);
   if (!row) throw notFound(`${type.label} ${idText}`);
   // Extension rows: type the attributes with their own table's meta.
-  if (type.metaPerName && typeof row.name === 'string') {
-    return toRecord(await loadTypeContext(db, principal, type, row.name), row);
+  const name = metaNameOf(type, row);
+  if (name !== undefined) {
+    return toRecord(await loadTypeContext(db, principal, type, name), row);
   }
   return toRecord(tc, row);
 }

@@ -205,7 +205,10 @@ export async function fetchOneAsOf(
     state.last_update_by = last.user;
   }
   if (type.deleteMode === 'soft') state.deleted_at = null;
-  const name = type.metaPerName && typeof state.name === 'string' ? state.name : undefined;
+  // The state is keyed by column: the meta name is the column of `name` (or of `metaNameField`).
+  const nameColumn = type.fields.find((f) => f.name === (type.metaNameField ?? 'name'))?.column;
+  const stored = type.metaPerName && nameColumn !== undefined ? state[nameColumn] : undefined;
+  const name = typeof stored === 'string' ? stored : undefined;
   const tc = await loadTypeContext(q, principal, type, name);
   const r = await q.query<Row>(
     `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, $1::jsonb) r`,

@@ -16,6 +16,7 @@ import { FORMULA_TYPES } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
+import { REBATE_TYPES } from './registry-rebates.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -420,6 +421,7 @@ const TYPES: readonly TypeDef[] = [
   metaType('CRCIAM', 'CRCI', AUTHENTICATED, false),
   HISTORY_TYPE,
   ...WORKFLOW_TYPES,
+  ...REBATE_TYPES,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

@@ -62,6 +62,19 @@ export interface TypeDef {
   readonly metaOwner?: string;
   /** For extension types: attribute meta is kept per extension table (the `name` field). */
   readonly metaPerName?: boolean;
+  /** For `metaPerName` types: the field naming the meta, when not `name` (RRG: `rebateType`). */
+  readonly metaNameField?: string;
+  /**
+   * Checked before a record is updated or deleted by the general operations (in their transaction,
+   * with the stored record; `data` is undefined for a delete): state rules such as a locked record.
+   * Throws the catalogue error to answer.
+   */
+  readonly beforeChange?: (
+    q: Queryable,
+    principal: Principal,
+    old: Readonly<Record<string, unknown>>,
+    data: Readonly<Record<string, unknown>> | undefined,
+  ) => Promise<void>;
   /** Columns of the table's unique key after partition_id (the conflict target of upserts). */
   readonly uniqueColumns: readonly string[];
   /** A column every row of this type has a fixed value in (attribute-meta types share one table). */

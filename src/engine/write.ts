@@ -8,7 +8,7 @@ import { Params, ident } from '../db/sql.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, requireAddress, selectOne } from './addressing.ts';
-import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import { loadTypeContext, metaNameOf, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
 import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { prepareValues } from './value-check.ts';
@@ -20,7 +20,7 @@ type Row = Record<string, unknown>;
 function contextCache(q: Queryable, principal: Principal, type: TypeDef) {
   const cache = new Map<string, Promise<TypeContext>>();
   return (data: Obj): Promise<TypeContext> => {
-    const name = type.metaPerName && typeof data.name === 'string' ? data.name : '';
+    const name = metaNameOf(type, data) ?? '';
     let c = cache.get(name);
     if (!c) {
       c = loadTypeContext(q, principal, type, type.metaPerName ? name : undefined);
@@ -193,10 +193,13 @@ export async function updateRecords(
         throw notFound(
           `${type.label} ${JSON.stringify(item.data.typedId ?? type.businessKey.map((k) => item.data[k]))}`,
         );
-      const tc = type.metaPerName ? await loadTypeContext(tx, principal, type, String(old.name)) : base;
+      const tc = type.metaPerName
+        ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
+        : base;
       if (!canEdit(tc, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
       checkVersion(type, item.oldValues, old);
+      await type.beforeChange?.(tx, principal, old, item.data);
       for (const k of type.businessKey) {
         if (item.data[k] !== undefined && item.data[k] !== old[k] && !('key' in address)) {
           throw validationError(k, 'is part of the business key and cannot be changed');
@@ -264,9 +267,10 @@ export async function integrateRecords(
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
-          const tc = type.metaPerName ? await ctx({ name: old.name }) : base;
+          const tc = type.metaPerName ? await ctx(old) : base;
           if (!canEdit(tc, principal, old))
             throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
+          await type.beforeChange?.(tx, principal, old, data);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
           delete old.__deleted;
           const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, data, 'update'));
@@ -306,6 +310,7 @@ export async function deleteRecords(
         );
       if (!canEdit(tc, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
+      await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();
       const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;
       const stmt =

@@ -13,6 +13,7 @@ import { removeExpiredSlots } from './slots.ts';
 import { removeOrphanFiles } from './attachments.ts';
 import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
 import { DCR_SUBMIT, dcrSubmitJobKind } from '../dcr/apply.ts';
+import { REBATERECORD, rebateRecordJobKind } from '../rebates/submit.ts';
 import { historyCleanupTask } from '../history/retention.ts';
 
 /** The orphan sweep scans whole tables: hourly is enough. */
@@ -33,6 +34,7 @@ export function buildJobRunner(
       [LOADDATA_FILE]: loadFileJobKind(db, blobs),
       [INDEX_SYNC]: indexSyncJobKind(db),
       [DCR_SUBMIT]: dcrSubmitJobKind(db),
+      [REBATERECORD]: rebateRecordJobKind(db),
       ...extraKinds,
     },
     maintenance: [

@@ -1,0 +1,282 @@
+// The rebate types (migration 031, src/modules/rebates/): rebate types (`RBT`: uniqueName, label and
+// the REBATE logic their groups run), the attribute meta of rebate record groups per rebate type
+// (`RBTAM`: rows of attribute_meta with owner RRG and `name` = the rebate type) and the rebate record
+// groups (`RRG`, every field of the interface's table). Statuses, messages, results and actor names
+// are server fields: calculate, submit and the workflow's decisions write them, the general
+// operations ignore them on input. A locked group, or one in a running or approved workflow, refuses
+// general changes (beforeChange).
+
+import type { Principal } from '../access/access.ts';
+import { AUTHENTICATED } from '../access/catalogue.ts';
+import type { Queryable } from '../db/db.ts';
+import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
+import { SYSTEM, attributes, key, text } from './registry-fields.ts';
+import type { FieldDef, FieldType, TypeDef } from './types.ts';
+
+/** Custom attributes of a rebate record group (the interface: up to attribute100). */
+export const RRG_ATTRIBUTE_COUNT = 100;
+
+/** The attribute-meta field types (as in the other `*AM` types). */
+const META_FIELD_TYPES = [
+  'TEXT',
+  'LINK',
+  'NUMERIC',
+  'MONEY',
+  'PERCENT',
+  'INTEGER',
+  'DATE',
+  'DATETIME',
+  'BOOLEAN',
+];
+
+/** Workflow statuses of a group; DRAFT before its first submit (and after a withdrawal). */
+export const RRG_WORKFLOW_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED', 'WITHDRAWN'] as const;
+
+/** Fields a group in a running or approved workflow, or a locked one, may still change. */
+const FROZEN_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'comments', 'locked']);
+
+const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
+  name,
+  column,
+  type,
+  system: true,
+});
+const date = (name: string, column: string): FieldDef => ({ name, column, type: 'date' });
+const json = (name: string, column: string): FieldDef => ({ name, column, type: 'json' });
+
+async function rebateTypeExists(q: Queryable, partitionId: number, name: string): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM rebate_types WHERE partition_id = $1 AND unique_name = $2', [
+    partitionId,
+    name,
+  ]);
+  return r.rows.length > 0;
+}
+
+async function checkRebateType(q: Queryable, principal: Principal, v: unknown, field: string) {
+  if (typeof v !== 'string' || v === '') return;
+  if (!(await rebateTypeExists(q, principal.partitionId, v)))
+    throw validationError(field, `there is no rebate type ${JSON.stringify(v)}`);
+}
+
+// ---- RBT ----------------------------------------------------------------------------------------
+
+export const REBATE_TYPE: TypeDef = {
+  code: 'RBT',
+  label: 'Rebate type',
+  table: 'rebate_types',
+  fields: [
+    key('uniqueName', 'unique_name'),
+    text('label', 'label'),
+    // The uniqueName of a logic of nature REBATE (checked when a group is calculated, as logics are
+    // versioned by date and may be written after the type).
+    text('formulaName', 'formula_name', { maxLength: 255 }),
+    ...SYSTEM,
+  ],
+  businessKey: ['uniqueName'],
+  uniqueColumns: ['unique_name'],
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  access: { fetch: AUTHENTICATED, write: 'REBATETYPE_EDIT' },
+};
+
+// ---- RBTAM --------------------------------------------------------------------------------------
+
+function rebateMetaRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const name = data.fieldName;
+  if (name === undefined) return undefined;
+  const n = typeof name === 'string' ? /^attribute(\d+)$/.exec(name) : null;
+  if (n && Number(n[1]) >= 1 && Number(n[1]) <= RRG_ATTRIBUTE_COUNT) return undefined;
+  return { fieldName: { errorMessage: `must be attribute1..attribute${RRG_ATTRIBUTE_COUNT}` } };
+}
+
+export const REBATE_META_TYPE: TypeDef = {
+  code: 'RBTAM',
+  label: 'Attribute meta of rebate record groups (per rebate type)',
+  table: 'attribute_meta',
+  fields: [
+    // The rebate type whose groups' attributes the row types.
+    key('name', 'name'),
+    key('fieldName', 'field_name'),
+    text('label', 'label'),
+    text('fieldType', 'field_type', { oneOf: META_FIELD_TYPES, maxLength: 20 }),
+    { name: 'requiredField', column: 'required_field', type: 'boolean' },
+    { name: 'readOnly', column: 'read_only', type: 'boolean' },
+    { name: 'indexed', column: 'indexed', type: 'boolean' },
+    ...SYSTEM,
+  ],
+  businessKey: ['name', 'fieldName'],
+  uniqueColumns: ['owner_type', 'name', 'field_name'],
+  fixed: { column: 'owner_type', value: 'RRG' },
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: false,
+  access: { fetch: AUTHENTICATED, write: 'ATTRIBUTEMETA_EDIT' },
+  validate: rebateMetaRules,
+  beforeInsert: (q, principal, data) => checkRebateType(q, principal, data.name, 'name'),
+};
+
+// ---- RRG ----------------------------------------------------------------------------------------
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Shapes of the collections a client writes; dates in order (the check constraint's rule, named). */
+function groupRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  const errors: FieldErrors = {};
+  const inputs = data.inputs;
+  if (inputs !== undefined && inputs !== null) {
+    if (!Array.isArray(inputs)) errors.inputs = { errorMessage: 'must be a list of {name, value}' };
+    else {
+      inputs.forEach((x: unknown, i) => {
+        if (!isObj(x) || typeof x.name !== 'string' || x.name === '')
+          errors[`inputs[${i}].name`] ??= { errorMessage: 'must be the name of an input of the logic' };
+        else if (Object.keys(x).some((k) => !['name', 'value', 'label', 'type'].includes(k)))
+          errors[`inputs[${i}]`] ??= { errorMessage: 'holds name, value and optionally label and type' };
+      });
+    }
+  }
+  const att = data.approvalRequiredEmailAttachments;
+  if (att !== undefined && att !== null && !Array.isArray(att))
+    errors.approvalRequiredEmailAttachments = { errorMessage: 'must be a list' };
+  const ext = data.itemExtensions;
+  if (ext !== undefined && ext !== null && !isObj(ext))
+    errors.itemExtensions = { errorMessage: 'must be an object' };
+  const from = typeof data.startDate === 'string' ? data.startDate.slice(0, 10) : undefined;
+  const to = typeof data.endDate === 'string' ? data.endDate.slice(0, 10) : undefined;
+  if (from !== undefined && to !== undefined && to < from)
+    errors.endDate = { errorMessage: `must not be before startDate (${from})` };
+  return Object.keys(errors).length > 0 ? errors : undefined;
+}
+
+/**
+ * General update and delete of a group: not while locked (only `locked: false` unlocks it, with or
+ * without other changes), not in a running workflow (SUBMITTED) and not once APPROVED — except its
+ * `comments` and `locked`. A new rebate type must exist.
+ */
+async function guardGroupChange(
+  q: Queryable,
+  principal: Principal,
+  old: Readonly<Record<string, unknown>>,
+  data: Readonly<Record<string, unknown>> | undefined,
+): Promise<void> {
+  const name = String(old.typedId);
+  if (data === undefined) {
+    if (old.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to delete it`);
+    if (old.workflowStatus === 'SUBMITTED')
+      throw new AppError('CONFLICT', `${name} is in a running workflow: withdraw it to delete it`);
+    return;
+  }
+  const changes = Object.keys(data).filter((k) => !FROZEN_EDITABLE.has(k));
+  if (old.locked === true && data.locked !== false && changes.length > 0)
+    throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it`);
+  if ((old.workflowStatus === 'SUBMITTED' || old.workflowStatus === 'APPROVED') && changes.length > 0) {
+    throw new AppError(
+      'CONFLICT',
+      `${name} is ${String(old.workflowStatus)}: only comments and locked can change (${changes[0]})`,
+    );
+  }
+  await checkRebateType(q, principal, data.rebateType, 'rebateType');
+}
+
+/** Add and integrate: the rebate type exists; an integrate onto an existing group obeys its state. */
+async function guardGroupUpsert(
+  q: Queryable,
+  principal: Principal,
+  data: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  await checkRebateType(q, principal, data.rebateType, 'rebateType');
+  if (typeof data.uniqueName !== 'string') return;
+  const r = await q.query<{ typedId: string; locked: boolean; workflowStatus: string }>(
+    `SELECT id::text || '.RRG' AS "typedId", locked, workflow_status AS "workflowStatus"
+       FROM rebate_record_groups WHERE partition_id = $1 AND unique_name = $2`,
+    [principal.partitionId, data.uniqueName],
+  );
+  if (r.rows[0]) await guardGroupChange(q, principal, r.rows[0], data);
+}
+
+export const RRG_FIELDS: readonly FieldDef[] = [
+  // Identity
+  key('uniqueName', 'unique_name'),
+  text('name', 'name', { maxLength: 255 }),
+  text('label', 'label'),
+  text('sourceId', 'source_id', { maxLength: 255 }),
+  text('sourceIdNoRev', 'source_id_no_rev', { maxLength: 255 }),
+  text('parentTypedId', 'parent_typed_id', { maxLength: 255 }),
+  // Status
+  sys('status', 'status'),
+  sys('workflowStatus', 'workflow_status'),
+  text('agreementStatus', 'agreement_status', { maxLength: 40 }),
+  sys('approvalState', 'approval_state'),
+  text('workStatus', 'work_status', { maxLength: 40 }),
+  { name: 'locked', column: 'locked', type: 'boolean' },
+  sys('hasWorkflowHistory', 'has_workflow_history', 'boolean'),
+  sys('calculationStatus', 'calculation_status', 'integer'),
+  // Messages
+  sys('submittedMsg', 'submitted_msg'),
+  sys('calculatedMsg', 'calculated_msg'),
+  sys('calculatedWithErrorsMsg', 'calculated_with_errors_msg'),
+  sys('ongoingCalculationMsg', 'ongoing_calculation_msg'),
+  sys('alerts', 'alerts'),
+  sys('warnings', 'warnings'),
+  text('comments', 'comments', { maxLength: 10_000 }),
+  // Dates
+  date('startDate', 'start_date'),
+  date('endDate', 'end_date'),
+  date('payoutDate', 'payout_date'),
+  date('targetDate', 'target_date'),
+  sys('calculationDate', 'calculation_date', 'datetime'),
+  sys('approvalDate', 'approval_date', 'datetime'),
+  // Actors (createdBy, lastUpdateBy are among SYSTEM)
+  sys('createdByName', 'created_by_name'),
+  sys('lastUpdateByName', 'last_update_by_name'),
+  sys('submittedByName', 'submitted_by_name'),
+  sys('approvedByName', 'approved_by_name'),
+  sys('deniedByName', 'denied_by_name'),
+  // Config
+  text('rebateType', 'rebate_type', { maxLength: 255 }),
+  text('headerRebateType', 'header_rebate_type', { maxLength: 255 }),
+  text('formulaName', 'formula_name', { maxLength: 255 }),
+  text('userGroupEdit', 'user_group_edit'),
+  text('userGroupViewDetails', 'user_group_view_details'),
+  text('manualOverrides', 'manual_overrides', { maxLength: 10_000 }),
+  text('allowedOverrides', 'allowed_overrides', { maxLength: 10_000 }),
+  text('completeResultsAvailable', 'complete_results_available', { maxLength: 40 }),
+  // Custom
+  ...attributes(RRG_ATTRIBUTE_COUNT),
+  // Collections
+  sys('calculationResults', 'calculation_results', 'json'),
+  sys('allCalculationResults', 'all_calculation_results', 'json'),
+  json('inputs', 'inputs'),
+  sys('serverMessagesExtended', 'server_messages_extended', 'json'),
+  json('approvalRequiredEmailAttachments', 'approval_required_email_attachments'),
+  json('itemExtensions', 'item_extensions'),
+  // The job of the last asynchronous submit.
+  sys('jstId', 'job_id', 'integer'),
+  ...SYSTEM,
+];
+
+export const REBATE_GROUP_TYPE: TypeDef = {
+  code: 'RRG',
+  label: 'Rebate record group',
+  table: 'rebate_record_groups',
+  fields: RRG_FIELDS,
+  businessKey: ['uniqueName'],
+  uniqueColumns: ['unique_name'],
+  attributeMeta: 'RBTAM',
+  metaPerName: true,
+  metaNameField: 'rebateType',
+  deleteMode: 'hard',
+  massEditable: false,
+  bulkLoadable: false,
+  userGroups: true,
+  access: { fetch: 'REBATERECORD_FETCH', write: 'REBATERECORD_EDIT' },
+  validate: groupRules,
+  beforeInsert: guardGroupUpsert,
+  beforeChange: guardGroupChange,
+};
+
+export const REBATE_TYPES: readonly TypeDef[] = [REBATE_TYPE, REBATE_META_TYPE, REBATE_GROUP_TYPE];

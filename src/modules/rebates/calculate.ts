@@ -1,0 +1,209 @@
+// `/rebaterecordgroup.calculate/{typedId}`: in ONE transaction, the fields given in
+// `data.rebateRecordGroup` update the group first (the engine's general update: values, edit group,
+// version check when `version` is given, state rules), then the group's logic — its own `formulaName`
+// or its rebate type's, a logic of nature REBATE valid at the group's `targetDate` (today without
+// one) — runs over the group: `input.<name>` from the group's `inputs` ([{name, value}]), `row.<field>`
+// the group itself (dates, attributes typed by the rebate type's RBTAM, every other field),
+// `targetDate` the group's. Results, alerts, warnings and the message fields are stored on the group;
+// the answer is the group. A logic stopped by a limit is a -4 and nothing is written.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import { fetchOne, parseId, requireAccess, updateRecords } from '../../engine/crud.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { LimitError, type LogicLimits } from '../../logic/env.ts';
+import type { ElementOutcome } from '../../logic/evaluate.ts';
+import { resultObjects, type ResultObject } from '../../logic/results.ts';
+import type { Value } from '../../logic/values.ts';
+import { BatchData, evaluateItems } from '../formulas/data.ts';
+import { checkInputs, limitError, loadLogic, policiesFor, targetDateOf } from '../formulas/service.ts';
+import { attributeTypesOf, recordOf } from '../formulas/store.ts';
+import * as store from './store.ts';
+
+type Obj = Record<string, unknown>;
+
+/**
+ * `calculationStatus`: 0 never calculated, 1 calculated without alerts or warnings, 2 with warnings
+ * or WARNING alerts, 3 with a CRITICAL alert (an element failed).
+ */
+export const CALCULATION_STATUS = { NONE: 0, OK: 1, WARNINGS: 2, CRITICAL: 3 } as const;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** `data.rebateRecordGroup` of the body, or undefined; a -4 naming it when it is not an object. */
+export function groupFieldsOf(body: unknown): Obj | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (!isObj(body)) throw validationError('body', 'must be {data: {rebateRecordGroup: {...}}}');
+  const data = body.data;
+  if (data === undefined || data === null) return undefined;
+  if (!isObj(data)) throw validationError('data', 'must be {rebateRecordGroup: {...}}');
+  for (const k of Object.keys(data))
+    if (k !== 'rebateRecordGroup') throw validationError(`data.${k}`, 'unknown field');
+  const g = data.rebateRecordGroup;
+  if (g === undefined || g === null) return undefined;
+  if (!isObj(g)) throw validationError('data.rebateRecordGroup', 'must be an object of group fields');
+  return g;
+}
+
+/** The group's stored `inputs` ([{name, value}]) as values by name. */
+function inputValues(raw: unknown): Obj {
+  const out: Obj = {};
+  if (!Array.isArray(raw)) return out;
+  for (const x of raw as unknown[]) if (isObj(x) && typeof x.name === 'string') out[x.name] = x.value;
+  return out;
+}
+
+interface Summary {
+  readonly status: number;
+  readonly alerts: string | null;
+  readonly warnings: string | null;
+  readonly messages: { level: string; resultName: string; message: string }[];
+}
+
+function summarise(results: readonly ResultObject[]): Summary {
+  const alerts: string[] = [];
+  const warnings: string[] = [];
+  const messages: Summary['messages'] = [];
+  let status: number = CALCULATION_STATUS.OK;
+  for (const r of results) {
+    if (r.alertType !== null) {
+      alerts.push(`${r.resultName}: ${r.alertMessage ?? r.alertType}`);
+      messages.push({ level: r.alertType, resultName: r.resultName, message: r.alertMessage ?? '' });
+      status = Math.max(
+        status,
+        r.alertType === 'CRITICAL' ? CALCULATION_STATUS.CRITICAL : CALCULATION_STATUS.WARNINGS,
+      );
+    }
+    for (const w of r.warnings) {
+      warnings.push(`${r.resultName}: ${w}`);
+      messages.push({ level: 'WARNING', resultName: r.resultName, message: w });
+      status = Math.max(status, CALCULATION_STATUS.WARNINGS);
+    }
+  }
+  return {
+    status,
+    alerts: alerts.length > 0 ? alerts.join('\n') : null,
+    warnings: warnings.length > 0 ? warnings.join('\n') : null,
+    messages,
+  };
+}
+
+export async function calculateGroup(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: unknown,
+  limits: LogicLimits,
+): Promise<Obj> {
+  requireAccess(principal, 'REBATERECORD_EDIT');
+  const id = parseId(store.RRG, idText, 'typedId');
+  const given = groupFieldsOf(body);
+  let ended = false;
+  try {
+    await db.transaction(async (tx) => {
+      if (given !== undefined) {
+        const { version, ...fields } = given;
+        delete fields.typedId;
+        delete fields.id;
+        if (Object.keys(fields).length > 0 || version !== undefined) {
+          const within = store.inTransaction(db, tx, () => ended);
+          const oldValues = version === undefined ? null : { version };
+          await updateRecords(within, principal, store.RRG, [{ data: { ...fields, id }, oldValues }], false);
+        }
+      }
+      const row = await store.lockGroupOrFail(tx, principal, id);
+      store.requireEditGroup(principal, row);
+      const name = `${id}.RRG`;
+      if (row.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to calculate it`);
+      if (row.workflow_status === 'SUBMITTED' || row.workflow_status === 'APPROVED') {
+        throw new AppError(
+          'CONFLICT',
+          `${name} is ${String(row.workflow_status)}: its results are what its workflow decides on`,
+        );
+      }
+      const rebateType =
+        typeof row.rebate_type === 'string' && row.rebate_type !== '' ? row.rebate_type : null;
+      let formulaName =
+        typeof row.formula_name === 'string' && row.formula_name !== '' ? row.formula_name : null;
+      if (formulaName === null && rebateType !== null) {
+        const t = await store.rebateTypeFormula(tx, principal.partitionId, rebateType);
+        if (!t) throw validationError('rebateType', `there is no rebate type ${JSON.stringify(rebateType)}`);
+        formulaName = t.formulaName;
+      }
+      if (formulaName === null)
+        throw validationError(
+          'formulaName',
+          'the group has no logic: set formulaName or a rebate type with one',
+        );
+      const targetDate = targetDateOf(
+        row.target_date instanceof Date ? row.target_date.toISOString().slice(0, 10) : row.target_date,
+      );
+      let loaded;
+      try {
+        loaded = await loadLogic(tx, principal.partitionId, formulaName, targetDate);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'NOT_FOUND')
+          throw validationError('formulaName', `no logic ${formulaName} is valid at ${targetDate.iso}`);
+        throw err;
+      }
+      const { row: logicRow, logic } = loaded;
+      if (logicRow.nature !== 'REBATE')
+        throw validationError(
+          'formulaName',
+          `logic ${formulaName} is a ${logicRow.nature} logic, not a REBATE logic`,
+        );
+      const inputs = checkInputs(logic.inputs, inputValues(row.inputs));
+      const meta = await attributeTypesOf(tx, principal, 'RRG', rebateType ?? '');
+      const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
+      roots.row = recordOf('RRG', row, meta);
+      const batch = new BatchData(
+        tx,
+        principal.partitionId,
+        await policiesFor(tx, principal.partitionId, logic),
+        principal.metaVersion,
+      );
+      let outcomes: ElementOutcome[];
+      try {
+        [outcomes = []] = await evaluateItems(logic, [{ roots, inputs }], batch, {
+          targetDate,
+          explain: false,
+          limits,
+        });
+      } catch (err) {
+        if (err instanceof LimitError) throw limitError(err);
+        throw err;
+      }
+      const visible = resultObjects(logic, outcomes, false);
+      const all = resultObjects(logic, outcomes, false, true);
+      const s = summarise(all);
+      await store.setGroupState(
+        tx,
+        principal.partitionId,
+        principal.userId,
+        id,
+        {
+          calculation_results: JSON.stringify(visible),
+          all_calculation_results: JSON.stringify(all),
+          calculation_status: s.status,
+          calculated_msg: s.status === CALCULATION_STATUS.OK ? 'SUCCESS' : null,
+          calculated_with_errors_msg:
+            s.status === CALCULATION_STATUS.CRITICAL
+              ? 'CRITICAL'
+              : s.status === CALCULATION_STATUS.WARNINGS
+                ? 'WARNING'
+                : null,
+          ongoing_calculation_msg: null,
+          alerts: s.alerts,
+          warnings: s.warnings,
+          server_messages_extended: JSON.stringify(s.messages),
+        },
+        { calculation_date: 'now()' },
+      );
+    });
+  } finally {
+    ended = true;
+  }
+  return fetchOne(db, principal, store.RRG, String(id));
+}

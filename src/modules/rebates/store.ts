@@ -1,0 +1,98 @@
+// SQL of the rebate module that the generic engine does not cover: a group locked FOR UPDATE as the
+// caller may see it, the state writes of calculate and of the workflow's decisions (each bumps the
+// group's version) and login names of actors.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable, Tx } from '../../db/db.ts';
+import { Params, ident } from '../../db/sql.ts';
+import { loadTypeContext, rowScope } from '../../engine/context.ts';
+import { findType } from '../../engine/registry.ts';
+import { AppError, notFound } from '../../http/errors.ts';
+
+export type Row = Record<string, unknown>;
+
+export const RRG = findType('RRG')!;
+export const JST = findType('JST')!;
+
+/** The stored row (columns) of a group the principal may see, locked FOR UPDATE; 404 otherwise. */
+export async function lockGroupOrFail(q: Queryable, principal: Principal, id: number): Promise<Row> {
+  const tc = await loadTypeContext(q, principal, RRG);
+  const params = new Params();
+  const scope = rowScope(tc, principal, params);
+  const r = await q.query<Row>(
+    `SELECT t.* FROM rebate_record_groups t WHERE ${scope} AND t.id = ${params.add(id)} FOR UPDATE`,
+    params.values,
+  );
+  const row = r.rows[0];
+  if (!row) throw notFound(`Rebate record group ${id}`);
+  return row;
+}
+
+/** The caller may change the group: no edit group, or one of theirs (admins always). */
+export function requireEditGroup(principal: Principal, row: Row): void {
+  const g = row.user_group_edit;
+  if (principal.admin || typeof g !== 'string' || g === '' || principal.groups.includes(g)) return;
+  throw new AppError('FORBIDDEN', `Not allowed to change ${String(row.id)}.RRG (user group ${g})`);
+}
+
+export async function rebateTypeFormula(
+  q: Queryable,
+  partitionId: number,
+  name: string,
+): Promise<{ formulaName: string | null } | undefined> {
+  const r = await q.query<{ formula_name: string | null }>(
+    'SELECT formula_name FROM rebate_types WHERE partition_id = $1 AND unique_name = $2',
+    [partitionId, name],
+  );
+  const row = r.rows[0];
+  return row === undefined ? undefined : { formulaName: row.formula_name };
+}
+
+export async function loginName(q: Queryable, partitionId: number, userId: number): Promise<string | null> {
+  const r = await q.query<{ login_name: string }>(
+    'SELECT login_name FROM users WHERE partition_id = $1 AND id = $2',
+    [partitionId, userId],
+  );
+  return r.rows[0]?.login_name ?? null;
+}
+
+/** Column values to set on a group; values are JSON-encoded for jsonb columns by the caller. */
+export type GroupState = Readonly<Record<string, unknown>>;
+
+/**
+ * Sets server columns of one group (version bumped, last update by `userId`). Only server fields
+ * change here, which record history does not track (it records what clients write).
+ * `sqlValues` are SQL expressions (`now()`), never input.
+ */
+export async function setGroupState(
+  q: Queryable,
+  partitionId: number,
+  userId: number,
+  id: number,
+  state: GroupState,
+  sqlValues: Readonly<Record<string, 'now()' | 'NULL'>> = {},
+): Promise<void> {
+  const params = new Params();
+  const sets = Object.entries(state).map(([col, v]) => `${ident(col)} = ${params.add(v)}`);
+  for (const [col, expr] of Object.entries(sqlValues)) sets.push(`${ident(col)} = ${expr}`);
+  sets.push('version = t.version + 1', 'last_update_at = now()', `last_update_by = ${params.add(userId)}`);
+  await q.query(
+    `UPDATE rebate_record_groups t SET ${sets.join(', ')}
+      WHERE t.partition_id = ${params.add(partitionId)} AND t.id = ${params.add(id)}`,
+    params.values,
+  );
+}
+
+/**
+ * The database as seen from inside `tx` while it runs (the engine's writes then join the request's
+ * transaction); the database itself once `tx` has ended, for work the engine defers.
+ */
+export function inTransaction(db: Db, tx: Tx, ended: () => boolean): Db {
+  return {
+    kind: db.kind,
+    query: (sql, params) => (ended() ? db.query(sql, params) : tx.query(sql, params)),
+    transaction: (fn) => (ended() ? db.transaction(fn) : fn(tx)),
+    poolStats: () => db.poolStats(),
+    close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),
+  };
+}

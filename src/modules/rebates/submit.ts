@@ -1,0 +1,187 @@
+// Rebate record groups as approvables of the workflow engine (docs/workflows.md) and their submit:
+// `/rebaterecordgroup.submit/{typedId}` starts the group's workflow in one transaction (no workflow
+// definition for RRG: approved at once); `/async` checks the same and queues a REBATERECORD job that
+// submits as the caller, answering the JST. The workflow's decisions land on the group:
+// workflowStatus DRAFT → SUBMITTED → APPROVED | DENIED (| WITHDRAWN), status, approvalState,
+// submittedByName, approvedByName / deniedByName, approvalDate, hasWorkflowHistory.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
+import { AppError } from '../../http/errors.ts';
+import { restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
+import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
+import { createJob } from '../../jobs/store.ts';
+import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
+import { submitApprovable } from '../workflows/service.ts';
+import { CALCULATION_STATUS } from './calculate.ts';
+import * as store from './store.ts';
+
+export const REBATERECORD = 'REBATERECORD';
+
+type Obj = Record<string, unknown>;
+
+/** A group that can go into a workflow now: not locked, calculated, not already submitted. */
+function checkSubmittable(row: store.Row): void {
+  const name = `${String(row.id)}.RRG`;
+  if (row.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to submit it`);
+  if (row.workflow_status === 'SUBMITTED') throw new AppError('CONFLICT', `${name} is already submitted`);
+  if (row.workflow_status === 'APPROVED') throw new AppError('CONFLICT', `${name} is already approved`);
+  if (row.calculation_status === CALCULATION_STATUS.NONE)
+    throw new AppError('CONFLICT', `${name} was never calculated: calculate it before submitting it`);
+}
+
+async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
+  const { partitionId, id, userId } = ref;
+  const who = await store.loginName(q, partitionId, userId);
+  const set = (state: store.GroupState, sql: Readonly<Record<string, 'now()' | 'NULL'>> = {}) =>
+    store.setGroupState(q, partitionId, userId, id, state, sql);
+  switch (status) {
+    case 'SUBMITTED':
+      return set(
+        {
+          status: 'SUBMITTED',
+          workflow_status: 'SUBMITTED',
+          approval_state: 'NOT_APPROVED',
+          submitted_msg: 'SUCCESS',
+          submitted_by_name: who,
+          approved_by_name: null,
+          denied_by_name: null,
+          has_workflow_history: true,
+        },
+        { approval_date: 'NULL' },
+      );
+    case 'APPROVED':
+      return set(
+        {
+          status: 'APPROVED',
+          workflow_status: 'APPROVED',
+          approval_state: 'APPROVED',
+          approved_by_name: who,
+        },
+        { approval_date: 'now()' },
+      );
+    case 'DENIED':
+      // Denied: editable again (DRAFT), and it can be recalculated and resubmitted.
+      return set({
+        status: 'DRAFT',
+        workflow_status: 'DENIED',
+        approval_state: 'NOT_APPROVED',
+        denied_by_name: who,
+      });
+    case 'WITHDRAWN':
+      return set({ status: 'DRAFT', workflow_status: 'WITHDRAWN', approval_state: 'NOT_APPROVED' });
+    default: {
+      const never: never = status;
+      throw new Error(`unknown workflow status ${String(never)}`);
+    }
+  }
+}
+
+const dateText = (v: unknown): string | null =>
+  v instanceof Date ? v.toISOString().slice(0, 10) : typeof v === 'string' ? v : null;
+
+export function registerRebateApprovable(): void {
+  registerApprovable({
+    typeCode: 'RRG',
+    label: 'Rebate record group',
+    submitAccess: 'REBATERECORD_SUBMIT',
+    fields: [
+      'uniqueName',
+      'label',
+      'rebateType',
+      'agreementStatus',
+      'startDate',
+      'endDate',
+      'payoutDate',
+      'targetDate',
+      'calculationStatus',
+    ],
+    async describe(q, ref) {
+      const r = await q.query<store.Row>(
+        'SELECT * FROM rebate_record_groups WHERE partition_id = $1 AND id = $2 FOR UPDATE',
+        [ref.partitionId, ref.id],
+      );
+      const row = r.rows[0];
+      if (!row) return null;
+      // Also for /workflowsmanager.submit/{id}.RRG: the same rules as the group's own submit.
+      if (row.workflow_status !== 'APPROVED') checkSubmittable(row);
+      return {
+        label: (row.label as string | null) ?? (row.unique_name as string),
+        workflowStatus: row.workflow_status as string,
+        fields: {
+          uniqueName: row.unique_name,
+          label: row.label,
+          rebateType: row.rebate_type,
+          agreementStatus: row.agreement_status,
+          startDate: dateText(row.start_date),
+          endDate: dateText(row.end_date),
+          payoutDate: dateText(row.payout_date),
+          targetDate: dateText(row.target_date),
+          calculationStatus: row.calculation_status,
+        },
+      };
+    },
+    onStatus,
+  });
+}
+
+/** The group the caller may submit, locked; 404 / 403 / 409 otherwise. */
+async function submittableGroup(q: Queryable, principal: Principal, id: number): Promise<store.Row> {
+  const row = await store.lockGroupOrFail(q, principal, id);
+  store.requireEditGroup(principal, row);
+  checkSubmittable(row);
+  return row;
+}
+
+/** Submits the group (one transaction); answers the group after the workflow's first decision. */
+export async function submitGroup(db: Db, principal: Principal, idText: string): Promise<Obj> {
+  requireAccess(principal, 'REBATERECORD_SUBMIT');
+  const id = parseId(store.RRG, idText, 'typedId');
+  await db.transaction(async (tx) => {
+    await submittableGroup(tx, principal, id);
+    await submitApprovable(tx, principal, 'RRG', id);
+  });
+  return fetchOne(db, principal, store.RRG, String(id));
+}
+
+/**
+ * Checks the group as the synchronous submit would, then queues a REBATERECORD job that submits it
+ * as the caller (rights re-read when it starts); answers the job (JST) with `jstId`.
+ */
+export async function submitGroupAsync(db: Db, principal: Principal, idText: string): Promise<Obj> {
+  requireAccess(principal, 'REBATERECORD_SUBMIT');
+  const id = parseId(store.RRG, idText, 'typedId');
+  const job = await db.transaction(async (tx) => {
+    const row = await submittableGroup(tx, principal, id);
+    const created = await createJob(tx, principal, {
+      jobName: `Submit ${String(row.unique_name)}`,
+      trackerType: REBATERECORD,
+      targetObject: `${id}.RRG`,
+      parameters: { groupId: id, [RESTRICTION_PARAM]: restrictionOf(principal) },
+      maxAttempts: 1,
+    });
+    await tx.query('UPDATE rebate_record_groups SET job_id = $3 WHERE partition_id = $1 AND id = $2', [
+      principal.partitionId,
+      id,
+      created.id,
+    ]);
+    return created;
+  });
+  notifyJobQueued();
+  const jst = await fetchOne(db, principal, store.JST, String(job.id));
+  return { ...jst, jstId: job.id };
+}
+
+/** REBATERECORD: submits the group as the job's creator; not retried (a submit is one transaction). */
+export function rebateRecordJobKind(db: Db): JobKind {
+  return {
+    maxAttempts: 1,
+    async run(ctx: JobContext) {
+      const groupId = Number(ctx.job.parameters.groupId);
+      await ctx.progress({ progress: 1 });
+      const group = await submitGroup(db, ctx.principal, String(groupId));
+      return { groupId, typedId: group.typedId, workflowStatus: group.workflowStatus };
+    },
+  };
+}
