@@ -5,6 +5,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
+import { preparedShape } from '../db/prepared.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, requireAddress, selectOne } from './addressing.ts';
@@ -145,7 +146,9 @@ async function insertRow(
   }
   const insert = `INSERT INTO ${ident(type.table)} AS t (${cols.map(ident).join(', ')}) VALUES (${vals.join(', ')})
      ${conflict}`;
-  const r = await tx.query<Row>(written(insert, tc, principal, params, 'rows'), params.values);
+  // Prepared: the same text for every record of the same shape, and its plan (an upsert by key and
+  // the history row) does not depend on the values.
+  const r = await tx.query<Row>(preparedShape(written(insert, tc, principal, params, 'rows')), params.values);
   return r.rows[0];
 }
 
@@ -166,7 +169,7 @@ async function updateRow(
   if (tc.type.deleteMode === 'soft') sets.push('deleted_at = NULL');
   const update = `UPDATE ${ident(tc.type.table)} t SET ${sets.join(', ')}
       WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(id)}`;
-  const r = await tx.query<Row>(written(update, tc, principal, params, 'rows'), params.values);
+  const r = await tx.query<Row>(preparedShape(written(update, tc, principal, params, 'rows')), params.values);
   return r.rows[0]!;
 }
 
