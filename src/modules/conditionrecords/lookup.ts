@@ -122,9 +122,11 @@ export async function findConditionRecords(
       columns[k]!.push(k < t.length ? (v as string) : null);
     }
   });
-  const r = await inJitFreeScope(q, (tx) =>
-    tx.query<Row>(SQL, [partitionId, setUniqueName, day, ...columns]),
-  );
+  const params = [partitionId, setUniqueName, day, ...columns];
+  const r =
+    tuples.length <= JIT_FREE_BELOW
+      ? await q.query<Row>(SQL, params)
+      : await inJitFreeScope(q, (tx) => tx.query<Row>(SQL, params));
   if (r.rows.length === 0) {
     // No rows: an unknown set (or no tuples, which needs the set checked on its own).
     const s = await q.query(
@@ -144,6 +146,9 @@ export async function findConditionRecords(
   }
   return r.rows.map((row) => (row.found === null ? null : toItem(row, keySize)));
 }
+
+/** A look-up of fewer tuples is estimated far below PostgreSQL's JIT threshold: no scope needed. */
+const JIT_FREE_BELOW = 100;
 
 /**
  * Runs the look-up with PostgreSQL's JIT off: a batch of thousands of tuples is estimated costly

@@ -36,6 +36,8 @@ export interface ExecuteAnswer {
 // ---- compiled logics, by partition, id and version (a version is never reused) ----
 const CACHE_SIZE = 500;
 const cache = new Map<string, CompiledLogic>();
+/** The logic last run by execute per partition and name ('' for the product's own): see executeLogic. */
+const hints = new Map<string, CompiledLogic>();
 
 export function compiledLogic(partitionId: number, row: store.LogicRow): CompiledLogic {
   const key = `${partitionId}:${row.id}:${row.version}`;
@@ -155,7 +157,14 @@ export async function executeLogic(
   // condition-record set the logic reads (all on this one connection).
   return db.transaction(
     async (tx) => {
-      const found = await store.productWithLogic(tx, principal, sku, uniqueName, targetDate.iso);
+      // The logic this call ran last time says which context to read with the product; when the
+      // version found differs, the context is read after it (one more statement).
+      const hintKey = `${principal.partitionId}:${uniqueName ?? ''}`;
+      const hint = hints.get(hintKey);
+      const want = hint
+        ? { policies: rounds(hint), tables: [...hint.tables] }
+        : { policies: false, tables: [] };
+      const found = await store.productWithLogic(tx, principal, sku, uniqueName, targetDate.iso, want);
       if (!found) throw notFound(`Product ${sku}`);
       const { product } = found;
       const name = uniqueName ?? (product.formula_name as string | null);
@@ -182,7 +191,12 @@ export async function executeLogic(
         if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
         roots.seller = store.recordOf('SL', seller, await store.attributeTypesOf(tx, principal, 'SL'));
       }
-      const context = await store.logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
+      if (hints.size >= CACHE_SIZE) hints.clear();
+      hints.set(hintKey, logic);
+      const context =
+        logic === hint
+          ? found.context
+          : await store.logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
       const batch = new BatchData(tx, principal.partitionId, context.policies, principal.metaVersion);
       batch.knowTables(logic.tables, context.tables);
       const spec = { sku: String(product.sku), customerId, roots, inputs };

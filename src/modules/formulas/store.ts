@@ -358,10 +358,34 @@ export interface LogicVersion {
   readonly version: number;
 }
 
+/** Rounding policies and lookup-table metadata an evaluation reads besides its items. */
+export interface LogicContext {
+  readonly policies: RoundingPolicy[];
+  readonly tables: TableMeta[];
+}
+
+const POLICIES_JSON = `(SELECT json_agg(json_build_object('id', id, 'unique_name', unique_name, 'currency', currency,
+      'channel', channel, 'customer_group', customer_group, 'step', step::text, 'mode', mode,
+      'price_ending', price_ending, 'ending_rule', ending_rule, 'version', version) ORDER BY id)
+   FROM rounding_policies WHERE partition_id = $1)`;
+const TABLES_JSON = (
+  names: string,
+) => `(SELECT json_agg(json_build_object('id', id, 'uniqueName', unique_name,
+      'type', type, 'valueType', value_type))
+   FROM lookup_tables WHERE partition_id = $1 AND unique_name = ANY(${names}))`;
+
+function contextOf(policies: unknown, tables: unknown): LogicContext {
+  return {
+    policies: ((policies as Row[] | null) ?? []).map(policyOf),
+    tables: ((tables as TableMeta[] | null) ?? []).map((t) => ({ ...t, id: Number(t.id) })),
+  };
+}
+
 /**
  * A product by business key or typedId (if the principal may see it) and, in the same statement,
- * the version of the logic it runs at the date: `uniqueName`, or else its own `formulaName`. The
- * program (inputs, elements) is not read here: the compiled logic is cached by id and version.
+ * the version of the logic it runs at the date (`uniqueName`, or else its own `formulaName`), and the
+ * context (`want`: policies, table names) the caller expects that logic to need. The program
+ * (inputs, elements) is not read here: the compiled logic is cached by id and version.
  */
 export async function productWithLogic(
   q: Queryable,
@@ -369,11 +393,14 @@ export async function productWithLogic(
   key: string,
   uniqueName: string | undefined,
   date: string,
-): Promise<{ product: Row; logic: LogicVersion | undefined } | undefined> {
+  want: { readonly policies: boolean; readonly tables: readonly string[] },
+): Promise<{ product: Row; logic: LogicVersion | undefined; context: LogicContext } | undefined> {
   const byId = /^(\d{1,15})\.P$/.exec(key);
   const r = await q.query<Row>(
     prepared(`SELECT p.*, f.id AS "rc:fid", f.unique_name AS "rc:fname", to_char(f.valid_after, 'YYYY-MM-DD') AS "rc:fvalid",
-            f.nature AS "rc:fnature", f.version AS "rc:fversion"
+            f.nature AS "rc:fnature", f.version AS "rc:fversion",
+            CASE WHEN $5::boolean THEN ${POLICIES_JSON} END AS "rc:policies",
+            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"
        FROM products p
        LEFT JOIN LATERAL (
          SELECT id, unique_name, valid_after, nature, version FROM formulas f
@@ -381,7 +408,7 @@ export async function productWithLogic(
             AND f.valid_after <= $4::date AND f.status = 'ACTIVE'
           ORDER BY f.valid_after DESC LIMIT 1) f ON true
       WHERE p.partition_id = $1 AND ${byId ? 'p.id = $2::bigint' : 'p.sku = $2'}`),
-    [principal.partitionId, byId ? byId[1] : key, uniqueName ?? null, date],
+    [principal.partitionId, byId ? byId[1] : key, uniqueName ?? null, date, want.policies, want.tables],
   );
   const row = r.rows[0];
   if (!row || !visible(principal, row)) return undefined;
@@ -395,7 +422,7 @@ export async function productWithLogic(
           nature: String(row['rc:fnature']),
           version: Number(row['rc:fversion']),
         };
-  return { product: row, logic };
+  return { product: row, logic, context: contextOf(row['rc:policies'], row['rc:tables']) };
 }
 
 /** One logic version by id (its program included). */
@@ -411,31 +438,19 @@ export async function logicById(
   return r.rows[0];
 }
 
-/**
- * What an evaluation needs besides its items, in one statement: the partition's rounding policies
- * (when `withPolicies`) and the metadata of the lookup tables the logic names.
- */
+/** The context of a logic (policies when `withPolicies`, the named tables' metadata): one statement. */
 export async function logicContext(
   q: Queryable,
   partitionId: number,
   withPolicies: boolean,
   tableNames: readonly string[],
-): Promise<{ policies: RoundingPolicy[]; tables: TableMeta[] }> {
+): Promise<LogicContext> {
   if (!withPolicies && tableNames.length === 0) return { policies: [], tables: [] };
-  const r = await q.query<{ policies: Row[] | null; tables: TableMeta[] | null }>(
-    prepared(`SELECT CASE WHEN $2::boolean THEN (
-              SELECT json_agg(json_build_object('id', id, 'unique_name', unique_name, 'currency', currency,
-                       'channel', channel, 'customer_group', customer_group, 'step', step::text, 'mode', mode,
-                       'price_ending', price_ending, 'ending_rule', ending_rule, 'version', version) ORDER BY id)
-                FROM rounding_policies WHERE partition_id = $1) END AS policies,
-            (SELECT json_agg(json_build_object('id', id, 'uniqueName', unique_name, 'type', type,
-                       'valueType', value_type))
-               FROM lookup_tables WHERE partition_id = $1 AND unique_name = ANY($3::text[])) AS tables`),
+  const r = await q.query<Row>(
+    prepared(
+      `SELECT CASE WHEN $2::boolean THEN ${POLICIES_JSON} END AS policies, ${TABLES_JSON('$3::text[]')} AS tables`,
+    ),
     [partitionId, withPolicies, tableNames],
   );
-  const row = r.rows[0];
-  return {
-    policies: (row?.policies ?? []).map(policyOf),
-    tables: (row?.tables ?? []).map((t) => ({ ...t, id: Number(t.id) })),
-  };
+  return contextOf(r.rows[0]?.policies, r.rows[0]?.tables);
 }
