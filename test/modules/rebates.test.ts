@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
-import { runnerFor } from '../jobs/helpers.ts';
+import { runnerFor, waitForJob } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
 
 type Who = { user: string; password: string };
@@ -82,6 +82,15 @@ describe('rebate record groups', () => {
         who,
       ),
     )[0];
+
+  const groupById = async (id: number) => okData(await call(`/fetch/RRG/${id}`))[0];
+  const calculate = (g: { typedId: string }, fields?: Record<string, unknown>, who: Who = admin) =>
+    call(
+      `/rebaterecordgroup.calculate/${g.typedId}`,
+      fields === undefined ? {} : { data: { rebateRecordGroup: fields } },
+      who,
+    );
+  const result = (g: any, name: string) => g.calculationResults.find((r: any) => r.resultName === name);
 
   before(async () => {
     h = await startHarness();
@@ -306,5 +315,248 @@ describe('rebate record groups', () => {
       'attribute1',
     );
     assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: 'BATCH-1' } })).length, 0);
+  });
+
+  test('calculate: the logic over the group (inputs, dates, typed attributes, targetDate), alerts stored', async () => {
+    const g = await newGroup();
+    const [c] = okData(await calculate(g, undefined, rebater));
+    // By hand: Volume 60000 × Rate 0.02 (default) + Bonus 12.5 (attribute1, NUMERIC) = 1212.50;
+    // Cap: above 1000 → CRITICAL "rebate above 1000", result 1000; Days 2026-01-01..2026-12-31 = 364;
+    // LowVolume false (no warning); Target = the group's targetDate.
+    assert.equal(Number(result(c, 'Rebate').result), 1212.5);
+    assert.equal(result(c, 'Rebate').formatType, 'MONEY');
+    assert.equal(Number(result(c, 'Days').result), 364);
+    assert.equal(Number(result(c, 'Bonus').result), 12.5);
+    assert.equal(Number(result(c, 'Cap').result), 1000);
+    assert.equal(result(c, 'Cap').alertType, 'CRITICAL');
+    assert.equal(result(c, 'Cap').alertMessage, 'rebate above 1000');
+    assert.equal(result(c, 'LowVolume').result, false);
+    assert.equal(result(c, 'Target').result, '2026-06-30');
+    // Volume is hidden (displayOptions 0): only in allCalculationResults.
+    assert.equal(result(c, 'Volume'), undefined);
+    assert.equal(Number(c.allCalculationResults.find((r: any) => r.resultName === 'Volume').result), 60000);
+    assert.equal(c.allCalculationResults.length, 7);
+    assert.equal(c.calculationStatus, 3);
+    assert.equal(c.calculatedMsg, null);
+    assert.equal(c.calculatedWithErrorsMsg, 'CRITICAL');
+    assert.equal(c.ongoingCalculationMsg, null);
+    assert.equal(c.alerts, 'Cap: rebate above 1000');
+    assert.equal(c.warnings, 'Cap: rebate above 1000');
+    assert.deepEqual(c.serverMessagesExtended, [
+      { level: 'CRITICAL', resultName: 'Cap', message: 'rebate above 1000' },
+      { level: 'WARNING', resultName: 'Cap', message: 'rebate above 1000' },
+    ]);
+    assert.ok(typeof c.calculationDate === 'string' && c.calculationDate !== '');
+    assert.equal(c.version, g.version + 1);
+    assert.equal(c.lastUpdateByName, rebater.user);
+    // Fields given update the group first, in the same transaction (version checked when given):
+    // Volume 400 at Rate 5 % → 400 × 0.05 + 12.5 = 32.50, a WARNING (volume below 500), no CRITICAL.
+    const [w] = okData(
+      await calculate(g, {
+        version: c.version,
+        label: 'small',
+        inputs: [
+          { name: 'Volume', value: 400 },
+          { name: 'Rate', value: 0.05 },
+        ],
+      }),
+    );
+    assert.equal(w.label, 'small');
+    assert.equal(Number(result(w, 'Rebate').result), 32.5);
+    assert.equal(result(w, 'Cap').alertType, null);
+    assert.equal(result(w, 'LowVolume').result, true);
+    assert.equal(result(w, 'LowVolume').alertType, 'WARNING');
+    assert.equal(w.calculationStatus, 2);
+    assert.equal(w.calculatedWithErrorsMsg, 'WARNING');
+    assert.equal(w.alerts, 'LowVolume: volume below 500');
+    assert.equal(w.warnings, 'LowVolume: volume below 500');
+    // No alert or warning: SUCCESS. The group's own formulaName wins over its type's.
+    const [s] = okData(await calculate(g, { inputs: [{ name: 'Volume', value: 1000 }], attribute1: '0' }));
+    assert.equal(Number(result(s, 'Rebate').result), 20);
+    assert.equal(s.calculationStatus, 1);
+    assert.equal(s.calculatedMsg, 'SUCCESS');
+    assert.equal(s.calculatedWithErrorsMsg, null);
+    assert.equal(s.alerts, null);
+    assert.equal(s.warnings, null);
+  });
+
+  test('calculate: bad input is -4 naming the field and writes nothing', async () => {
+    const g = await newGroup();
+    const before = await groupById(g.id);
+    const unchanged = async () => {
+      const now = await groupById(g.id);
+      assert.equal(now.version, before.version);
+      assert.equal(now.label, before.label);
+      assert.equal(now.calculationStatus, 0);
+    };
+    // A bad field value: the update part fails.
+    expectError(await calculate(g, { label: 'changed', attribute1: 'lots' }), 400, -4, 'attribute1');
+    await unchanged();
+    // A bad input value: the update ran in the transaction, the calculation refuses → all rolled back.
+    expectError(
+      await calculate(g, { label: 'changed', inputs: [{ name: 'Volume', value: 'many' }] }),
+      400,
+      -4,
+      'inputs.Volume',
+    );
+    await unchanged();
+    expectError(
+      await calculate(g, { label: 'changed', inputs: [{ name: 'Nope', value: 1 }] }),
+      400,
+      -4,
+      'inputs.Nope',
+    );
+    await unchanged();
+    expectError(await calculate(g, { label: 'changed', inputs: [] }), 400, -4, 'inputs.Volume');
+    await unchanged();
+    // Stale version: 409, nothing written.
+    expectError(await calculate(g, { label: 'changed', version: before.version + 5 }), 409, -1);
+    await unchanged();
+    // Body shapes.
+    expectError(
+      await call(`/rebaterecordgroup.calculate/${g.typedId}`, { data: { other: 1 } }),
+      400,
+      -4,
+      'data.other',
+    );
+    expectError(
+      await call(`/rebaterecordgroup.calculate/${g.typedId}`, { data: { rebateRecordGroup: [1] } }),
+      400,
+      -4,
+      'data.rebateRecordGroup',
+    );
+    expectError(await call('/rebaterecordgroup.calculate/abc', {}), 400, -4, 'typedId');
+    expectError(await call('/rebaterecordgroup.calculate/999999.RRG', {}), 404, -1);
+    // No logic: the group's type has none and the group names none.
+    const plain = await newGroup({ rebateType: 'Plain', attribute1: 'free text' });
+    expectError(await calculate(plain), 400, -4, 'formulaName');
+    // A logic that is not a REBATE logic, or none valid at the target date.
+    okData(
+      await call('/add/F', {
+        data: {
+          uniqueName: 'NotRebate',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'A', expression: '1' }],
+        },
+      }),
+    );
+    expectError(await calculate(plain, { formulaName: 'NotRebate' }), 400, -4, 'formulaName');
+    expectError(await calculate(g, { targetDate: '2025-06-30' }), 400, -4, 'formulaName');
+    await unchanged();
+  });
+
+  describe('submit and workflow', () => {
+    const pendingFor = async (g: { id: number }) => {
+      const active = okData(await call('/workflowsmanager.fetch/active', {}, approver));
+      const wf = active.find((w) => w.approvableTypedId === `${g.id}.RRG`);
+      assert.ok(wf, JSON.stringify(active));
+      return wf;
+    };
+    const calculated = async (extra: Record<string, unknown> = {}) => {
+      const g = await newGroup(extra);
+      return okData(await calculate(g))[0];
+    };
+
+    test('without a workflow definition: approved at once; a group must be calculated first', async () => {
+      const raw = await newGroup({ rebateType: 'Plain', formulaName: 'VolumeRebate', attribute1: '1' });
+      expectError(await call(`/rebaterecordgroup.submit/${raw.typedId}`, {}, rebater), 409, -1);
+      const [c] = okData(await calculate(raw));
+      const [s] = okData(await call(`/rebaterecordgroup.submit/${c.typedId}`, {}, rebater));
+      assert.equal(s.workflowStatus, 'APPROVED');
+      assert.equal(s.status, 'APPROVED');
+      assert.equal(s.approvalState, 'APPROVED');
+      assert.equal(s.submittedByName, rebater.user);
+      assert.equal(s.approvedByName, rebater.user);
+      assert.equal(s.submittedMsg, 'SUCCESS');
+      assert.equal(s.hasWorkflowHistory, true);
+      assert.ok(typeof s.approvalDate === 'string');
+      // Approved: no second submit, no recalculation, no change but comments and locked.
+      expectError(await call(`/rebaterecordgroup.submit/${c.typedId}`, {}, rebater), 409, -1);
+      expectError(await calculate(c), 409, -1);
+      expectError(await call('/update/RRG', { data: { typedId: c.typedId, label: 'late' } }), 409, -1);
+      const [u] = okData(await call('/update/RRG', { data: { typedId: c.typedId, comments: 'paid' } }));
+      assert.equal(u.comments, 'paid');
+    });
+
+    test('through a workflow definition: SUBMITTED, then approved by the approver', async () => {
+      okData(
+        await call('/add/WFD', {
+          data: {
+            uniqueName: 'rrg-volume',
+            approvableType: 'RRG',
+            condition: 'rebateType == "Volume"',
+            steps: [{ name: 'Rebate managers', approverUsers: [approver.user], rule: 'ANY' }],
+          },
+        }),
+      );
+      const g = await calculated();
+      const [s] = okData(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater));
+      assert.equal(s.workflowStatus, 'SUBMITTED');
+      assert.equal(s.status, 'SUBMITTED');
+      assert.equal(s.approvalState, 'NOT_APPROVED');
+      assert.equal(s.submittedByName, rebater.user);
+      assert.equal(s.approvedByName, null);
+      assert.equal(s.hasWorkflowHistory, true);
+      // In a running workflow: no change, no recalculation, no delete, no second submit.
+      expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }), 409, -1);
+      expectError(await calculate(g), 409, -1);
+      expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }), 409, -1);
+      expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater), 409, -1);
+      const wf = await pendingFor(g);
+      okData(
+        await call(
+          `/workflowsmanager.approve/${wf.id}`,
+          { data: { comment: 'fine' }, oldValues: { version: wf.version } },
+          approver,
+        ),
+      );
+      const a = await groupById(g.id);
+      assert.equal(a.workflowStatus, 'APPROVED');
+      assert.equal(a.approvalState, 'APPROVED');
+      assert.equal(a.approvedByName, approver.user);
+      assert.ok(typeof a.approvalDate === 'string');
+    });
+
+    test('denied by the approver: DENIED, deniedByName, editable and submittable again', async () => {
+      const g = await calculated();
+      okData(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater));
+      const wf = await pendingFor(g);
+      okData(
+        await call(
+          `/workflowsmanager.deny/${wf.id}`,
+          { data: { reason: 'too much' }, oldValues: { version: wf.version } },
+          approver,
+        ),
+      );
+      const d = await groupById(g.id);
+      assert.equal(d.workflowStatus, 'DENIED');
+      assert.equal(d.status, 'DRAFT');
+      assert.equal(d.approvalState, 'NOT_APPROVED');
+      assert.equal(d.deniedByName, approver.user);
+      assert.equal(d.approvedByName, null);
+      okData(await calculate(d, { inputs: [{ name: 'Volume', value: 1000 }] }));
+      const [again] = okData(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater));
+      assert.equal(again.workflowStatus, 'SUBMITTED');
+      assert.equal(again.deniedByName, null);
+    });
+
+    test('async submit: a REBATERECORD job answering the JST; the group is submitted when it ends', async () => {
+      const g = await calculated();
+      const [jst] = okData(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, rebater));
+      assert.equal(typeof jst.jstId, 'number');
+      assert.equal(jst.typedId, `${jst.jstId}.JST`);
+      assert.equal(jst.trackerType, 'REBATERECORD');
+      assert.equal(jst.targetObject, g.typedId);
+      const job = await waitForJob(h, jst.jstId);
+      assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+      assert.equal(job.calculationResults.workflowStatus, 'SUBMITTED');
+      const s = await groupById(g.id);
+      assert.equal(s.workflowStatus, 'SUBMITTED');
+      assert.equal(s.submittedByName, rebater.user);
+      assert.equal(s.jstId, jst.jstId);
+      // Checked before queueing: an already submitted group is a 409, not a failed job.
+      expectError(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, rebater), 409, -1);
+      expectError(await call('/rebaterecordgroup.submit/999999.RRG/async', {}, rebater), 404, -1);
+    });
   });
 });
