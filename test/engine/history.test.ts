@@ -195,6 +195,84 @@ describe('record history', () => {
     assert.deepEqual(afterDelete[0].changes.label, { old: null, new: 'b' });
   });
 
+  test('a direct bulk insert writes the same ADD rows as a single add (ids, key, fields, actor, group)', async () => {
+    const header = ['sku', 'label', 'attribute1', 'userGroupViewDetails'];
+    const r = await api('/loaddata/P', {
+      data: {
+        header,
+        data: [
+          ['HD-1', null, 'a1', 'GRP-HD'],
+          ['HD-2', 'two', null, null],
+        ],
+      },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.response.data[0].inserted, 2, r.text);
+    okData(await api('/add/P', { data: { sku: 'HD-3', attribute1: 'a1', userGroupViewDetails: 'GRP-HD' } }));
+    const records = okData(
+      await api('/fetch/P', {
+        data: adv({ fieldName: 'sku', operator: 'startsWith', value: 'HD-' }),
+        sortBy: 'sku',
+      }),
+    );
+    const rows = okData(
+      await api('/history.fetch', {
+        data: adv({ fieldName: 'businessKey', operator: 'startsWith', value: 'HD-' }),
+        sortBy: 'businessKey',
+      }),
+    );
+    const shape = (x: any) => ({
+      typeCode: x.typeCode,
+      key: x.businessKey,
+      action: x.action,
+      fields: [...x.field].sort(),
+      version: x.version,
+      userId: x.userId,
+      user: x.user,
+      group: x.userGroupViewDetails ?? null,
+    });
+    assert.deepEqual(rows.map(shape), [
+      {
+        typeCode: 'P',
+        key: 'HD-1',
+        action: 'ADD',
+        fields: ['attribute1', 'sku', 'userGroupViewDetails'],
+        version: records[0].version,
+        userId: rows[2].userId,
+        user: rows[2].user,
+        group: 'GRP-HD',
+      },
+      {
+        typeCode: 'P',
+        key: 'HD-2',
+        action: 'ADD',
+        fields: ['label', 'sku'],
+        version: records[1].version,
+        userId: rows[2].userId,
+        user: rows[2].user,
+        group: null,
+      },
+      {
+        typeCode: 'P',
+        key: 'HD-3',
+        action: 'ADD',
+        fields: ['attribute1', 'sku', 'userGroupViewDetails'],
+        version: records[2].version,
+        userId: rows[2].userId,
+        user: rows[2].user,
+        group: 'GRP-HD',
+      },
+    ]);
+    // Each row names its own record, and the values are rebuilt from it when read.
+    assert.deepEqual(
+      rows.map((x) => x.recordId),
+      records.map((x) => x.id),
+    );
+    const own = await historyOf('P', records[0].id);
+    assert.deepEqual(own[0].changes.attribute1, { old: null, new: 'a1' });
+    assert.equal(rows[0].operation, 'loaddata/P');
+  });
+
   test('a rolled-back chunk and failed writes leave no history', async () => {
     const count = async () =>
       (
