@@ -54,6 +54,11 @@ export interface DataPort {
   lookup(table: string, keys: readonly Value[]): FoundRow;
   conditionRecord(set: string, keys: readonly Value[], date: LogicDate): RecordValue | null;
   extension(owner: 'product' | 'customer', table: string): readonly RecordValue[];
+  /**
+   * The item's product competition rows (type PCOMP): per competitor, the latest one dated on or
+   * before `date`, ordered by competitor. Empty without a product.
+   */
+  competition(date: LogicDate): readonly RecordValue[];
   /** The rounding policy by unique name, or null. */
   policy(name: string): RoundingPolicy | null;
   /** The rounding policy of a currency (the one without channel and customer group first), or null. */

@@ -62,6 +62,8 @@ export interface CompiledLogic {
   readonly policies: ReadonlySet<string>;
   /** Extension tables read, as `product:<name>` / `customer:<name>` (prefetched per batch). */
   readonly extensions: ReadonlySet<string>;
+  /** Whether it reads product competition data (competition(), competitionPrices()). */
+  readonly competition: boolean;
 }
 
 /** Record roots every logic may read: `product.sku`, `customer.name`, `seller.name`, `row.attribute2`. */
@@ -242,6 +244,7 @@ export function compileLogic(
   const conditionSets = new Set<string>();
   const policies = new Set<string>();
   const extensions = new Set<string>();
+  let competition = false;
   defs.forEach((def, index) => {
     const reads = emptyReads();
     let checked;
@@ -267,6 +270,7 @@ export function compileLogic(
       throw elementError(index, def, problem, err.pos);
     }
     for (const call of reads.calls) {
+      if (call.name === 'competition' || call.name === 'competitionPrices') competition = true;
       const name = call.literals[0];
       if (name === undefined) continue;
       if (call.name === 'lookup' || call.name === 'lookupRow') tables.add(name);
@@ -279,7 +283,7 @@ export function compileLogic(
     elements.push({ def, index, run: compile(checked), type, reads });
     known.set(def.elementName, { index, type });
   });
-  return { inputs, elements, tables, conditionSets, policies, extensions };
+  return { inputs, elements, tables, conditionSets, policies, extensions, competition };
 }
 
 function elementError(index: number, def: ElementDef, problem: string, pos: number): AppError {

@@ -8,7 +8,7 @@ import { applyPolicy } from '../rounding.ts';
 import { LogicDate, toJson, type Value } from '../values.ts';
 import { date, num, text } from './args.ts';
 import { roundTo } from './math.ts';
-import { fn, type FnDef } from './types.ts';
+import { fn, type CallSite, type FnDef } from './types.ts';
 
 function keysOf(args: readonly Value[], from: number): Value[] {
   return args.slice(from).map((v) => v ?? null);
@@ -41,7 +41,72 @@ function extensionFn(owner: 'product' | 'customer', doc: string, example: string
   });
 }
 
+/** The date argument at `i` if given, else the evaluation's target date. */
+function dateArg(args: readonly Value[], i: number, env: Parameters<FnDef['run']>[1], site: CallSite) {
+  return args.length > i && args[i] !== null ? date(args, i, site)! : env.targetDate;
+}
+
 export const DATA: readonly FnDef[] = [
+  fn({
+    name: 'competition',
+    min: 1,
+    max: 2,
+    params: ['text', 'date'],
+    returns: 'record',
+    data: true,
+    doc: "The product's competition data (type PCOMP) of one competitor: the latest row dated on or before the target date (or the date given), or null. Fields: competitor, competitionDate, price (a number), currency, label, attribute1..30.",
+    example: 'competition("ShopA").price  (as element A = competition("ShopA"), then A.price)',
+    run(args, env, site) {
+      const competitor = text(args, 0, site);
+      const at = dateArg(args, 1, env, site);
+      const row =
+        competitor === undefined
+          ? null
+          : (env.data!.competition(at).find((r) => r.get('competitor') === competitor) ?? null);
+      traceEntry(env, {
+        kind: 'competition',
+        competitor: competitor ?? null,
+        date: at.iso,
+        hit: row !== null,
+        typedId: row?.ref?.typedId ?? null,
+        version: row?.ref?.version ?? null,
+        competitionDate: row === null ? null : toJson(row.get('competitionDate')),
+        price: row === null ? null : toJson(row.get('price')),
+        currency: row === null ? null : toJson(row.get('currency')),
+      });
+      return row;
+    },
+  }),
+  fn({
+    name: 'competitionPrices',
+    min: 0,
+    max: 2,
+    params: ['text', 'date'],
+    returns: 'list',
+    data: true,
+    doc: "The product's competitor prices (type PCOMP): per competitor, the price of the latest row dated on or before the target date (or the date given), in competitor order; only rows in the currency when one is given (null: any). Rows without a price are left out. For min(), max(), avg(), count().",
+    example: 'min(competitionPrices("EUR"))',
+    run(args, env, site) {
+      const currency = args.length > 0 && args[0] !== null ? text(args, 0, site) : undefined;
+      const at = dateArg(args, 1, env, site);
+      const rows = env
+        .data!.competition(at)
+        .filter((r) => r.get('price') !== null && (currency === undefined || r.get('currency') === currency));
+      traceEntry(env, {
+        kind: 'competitionPrices',
+        currency: currency ?? null,
+        date: at.iso,
+        rows: rows.map((r) => ({
+          competitor: toJson(r.get('competitor')),
+          typedId: r.ref?.typedId ?? null,
+          version: r.ref?.version ?? null,
+          competitionDate: toJson(r.get('competitionDate')),
+          price: toJson(r.get('price')),
+        })),
+      });
+      return rows.map((r) => r.get('price'));
+    },
+  }),
   fn({
     name: 'lookup',
     min: 2,

@@ -108,7 +108,7 @@ export async function* evaluateBulk(
       at.push(n);
     });
     data.nextBatch();
-    await data.prefetchExtensions(logic.extensions, specs);
+    await data.prefetchExtensions(logic.extensions, specs, logic.competition ? opts.targetDate : undefined);
     const outcomes = await evaluateSafely(logic, specs, data, opts);
     outcomes.forEach((o, k) => {
       const n = at[k]!;

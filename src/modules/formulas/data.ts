@@ -56,6 +56,9 @@ export class BatchData {
   private readonly conditions = new Map<string, Map<string, RecordValue | null>>();
   private readonly condProblems = new Map<string, string>();
   private readonly pendingCond = new Map<string, Set<string>>();
+  /** Competition rows by date, then by sku; pending skus by date. */
+  private readonly competition = new Map<string, Map<string, RecordValue[]>>();
+  private readonly pendingComp = new Map<string, Set<string>>();
   private readonly q: Queryable;
   private readonly partitionId: number;
   private readonly policies: readonly RoundingPolicy[];
@@ -120,6 +123,17 @@ export class BatchData {
         port.missing = true;
         return [];
       },
+      competition: (date) => {
+        const sku = item.sku;
+        if (sku === undefined) return [];
+        const found = this.competition.get(date.iso)?.get(sku);
+        if (found !== undefined) return found;
+        let set = this.pendingComp.get(date.iso);
+        if (!set) this.pendingComp.set(date.iso, (set = new Set()));
+        set.add(sku);
+        port.missing = true;
+        return [];
+      },
       policy: (name) => {
         return this.policies.find((p) => p.uniqueName === name) ?? null;
       },
@@ -146,7 +160,16 @@ export class BatchData {
    * Loads the extension rows of these owners before the first pass (the table names are literals of
    * the compiled logic, the owners the batch's items), so the first pass does not miss them.
    */
-  async prefetchExtensions(extensions: ReadonlySet<string>, items: readonly ItemKeys[]): Promise<void> {
+  async prefetchExtensions(
+    extensions: ReadonlySet<string>,
+    items: readonly ItemKeys[],
+    /** Also the products' competition rows at this date (a logic that reads them). */
+    competitionAt?: LogicDate,
+  ): Promise<void> {
+    if (competitionAt !== undefined) {
+      const skus = new Set(items.flatMap((i) => (i.sku === undefined ? [] : [i.sku])));
+      if (skus.size > 0) this.pendingComp.set(competitionAt.iso, skus);
+    }
     for (const ext of extensions) {
       const [owner, table] = ext.split(/:(.*)/s) as ['product' | 'customer', string];
       const keys = new Set(
@@ -167,6 +190,7 @@ export class BatchData {
    */
   nextBatch(): void {
     this.extensions.clear();
+    this.competition.clear();
     let cached = 0;
     for (const m of this.rows.values()) cached += m.size;
     for (const m of this.conditions.values()) cached += m.size;
@@ -179,7 +203,20 @@ export class BatchData {
   /** Loads everything recorded as missing; false when nothing was pending. */
   async load(): Promise<boolean> {
     const anything =
-      this.pendingTables.size + this.pendingKeys.size + this.pendingExt.size + this.pendingCond.size > 0;
+      this.pendingTables.size +
+        this.pendingKeys.size +
+        this.pendingExt.size +
+        this.pendingCond.size +
+        this.pendingComp.size >
+      0;
+    for (const [date, skus] of this.pendingComp) {
+      const rows = await store.competitionRows(this.q, this.partitionId, [...skus], date);
+      let cache = this.competition.get(date);
+      if (!cache) this.competition.set(date, (cache = new Map<string, RecordValue[]>()));
+      for (const sku of skus) cache.set(sku, []);
+      for (const r of rows) cache.get(String(r.sku))?.push(store.competitionRecord(r));
+    }
+    this.pendingComp.clear();
     await this.loadConditions();
     if (this.pendingTables.size > 0) {
       const names = [...this.pendingTables];

@@ -202,7 +202,7 @@ export async function executeLogic(
       const spec = { sku: String(product.sku), customerId, roots, inputs };
       let all: ElementOutcome[][];
       try {
-        await batch.prefetchExtensions(logic.extensions, [spec]);
+        await batch.prefetchExtensions(logic.extensions, [spec], logic.competition ? targetDate : undefined);
         all = await evaluateItems(logic, [spec], batch, { targetDate, explain, limits });
       } catch (err) {
         if (err instanceof LimitError) throw limitError(err);

@@ -1,0 +1,242 @@
+// Pricing logics reading product competition data (type PCOMP) over real HTTP on both databases:
+// competition(competitor[, date]) and competitionPrices([currency[, date]]) at the edges of their
+// dates, explained; prefetched set-based in bulk; isolated by partition. Also: an execute runs in one
+// transaction and reads nothing outside it.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import type { Queryable, Tx } from '../../src/db/db.ts';
+import { bulkLogic, evaluateBulk } from '../../src/modules/formulas/bulk.ts';
+import { LogicDate } from '../../src/logic/values.ts';
+
+type Client = (path: string, body?: unknown) => Promise<Reply>;
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function results(r: Reply): Record<string, any> {
+  return Object.fromEntries(okData(r).map((x: any) => [x.resultName, x]));
+}
+
+const ELEMENTS = [
+  { elementName: 'A', expression: 'competition("ShopA")', displayOptions: 0 },
+  { elementName: 'PriceA', expression: 'A.price' },
+  { elementName: 'DateA', expression: 'A.competitionDate' },
+  { elementName: 'Lowest', expression: 'min(competitionPrices("EUR"))' },
+  { elementName: 'Average', expression: 'avg(competitionPrices())' },
+  { elementName: 'Count', expression: 'count(competitionPrices())' },
+  { elementName: 'Missing', expression: 'competition("Nobody")' },
+  { elementName: 'EarlyA', expression: 'get(competition("ShopA", date("2026-02-01")), "price")' },
+  { elementName: 'Gap', expression: 'product.attribute1 - Lowest' },
+  // The README's example: no higher than the cheapest competitor in EUR.
+  {
+    elementName: 'Capped',
+    expression: 'if(isNull(Lowest), product.attribute1, min(product.attribute1, Lowest - 0.01))',
+  },
+];
+
+describe('logics: competition data', () => {
+  let h: Harness;
+  let api: Client;
+  before(async () => {
+    h = await startHarness();
+    const token = (await h.login()).token;
+    api = (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute1', label: 'List', fieldType: 'MONEY' } }));
+    for (const sku of ['K-1', 'K-2', 'K-3'])
+      okData(await api('/add/P', { data: { sku, attribute1: '20.00', formulaName: 'Compete' } }));
+    const comp = [
+      ['K-1', 'ShopA', '2026-01-01', '19.10', 'EUR'],
+      ['K-1', 'ShopA', '2026-03-01', '18.35', 'EUR'], // the latest on or before 2026-03-01
+      ['K-1', 'ShopA', '2026-03-02', '9.99', 'EUR'], // after the target date: not seen
+      ['K-1', 'ShopB', '2026-02-15', '18.40', 'EUR'],
+      ['K-1', 'ShopC', '2026-02-20', '17.00', 'CHF'],
+      ['K-2', 'ShopA', '2026-01-10', '21.005', 'EUR'],
+    ];
+    for (const [sku, competitor, competitionDate, price, currency] of comp)
+      okData(await api('/add/PCOMP', { data: { sku, competitor, competitionDate, price, currency } }));
+    okData(
+      await api('/add/F', {
+        data: { uniqueName: 'Compete', validAfter: '2025-01-01', elements: ELEMENTS },
+      }),
+    );
+  });
+  after(() => h.close());
+
+  test('competition(): the latest row on or before the target date; competitionPrices() per competitor', async () => {
+    const by = results(await api('/formulamanager.execute/K-1', { data: { targetDate: '2026-03-01' } }));
+    assert.equal(by.A, undefined, 'hidden');
+    assert.equal(by.PriceA.result, 18.35, 'the row of 2026-03-01 counts; the one of 03-02 does not');
+    assert.equal(by.PriceA.resultType, 'NUMBER');
+    assert.equal(by.DateA.result, '2026-03-01');
+    assert.equal(by.DateA.resultType, 'DATE');
+    assert.equal(by.Lowest.result, 18.35, 'EUR only: ShopC (CHF 17.00) is left out');
+    // (18.35 + 18.40 + 17.00) / 3, decimal
+    assert.equal(by.Average.result, '17.91666666666666666666666666666667');
+    assert.equal(by.Count.result, 3);
+    assert.equal(by.Missing.result, null);
+    assert.equal(by.Missing.alertType, null, 'no row is null, not an error');
+    assert.equal(by.EarlyA.result, 19.1, 'a date argument reads the row valid then');
+    assert.equal(by.Gap.result, 1.65, '20.00 − 18.35, exact');
+    assert.equal(by.Capped.result, 18.34);
+
+    const before = results(await api('/formulamanager.execute/K-1', { data: { targetDate: '2026-02-28' } }));
+    assert.equal(before.PriceA.result, 19.1);
+    assert.equal(before.Lowest.result, 18.4, 'ShopB (02-15) is now the lowest in EUR');
+    const none = results(await api('/formulamanager.execute/K-1', { data: { targetDate: '2025-12-31' } }));
+    assert.equal(none.Count.result, 0);
+    assert.equal(none.PriceA.result, null);
+    assert.equal(none.Lowest.result, null);
+    assert.equal(none.Capped.result, 20);
+
+    const k3 = results(await api('/formulamanager.execute/K-3', { data: { targetDate: '2026-03-01' } }));
+    assert.equal(k3.Count.result, 0, 'a product without competition data');
+  });
+
+  test('explained: each competition row read, with its id, version, date and price', async () => {
+    const by = results(
+      await api('/formulamanager.execute/K-1', { data: { targetDate: '2026-03-01', explain: true } }),
+    );
+    const [a] = by.A.explanation.reads;
+    assert.equal(a.kind, 'competition');
+    assert.equal(a.competitor, 'ShopA');
+    assert.equal(a.date, '2026-03-01');
+    assert.equal(a.hit, true);
+    assert.match(a.typedId, /^\d+\.PCOMP$/);
+    assert.equal(a.competitionDate, '2026-03-01');
+    assert.equal(a.price, 18.35);
+    const [prices] = by.Lowest.explanation.reads;
+    assert.equal(prices.kind, 'competitionPrices');
+    assert.equal(prices.currency, 'EUR');
+    assert.deepEqual(
+      prices.rows.map((r: any) => [r.competitor, r.price]),
+      [
+        ['ShopA', 18.35],
+        ['ShopB', 18.4],
+      ],
+    );
+    const [missing] = by.Missing.explanation.reads;
+    assert.equal(missing.hit, false);
+  });
+
+  test('checked on write: arity and argument types', async () => {
+    for (const [expression, problem] of [
+      ['competition()', /competition/],
+      ['competition("A", date("2026-01-01"), 3)', /competition/],
+      ['competition(1)', /text|number/],
+      ['competitionPrices(1)', /text|number/],
+    ] as const) {
+      const r = await api('/add/F', {
+        data: {
+          uniqueName: `Bad${Math.random().toString(36).slice(2, 8)}`,
+          validAfter: '2025-01-01',
+          elements: [{ elementName: 'X', expression }],
+        },
+      });
+      assert.equal(r.status, 400, `${expression}: ${r.text}`);
+      assert.equal(r.body.response.status, -4);
+      assert.match(String(r.body.response.data), problem);
+    }
+  });
+
+  test('bulk: competition rows prefetched set-based (one statement per batch, none per item)', async () => {
+    const principal: Principal = {
+      partitionId: h.partitionId,
+      partition: h.partition,
+      userId: 1,
+      loginName: 'admin',
+      roles: ['ADMIN'],
+      groups: [],
+      admin: true,
+      permissions: permissionsOfRoles(['ADMIN']),
+      via: 'basic',
+      restriction: null,
+    };
+    const date = new LogicDate('2026-03-01');
+    const { logic } = await bulkLogic(h.db, principal, 'Compete', date);
+    const statements: string[] = [];
+    const counted: Queryable = {
+      query: (sql, params) => (statements.push(sql), h.db.query(sql, params)),
+    };
+    const items = Array.from({ length: 30 }, (_, i) => ({ sku: `K-${(i % 3) + 1}` }));
+    const out = [];
+    for await (const batch of evaluateBulk(counted, principal, logic, items, {
+      targetDate: date,
+      limits: { maxSteps: 10_000, maxMs: 5_000 },
+      batchSize: 10,
+    }))
+      out.push(...batch);
+    assert.equal(out.length, 30);
+    const k1 = Object.fromEntries(out[0]!.results!.map((r) => [r.resultName, r.result]));
+    const k2 = Object.fromEntries(out[1]!.results!.map((r) => [r.resultName, r.result]));
+    assert.equal(k1.PriceA, 18.35);
+    assert.equal(k2.PriceA, 21.005);
+    assert.equal(k2.Lowest, 21.005);
+    // Per batch: the target date's rows prefetched before the first pass, and the rows at 2026-02-01
+    // (EarlyA's date argument) after it: two statements per batch whatever its size.
+    const reads = statements.filter((s) => /product_competition/.test(s));
+    assert.equal(reads.length, 6, statements.join('\n---\n'));
+  });
+
+  test('execute: one read-only transaction, nothing read outside it', async () => {
+    const db = h.db as any;
+    const query = db.query;
+    const transaction = db.transaction;
+    const outside: string[] = [];
+    const opened: unknown[] = [];
+    db.query = (sql: string, params?: unknown[]) => (outside.push(sql), query.call(h.db, sql, params));
+    db.transaction = (fn: (tx: Tx) => Promise<unknown>, opts?: unknown) => (
+      opened.push(opts),
+      transaction.call(h.db, fn, opts)
+    );
+    try {
+      results(await api('/formulamanager.execute/K-1', { data: { targetDate: '2026-03-01' } }));
+    } finally {
+      db.query = query;
+      db.transaction = transaction;
+    }
+    // Authentication may read its account row on its own (uncached on PGlite); the logic reads nothing.
+    assert.deepEqual(
+      outside.filter((s) =>
+        /products|formulas|product_competition|lookup_|condition_record|rounding_policies|attribute_meta/.test(
+          s,
+        ),
+      ),
+      [],
+    );
+    assert.deepEqual(opened, [{ readOnly: true }]);
+  });
+
+  test('partition isolation: another partition sees none of these rows', async () => {
+    const other = await startHarness({ shareDbWith: h });
+    try {
+      const token = (await other.login()).token;
+      const b: Client = (path, body) => other.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+      okData(await b('/add/P', { data: { sku: 'K-1', attribute1: '20.00' } }));
+      okData(
+        await b('/add/F', {
+          data: {
+            uniqueName: 'Compete',
+            validAfter: '2025-01-01',
+            elements: [
+              { elementName: 'A', expression: 'competition("ShopA")' },
+              { elementName: 'N', expression: 'count(competitionPrices())' },
+            ],
+          },
+        }),
+      );
+      const by = results(
+        await b('/formulamanager.execute/K-1/Compete', { data: { targetDate: '2026-03-01' } }),
+      );
+      assert.equal(by.A.result, null);
+      assert.equal(by.N.result, 0);
+    } finally {
+      await other.close();
+    }
+  });
+});
