@@ -40,6 +40,7 @@ import { conditionRecordRoutes } from './modules/conditionrecords/routes.ts';
 import { queryRoutes } from './modules/query/routes.ts';
 import { workflowRoutes } from './modules/workflows/routes.ts';
 import { rebateRoutes } from './modules/rebates/routes.ts';
+import { calcGridRoutes } from './modules/calcgrids/routes.ts';
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -65,6 +66,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   queryRoutes,
   workflowRoutes,
   rebateRoutes,
+  calcGridRoutes,
 ];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;

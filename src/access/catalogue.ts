@@ -32,6 +32,9 @@ export const PERMISSION_CATALOGUE = {
   LOOKUPTABLE_COPY: 'Copy a lookup table with its values (`lookuptablemanager.copy`)',
   LOOKUPTABLEVALUES_INTEGRATE:
     'Create or update lookup table values by name (`lookuptablemanager.integrate`)',
+  CALCULATIONGRID_FETCH: 'Read calculation grids (`CG`) and their items (`CGI1`..`CGI6`)',
+  CALCULATIONGRID_EDIT:
+    'Create, calculate, relabel and delete calculation grids (`calculationgridmanager.addgrid`, `.calculate`, `/update|delete/CG`); add, override (`calculationgridmanager.update`) and delete their items',
   CALCULATIONGRID_SUBMIT:
     'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
   FORMULA_EDIT:
@@ -142,12 +145,17 @@ export const ROLE_CATALOGUE = {
       'CUSTOMEREXTENSION_FETCH',
       'SELLER_FETCH',
       'PRODUCTCOMPETITION_FETCH',
+      'CALCULATIONGRID_FETCH',
+      'CALCULATIONGRID_EDIT',
       'CALCULATIONGRID_SUBMIT',
       'WORKFLOW_FETCH',
     ],
     purpose: 'Works in the price shop: products, extensions, calculation grids',
   },
-  PB_PRICEGRIDS_RO: { grants: WORKFLOW, purpose: 'Reads price grids' },
+  PB_PRICEGRIDS_RO: {
+    grants: ['WORKFLOW_FETCH', 'CALCULATIONGRID_FETCH'],
+    purpose: 'Reads price grids and calculation grids',
+  },
   PB_PARAMETERS: {
     grants: ['LOOKUPTABLE_ADD', 'LOOKUPTABLE_UPDATE', 'LOOKUPTABLE_REMOVE', 'LOOKUPTABLE_COPY'],
     purpose: 'Maintains company parameters (lookup tables)',

@@ -6,6 +6,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, qualified } from '../db/sql.ts';
+import { jsonKeyLiteral } from './criteria.ts';
 import { ATTRIBUTE_TYPES, type FieldDef, type TypeDef } from './registry.ts';
 import type { FieldType } from './types.ts';
 
@@ -81,6 +82,10 @@ export async function loadTypeContext(
       fields.set(f.name, { ...f, type: t.type, searchIndexed: true });
     else fields.set(f.name, { ...f, type: t.type });
   }
+  if (type.extraFields) {
+    for (const f of await type.extraFields(q, owner.partitionId))
+      if (!fields.has(f.name)) fields.set(f.name, f);
+  }
   return { type, fields };
 }
 
@@ -132,19 +137,26 @@ export function typedIdSql(type: TypeDef, alias = 't'): string {
 
 /** `"t"."col" AS "apiName"` for the given fields (all of them by default), typedId included. */
 export function selectList(tc: TypeContext, names?: readonly string[], alias = 't'): string {
-  const wanted = names ?? ['typedId', ...tc.fields.keys()];
+  const wanted = names ?? [
+    'typedId',
+    ...[...tc.fields.values()].filter((f) => !f.jsonKey).map((f) => f.name),
+  ];
   return wanted
     .map((name) => {
       if (name === 'typedId') return `${typedIdSql(tc.type, alias)} AS "typedId"`;
       const f = tc.fields.get(name)!;
+      if (f.jsonKey !== undefined) {
+        return `(${qualified(alias, f.column)} -> ${jsonKeyLiteral(f.jsonKey)}) AS "${safeAlias(f.name)}"`;
+      }
       return `${qualified(alias, f.column)} AS "${safeAlias(f.name)}"`;
     })
     .join(', ');
 }
 
-/** API names are registry constants; still, only plain names may become a quoted alias. */
+/** API names are registry constants (or `result.<element>`); only plain names become a quoted alias. */
 function safeAlias(name: string): string {
-  if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad field name ${name}`);
+  if (!/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?$/.test(name))
+    throw new Error(`bad field name ${name}`);
   return name;
 }
 

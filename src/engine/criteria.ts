@@ -677,12 +677,23 @@ export function typedColumn(
   return column(field, alias);
 }
 
+/** A key of a jsonb map as an SQL literal; only plain names (logic element names) are accepted. */
+export function jsonKeyLiteral(key: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,99}$/.test(key)) throw new Error(`bad json key ${JSON.stringify(key)}`);
+  return `'${key}'`;
+}
+
 /** A field as a typed SQL expression, with the SQL type its parameters are cast to. */
 function column(
   field: FieldSpec,
   alias: string | undefined,
 ): { readonly sql: string; readonly type: string } {
   const col = alias === undefined ? ident(field.column) : qualified(alias, field.column);
+  if (field.jsonKey !== undefined) {
+    const text = `(${col} ->> ${jsonKeyLiteral(field.jsonKey)})`;
+    const typed = SAFE_CAST[field.type];
+    return typed ? { sql: `${typed.fn}(${text})`, type: typed.type } : { sql: text, type: 'text' };
+  }
   const cast = field.storedAsText ? SAFE_CAST[field.type] : undefined;
   return cast ? { sql: `${cast.fn}(${col})`, type: cast.type } : { sql: col, type: SQL_TYPE[field.type] };
 }

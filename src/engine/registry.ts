@@ -17,6 +17,7 @@ import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
 import { REBATE_TYPES } from './registry-rebates.ts';
+import { CALC_GRID_TYPES } from './registry-calcgrids.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -422,6 +423,7 @@ const TYPES: readonly TypeDef[] = [
   HISTORY_TYPE,
   ...WORKFLOW_TYPES,
   ...REBATE_TYPES,
+  ...CALC_GRID_TYPES,
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));

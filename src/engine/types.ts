@@ -33,6 +33,12 @@ export interface FieldSpec {
    * when any element does, their negations when none does; no other operator applies.
    */
   readonly elements?: boolean;
+  /**
+   * The field is the value under this key of the `jsonb` map in `column` (calculation grid results:
+   * `result.ListPrice` is `results ->> 'ListPrice'`), compared as `type` through the safe casts.
+   * Such fields are filter, sort and output fields only, left out of the default output.
+   */
+  readonly jsonKey?: string;
 }
 
 export interface FieldDef extends FieldSpec {
@@ -99,6 +105,11 @@ export interface TypeDef {
    * rules that need the database, such as the edit group of a parent record (condition record
    * items take their set's `userGroupEdit`). Throws the catalogue error to answer.
    */
+  /**
+   * Fields this type has in a partition beyond its declared ones (calculation grid items: one field
+   * per logic element of the partition's grids), added when the type context is loaded.
+   */
+  readonly extraFields?: (q: Queryable, partitionId: number) => Promise<readonly FieldDef[]>;
   readonly beforeInsert?: (
     q: Queryable,
     principal: Principal,

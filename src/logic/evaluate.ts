@@ -25,6 +25,8 @@ export interface ItemContext {
   readonly data: DataPort;
   readonly explain: boolean;
   readonly limits: LogicLimits;
+  /** Element values given by the caller (manual overrides): used as they are, the element not run. */
+  readonly fixed?: ReadonlyMap<string, Value> | undefined;
 }
 
 export interface ElementOutcome {
@@ -55,8 +57,12 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
     env.element = newElementState(item.explain);
     let value: Value;
     try {
-      value = el.run(env);
-      if (el.def.rounding !== undefined) value = roundByPolicy(env, el.def.rounding, value);
+      if (item.fixed !== undefined && item.fixed.has(el.def.elementName)) {
+        value = item.fixed.get(el.def.elementName)!;
+      } else {
+        value = el.run(env);
+        if (el.def.rounding !== undefined) value = roundByPolicy(env, el.def.rounding, value);
+      }
     } catch (err) {
       if (!(err instanceof EvalError)) {
         if (err instanceof LimitError) throw new LimitError(`element ${el.def.elementName}: ${err.message}`);

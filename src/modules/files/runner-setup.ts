@@ -15,6 +15,7 @@ import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
 import { DCR_SUBMIT, dcrSubmitJobKind } from '../dcr/apply.ts';
 import { REBATERECORD, rebateRecordJobKind } from '../rebates/submit.ts';
 import { historyCleanupTask } from '../history/retention.ts';
+import { CALCULATIONGRID, calcGridJobKind } from '../calcgrids/job.ts';
 
 /** The orphan sweep scans whole tables: hourly is enough. */
 const ORPHAN_SWEEP_MS = 60 * 60 * 1000;
@@ -35,6 +36,7 @@ export function buildJobRunner(
       [INDEX_SYNC]: indexSyncJobKind(db),
       [DCR_SUBMIT]: dcrSubmitJobKind(db),
       [REBATERECORD]: rebateRecordJobKind(db),
+      [CALCULATIONGRID]: calcGridJobKind(db, { maxSteps: config.logicMaxSteps, maxMs: config.logicMaxMs }),
       ...extraKinds,
     },
     maintenance: [

@@ -12,7 +12,7 @@ import { LimitError, type LogicLimits } from '../../logic/env.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
-import type { LogicDate, Value } from '../../logic/values.ts';
+import { toValue, type LogicDate, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import * as store from './store.ts';
@@ -21,6 +21,8 @@ export interface BulkItem {
   readonly sku: string;
   readonly customerId?: string;
   readonly inputs?: Record<string, unknown>;
+  /** Element values given (manual overrides): used as they are; the elements after them read them. */
+  readonly fixed?: Readonly<Record<string, unknown>>;
 }
 
 export interface BulkResult {
@@ -104,6 +106,9 @@ export async function* evaluateBulk(
         ...(item.customerId === undefined ? {} : { customerId: item.customerId }),
         roots,
         inputs,
+        ...(item.fixed === undefined
+          ? {}
+          : { fixed: new Map(Object.entries(item.fixed).map(([k, v]) => [k, toValue(v)])) }),
       });
       at.push(n);
     });

@@ -335,6 +335,8 @@ function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null
 export interface ItemSpec extends ItemKeys {
   readonly roots: Readonly<Record<string, Value>>;
   readonly inputs: Readonly<Record<string, Value>>;
+  /** Element values fixed by the caller (see ItemContext.fixed). */
+  readonly fixed?: ReadonlyMap<string, Value> | undefined;
 }
 
 /** Evaluates one logic over items, loading the data they read set-based between passes. */
@@ -358,6 +360,7 @@ export async function evaluateItems(
         inputs: item.inputs,
         roots: item.roots,
         data: port,
+        fixed: item.fixed,
       });
       if (port.missing) again.push(i);
     }

@@ -1,0 +1,73 @@
+// Calculation grid items as approvables of the workflow engine (type code `CGI`, one code for every
+// key number: ids are unique over all items). `/calculationgridmanager.accept` submits each chosen
+// item with `submitApprovable`; with no workflow definition for CGI an item is approved at once,
+// with one it waits SUBMITTED for its approvers (`/workflowsmanager.approve|deny`). The outcome
+// lands in the item's `workflowStatus` and `approvalState`. Conditions of definitions see the item's
+// keys, its grid and its element values (`ListPrice > 100`).
+
+import type { Queryable } from '../../db/db.ts';
+import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
+
+export const APPROVABLE_CODE = 'CGI';
+
+const STATES: Readonly<Record<WorkflowStatus, { workflow: string; approval: string }>> = {
+  SUBMITTED: { workflow: 'SUBMITTED', approval: 'NOT_APPROVED' },
+  APPROVED: { workflow: 'APPROVED', approval: 'APPROVED' },
+  DENIED: { workflow: 'DENIED', approval: 'DENIED' },
+  WITHDRAWN: { workflow: 'DRAFT', approval: 'NOT_APPROVED' },
+};
+
+export async function setItemApproval(
+  q: Queryable,
+  partitionId: number,
+  ids: readonly number[],
+  userId: number,
+  workflowStatus: string,
+  approvalState: string,
+): Promise<void> {
+  await q.query(
+    `UPDATE calc_grid_items SET workflow_status = $3, approval_state = $4, version = version + 1,
+            last_update_at = now(), last_update_by = $5
+      WHERE partition_id = $1 AND id = ANY($2::bigint[])`,
+    [partitionId, ids, workflowStatus, approvalState, userId],
+  );
+}
+
+async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
+  const s = STATES[status];
+  await setItemApproval(q, ref.partitionId, [ref.id], ref.userId, s.workflow, s.approval);
+}
+
+export function registerGridApprovable(): void {
+  registerApprovable({
+    typeCode: APPROVABLE_CODE,
+    label: 'Calculation grid item',
+    submitAccess: 'CALCULATIONGRID_SUBMIT',
+    async describe(q, ref) {
+      const r = await q.query<{
+        grid_id: string;
+        label: string | null;
+        keys: string[];
+        workflow_status: string;
+        results: Record<string, unknown>;
+      }>(
+        `SELECT i.grid_id, g.label, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
+                i.workflow_status, i.results
+           FROM calc_grid_items i JOIN calc_grids g ON g.partition_id = i.partition_id AND g.id = i.grid_id
+          WHERE i.partition_id = $1 AND i.id = $2 FOR UPDATE OF i`,
+        [ref.partitionId, ref.id],
+      );
+      const row = r.rows[0];
+      if (!row) return null;
+      const keys = row.keys.filter((k) => k !== '');
+      const fields: Record<string, unknown> = { ...row.results, calculationGridId: Number(row.grid_id) };
+      keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
+      return {
+        label: `${row.label ?? `grid ${row.grid_id}`}: ${keys.join(' / ')}`,
+        workflowStatus: row.workflow_status,
+        fields,
+      };
+    },
+    onStatus,
+  });
+}

@@ -1,0 +1,140 @@
+// One batch of grid items through the logic: the bulk evaluator (src/modules/formulas/bulk.ts) runs
+// every item; items with manual overrides run a second time with the overridden element values
+// fixed, so the elements after them read the override, while the first run gives the computed value
+// shown beside it (`computedResult`). The outcome is the stored form of each item (ItemRow).
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { evaluateBulk, type BulkItem, type BulkOptions, type BulkResult } from '../formulas/bulk.ts';
+import type { CompiledLogic } from '../../logic/logic.ts';
+import type { ResultObject } from '../../logic/results.ts';
+import type { KeySource } from './sources.ts';
+import type { ItemRow, Keys } from './store.ts';
+
+/** The evaluator's item for a key tuple: key1 the product, a customers key the customer, the keys
+ * of value and lookup-table sources the inputs they name, over the grid's own inputs. */
+export function itemOf(
+  sources: readonly KeySource[],
+  gridInputs: Readonly<Record<string, unknown>>,
+  keys: readonly string[],
+): BulkItem {
+  const inputs: Record<string, unknown> = { ...gridInputs };
+  let customerId: string | undefined;
+  sources.forEach((s, i) => {
+    if (s.type === 'customers') customerId = keys[i];
+    else if (s.type === 'values' || s.type === 'lookupTable') inputs[s.input] = keys[i];
+  });
+  return { sku: keys[0]!, inputs, ...(customerId === undefined ? {} : { customerId }) };
+}
+
+export interface Pending {
+  readonly keys: Keys;
+  readonly item: BulkItem;
+  readonly inputHash: string;
+  /** Manual overrides by element name (empty: none). */
+  readonly overrides: Readonly<Record<string, unknown>>;
+}
+
+/** The field type of an element's values: `result.<name>` in CGI criteria and sorts. */
+export function resultTypesOf(logic: CompiledLogic): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const el of logic.elements) {
+    const f = el.def.formatType;
+    out[el.def.elementName] =
+      f === 'NUMERIC' || f === 'MONEY' || f === 'PERCENT' || el.type === 'number'
+        ? 'decimal'
+        : f === 'DATE' || el.type === 'date'
+          ? 'date'
+          : f === 'BOOLEAN' || el.type === 'boolean'
+            ? 'boolean'
+            : 'string';
+  }
+  return out;
+}
+
+async function evaluate(
+  q: Queryable,
+  principal: Principal,
+  logic: CompiledLogic,
+  items: readonly BulkItem[],
+  opts: BulkOptions,
+): Promise<BulkResult[]> {
+  const out: BulkResult[] = [];
+  if (items.length === 0) return out;
+  for await (const part of evaluateBulk(q, principal, logic, items, { ...opts, batchSize: items.length }))
+    out.push(...part);
+  return out;
+}
+
+const hasOverrides = (p: Pending) => Object.keys(p.overrides).length > 0;
+
+/** Evaluates the pending items (in order) and answers their stored rows. */
+export async function computeItems(
+  q: Queryable,
+  principal: Principal,
+  logic: CompiledLogic,
+  pending: readonly Pending[],
+  opts: BulkOptions,
+): Promise<ItemRow[]> {
+  const normal = await evaluate(
+    q,
+    principal,
+    logic,
+    pending.map((p) => p.item),
+    opts,
+  );
+  const overridden = pending.filter(hasOverrides);
+  const fixedRuns = await evaluate(
+    q,
+    principal,
+    logic,
+    overridden.map((p) => ({ ...p.item, fixed: p.overrides })),
+    opts,
+  );
+  const fixedOf = new Map(overridden.map((p, i) => [p, fixedRuns[i]!]));
+  return pending.map((p, i) => rowOf(p, normal[i]!, fixedOf.get(p)));
+}
+
+function rowOf(p: Pending, normal: BulkResult, fixed: BulkResult | undefined): ItemRow {
+  const failed = normal.error ?? fixed?.error ?? null;
+  const base = fixed?.results ?? normal.results;
+  if (failed !== null || base === null) {
+    return {
+      keys: p.keys,
+      calculationResults: null,
+      results: JSON.stringify(p.overrides),
+      warnings: null,
+      alerts: null,
+      error: failed ?? 'no result',
+      inputHash: p.inputHash,
+    };
+  }
+  const computed = new Map((normal.results ?? []).map((r) => [r.resultName, r.result]));
+  const objects: (ResultObject & { computedResult?: unknown })[] = fixed
+    ? base.map((r) =>
+        Object.hasOwn(p.overrides, r.resultName)
+          ? { ...r, overridden: true, computedResult: computed.get(r.resultName) ?? null }
+          : r,
+      )
+    : base;
+  const values: Record<string, unknown> = {};
+  const warnings: string[] = [];
+  const alerts: { resultName: string; alertType: string; alertMessage: string | null }[] = [];
+  for (const r of objects) {
+    const v = r.result;
+    if (v === null || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean')
+      values[r.resultName] = v;
+    for (const w of r.warnings) warnings.push(`${r.resultName}: ${w}`);
+    if (r.alertType !== null)
+      alerts.push({ resultName: r.resultName, alertType: r.alertType, alertMessage: r.alertMessage });
+  }
+  return {
+    keys: p.keys,
+    calculationResults: JSON.stringify(objects),
+    results: JSON.stringify(values),
+    warnings: warnings.length > 0 ? JSON.stringify(warnings) : null,
+    alerts: alerts.length > 0 ? JSON.stringify(alerts) : null,
+    error: null,
+    inputHash: p.inputHash,
+  };
+}

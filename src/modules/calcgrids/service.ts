@@ -1,0 +1,412 @@
+// Calculation grids, the domain rules behind /calculationgridmanager.*: creating a grid (its logic,
+// key sources and inputs checked), queueing its calculation (a CALCULATIONGRID job, ./job.ts),
+// overriding element results of one item (dependent elements recomputed for that item), and
+// accepting / rejecting items (the workflow engine, ./approval.ts). The general operations of the
+// engine serve /fetch|update|delete/CG and /add|fetch|delete/CGI{k} (src/engine/registry-calcgrids.ts).
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { Params } from '../../db/sql.ts';
+import { loadTypeContext, rowScope } from '../../engine/context.ts';
+import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
+import { fetchOne } from '../../engine/fetch.ts';
+import { GRID_TYPE, MAX_GRID_KEYS, gridItemType } from '../../engine/registry-calcgrids.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
+import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
+import type { LogicLimits } from '../../logic/env.ts';
+import { parseIsoDate } from '../../logic/values.ts';
+import { bulkLogic } from '../formulas/bulk.ts';
+import { checkInputs, targetDateOf } from '../formulas/service.ts';
+import { submitApprovable } from '../workflows/service.ts';
+import { APPROVABLE_CODE, setItemApproval } from './approval.ts';
+import { computeItems, itemOf, resultTypesOf } from './compute.ts';
+import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
+import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
+import * as store from './store.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const GRID_FIELDS = [
+  'label',
+  'formulaName',
+  'keyNumber',
+  'productFilter',
+  'keySources',
+  'targetDate',
+  'inputs',
+];
+
+/** The logic of a grid at its target date, which must be of nature CALCULATIONGRID (-4 otherwise). */
+async function gridLogic(q: Queryable, principal: Principal, formulaName: string, targetDate: string | null) {
+  const date = targetDateOf(targetDate ?? undefined);
+  try {
+    const found = await bulkLogic(q, principal, formulaName, date);
+    if (found.row.nature !== 'CALCULATIONGRID')
+      throw validationError(
+        'formulaName',
+        `logic ${formulaName} is of nature ${found.row.nature}, not CALCULATIONGRID`,
+      );
+    return { ...found, date };
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'NOT_FOUND')
+      throw validationError('formulaName', `no active logic ${formulaName} valid at ${date.iso}`);
+    throw err;
+  }
+}
+
+/** `/calculationgridmanager.addgrid`: `{data: {label, formulaName, keyNumber, productFilter | keySources, targetDate, inputs}}`. */
+export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<Obj> {
+  for (const k of Object.keys(data)) if (!GRID_FIELDS.includes(k)) throw validationError(k, 'unknown field');
+  const { label, formulaName } = data;
+  if (label !== undefined && label !== null && (typeof label !== 'string' || label.length > 1000))
+    throw validationError('label', 'must be text of at most 1000 characters');
+  if (typeof formulaName !== 'string' || formulaName === '')
+    throw validationError('formulaName', 'is required (the name of a CALCULATIONGRID logic)');
+  let targetDate: string | null = null;
+  if (data.targetDate !== undefined && data.targetDate !== null) {
+    if (typeof data.targetDate !== 'string' || !parseIsoDate(data.targetDate))
+      throw validationError('targetDate', 'must be a date YYYY-MM-DD');
+    targetDate = data.targetDate;
+  }
+  const rawSources =
+    data.keySources ??
+    (data.productFilter === undefined
+      ? [{ type: 'products' }]
+      : [{ type: 'products', filter: data.productFilter }]);
+  if (data.keySources !== undefined && data.productFilter !== undefined)
+    throw validationError('productFilter', 'give productFilter or keySources, not both');
+  const keyNumber = data.keyNumber ?? (Array.isArray(rawSources) ? rawSources.length : 1);
+  if (
+    typeof keyNumber !== 'number' ||
+    !Number.isInteger(keyNumber) ||
+    keyNumber < 1 ||
+    keyNumber > MAX_GRID_KEYS
+  )
+    throw validationError('keyNumber', `must be an integer from 1 to ${MAX_GRID_KEYS}`);
+  if (data.inputs !== undefined && data.inputs !== null && !isObj(data.inputs))
+    throw validationError('inputs', 'must be an object of input values by name');
+  const inputs: Obj = isObj(data.inputs) ? data.inputs : {};
+  return db.transaction(async (tx) => {
+    const { logic } = await gridLogic(tx, principal, formulaName, targetDate);
+    const sources = parseSources(rawSources, keyNumber, logic.inputs);
+    // The grid's inputs against the declarations; those the sources give are checked per item.
+    const given = new Set(sources.flatMap((s) => ('input' in s ? [s.input] : [])));
+    for (const name of Object.keys(inputs))
+      if (given.has(name)) throw validationError(`inputs.${name}`, 'is given by a key source');
+    checkInputs(
+      logic.inputs.filter((d) => !given.has(d.name)),
+      inputs,
+    );
+    await checkSourceFilters(tx, principal, sources);
+    const id = await store.insertGrid(tx, principal.partitionId, principal.userId, {
+      label: (label as string | undefined) ?? null,
+      formulaName,
+      keyNumber,
+      keySources: sources,
+      targetDate,
+      inputs,
+      resultTypes: resultTypesOf(logic),
+    });
+    return fetchOne(tx, principal, GRID_TYPE, String(id));
+  });
+}
+
+function gridIdOf(text: string): number {
+  const m = /^(\d{1,15})(?:\.CG)?$/.exec(text);
+  if (!m) throw validationError('id', 'must be a calculation grid id or typedId (<id>.CG)');
+  return Number(m[1]);
+}
+
+function itemIdOf(text: unknown, field: string): { id: number; keyNumber?: number } {
+  const s = typeof text === 'number' ? String(text) : text;
+  const m = typeof s === 'string' ? /^(\d{1,15})(?:\.CGI([1-6]))?$/.exec(s) : null;
+  if (!m) throw validationError(field, 'must be an item id or typedId (<id>.CGI<k>)');
+  return { id: Number(m[1]), ...(m[2] === undefined ? {} : { keyNumber: Number(m[2]) }) };
+}
+
+async function gridOrFail(q: Queryable, principal: Principal, idText: string, lock = false) {
+  const grid = await store.gridById(q, principal.partitionId, gridIdOf(idText), lock);
+  if (!grid) throw notFound(`Calculation grid ${idText}`);
+  return grid;
+}
+
+/** `/calculationgridmanager.calculate/{id}`: queues the job (409 while one runs); answers it. */
+export async function queueCalculation(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  data: Obj,
+): Promise<JobRow> {
+  for (const k of Object.keys(data)) if (k !== 'batchSize') throw validationError(k, 'unknown field');
+  const batch = data.batchSize;
+  if (
+    batch !== undefined &&
+    (typeof batch !== 'number' || !Number.isInteger(batch) || batch < 1 || batch > MAX_BATCH)
+  )
+    throw validationError('batchSize', `must be an integer from 1 to ${MAX_BATCH}`);
+  return db.transaction(async (tx) => {
+    const grid = await gridOrFail(tx, principal, idText, true);
+    let resume = false;
+    if (grid.jst_id !== null) {
+      const r = await tx.query<{ status: string }>(
+        `SELECT status FROM jobs WHERE partition_id = $1 AND id = $2`,
+        [principal.partitionId, grid.jst_id],
+      );
+      const status = r.rows[0]?.status;
+      if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
+        throw new AppError(
+          'CONFLICT',
+          `Calculation grid ${grid.id} is being calculated (job ${grid.jst_id}.JST)`,
+        );
+      // A calculation that did not finish is continued: its finished items are not recomputed.
+      resume = status !== undefined && status !== 'FINISHED';
+    }
+    const params: CalculationParams & Obj = {
+      gridId: grid.id,
+      ...(batch === undefined ? {} : { batchSize: batch }),
+      [RESTRICTION_PARAM]: restrictionOf(principal),
+    };
+    const job = await createJob(tx, principal, {
+      jobName: `Calculate grid ${grid.label ?? grid.id}`,
+      trackerType: CALCULATIONGRID,
+      targetObject: `${grid.id}.CG`,
+      parameters: params,
+      maxAttempts: 3,
+    });
+    const runId = resume && grid.run_id !== null ? grid.run_id : Number(job.id);
+    await store.setGridState(tx, principal.partitionId, grid.id, {
+      status: 'QUEUED',
+      jstId: Number(job.id),
+      runId,
+    });
+    return job;
+  });
+}
+
+/** An override value in the form the element's values have (numbers for numeric elements). */
+function overrideValue(type: string, v: unknown, field: string): unknown {
+  if (v === null) return null;
+  switch (type) {
+    case 'decimal': {
+      const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+      if (!Number.isFinite(n)) throw validationError(field, `${JSON.stringify(v)} is not a number`);
+      return n;
+    }
+    case 'boolean':
+      if (typeof v !== 'boolean') throw validationError(field, 'must be true or false');
+      return v;
+    case 'date':
+      if (typeof v !== 'string' || !parseIsoDate(v))
+        throw validationError(field, 'must be a date YYYY-MM-DD');
+      return v;
+    default:
+      if (typeof v !== 'string' || v.length > 10_000) throw validationError(field, 'must be text');
+      return v;
+  }
+}
+
+interface ItemLock {
+  id: string;
+  grid_id: string;
+  key_number: number;
+  keys: string[];
+  overrides: Obj;
+  version: number;
+}
+
+/**
+ * `/calculationgridmanager.update/{id}`: `{data: {overrides: {<element>: value | null}}, oldValues?: {version}}`.
+ * Sets (null: removes) manual values of overridable elements of one item, then evaluates the item
+ * with those values fixed, so every element after them is recomputed; answers the item.
+ */
+export async function overrideItem(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  body: Obj,
+  limits: LogicLimits,
+): Promise<Obj> {
+  const ref = itemIdOf(idText, 'id');
+  const data = body.data;
+  if (!isObj(data)) throw validationError('data', 'must be {overrides: {<element>: value}}');
+  for (const k of Object.keys(data))
+    if (k !== 'overrides') throw validationError(`data.${k}`, 'unknown field');
+  const given = data.overrides;
+  if (!isObj(given) || Object.keys(given).length === 0)
+    throw validationError('data.overrides', 'must name at least one element and its value');
+  const old = isObj(body.oldValues) ? body.oldValues.version : undefined;
+  return db.transaction(async (tx) => {
+    const r = await tx.query<ItemLock>(
+      `SELECT id, grid_id, key_number, ARRAY[key1, key2, key3, key4, key5, key6] AS keys, overrides, version
+         FROM calc_grid_items WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
+      [principal.partitionId, ref.id],
+    );
+    const item = r.rows[0];
+    if (!item || (ref.keyNumber !== undefined && ref.keyNumber !== item.key_number))
+      throw notFound(`Calculation grid item ${idText}`);
+    if (old !== undefined && old !== null && old !== item.version)
+      throw new AppError(
+        'VERSION_CONFLICT',
+        `Item ${item.id}.CGI${item.key_number} is at version ${item.version}, not ${JSON.stringify(old)}: reload it`,
+      );
+    const grid = (await store.gridById(tx, principal.partitionId, Number(item.grid_id)))!;
+    const { logic, date } = await gridLogic(tx, principal, grid.formula_name, grid.target_date);
+    const types = resultTypesOf(logic);
+    const overrides: Obj = { ...item.overrides };
+    for (const [name, v] of Object.entries(given)) {
+      const field = `data.overrides.${name}`;
+      const el = logic.elements.find((e) => e.def.elementName === name);
+      if (!el) throw validationError(field, `${grid.formula_name} has no element ${name}`);
+      if (el.def.overridable !== true) throw validationError(field, `element ${name} is not overridable`);
+      const value = overrideValue(types[name] ?? 'string', v, field);
+      if (value === null) delete overrides[name];
+      else overrides[name] = value;
+    }
+    const keys = item.keys.slice(0, item.key_number);
+    const [row] = await computeItems(
+      tx,
+      principal,
+      logic,
+      [
+        {
+          keys: store.keysOf(keys),
+          item: itemOf(grid.key_sources as KeySource[], grid.inputs ?? {}, keys),
+          inputHash: '',
+          overrides,
+        },
+      ],
+      { targetDate: date, limits },
+    );
+    await tx.query(
+      `UPDATE calc_grid_items SET overrides = $3::jsonb, calculation_results = $4::jsonb, results = $5::jsonb,
+              warnings = $6::jsonb, alerts = $7::jsonb, error = $8, calculation_date = now(),
+              version = version + 1, last_update_at = now(), last_update_by = $9
+        WHERE partition_id = $1 AND id = $2`,
+      [
+        principal.partitionId,
+        item.id,
+        JSON.stringify(overrides),
+        row!.calculationResults,
+        row!.results,
+        row!.warnings,
+        row!.alerts,
+        row!.error,
+        principal.userId,
+      ],
+    );
+    return fetchOne(tx, principal, gridItemType(item.key_number), String(item.id));
+  });
+}
+
+/** Items one request may accept or reject at most. */
+export const MAX_SELECTED = 10_000;
+
+/** `{data: {items: [ids or typedIds]}}` or `{data: {filter: <criteria over CGI{k}>}}`: the ids, in the grid. */
+async function selectItems(
+  q: Queryable,
+  principal: Principal,
+  grid: store.GridRow,
+  data: unknown,
+): Promise<number[]> {
+  if (!isObj(data) || (data.items === undefined) === (data.filter === undefined))
+    throw validationError('data', 'give {items: [ids]} or {filter: criteria}');
+  for (const k of Object.keys(data))
+    if (k !== 'items' && k !== 'filter') throw validationError(`data.${k}`, 'unknown field');
+  const pid = principal.partitionId;
+  if (data.items !== undefined) {
+    if (!Array.isArray(data.items) || data.items.length === 0 || data.items.length > MAX_SELECTED)
+      throw validationError('data.items', `must list 1 to ${MAX_SELECTED} items`);
+    const ids = [...new Set(data.items.map((v, i) => itemIdOf(v, `data.items.${i}`).id))];
+    const r = await q.query<{ id: string }>(
+      `SELECT id FROM calc_grid_items WHERE partition_id = $1 AND grid_id = $2 AND id = ANY($3::bigint[])`,
+      [pid, grid.id, ids],
+    );
+    const found = new Set(r.rows.map((x) => Number(x.id)));
+    const missing = ids.find((id) => !found.has(id));
+    if (missing !== undefined) throw notFound(`Item ${missing} of calculation grid ${grid.id}`);
+    return ids;
+  }
+  const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number));
+  const params = new Params();
+  let where: string;
+  try {
+    where = compileCriteria(resolveCriteria(parseCriteria(data.filter), tc.fields).criteria, params, 't');
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'VALIDATION')
+      throw validationError('data.filter', err.message);
+    throw err;
+  }
+  const r = await q.query<{ id: string }>(
+    `SELECT t.id FROM calc_grid_items t WHERE ${rowScope(tc, principal, params, 't')}
+        AND t.grid_id = ${params.add(grid.id)} AND ${where} ORDER BY t.id LIMIT ${params.add(MAX_SELECTED + 1)}`,
+    params.values,
+  );
+  if (r.rows.length > MAX_SELECTED)
+    throw validationError('data.filter', `selects more than ${MAX_SELECTED} items: narrow it`);
+  return r.rows.map((x) => Number(x.id));
+}
+
+async function summaries(q: Queryable, pid: number, ids: readonly number[]): Promise<Obj[]> {
+  const r = await q.query<{
+    id: string;
+    key_number: number;
+    workflow_status: string;
+    approval_state: string;
+  }>(
+    `SELECT id, key_number, workflow_status, approval_state FROM calc_grid_items
+      WHERE partition_id = $1 AND id = ANY($2::bigint[]) ORDER BY id`,
+    [pid, ids],
+  );
+  return r.rows.map((x) => ({
+    typedId: `${x.id}.CGI${x.key_number}`,
+    workflowStatus: x.workflow_status,
+    approvalState: x.approval_state,
+  }));
+}
+
+/** `/calculationgridmanager.accept/{gridId}`: submits each chosen item to its workflow (one transaction). */
+export async function acceptItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  data: unknown,
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const grid = await gridOrFail(tx, principal, idText);
+    const ids = await selectItems(tx, principal, grid, data);
+    for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
+    return summaries(tx, principal.partitionId, ids);
+  });
+}
+
+/**
+ * `/calculationgridmanager.reject/{gridId}`: denies the chosen items (DENIED). An item waiting in a
+ * workflow is refused (409): its approvers deny it there (`/workflowsmanager.deny`).
+ */
+export async function rejectItems(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  data: unknown,
+): Promise<Obj[]> {
+  return db.transaction(async (tx) => {
+    const grid = await gridOrFail(tx, principal, idText);
+    const ids = await selectItems(tx, principal, grid, data);
+    const r = await tx.query<{ id: string; approvable_id: string }>(
+      `SELECT id, approvable_id FROM workflows
+        WHERE partition_id = $1 AND code = $2 AND approvable_id = ANY($3::bigint[]) AND workflow_status = 'SUBMITTED'
+        LIMIT 1`,
+      [principal.partitionId, APPROVABLE_CODE, ids],
+    );
+    const waiting = r.rows[0];
+    if (waiting)
+      throw new AppError(
+        'CONFLICT',
+        `Item ${waiting.approvable_id} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
+      );
+    await setItemApproval(tx, principal.partitionId, ids, principal.userId, 'DENIED', 'DENIED');
+    return summaries(tx, principal.partitionId, ids);
+  });
+}

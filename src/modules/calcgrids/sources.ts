@@ -1,0 +1,268 @@
+// Key sources of a calculation grid: where the key tuples of its items come from. One source per key
+// column, the tuples being their cross product in source order (key1 outermost):
+//
+//   {type: 'products', filter?}            key = sku of the products matching the filter (P criteria);
+//                                          the item's product. Only as the first source.
+//   {type: 'customers', filter?}           key = customerId of the matching customers; the item's
+//                                          customer. At most one.
+//   {type: 'lookupTable', table, input}    key = the keys (name, or key1 of MATRIX2..6) of a lookup
+//                                          table, given to the logic as the input `input`
+//   {type: 'values', values, input}        key = each of a list of values, given as the input `input`
+//
+// The first source is read page by page in key order (a million products never sit in memory); the
+// others are read whole when a calculation starts (a few thousand customers or values, capped).
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { Params } from '../../db/sql.ts';
+import { loadTypeContext, rowScope } from '../../engine/context.ts';
+import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
+import { findType } from '../../engine/registry.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import type { InputDef } from '../../logic/logic.ts';
+
+export type KeySource =
+  | { readonly type: 'products'; readonly filter?: unknown }
+  | { readonly type: 'customers'; readonly filter?: unknown }
+  | { readonly type: 'lookupTable'; readonly table: string; readonly input: string }
+  | { readonly type: 'values'; readonly values: readonly string[]; readonly input: string };
+
+/** Keys an inner (not first) source may hold. */
+export const MAX_INNER_KEYS = 100_000;
+const MAX_VALUES = 10_000;
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The sources of an addgrid request, checked against the key number and the logic's inputs. */
+export function parseSources(raw: unknown, keyNumber: number, inputs: readonly InputDef[]): KeySource[] {
+  if (!Array.isArray(raw)) throw validationError('keySources', 'must be an array of key sources');
+  if (raw.length !== keyNumber)
+    throw validationError('keySources', `must have one source per key (keyNumber ${keyNumber})`);
+  const out: KeySource[] = [];
+  const usedInputs = new Set<string>();
+  raw.forEach((s: unknown, i) => {
+    const at = `keySources[${i}]`;
+    if (!isObj(s)) throw validationError(at, 'must be an object with a type');
+    const allowed = (names: string[]) => {
+      for (const k of Object.keys(s))
+        if (!names.includes(k)) throw validationError(`${at}.${k}`, 'is not a setting of this source type');
+    };
+    const input = (): string => {
+      const name = s.input;
+      if (typeof name !== 'string' || !inputs.some((d) => d.name === name))
+        throw validationError(`${at}.input`, 'must name an input the logic declares');
+      if (usedInputs.has(name))
+        throw validationError(`${at}.input`, `input ${name} is given by another source`);
+      usedInputs.add(name);
+      return name;
+    };
+    switch (s.type) {
+      case 'products':
+        allowed(['type', 'filter']);
+        if (i !== 0) throw validationError(`${at}.type`, 'products can only be the first key source');
+        checkFilter(s.filter, `${at}.filter`);
+        out.push(s.filter === undefined ? { type: 'products' } : { type: 'products', filter: s.filter });
+        break;
+      case 'customers':
+        allowed(['type', 'filter']);
+        if (out.some((o) => o.type === 'customers'))
+          throw validationError(`${at}.type`, 'only one customers source is allowed');
+        checkFilter(s.filter, `${at}.filter`);
+        out.push(s.filter === undefined ? { type: 'customers' } : { type: 'customers', filter: s.filter });
+        break;
+      case 'lookupTable':
+        allowed(['type', 'table', 'input']);
+        if (typeof s.table !== 'string' || s.table === '')
+          throw validationError(`${at}.table`, 'must name a lookup table');
+        out.push({ type: 'lookupTable', table: s.table, input: input() });
+        break;
+      case 'values': {
+        allowed(['type', 'values', 'input']);
+        const values = s.values;
+        if (
+          !Array.isArray(values) ||
+          values.length === 0 ||
+          values.length > MAX_VALUES ||
+          !values.every((v) => typeof v === 'string' && v !== '' && v.length <= 255)
+        )
+          throw validationError(`${at}.values`, `must be 1 to ${MAX_VALUES} non-empty texts`);
+        if (new Set(values).size !== values.length)
+          throw validationError(`${at}.values`, 'must not repeat a value');
+        out.push({ type: 'values', values: values as string[], input: input() });
+        break;
+      }
+      default:
+        throw validationError(`${at}.type`, 'must be products, customers, lookupTable or values');
+    }
+  });
+  if (out[0]!.type !== 'products')
+    throw validationError('keySources[0].type', 'the first key source must be products (the item product)');
+  return out;
+}
+
+function checkFilter(filter: unknown, at: string): void {
+  if (filter === undefined) return;
+  try {
+    parseCriteria(filter);
+  } catch (err) {
+    if (err instanceof AppError) throw validationError(at, err.message);
+    throw err;
+  }
+}
+
+/** Compiles a source filter over P or C for the principal (user groups apply); -4 names the source. */
+async function filterSql(
+  q: Queryable,
+  principal: Principal,
+  code: 'P' | 'C',
+  filter: unknown,
+  at: string,
+  params: Params,
+): Promise<string> {
+  const tc = await loadTypeContext(q, principal, findType(code)!);
+  const parts = [rowScope(tc, principal, params, 't')];
+  if (filter !== undefined) {
+    try {
+      parts.push(compileCriteria(resolveCriteria(parseCriteria(filter), tc.fields).criteria, params, 't'));
+    } catch (err) {
+      if (err instanceof AppError) throw validationError(at, err.message);
+      throw err;
+    }
+  }
+  return parts.join(' AND ');
+}
+
+/** Checks every filter against its type (unknown fields, bad values) without reading rows. */
+export async function checkSourceFilters(
+  q: Queryable,
+  principal: Principal,
+  sources: readonly KeySource[],
+): Promise<void> {
+  for (const [i, s] of sources.entries()) {
+    if (s.type === 'products' || s.type === 'customers')
+      await filterSql(
+        q,
+        principal,
+        s.type === 'products' ? 'P' : 'C',
+        s.filter,
+        `keySources[${i}].filter`,
+        new Params(),
+      );
+  }
+}
+
+/** A product of the first source, with the version that goes into the item's input hash. */
+export interface ProductKey {
+  readonly sku: string;
+  readonly version: number;
+}
+
+/** An inner source's keys (with versions for customers). */
+export interface InnerKeys {
+  readonly source: KeySource;
+  readonly keys: readonly string[];
+  readonly versions: readonly number[] | undefined;
+}
+
+/** One page of products of the first source after `after` (sku order). */
+export async function productPage(
+  q: Queryable,
+  principal: Principal,
+  source: KeySource,
+  after: string | undefined,
+  limit: number,
+  /** Only this product (a resumed calculation's last product), if it still matches. */
+  exactly?: string,
+): Promise<ProductKey[]> {
+  const params = new Params();
+  const where = await filterSql(
+    q,
+    principal,
+    'P',
+    'filter' in source ? source.filter : undefined,
+    'keySources[0].filter',
+    params,
+  );
+  const from =
+    (after === undefined ? '' : ` AND t.sku > ${params.add(after)}`) +
+    (exactly === undefined ? '' : ` AND t.sku = ${params.add(exactly)}`);
+  const r = await q.query<{ sku: string; version: number }>(
+    `SELECT t.sku, t.version FROM products t WHERE ${where}${from} ORDER BY t.sku LIMIT ${params.add(limit)}`,
+    params.values,
+  );
+  return r.rows.map((row) => ({ sku: row.sku, version: Number(row.version) }));
+}
+
+/** How many products the first source has (for progress). */
+export async function productCount(q: Queryable, principal: Principal, source: KeySource): Promise<number> {
+  const params = new Params();
+  const where = await filterSql(
+    q,
+    principal,
+    'P',
+    'filter' in source ? source.filter : undefined,
+    'keySources[0].filter',
+    params,
+  );
+  const r = await q.query<{ n: string | number }>(
+    `SELECT count(*) AS n FROM products t WHERE ${where}`,
+    params.values,
+  );
+  return Number(r.rows[0]!.n);
+}
+
+/** The keys of an inner source, in key order. */
+export async function innerKeys(
+  q: Queryable,
+  principal: Principal,
+  source: KeySource,
+  at: string,
+  targetDate: string,
+): Promise<InnerKeys> {
+  const cap = MAX_INNER_KEYS + 1;
+  let keys: string[];
+  let versions: number[] | undefined;
+  switch (source.type) {
+    case 'values':
+      keys = [...source.values].sort();
+      break;
+    case 'customers': {
+      const params = new Params();
+      const where = await filterSql(q, principal, 'C', source.filter, `${at}.filter`, params);
+      const r = await q.query<{ customer_id: string; version: number }>(
+        `SELECT t.customer_id, t.version FROM customers t WHERE ${where} ORDER BY t.customer_id LIMIT ${cap}`,
+        params.values,
+      );
+      keys = r.rows.map((row) => row.customer_id);
+      versions = r.rows.map((row) => Number(row.version));
+      break;
+    }
+    case 'lookupTable': {
+      const t = await q.query<{ id: string; type: string }>(
+        `SELECT id::text AS id, type FROM lookup_tables
+          WHERE partition_id = $1 AND unique_name = $2 AND (valid_after IS NULL OR valid_after <= $3::date)
+          ORDER BY valid_after DESC NULLS LAST LIMIT 1`,
+        [principal.partitionId, source.table, targetDate],
+      );
+      const table = t.rows[0];
+      if (!table) throw validationError(`${at}.table`, `there is no lookup table ${source.table}`);
+      const sql = /^MATRIX[2-6]$/.test(table.type)
+        ? `SELECT DISTINCT key1 AS k FROM lookup_matrix_values WHERE partition_id = $1 AND table_ref = $2 AND key1 IS NOT NULL`
+        : table.type === 'MATRIX'
+          ? `SELECT DISTINCT name AS k FROM lookup_matrix_values WHERE partition_id = $1 AND table_ref = $2 AND name IS NOT NULL`
+          : `SELECT DISTINCT name AS k FROM lookup_values WHERE partition_id = $1 AND table_ref = $2`;
+      const r = await q.query<{ k: string }>(`${sql} ORDER BY k LIMIT ${cap}`, [
+        principal.partitionId,
+        table.id,
+      ]);
+      keys = r.rows.map((row) => row.k);
+      break;
+    }
+    case 'products':
+      throw new Error('products are only the first source');
+  }
+  if (keys.length > MAX_INNER_KEYS)
+    throw validationError(at, `has more than ${MAX_INNER_KEYS} keys; make the first source the larger one`);
+  return { source, keys, versions };
+}

@@ -1,0 +1,267 @@
+// The SQL of calculation grids that the generic engine does not cover: the grid row as the job and
+// the manager operations read it, the batch lookup of existing items (run, input hash, overrides),
+// and the set-based write of a batch of calculated items (COPY into a staging table, then one
+// INSERT ... ON CONFLICT DO UPDATE). Every statement is scoped by partition.
+
+import type { Db, Queryable } from '../../db/db.ts';
+
+export interface GridRow {
+  readonly id: number;
+  readonly label: string | null;
+  readonly formula_name: string;
+  readonly key_number: number;
+  readonly key_sources: unknown;
+  readonly target_date: string | null;
+  readonly inputs: Record<string, unknown>;
+  readonly status: string;
+  readonly jst_id: number | null;
+  readonly run_id: number | null;
+  readonly version: number;
+}
+
+const GRID_COLUMNS = `id, label, formula_name, key_number, key_sources,
+  to_char(target_date, 'YYYY-MM-DD') AS target_date, inputs, status, jst_id, run_id, version`;
+
+export async function gridById(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+  lock = false,
+): Promise<GridRow | undefined> {
+  const r = await q.query<GridRow>(
+    `SELECT ${GRID_COLUMNS} FROM calc_grids WHERE partition_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+    [partitionId, id],
+  );
+  const g = r.rows[0];
+  return g && { ...g, id: Number(g.id), run_id: g.run_id === null ? null : Number(g.run_id) };
+}
+
+export interface NewGrid {
+  readonly label: string | null;
+  readonly formulaName: string;
+  readonly keyNumber: number;
+  readonly keySources: unknown;
+  readonly targetDate: string | null;
+  readonly inputs: Record<string, unknown>;
+  readonly resultTypes: Record<string, string>;
+}
+
+export async function insertGrid(
+  q: Queryable,
+  partitionId: number,
+  userId: number,
+  g: NewGrid,
+): Promise<number> {
+  const r = await q.query<{ id: number }>(
+    `INSERT INTO calc_grids (partition_id, label, formula_name, key_number, key_sources, target_date, inputs,
+                             result_types, created_by, last_update_by)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6::date, $7::jsonb, $8::jsonb, $9, $9) RETURNING id`,
+    [
+      partitionId,
+      g.label,
+      g.formulaName,
+      g.keyNumber,
+      JSON.stringify(g.keySources),
+      g.targetDate,
+      JSON.stringify(g.inputs),
+      JSON.stringify(g.resultTypes),
+      userId,
+    ],
+  );
+  return Number(r.rows[0]!.id);
+}
+
+/** A grid's state as a calculation moves it (one statement; version bumped). */
+export async function setGridState(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+  s: {
+    status: string;
+    jstId?: number;
+    runId?: number;
+    resultTypes?: Record<string, string>;
+    counted?: boolean;
+  },
+): Promise<void> {
+  await q.query(
+    `UPDATE calc_grids g SET status = $3, jst_id = coalesce($4, jst_id), run_id = coalesce($5, run_id),
+            result_types = coalesce($6::jsonb, result_types),
+            item_count = CASE WHEN $7 THEN c.n ELSE item_count END,
+            calculated_count = CASE WHEN $7 THEN c.ok ELSE calculated_count END,
+            error_count = CASE WHEN $7 THEN c.n - c.ok ELSE error_count END,
+            calculation_date = CASE WHEN $7 THEN now() ELSE calculation_date END,
+            version = version + 1, last_update_at = now()
+       FROM (SELECT count(*) AS n, count(*) FILTER (WHERE error IS NULL) AS ok FROM calc_grid_items
+              WHERE partition_id = $1 AND grid_id = $2 AND $7) c
+      WHERE g.partition_id = $1 AND g.id = $2`,
+    [
+      partitionId,
+      id,
+      s.status,
+      s.jstId ?? null,
+      s.runId ?? null,
+      s.resultTypes === undefined ? null : JSON.stringify(s.resultTypes),
+      s.counted === true,
+    ],
+  );
+}
+
+export async function hasItems(q: Queryable, partitionId: number, gridId: number): Promise<boolean> {
+  const r = await q.query(`SELECT 1 FROM calc_grid_items WHERE partition_id = $1 AND grid_id = $2 LIMIT 1`, [
+    partitionId,
+    gridId,
+  ]);
+  return r.rows.length > 0;
+}
+
+export const KEY_COLUMNS = ['key1', 'key2', 'key3', 'key4', 'key5', 'key6'] as const;
+
+/** Six key texts ('' past the grid's key number): how items are keyed in SQL. */
+export type Keys = readonly [string, string, string, string, string, string];
+
+export function keysOf(given: readonly string[]): Keys {
+  return [given[0] ?? '', given[1] ?? '', given[2] ?? '', given[3] ?? '', given[4] ?? '', given[5] ?? ''];
+}
+
+export const keyText = (k: Keys): string => k.join('\u0000');
+
+export interface ExistingItem {
+  readonly runId: number | null;
+  readonly inputHash: string | null;
+  readonly overrides: Record<string, unknown>;
+}
+
+/**
+ * The items of a batch that matter to a calculation: those done in this run (skipped when their
+ * input hash is unchanged) and those with overrides (kept). Keyed by `keyText`.
+ */
+export async function existingOf(
+  q: Queryable,
+  partitionId: number,
+  gridId: number,
+  runId: number,
+  keys: readonly Keys[],
+): Promise<Map<string, ExistingItem>> {
+  const cols = KEY_COLUMNS.map((_, i) => keys.map((k) => k[i]));
+  const r = await q.query<{
+    key1: string;
+    key2: string;
+    key3: string;
+    key4: string;
+    key5: string;
+    key6: string;
+    run_id: string | number | null;
+    input_hash: string | null;
+    overrides: Record<string, unknown>;
+  }>(
+    `SELECT i.key1, i.key2, i.key3, i.key4, i.key5, i.key6, i.run_id, i.input_hash, i.overrides
+       FROM calc_grid_items i
+       JOIN unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+            AS k(key1, key2, key3, key4, key5, key6)
+         ON (i.key1, i.key2, i.key3, i.key4, i.key5, i.key6) = (k.key1, k.key2, k.key3, k.key4, k.key5, k.key6)
+      WHERE i.partition_id = $1 AND i.grid_id = $2 AND (i.run_id = $3 OR i.overrides <> '{}'::jsonb)`,
+    [partitionId, gridId, runId, ...cols],
+  );
+  const out = new Map<string, ExistingItem>();
+  for (const row of r.rows) {
+    out.set(keyText([row.key1, row.key2, row.key3, row.key4, row.key5, row.key6]), {
+      runId: row.run_id === null ? null : Number(row.run_id),
+      inputHash: row.input_hash,
+      overrides: row.overrides ?? {},
+    });
+  }
+  return out;
+}
+
+/** Items of the grid not calculated in this run (added with /add/CGI, or no longer in the sources). */
+export async function itemsOutsideRun(
+  q: Queryable,
+  partitionId: number,
+  gridId: number,
+  runId: number,
+  afterId: number,
+  limit: number,
+): Promise<{ id: number; keys: Keys }[]> {
+  const r = await q.query<{ id: string | number } & Record<(typeof KEY_COLUMNS)[number], string>>(
+    `SELECT id, key1, key2, key3, key4, key5, key6 FROM calc_grid_items
+      WHERE partition_id = $1 AND grid_id = $2 AND run_id IS DISTINCT FROM $3 AND id > $4
+      ORDER BY id LIMIT $5`,
+    [partitionId, gridId, runId, afterId, limit],
+  );
+  return r.rows.map((row) => ({
+    id: Number(row.id),
+    keys: [row.key1, row.key2, row.key3, row.key4, row.key5, row.key6],
+  }));
+}
+
+/** One calculated item, ready to write. JSON columns are JSON texts (or null). */
+export interface ItemRow {
+  readonly keys: Keys;
+  readonly calculationResults: string | null;
+  readonly results: string;
+  readonly warnings: string | null;
+  readonly alerts: string | null;
+  readonly error: string | null;
+  readonly inputHash: string;
+}
+
+const STAGE = 'calc_grid_stage';
+const STAGE_COLUMNS = [
+  ...KEY_COLUMNS,
+  'calculation_results',
+  'results',
+  'warnings',
+  'alerts',
+  'error',
+  'input_hash',
+];
+
+function csvField(v: string | null): string {
+  return v === null ? '' : `"${v.replaceAll('"', '""')}"`;
+}
+
+/** Writes a batch of items (insert or refresh) in one transaction: COPY to a stage, one upsert. */
+export async function writeItems(
+  db: Db,
+  grid: { partitionId: number; id: number; keyNumber: number; runId: number; userId: number },
+  rows: readonly ItemRow[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  let csv = '';
+  for (const r of rows) {
+    csv += `${[
+      ...r.keys.map(csvField),
+      csvField(r.calculationResults),
+      csvField(r.results),
+      csvField(r.warnings),
+      csvField(r.alerts),
+      csvField(r.error),
+      csvField(r.inputHash),
+    ].join(',')}\n`;
+  }
+  await db.transaction(async (tx) => {
+    await tx.query(
+      `CREATE TEMP TABLE ${STAGE} (key1 text, key2 text, key3 text, key4 text, key5 text, key6 text,
+         calculation_results jsonb, results jsonb, warnings jsonb, alerts jsonb, error text, input_hash text)
+       ON COMMIT DROP`,
+    );
+    await tx.copyFrom(STAGE, STAGE_COLUMNS, csv);
+    await tx.query(
+      `INSERT INTO calc_grid_items AS t (partition_id, grid_id, key_number, key1, key2, key3, key4, key5, key6,
+              calculation_results, results, warnings, alerts, error, input_hash, run_id, calculation_date,
+              created_by, last_update_by)
+       SELECT $1, $2, $3, coalesce(s.key1, ''), coalesce(s.key2, ''), coalesce(s.key3, ''), coalesce(s.key4, ''),
+              coalesce(s.key5, ''), coalesce(s.key6, ''), s.calculation_results, s.results, s.warnings, s.alerts,
+              s.error, s.input_hash, $4, now(), $5, $5
+         FROM ${STAGE} s
+       ON CONFLICT (partition_id, grid_id, key1, key2, key3, key4, key5, key6) DO UPDATE
+          SET calculation_results = EXCLUDED.calculation_results, results = EXCLUDED.results,
+              warnings = EXCLUDED.warnings, alerts = EXCLUDED.alerts, error = EXCLUDED.error,
+              input_hash = EXCLUDED.input_hash, run_id = EXCLUDED.run_id,
+              calculation_date = EXCLUDED.calculation_date, version = t.version + 1, last_update_at = now(),
+              last_update_by = EXCLUDED.last_update_by`,
+      [grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId],
+    );
+  });
+}

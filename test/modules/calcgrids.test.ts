@@ -1,0 +1,653 @@
+// Calculation grids over real HTTP on both databases: a 1-key and a 3-key grid calculated by the
+// CALCULATIONGRID job (values worked by hand), fetch filtered and sorted by results (numbers compare
+// as numbers), an override surviving a recalculation with its dependent elements recomputed,
+// cancel and crash mid-way with the restart not recomputing finished items, accept/reject through
+// a workflow, checks naming fields, permissions and partition isolation.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { runnerFor } from '../jobs/helpers.ts';
+import { JobStopped, type JobRunner } from '../../src/jobs/runner.ts';
+import { claimJobs, finishJob, recordProgress, sweepStale, type JobRow } from '../../src/jobs/store.ts';
+import { principalForJob } from '../../src/jobs/principal.ts';
+import { CALCULATIONGRID, calcGridJobKind } from '../../src/modules/calcgrids/job.ts';
+
+type Who = { user: string; password: string };
+const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
+const reader: Who = { user: 'reader', password: 'reader-password-1' };
+const approver: Who = { user: 'approver', password: 'approver-password-1' };
+const nobody: Who = { user: 'nobody', password: 'nobody-password-1' };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+const GRID_LOGIC = {
+  uniqueName: 'GridPrice',
+  validAfter: '2026-01-01',
+  nature: 'CALCULATIONGRID',
+  inputs: [{ name: 'Uplift', type: 'NUMBER', default: 0 }],
+  elements: [
+    { elementName: 'Cost', expression: 'product.attribute1', formatType: 'MONEY' },
+    {
+      elementName: 'ListPrice',
+      expression: 'round(Cost * (1 + input.Uplift), 2)',
+      formatType: 'MONEY',
+      overridable: true,
+    },
+    { elementName: 'Net', expression: 'round(ListPrice * 0.9, 2)', formatType: 'MONEY' },
+    { elementName: 'Tier', expression: 'if(ListPrice > 50, "high", "low")' },
+  ],
+};
+
+const REGIONAL_LOGIC = {
+  uniqueName: 'GridRegional',
+  validAfter: '2026-01-01',
+  nature: 'CALCULATIONGRID',
+  inputs: [{ name: 'Region', type: 'OPTION', options: ['EU', 'US'], required: true }],
+  elements: [
+    { elementName: 'Cost', expression: 'product.attribute1', formatType: 'MONEY' },
+    { elementName: 'Margin', expression: 'lookup("Margins", customer.attribute1)', formatType: 'PERCENT' },
+    { elementName: 'Factor', expression: 'if(input.Region == "EU", 1, 1.1)' },
+    { elementName: 'Price', expression: 'round(Cost * (1 + Margin) * Factor, 2)', formatType: 'MONEY' },
+  ],
+};
+
+const byGrid = (id: number, extra: object[] = []) => ({
+  _constructor: 'AdvancedCriteria',
+  operator: 'and',
+  criteria: [{ fieldName: 'calculationGridId', operator: 'equals', value: id }, ...extra],
+});
+
+const resultsOf = (item: any): Record<string, any> =>
+  Object.fromEntries(item.calculationResults.map((r: any) => [r.resultName, r]));
+
+describe('calculation grids', () => {
+  let h: Harness;
+  let other: Harness;
+  let quiet: Harness;
+  let runner: JobRunner;
+  const call = (path: string, body?: unknown, who: Who = admin, on: Harness = h) =>
+    on.call(path, { basic: who, ...(body === undefined ? {} : { body }) });
+
+  async function waitJob(jstId: number, on: Harness = h): Promise<any> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const [job] = okData(await call(`/admin.fetchjst/${jstId}`, undefined, admin, on));
+      if (['FINISHED', 'FAILED', 'CANCELLED'].includes(job.status)) return job;
+      if (Date.now() > deadline) assert.fail(`job ${jstId} still ${job.status}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function calculate(gridId: number, on: Harness = h, data: object = {}): Promise<any> {
+    const [jst] = okData(await call(`/calculationgridmanager.calculate/${gridId}`, { data }, admin, on));
+    assert.equal(jst.trackerType, 'CALCULATIONGRID');
+    return jst;
+  }
+
+  const items = async (code: string, gridId: number, body: object = {}, on: Harness = h) =>
+    okData(await call(`/fetch/${code}`, { data: byGrid(gridId), endRow: 1000, ...body }, admin, on));
+
+  async function seed(on: Harness): Promise<void> {
+    const c = (path: string, body: unknown) => call(path, body, admin, on);
+    okData(await c('/add/PAM', { data: { fieldName: 'attribute1', label: 'Cost', fieldType: 'MONEY' } }));
+    const products: [string, string, string][] = [
+      ['G-01', '9.5', 'A'],
+      ['G-02', '10', 'A'],
+      ['G-03', '100', 'A'],
+      ['G-04', '20', 'B'],
+    ];
+    for (let i = 1; i <= 30; i++) products.push([`R-${String(i).padStart(2, '0')}`, String(i), 'R']);
+    okData(
+      await c('/loaddata/P', {
+        data: {
+          header: ['sku', 'label', 'attribute1', 'attribute2'],
+          data: products.map(([sku, cost, group]) => [sku, `label ${sku}`, cost, group]),
+        },
+      }),
+    );
+    okData(await c('/add/C', { data: { customerId: 'C-1', name: 'Euro', attribute1: 'EU' } }));
+    okData(await c('/add/C', { data: { customerId: 'C-2', name: 'Yank', attribute1: 'US' } }));
+    const [t] = okData(
+      await c('/lookuptablemanager.add', {
+        data: { uniqueName: 'Margins', label: 'Margins', type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await c(`/lookuptablemanager.add/${t.id}`, [
+        { data: { name: 'EU', value: 0.25 } },
+        { data: { name: 'US', value: 0.3 } },
+      ]),
+    );
+    okData(await c('/add/F', { data: GRID_LOGIC }));
+    okData(await c('/add/F', { data: REGIONAL_LOGIC }));
+    okData(
+      await c('/add/F', {
+        data: {
+          uniqueName: 'NotAGrid',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'X', expression: '1' }],
+        },
+      }),
+    );
+  }
+
+  const groupA = { fieldName: 'attribute2', operator: 'equals', value: 'A' };
+
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    quiet = await startHarness({ shareDbWith: h });
+    runner = runnerFor(h).start();
+    await h.newUser(reader.user, reader.password, ['PB_PRICEGRIDS_RO']);
+    await h.newUser(approver.user, approver.password, ['WF_ADMIN', 'PRICESHOP_EDIT']);
+    await h.newUser(nobody.user, nobody.password, ['USERAUDIT']);
+    await seed(h);
+    await seed(quiet);
+  });
+  after(async () => {
+    await runner.stop();
+    await quiet.close();
+    await other.close();
+    await h.close();
+  });
+
+  let grid1: any;
+
+  test('addgrid checks the logic, key sources and inputs, naming the field', async () => {
+    const add = (data: object) => call('/calculationgridmanager.addgrid', { data });
+    expectError(await add({ label: 'x' }), 400, -4, 'formulaName');
+    expectError(await add({ formulaName: 'Nowhere' }), 400, -4, 'formulaName');
+    expectError(await add({ formulaName: 'NotAGrid' }), 400, -4, 'formulaName');
+    expectError(
+      await add({ formulaName: 'GridPrice', inputs: { Uplift: 'lots' } }),
+      400,
+      -4,
+      'inputs.Uplift',
+    );
+    expectError(await add({ formulaName: 'GridPrice', inputs: { Other: 1 } }), 400, -4, 'inputs.Other');
+    expectError(
+      await add({
+        formulaName: 'GridPrice',
+        productFilter: { fieldName: 'nope', operator: 'equals', value: 1 },
+      }),
+      400,
+      -4,
+      'keySources[0].filter',
+    );
+    expectError(await add({ formulaName: 'GridPrice', keyNumber: 2 }), 400, -4, 'keySources');
+    expectError(
+      await add({
+        formulaName: 'GridRegional',
+        keySources: [{ type: 'products' }, { type: 'values', values: ['EU'], input: 'Nope' }],
+      }),
+      400,
+      -4,
+      'keySources[1].input',
+    );
+    expectError(await add({ formulaName: 'GridPrice', colour: 'red' }), 400, -4, 'colour');
+    expectError(await call('/add/CG', { data: { label: 'direct' } }), 400, -4);
+
+    [grid1] = okData(
+      await add({
+        label: 'Group A',
+        formulaName: 'GridPrice',
+        productFilter: groupA,
+        inputs: { Uplift: 0.1 },
+      }),
+    );
+    assert.equal(grid1.keyNumber, 1);
+    assert.equal(grid1.status, 'DRAFT');
+    assert.deepEqual(grid1.inputs, { Uplift: 0.1 });
+    assert.equal(grid1.typedId, `${grid1.id}.CG`);
+    const [relabelled] = okData(
+      await call('/update/CG', { data: { typedId: grid1.typedId, label: 'Group A prices' } }),
+    );
+    assert.equal(relabelled.label, 'Group A prices');
+    assert.equal(relabelled.formulaName, 'GridPrice');
+  });
+
+  test('a 1-key grid is calculated by a job; results by hand; fetch filtered and sorted by a result', async () => {
+    const jst = await calculate(grid1.id);
+    const job = await waitJob(jst.jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal(job.progress, 100);
+    assert.equal(job.calculationResults.computed, 3);
+    const [g] = okData(await call(`/fetch/CG/${grid1.id}`));
+    assert.equal(g.status, 'READY');
+    assert.equal(g.itemCount, 3);
+    assert.equal(g.calculatedCount, 3);
+    assert.equal(g.jstId, jst.jstId);
+    const rows = await items('CGI1', grid1.id, { sortBy: 'key1' });
+    assert.deepEqual(
+      rows.map((r: any) => r.key1),
+      ['G-01', 'G-02', 'G-03'],
+    );
+    // 9.5 * 1.1 = 10.45; 10.45 * 0.9 = 9.405 → 9.41 (HALF_UP); 10 → 11 → 9.9; 100 → 110 → 99.
+    const want: Record<string, [number, number, string]> = {
+      'G-01': [10.45, 9.41, 'low'],
+      'G-02': [11, 9.9, 'low'],
+      'G-03': [110, 99, 'high'],
+    };
+    for (const r of rows) {
+      const res = resultsOf(r);
+      assert.deepEqual([res.ListPrice.result, res.Net.result, res.Tier.result], want[r.key1], r.key1);
+      assert.equal(res.ListPrice.formatType, 'MONEY');
+      assert.equal(res.ListPrice.overridable, true);
+      assert.equal(res.ListPrice.overridden, false);
+      assert.equal(r.approvalState, 'NOT_APPROVED');
+      assert.equal(r.workflowStatus, 'DRAFT');
+      assert.ok(r.calculationDate);
+    }
+    // Numbers compare as numbers: as text "11" > "100" and "110" < "11".
+    const cheap = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'result.ListPrice', operator: 'lessThan', value: 100 }]),
+      sortBy: '-result.ListPrice',
+    });
+    assert.deepEqual(
+      cheap.map((r: any) => r.key1),
+      ['G-02', 'G-01'],
+    );
+    const sorted = await items('CGI1', grid1.id, { sortBy: ['-result.ListPrice'] });
+    assert.deepEqual(
+      sorted.map((r: any) => r.key1),
+      ['G-03', 'G-02', 'G-01'],
+    );
+    const high = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'result.Tier', operator: 'equals', value: 'high' }]),
+      resultFields: ['key1', 'result.ListPrice'],
+    });
+    assert.deepEqual(high, [{ key1: 'G-03', 'result.ListPrice': 110 }]);
+    expectError(
+      await call('/fetch/CGI1', { data: { fieldName: 'result.Nope', operator: 'equals', value: 1 } }),
+      400,
+      -4,
+    );
+    expectError(
+      await call('/fetch/CGI1', {
+        data: { fieldName: 'result.ListPrice', operator: 'greaterThan', value: 'cheap' },
+      }),
+      400,
+      -4,
+    );
+  });
+
+  test('an override survives a recalculation; dependent elements are recomputed', async () => {
+    const [g2] = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'key1', operator: 'equals', value: 'G-02' }]),
+    });
+    const upd = (id: string, data: object, oldValues?: object) =>
+      call(`/calculationgridmanager.update/${id}`, { data, ...(oldValues ? { oldValues } : {}) });
+    expectError(await upd(g2.typedId, { overrides: { Net: 5 } }), 400, -4, 'data.overrides.Net');
+    expectError(await upd(g2.typedId, { overrides: { Nope: 5 } }), 400, -4, 'data.overrides.Nope');
+    expectError(
+      await upd(g2.typedId, { overrides: { ListPrice: 'much' } }),
+      400,
+      -4,
+      'data.overrides.ListPrice',
+    );
+    expectError(
+      await upd(g2.typedId, { overrides: { ListPrice: 20 } }, { version: g2.version + 7 }),
+      409,
+      -1,
+    );
+    expectError(await upd(`${g2.id}.CGI3`, { overrides: { ListPrice: 20 } }), 404, -1);
+    let [item] = okData(await upd(g2.typedId, { overrides: { ListPrice: 20 } }, { version: g2.version }));
+    let res = resultsOf(item);
+    assert.equal(res.ListPrice.result, 20);
+    assert.equal(res.ListPrice.overridden, true);
+    assert.equal(res.ListPrice.computedResult, 11);
+    assert.equal(res.Net.result, 18, 'the dependent element reads the override');
+    assert.deepEqual(item.overrides, { ListPrice: 20 });
+
+    // The product's cost changes; the grid is calculated again.
+    const [p] = okData(await call('/fetch/P', { data: { sku: 'G-02' } }));
+    okData(await call('/update/P', { data: { typedId: p.typedId, attribute1: '12' } }));
+    const job = await waitJob((await calculate(grid1.id)).jstId);
+    assert.equal(job.status, 'FINISHED');
+    [item] = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'key1', operator: 'equals', value: 'G-02' }]),
+    });
+    res = resultsOf(item);
+    assert.equal(res.ListPrice.result, 20, 'the override stays');
+    assert.equal(res.ListPrice.computedResult, 13.2, 'the computed value is refreshed beside it');
+    assert.equal(res.Cost.result, 12);
+    assert.equal(res.Net.result, 18);
+    const overridden = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'result.ListPrice', operator: 'equals', value: 20 }]),
+    });
+    assert.deepEqual(
+      overridden.map((r: any) => r.key1),
+      ['G-02'],
+    );
+    // Removing the override brings the computed value back.
+    [item] = okData(await upd(item.typedId, { overrides: { ListPrice: null } }));
+    res = resultsOf(item);
+    assert.equal(res.ListPrice.result, 13.2);
+    assert.equal(res.ListPrice.overridden, false);
+    assert.equal(res.Net.result, 11.88);
+  });
+
+  test('a 3-key grid: products × customers × values; values by hand', async () => {
+    const [g] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: {
+          label: 'Regional',
+          formulaName: 'GridRegional',
+          keySources: [
+            { type: 'products', filter: groupA },
+            { type: 'customers' },
+            { type: 'values', values: ['EU', 'US'], input: 'Region' },
+          ],
+        },
+      }),
+    );
+    assert.equal(g.keyNumber, 3);
+    const job = await waitJob((await calculate(g.id)).jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    const rows = await items('CGI3', g.id, { sortBy: ['key1', 'key2', 'key3'] });
+    assert.equal(rows.length, 12);
+    const price = (k1: string, k2: string, k3: string) =>
+      resultsOf(rows.find((r: any) => r.key1 === k1 && r.key2 === k2 && r.key3 === k3)).Price.result;
+    // G-01: 9.5 * 1.25 = 11.875 → 11.88; G-03 US/US: 100 * 1.3 * 1.1 = 143; G-02 (cost now 12) EU/US: 12 * 1.25 * 1.1 = 16.5.
+    assert.equal(price('G-01', 'C-1', 'EU'), 11.88);
+    assert.equal(price('G-03', 'C-2', 'US'), 143);
+    assert.equal(price('G-02', 'C-1', 'US'), 16.5);
+    assert.equal(price('G-01', 'C-2', 'EU'), 12.35);
+    assert.equal((await items('CGI1', g.id)).length, 0, 'CGI1 holds no item of a 3-key grid');
+    // An item added by hand is calculated by the next run.
+    okData(
+      await call('/add/CGI3', { data: { calculationGridId: g.id, key1: 'G-04', key2: 'C-1', key3: 'EU' } }),
+    );
+    expectError(
+      await call('/add/CGI2', { data: { calculationGridId: g.id, key1: 'G-04', key2: 'C-1' } }),
+      400,
+      -4,
+      'calculationGridId',
+    );
+    expectError(
+      await call('/add/CGI3', { data: { calculationGridId: g.id, key1: 'G-04', key2: 'C-1' } }),
+      400,
+      -4,
+      'key3',
+    );
+    await waitJob((await calculate(g.id)).jstId);
+    const [added] = await items('CGI3', g.id, {
+      data: byGrid(g.id, [{ fieldName: 'key1', operator: 'equals', value: 'G-04' }]),
+    });
+    assert.equal(resultsOf(added).Price.result, 25);
+    const [deleted] = okData(await call('/delete/CGI3', { data: { typedId: added.typedId } }));
+    assert.equal(deleted.key1, 'G-04');
+  });
+
+  test('cancel mid-way, then a restart continues without recomputing finished items; same after a crash', async () => {
+    const c = (path: string, body?: unknown) => call(path, body, admin, quiet);
+    const [g] = okData(
+      await c('/calculationgridmanager.addgrid', {
+        data: {
+          formulaName: 'GridPrice',
+          productFilter: { fieldName: 'attribute2', operator: 'equals', value: 'R' },
+        },
+      }),
+    );
+    const kind = calcGridJobKind(quiet.db, { maxSteps: 100_000, maxMs: 1_000 });
+    const claim = async (): Promise<JobRow> => {
+      const [job] = await claimJobs(quiet.db, {
+        node: 'test-node-crashy',
+        kinds: [CALCULATIONGRID],
+        limit: 1,
+        perPartition: 10,
+        partitions: [quiet.partitionId],
+      });
+      assert.ok(job, 'a queued job');
+      return job;
+    };
+    /** Runs the job's attempt until its `stopAt`-th progress report, which fails as given. */
+    const runUntil = async (job: JobRow, stopAt: number, fail: () => Error) => {
+      let calls = 0;
+      const principal = await principalForJob(quiet.db, job);
+      await assert.rejects(
+        kind.run({
+          job,
+          principal,
+          signal: new AbortController().signal,
+          async progress(p) {
+            if (++calls === stopAt) throw fail();
+            await recordProgress(quiet.db, job, p);
+          },
+        }),
+      );
+    };
+    const versions = async () =>
+      Object.fromEntries((await items('CGI1', g.id, {}, quiet)).map((r: any) => [r.key1, r.version]));
+
+    // Cancelled at the progress report after the 3rd batch of 5: 15 items written, 10 checkpointed.
+    const first = await calculate(g.id, quiet, { batchSize: 5 });
+    let job = await claim();
+    await runUntil(job, 3, () => new JobStopped('cancel'));
+    await finishJob(quiet.db, job, {
+      status: 'CANCELLED',
+      message: 'cancelled on request',
+      level: 'WARNING',
+    });
+    let [grid] = okData(await c(`/fetch/CG/${g.id}`));
+    assert.equal(grid.status, 'CANCELLED');
+    assert.equal(grid.itemCount, 15);
+    const cancelled = await versions();
+    // Calculating again continues the cancelled run: the 15 finished items are not recomputed.
+    const second = await calculate(g.id, quiet, { batchSize: 5 });
+    assert.notEqual(second.jstId, first.jstId);
+    const quietRunner = runnerFor(quiet).start();
+    try {
+      const resumed = await waitJob(second.jstId, quiet);
+      assert.equal(resumed.status, 'FINISHED', JSON.stringify(resumed));
+      assert.equal(resumed.calculationResults.skipped, 15);
+      assert.equal(resumed.calculationResults.computed, 15);
+      const after1 = await versions();
+      for (const [sku, v] of Object.entries(cancelled)) assert.equal(after1[sku], v, `${sku} not rewritten`);
+      assert.equal(Object.keys(after1).length, 30);
+      [grid] = okData(await c(`/fetch/CG/${g.id}`));
+      assert.equal(grid.status, 'READY');
+      assert.equal(grid.itemCount, 30);
+    } finally {
+      await quietRunner.stop();
+    }
+
+    // A crash at the 4th progress report (20 items written, 15 checkpointed); the stale sweep hands
+    // the job to another node, which resumes after the checkpoint and skips the 5 written since.
+    const before = await versions();
+    const third = await calculate(g.id, quiet, { batchSize: 5 });
+    job = await claim();
+    await runUntil(job, 4, () => new Error('simulated crash'));
+    const crashed = await versions();
+    const rewritten = Object.keys(crashed).filter((k) => crashed[k] !== before[k]);
+    assert.equal(rewritten.length, 20);
+    await quiet.db.query(
+      `UPDATE jobs SET heartbeat_at = now() - interval '1 hour' WHERE partition_id = $1 AND id = $2`,
+      [quiet.partitionId, job.id],
+    );
+    const swept = await sweepStale(quiet.db, 600);
+    assert.ok(swept.some((j) => Number(j.id) === Number(job.id)));
+    const resumeRunner = runnerFor(quiet).start();
+    try {
+      const done = await waitJob(third.jstId, quiet);
+      assert.equal(done.status, 'FINISHED', JSON.stringify(done));
+      const final = await versions();
+      for (const k of rewritten) assert.equal(final[k], crashed[k], `${k} not recomputed after the crash`);
+      for (const k of Object.keys(final).filter((x) => !rewritten.includes(x)))
+        assert.equal(final[k], before[k]! + 1, `${k} computed once`);
+    } finally {
+      await resumeRunner.stop();
+    }
+  });
+
+  test('accept and reject: through a workflow, by list and by filter', async () => {
+    okData(
+      await call('/add/WFD', {
+        data: {
+          uniqueName: 'grid-approval',
+          approvableType: 'CGI',
+          condition: 'ListPrice > 50',
+          steps: [{ name: 'Pricing managers', approverUsers: ['approver'], rule: 'ANY' }],
+        },
+      }),
+    );
+    const rows = await items('CGI1', grid1.id, { sortBy: 'key1' });
+    const [g1, g2, g3] = rows;
+    expectError(await call(`/calculationgridmanager.accept/${grid1.id}`, { data: {} }), 400, -4, 'data');
+    expectError(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: ['999999.CGI1'] } }),
+      404,
+      -1,
+    );
+    // G-03 (110) needs an approval; G-01 (10.45) meets no definition and is approved at once.
+    const accepted = okData(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [g1.typedId, g3.typedId] } }),
+    );
+    assert.deepEqual(
+      accepted.map((a: any) => [a.typedId, a.workflowStatus, a.approvalState]),
+      [
+        [g1.typedId, 'APPROVED', 'APPROVED'],
+        [g3.typedId, 'SUBMITTED', 'NOT_APPROVED'],
+      ],
+    );
+    expectError(
+      await call(`/calculationgridmanager.reject/${grid1.id}`, { data: { items: [g3.id] } }),
+      409,
+      -1,
+    );
+    const active = okData(await call('/workflowsmanager.fetch/active', {}, approver));
+    const wf = active.find((w: any) => w.approvableTypedId === `${g3.id}.CGI`);
+    assert.ok(wf, JSON.stringify(active));
+    okData(
+      await call(
+        `/workflowsmanager.deny/${wf.id}`,
+        { data: { reason: 'too high' }, oldValues: { version: wf.version } },
+        approver,
+      ),
+    );
+    let [item] = okData(await call(`/fetch/CGI1/${g3.id}`));
+    assert.equal(item.workflowStatus, 'DENIED');
+    assert.equal(item.approvalState, 'DENIED');
+    // Submitted again (by filter on a result) and approved this time.
+    const again = okData(
+      await call(
+        `/calculationgridmanager.accept/${grid1.id}`,
+        { data: { filter: { fieldName: 'result.ListPrice', operator: 'greaterThan', value: 100 } } },
+        approver,
+      ),
+    );
+    assert.deepEqual(
+      again.map((a: any) => a.typedId),
+      [g3.typedId],
+    );
+    const [wf2] = okData(await call('/workflowsmanager.fetch/active', {}, approver)).filter(
+      (w: any) => w.approvableTypedId === `${g3.id}.CGI`,
+    );
+    okData(
+      await call(
+        `/workflowsmanager.approve/${wf2.id}`,
+        { data: {}, oldValues: { version: wf2.version } },
+        approver,
+      ),
+    );
+    [item] = okData(await call(`/fetch/CGI1/${g3.id}`));
+    assert.equal(item.workflowStatus, 'APPROVED');
+    assert.equal(item.approvalState, 'APPROVED');
+    // Reject without a workflow.
+    const [rejected] = okData(
+      await call(`/calculationgridmanager.reject/${grid1.id}`, { data: { items: [g2.id] } }),
+    );
+    assert.deepEqual([rejected.workflowStatus, rejected.approvalState], ['DENIED', 'DENIED']);
+    expectError(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, {
+        data: { filter: { fieldName: 'nope', operator: 'equals', value: 1 } },
+      }),
+      400,
+      -4,
+      'data.filter',
+    );
+  });
+
+  test('permissions', async () => {
+    // PB_PRICEGRIDS_RO reads grids and items, changes nothing.
+    okData(await call('/fetch/CG', {}, reader));
+    okData(await call('/fetch/CGI1', { data: byGrid(grid1.id) }, reader));
+    expectError(
+      await call('/calculationgridmanager.addgrid', { data: { formulaName: 'GridPrice' } }, reader),
+      403,
+      -3,
+    );
+    expectError(await call(`/calculationgridmanager.calculate/${grid1.id}`, {}, reader), 403, -3);
+    expectError(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [1] } }, reader),
+      403,
+      -3,
+    );
+    expectError(
+      await call(`/calculationgridmanager.update/1.CGI1`, { data: { overrides: { ListPrice: 1 } } }, reader),
+      403,
+      -3,
+    );
+    expectError(await call('/delete/CG', { data: { typedId: grid1.typedId } }, reader), 403, -3);
+    // Without a grid role, not even reading.
+    expectError(await call('/fetch/CG', {}, nobody), 403, -3);
+    expectError(await call('/fetch/CGI1', {}, nobody), 403, -3);
+  });
+
+  test('partition isolation', async () => {
+    const mine = await items('CGI1', grid1.id);
+    assert.ok(mine.length > 0);
+    const c = (path: string, body?: unknown) => call(path, body, admin, other);
+    assert.equal(okData(await c('/fetch/CG', {})).length, 0);
+    assert.equal(okData(await c('/fetch/CGI1', {})).length, 0);
+    expectError(await c(`/fetch/CG/${grid1.id}`), 404, -1);
+    expectError(await c(`/calculationgridmanager.calculate/${grid1.id}`, {}), 404, -1);
+    expectError(
+      await c(`/calculationgridmanager.update/${mine[0].typedId}`, { data: { overrides: { ListPrice: 1 } } }),
+      404,
+      -1,
+    );
+    expectError(
+      await c(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [mine[0].id] } }),
+      404,
+      -1,
+    );
+    expectError(
+      await c('/add/CGI1', { data: { calculationGridId: grid1.id, key1: 'G-01' } }),
+      400,
+      -4,
+      'calculationGridId',
+    );
+    // Result fields of this partition's grids are unknown there.
+    expectError(
+      await c('/fetch/CGI1', { data: { fieldName: 'result.ListPrice', operator: 'equals', value: 1 } }),
+      400,
+      -4,
+    );
+  });
+
+  test('delete a grid: answers it and removes its items', async () => {
+    const [g] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: { formulaName: 'GridPrice', productFilter: groupA },
+      }),
+    );
+    await waitJob((await calculate(g.id)).jstId);
+    assert.equal((await items('CGI1', g.id)).length, 3);
+    const [deleted] = okData(await call('/delete/CG', { data: { typedId: g.typedId } }));
+    assert.equal(deleted.id, g.id);
+    assert.equal((await items('CGI1', g.id)).length, 0);
+    expectError(await call(`/calculationgridmanager.calculate/${g.id}`, {}), 404, -1);
+  });
+});
