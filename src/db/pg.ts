@@ -61,10 +61,8 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     connectionString: url,
     max,
     application_name: 'ratecard',
-    // No parallel query plans or index builds: with many concurrent requests they only add workers,
-    // and the safe casts of migration 002 (declared PARALLEL SAFE) use exception blocks, which a
-    // parallel worker cannot run ("cannot start subtransactions during a parallel operation").
-    options: '-c max_parallel_workers_per_gather=0 -c max_parallel_maintenance_workers=0',
+    // Parallel plans stay on: the safe casts, whose exception blocks no parallel operation can run,
+    // are PARALLEL UNSAFE (migration 035), so only the queries using them run without workers.
     // Every pooled connection listens before its first use (see listenForAuthChanges). pg-pool awaits
     // the promise (its types say void).
     // eslint-disable-next-line @typescript-eslint/no-misused-promises
