@@ -14,7 +14,7 @@ import {
   type CriteriaNode,
   type ResolvedCriteria,
 } from './criteria.ts';
-import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
+import { loadTypeContext, metaNameIsId, rowScope, type TypeContext } from './context.ts';
 import { extensionNameOf, type FetchBody } from './fetch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
@@ -96,7 +96,12 @@ export async function deleteByFilter(
   requireAccess(principal, type.access.write);
   let ignored: BatchResult['ignored'] = [];
   const count = await runBulk(db, async (tx) => {
-    const tc = await loadTypeContext(tx, principal, type, extensionNameOf(body.data, type.metaNameField));
+    const tc = await loadTypeContext(
+      tx,
+      principal,
+      type,
+      extensionNameOf(body.data, type.metaNameField, metaNameIsId(type)),
+    );
     const tree = parseCriteria(
       body.data,
       body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
@@ -176,7 +181,7 @@ export async function massEdit(
       tx,
       principal,
       type,
-      extensionNameOf(body.filterCriteria, type.metaNameField),
+      extensionNameOf(body.filterCriteria, type.metaNameField, metaNameIsId(type)),
     );
     const edits = planEdits(tc, body);
     const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields).criteria;

@@ -123,8 +123,23 @@ export function metaNameOf(
   record: Readonly<Record<string, unknown>> | undefined,
 ): string | undefined {
   if (!type.metaPerName || record === undefined) return undefined;
-  const v = record[type.metaNameField ?? 'name'];
-  return typeof v === 'string' ? v : undefined;
+  return metaNameText(record[type.metaNameField ?? 'name'], metaNameIsId(type));
+}
+
+/** The field naming a type's meta holds an id (an integer): meta names are its digits. */
+export function metaNameIsId(type: TypeDef): boolean {
+  const field = type.metaNameField ?? 'name';
+  return type.fields.find((f) => f.name === field)?.type === 'integer';
+}
+
+/**
+ * A meta name from a value: text as it is; for an id field (condition record items name their set,
+ * kept as the set id's digits in the meta's `name`) also a number, and digits normalised.
+ */
+export function metaNameText(v: unknown, integer: boolean): string | undefined {
+  if (typeof v === 'number' && integer) return Number.isSafeInteger(v) ? String(v) : undefined;
+  if (typeof v !== 'string') return undefined;
+  return integer && /^\d{1,15}$/.test(v) ? String(Number(v)) : v;
 }
 
 const TYPE_CODE = /^[A-Z][A-Z0-9]*$/;

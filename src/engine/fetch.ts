@@ -16,7 +16,16 @@ import {
   resolveCriteria,
   type ResolvedCriteria,
 } from './criteria.ts';
-import { loadTypeContext, metaNameOf, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import {
+  loadTypeContext,
+  metaNameIsId,
+  metaNameOf,
+  metaNameText,
+  rowScope,
+  selectList,
+  toRecord,
+  type TypeContext,
+} from './context.ts';
 import type { TypeDef } from './registry.ts';
 
 type Obj = Record<string, unknown>;
@@ -43,15 +52,18 @@ export interface FetchResult {
 }
 
 /** The extension table a request is about: `name` in simple criteria or a top-level `name equals`. */
-export function extensionNameOf(criteria: unknown, field = 'name'): string | undefined {
+export function extensionNameOf(criteria: unknown, field = 'name', integer = false): string | undefined {
   if (!isObj(criteria)) return undefined;
-  if (typeof criteria[field] === 'string') return criteria[field];
-  if (criteria.fieldName === field && criteria.operator === 'equals' && typeof criteria.value === 'string') {
-    return criteria.value;
+  // Text, or for meta named by an id (condition record items: conditionRecordSetId) a number.
+  const simple = metaNameText(criteria[field], integer);
+  if (simple !== undefined) return simple;
+  if (criteria.fieldName === field && criteria.operator === 'equals') {
+    const v = metaNameText(criteria.value, integer);
+    if (v !== undefined) return v;
   }
   if (criteria.operator === 'and' && Array.isArray(criteria.criteria)) {
     for (const c of criteria.criteria) {
-      const n = extensionNameOf(c, field);
+      const n = extensionNameOf(c, field, integer);
       if (n !== undefined) return n;
     }
   }
@@ -190,7 +202,8 @@ export async function fetchRecords(
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
   const field = type.metaNameField ?? 'name';
-  const extName = extensionNameOf(restrict, field) ?? extensionNameOf(body.data, field);
+  const id = metaNameIsId(type);
+  const extName = extensionNameOf(restrict, field, id) ?? extensionNameOf(body.data, field, id);
   const tc = await loadTypeContext(db, principal, type, extName);
   const plan = planFetch(tc, principal, body, maxPageSize, restrict);
   return runFetch(db, plan, compileFetch(plan));

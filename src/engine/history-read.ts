@@ -8,7 +8,7 @@ import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
-import { loadTypeContext, rowScope, selectList, toRecord } from './context.ts';
+import { loadTypeContext, metaNameIsId, metaNameText, rowScope, selectList, toRecord } from './context.ts';
 import { requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
@@ -208,7 +208,7 @@ export async function fetchOneAsOf(
   // The state is keyed by column: the meta name is the column of `name` (or of `metaNameField`).
   const nameColumn = type.fields.find((f) => f.name === (type.metaNameField ?? 'name'))?.column;
   const stored = type.metaPerName && nameColumn !== undefined ? state[nameColumn] : undefined;
-  const name = typeof stored === 'string' ? stored : undefined;
+  const name = metaNameText(stored, metaNameIsId(type));
   const tc = await loadTypeContext(q, principal, type, name);
   const r = await q.query<Row>(
     `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, $1::jsonb) r`,

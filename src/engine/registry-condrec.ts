@@ -54,6 +54,11 @@ export const SET_TYPE: TypeDef = {
 
 /** Ordered validity, when both ends are in the record (updates may carry one end only). */
 function itemRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
+  if (data.validTo === null || data.validTo === '') {
+    return {
+      validTo: { errorMessage: 'must be a date (leave it out for an open-ended item, to 9999-12-31)' },
+    };
+  }
   const from = dateOf(data.validFrom);
   const to = dateOf(data.validTo);
   if (from === undefined || to === undefined || to >= from) return undefined;
@@ -85,7 +90,8 @@ function itemFields(keys: readonly FieldDef[]): FieldDef[] {
     },
     ...keys,
     { name: 'validFrom', column: 'valid_from', type: 'date', required: true, key: true },
-    { name: 'validTo', column: 'valid_to', type: 'date', required: true },
+    // Optional: an item without one is open-ended (valid to 9999-12-31, the column's default).
+    { name: 'validTo', column: 'valid_to', type: 'date' },
     { name: 'conditionValue', column: 'condition_value', type: 'decimal' },
     text('unitOfMeasure', 'unit_of_measure', { maxLength: 255 }),
     text('currency', 'currency', { maxLength: 255 }),
@@ -165,9 +171,13 @@ function itemType(
     uniqueColumns: ['condition_record_set_id', 'key_sig', 'valid_from'],
     attributeMeta: 'CRCIAM',
     metaOwner: 'CRCI',
+    // Attribute meta per set (CRCIAM rows name their set; migration 037).
+    metaPerName: true,
+    metaNameField: 'conditionRecordSetId',
     deleteMode: 'hard',
     massEditable: true,
-    // Bulk loads of items are `/loaddata/CRCP` (src/modules/conditionrecords/splice.ts).
+    // Bulk loads of items are `/loaddata/CRCP`, `/loaddata/CRCI`, `/loaddata/CRCIn`: routes of
+    // their own (src/modules/conditionrecords/splice.ts), not the generic loader.
     bulkLoadable: false,
     userGroups: true,
     access: { fetch: AUTHENTICATED, write: 'CONDITIONRECORD_EDIT' },
@@ -220,6 +230,8 @@ export const HISTORY_TYPE: TypeDef = {
   uniqueColumns: [],
   attributeMeta: 'CRCIAM',
   metaOwner: 'CRCI',
+  metaPerName: true,
+  metaNameField: 'conditionRecordSetId',
   deleteMode: 'hard',
   massEditable: false,
   bulkLoadable: false,
@@ -228,6 +240,45 @@ export const HISTORY_TYPE: TypeDef = {
   access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
   validate: () => ({ typeCode: { errorMessage: 'CRCIH is written by the server (history of CRCI)' } }),
 };
+
+/**
+ * `CRCIAM` from the generic attribute-meta type: one meta per set (migration 037). Its rows name
+ * their set (`conditionRecordSetId`, part of the business key with `fieldName`); the database keeps
+ * the set id in the meta's `name` too, which is how the engine finds a set's meta (`metaNameField`).
+ */
+export function perSetItemMeta(meta: TypeDef): TypeDef {
+  return {
+    ...meta,
+    fields: [
+      {
+        name: 'conditionRecordSetId',
+        column: 'condition_record_set_id',
+        type: 'integer',
+        required: true,
+        key: true,
+      },
+      ...meta.fields,
+    ],
+    businessKey: ['conditionRecordSetId', ...meta.businessKey],
+    beforeInsert: metaSetGuard,
+  };
+}
+
+/** A CRCIAM row names a set the principal can see. */
+async function metaSetGuard(q: Queryable, principal: Principal, data: Readonly<Record<string, unknown>>) {
+  const id = Number(data.conditionRecordSetId);
+  if (!Number.isSafeInteger(id)) return; // the engine has refused the value already
+  const r = await q.query<{ view: string | null }>(
+    `SELECT user_group_view_details AS view FROM condition_record_sets WHERE partition_id = $1 AND id = $2`,
+    [principal.partitionId, id],
+  );
+  const g = r.rows[0]?.view;
+  const visible =
+    g === null || g === '' || principal.admin || (g !== undefined && principal.groups.includes(g));
+  if (r.rows.length === 0 || !visible) {
+    throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
+  }
+}
 
 export const CONDITION_RECORD_TYPES: readonly TypeDef[] = [SET_TYPE, ITEM_TYPE, ...SIZED_TYPES, HISTORY_TYPE];
 

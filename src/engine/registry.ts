@@ -13,7 +13,7 @@ import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
 import { IMPORT_TYPES } from './registry-imports.ts';
 import { FORMULA_TYPES } from './registry-formulas.ts';
-import { CONDITION_RECORD_TYPES } from './registry-condrec.ts';
+import { CONDITION_RECORD_TYPES, perSetItemMeta } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
 import { REBATE_TYPES } from './registry-rebates.ts';
@@ -418,8 +418,9 @@ const TYPES: readonly TypeDef[] = [
   ...IMPORT_TYPES,
   ...FORMULA_TYPES,
   ...CONDITION_RECORD_TYPES,
-  // Custom attributes of condition record items (every CRCIn and CRCIH read them under owner CRCI).
-  metaType('CRCIAM', 'CRCI', AUTHENTICATED, false),
+  // Custom attributes of condition record items, per set (every CRCIn and CRCIH read them under
+  // owner CRCI, with the item's set).
+  perSetItemMeta(metaType('CRCIAM', 'CRCI', AUTHENTICATED, false)),
   HISTORY_TYPE,
   ...WORKFLOW_TYPES,
   ...REBATE_TYPES,

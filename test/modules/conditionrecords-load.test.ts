@@ -241,7 +241,15 @@ describe('CRCP loads', () => {
       -4,
       'options.conditionRecords.splicing.resetFields.0',
     );
-    expectError(await call('/loaddata/CRCI1', { data: { header: HEADER, data: [] } }), 400, -4);
+    // CRCI loads are CRCP loads without splicing (conditionrecords-meta.test.ts): options refused.
+    expectError(
+      await call('/loaddata/CRCI1', {
+        data: { header: HEADER, data: [], options: { conditionRecords: { splicing: {} } } },
+      }),
+      400,
+      -4,
+      'options.conditionRecords',
+    );
     expectError(
       await call('/loaddata/P', { data: { header: ['sku'], data: [], options: { conditionRecords: {} } } }),
       400,

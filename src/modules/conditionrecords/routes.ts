@@ -1,12 +1,13 @@
 // Condition records: `/conditionrecordset.update/{id}`, `/conditionrecordset.lookup/{set}`, the
 // delete of sets with `force`, the general update/integrate of CRCS refused (static routes win over
-// the general `/:typeCode` ones), and `/loaddata/CRCP`. Sets and items otherwise go through the
+// the general `/:typeCode` ones), and `/loaddata/CRCP` (also `/loaddata/CRCI`, `/loaddata/CRCIn`). Sets and items otherwise go through the
 // general operations on the registry's CRCS, CRCI, CRCI1..CRCI12, CRCIH and CRCIAM.
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
+import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import { loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { deleteSets, lookupForClient, refuseGeneralSetWrite, updateSet } from './service.ts';
 import { loadConditionRecords } from './splice.ts';
@@ -115,30 +116,38 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
     );
   }
 
-  app.post(
-    '/loaddata/CRCP',
-    {
-      config: { access: AUTHENTICATED },
-      schema: {
-        summary:
-          'Bulk load condition record items; with options.conditionRecords.splicing, cut the items they overlap',
-        tags,
-        body: loaddataBodySchema,
-        ...records,
-      },
-    },
-    async function loadCrcp(req) {
-      const result = await loadConditionRecords(
-        app.db,
-        req.principal!,
-        (req.body as { data: LoadBody }).data,
-        {
-          maxBatchRows: app.config.maxBatchRows,
-          onChunkError: (err, first, last) =>
-            req.log.error({ err, firstRow: first, lastRow: last }, 'CRCP chunk failed'),
+  // CRCP splices; CRCI and CRCI1..CRCI12 (the general `/loaddata/{TypeCode}` of the item types) are
+  // the same load without splicing options, CRCIn only into sets of n keys.
+  const loadKinds = ['CRCP', 'CRCI', ...Array.from({ length: MAX_KEY_SIZE }, (_, i) => `CRCI${i + 1}`)];
+  for (const via of loadKinds) {
+    app.post(
+      `/loaddata/${via}`,
+      {
+        config: { access: AUTHENTICATED },
+        schema: {
+          summary:
+            via === 'CRCP'
+              ? 'Bulk load condition record items; with options.conditionRecords.splicing, cut the items they overlap'
+              : `Bulk load condition record items${via === 'CRCI' ? '' : ` of sets with ${via.slice(4)} keys`}; rows overlapping existing items are errors (splice with /loaddata/CRCP)`,
+          tags,
+          body: loaddataBodySchema,
+          ...records,
         },
-      );
-      return ok(req, [result]);
-    },
-  );
+      },
+      async function loadItems(req) {
+        const result = await loadConditionRecords(
+          app.db,
+          req.principal!,
+          (req.body as { data: LoadBody }).data,
+          {
+            maxBatchRows: app.config.maxBatchRows,
+            onChunkError: (err, first, last) =>
+              req.log.error({ err, firstRow: first, lastRow: last }, `${via} chunk failed`),
+          },
+          via,
+        );
+        return ok(req, [result]);
+      },
+    );
+  }
 }

@@ -54,15 +54,24 @@ const MAX_ERRORS = 1_000;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number): Plan {
+function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number, via: string): Plan {
   if (body.data.length > maxBatchRows) {
     throw validationError('data', `at most ${maxBatchRows} rows per call (got ${body.data.length})`);
   }
   const opts = body.options ?? {};
   if (opts.joinFields !== undefined || opts.detectJoinFields === true) {
     throw validationError(
-      'options.joinFields',
-      'CRCP loads match items by set, keys and validity, not join fields',
+      opts.joinFields !== undefined ? 'options.joinFields' : 'options.detectJoinFields',
+      `${via} loads match items by set, keys and validity, not join fields: a row that overlaps ` +
+        'existing items is an error, or with /loaddata/CRCP and options.conditionRecords.splicing ' +
+        'cuts them to fit',
+    );
+  }
+  if (via !== 'CRCP' && opts.conditionRecords !== undefined) {
+    throw validationError(
+      'options.conditionRecords',
+      `applies only to CRCP loads: send the same header and rows to /loaddata/CRCP to splice (${via} ` +
+        'loads report rows that overlap existing items as errors)',
     );
   }
   const seen = new Set<string>();
@@ -76,7 +85,7 @@ function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number): Plan {
     seen.add(name);
     return f;
   });
-  for (const need of ['conditionRecordSetId', 'validFrom', 'validTo', 'key1']) {
+  for (const need of ['conditionRecordSetId', 'validFrom', 'key1']) {
     if (!seen.has(need)) throw validationError('header', `must contain ${need}`);
   }
   return {
@@ -158,12 +167,13 @@ async function resolveSets(db: Db, principal: Principal, plan: Plan, rows: reado
     byRef.set(String(info.id), info);
     byRef.set(`name:${info.name}`, info);
   }
-  return (v: unknown): SetInfo | undefined =>
+  const setOf = (v: unknown): SetInfo | undefined =>
     typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v))
-      ? byRef.get(String(v))
+      ? byRef.get(String(Number(v)))
       : typeof v === 'string'
         ? byRef.get(`name:${v}`)
         : undefined;
+  return { setOf, sets: [...new Set(byRef.values())] };
 }
 
 interface Checked {
@@ -176,12 +186,17 @@ interface Checked {
   readonly values: readonly Stored[];
 }
 
+/** An item without validTo is open-ended (the column's default, migration 037). */
+export const OPEN_END = '9999-12-31';
+
 function checkRows(
   principal: Principal,
   plan: Plan,
   setOf: (v: unknown) => SetInfo | undefined,
+  fieldsOf: (set: SetInfo) => ReadonlyMap<string, FieldDef>,
   rows: readonly unknown[],
   errors: RowError[],
+  sized: number | undefined,
 ): Checked[] {
   const member = (g: string | null) =>
     principal.admin || g === null || g === '' || principal.groups.includes(g);
@@ -205,9 +220,18 @@ function checkRows(
         message: `not allowed to change the items of set ${set.name}`,
       });
     }
+    if (sized !== undefined && set.keySize !== sized) {
+      return void errors.push({
+        row,
+        field: 'conditionRecordSetId',
+        message: `set ${set.name} has ${set.keySize} keys: its items are CRCI${set.keySize}, not CRCI${sized}`,
+      });
+    }
+    // Custom attributes typed by the set's own attribute meta (CRCIAM rows of the set).
+    const fields = fieldsOf(set);
     const byName = new Map<string, Stored>();
     for (let i = 0; i < plan.header.length; i++) {
-      const f = plan.header[i]!;
+      const f = fields.get(plan.header[i]!.name)!;
       if (i === plan.setAt) continue;
       const checked = checkValue(f, raw[i]);
       if (typeof checked === 'string') return void errors.push({ row, field: f.name, message: checked });
@@ -230,10 +254,11 @@ function checkRows(
         });
     }
     const from = byName.get('validFrom');
-    const to = byName.get('validTo');
+    const given = byName.get('validTo');
     if (typeof from !== 'string')
       return void errors.push({ row, field: 'validFrom', message: 'is required' });
-    if (typeof to !== 'string') return void errors.push({ row, field: 'validTo', message: 'is required' });
+    const to = typeof given === 'string' ? given : OPEN_END;
+    byName.set('validTo', to);
     if (to < from)
       return void errors.push({ row, field: 'validTo', message: `must not be before validFrom (${from})` });
     out.push({
@@ -489,7 +514,42 @@ async function splice(
   return { cut, split, superseded: removed };
 }
 
-/** `/loaddata/CRCP`: the whole flow of a load; chunks are transactions of their own. */
+/**
+ * `setFields` values checked with the attribute meta of every set the load writes (a value must suit
+ * each); sets that would store it differently (typed apart) need loads of their own.
+ */
+function typedSplicing(
+  plan: Plan,
+  sets: readonly SetInfo[],
+  fieldsOf: (set: SetInfo) => ReadonlyMap<string, FieldDef>,
+): Plan {
+  const s = plan.splicing;
+  if (s === undefined || s.set.size === 0 || sets.length === 0) return plan;
+  const at = 'options.conditionRecords.splicing.setFields';
+  const set = new Map<FieldDef, unknown>();
+  for (const [f, raw] of s.set) {
+    let value: unknown;
+    sets.forEach((info, i) => {
+      const checked = checkValue(fieldsOf(info).get(f.name)!, raw);
+      if (typeof checked === 'string')
+        throw validationError(`${at}.${f.name}`, `${checked} (set ${info.name})`);
+      if (i > 0 && checked.value !== value) {
+        throw validationError(
+          `${at}.${f.name}`,
+          'the sets of this load type it differently: load them apart',
+        );
+      }
+      value = checked.value;
+    });
+    set.set(f, value);
+  }
+  return { ...plan, splicing: { ...s, set } };
+}
+
+/**
+ * `/loaddata/CRCP` (and `/loaddata/CRCI`, `/loaddata/CRCIn`: the same load without splicing; CRCIn
+ * only into sets of that key size): the whole flow of a load; chunks are transactions of their own.
+ */
 export async function loadConditionRecords(
   db: Db,
   principal: Principal,
@@ -499,13 +559,29 @@ export async function loadConditionRecords(
     chunkRows?: number;
     onChunkError?: (err: unknown, first: number, last: number) => void;
   },
+  via = 'CRCP',
 ): Promise<CrcpResult> {
   requireAccess(principal, ITEM_TYPE.access.write);
   const tc = await loadTypeContext(db, principal, ITEM_TYPE);
-  const plan = planCrcp(tc, body, limits.maxBatchRows);
+  const sized = /^CRCI(\d+)$/.exec(via);
+  let plan = planCrcp(tc, body, limits.maxBatchRows, via);
   const errors: RowError[] = [];
-  const setOf = await resolveSets(db, principal, plan, body.data);
-  const rows = dropOverlapsWithinLoad(checkRows(principal, plan, setOf, body.data, errors), errors);
+  const { setOf, sets } = await resolveSets(db, principal, plan, body.data);
+  const contexts = new Map<number, TypeContext>();
+  for (const set of sets) {
+    contexts.set(set.id, await loadTypeContext(db, principal, ITEM_TYPE, String(set.id)));
+  }
+  const fieldsOf = (set: SetInfo) => contexts.get(set.id)!.fields;
+  const member = (g: string | null) =>
+    principal.admin || g === null || g === '' || principal.groups.includes(g);
+  const writable = sets.filter(
+    (x) => member(x.view) && member(x.edit) && (sized === null || x.keySize === Number(sized[1])),
+  );
+  plan = typedSplicing(plan, writable, fieldsOf);
+  const rows = dropOverlapsWithinLoad(
+    checkRows(principal, plan, setOf, fieldsOf, body.data, errors, sized ? Number(sized[1]) : undefined),
+    errors,
+  );
   rows.sort((a, b) => a.row - b.row);
   const total: ChunkCounts = { inserted: 0, cut: 0, split: 0, superseded: 0 };
   const chunkRows = limits.chunkRows ?? CHUNK_ROWS;

@@ -1,0 +1,323 @@
+// Condition records over real HTTP on both databases: attribute meta per set (CRCIAM rows name their
+// set; items are typed, checked, filtered and answered with their own set's meta; a fetch across
+// sets sees text; a set's meta goes with the set), open-ended items (validTo left out on add,
+// integrate and loads), and `/loaddata/CRCI` / `/loaddata/CRCIn` (the CRCP load without splicing,
+// pointing to CRCP for it).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness, type Reply } from '../helpers/app.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+function okData(r: Reply): any[] {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.response.status, 0, r.text);
+  return r.body.response.data;
+}
+
+function expectError(r: Reply, http: number, status: number, field?: string): void {
+  assert.equal(r.status, http, r.text);
+  assert.equal(r.body.response.status, status, r.text);
+  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
+}
+
+describe('condition records: meta per set, open-ended items, CRCI loads', () => {
+  let h: Harness;
+  const call = (path: string, body?: unknown) =>
+    h.call(path, { basic: admin, ...(body === undefined ? {} : { body }) });
+
+  async function newSet(keySize = 1): Promise<{ id: number; name: string }> {
+    const name = uniqueName('meta');
+    const [s] = okData(await call('/add/CRCS', { data: { uniqueName: name, label: name, keySize } }));
+    return { id: s.id, name };
+  }
+
+  const item = (setId: number, key1: string, attribute1: unknown, validFrom = '2026-01-01') => ({
+    conditionRecordSetId: setId,
+    key1,
+    validFrom,
+    validTo: '2026-12-31',
+    attribute1,
+  });
+
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('CRCIAM per set: typing, checks, filters and answers follow the item’s set', async () => {
+    const num = await newSet();
+    const txt = await newSet();
+    const [m] = okData(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: num.id, fieldName: 'attribute1', label: 'Rank', fieldType: 'NUMERIC' },
+      }),
+    );
+    assert.equal(m.conditionRecordSetId, num.id);
+    okData(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: txt.id, fieldName: 'attribute1', label: 'Code', fieldType: 'TEXT' },
+      }),
+    );
+    // The same field of another set is another row; the same set twice is a duplicate.
+    expectError(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: num.id, fieldName: 'attribute1', fieldType: 'TEXT' },
+      }),
+      409,
+      -1,
+    );
+    expectError(
+      await call('/add/CRCIAM', { data: { fieldName: 'attribute2', fieldType: 'TEXT' } }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    expectError(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: 987654321, fieldName: 'attribute2', fieldType: 'TEXT' },
+      }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    const metas = okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: num.id } }));
+    assert.deepEqual(
+      metas.map((x) => [x.conditionRecordSetId, x.fieldName, x.fieldType]),
+      [[num.id, 'attribute1', 'NUMERIC']],
+    );
+
+    // A number where the set says NUMERIC; any text where it says TEXT.
+    expectError(await call('/add/CRCI1', { data: item(num.id, 'A', 'abc') }), 400, -4, 'attribute1');
+    const ids: Record<string, number> = {};
+    for (const v of ['10', '9', '4']) {
+      ids[v] = okData(await call('/add/CRCI1', { data: item(num.id, `K${v}`, v) }))[0].id;
+      okData(await call('/add/CRCI1', { data: item(txt.id, `K${v}`, v) }));
+    }
+    okData(await call('/add/CRCI1', { data: item(txt.id, 'Kabc', 'abc') }));
+
+    // Filtered by set: compared as the set's meta types them (10 > 5 as numbers, "10" < "5" as text).
+    const gt5 = (setId: number) =>
+      call('/fetch/CRCI', {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [
+            { fieldName: 'conditionRecordSetId', operator: 'equals', value: setId },
+            { fieldName: 'attribute1', operator: 'greaterThan', value: setId === num.id ? 5 : '5' },
+          ],
+        },
+        sortBy: ['key1'],
+      });
+    assert.deepEqual(
+      okData(await gt5(num.id)).map((r) => [r.key1, r.attribute1]),
+      [
+        ['K10', 10],
+        ['K9', 9],
+      ],
+    );
+    assert.deepEqual(
+      okData(await gt5(txt.id)).map((r) => [r.key1, r.attribute1]),
+      [
+        ['K9', '9'],
+        ['Kabc', 'abc'],
+      ],
+    );
+    // Simple criteria name the set too; across sets the attributes are text.
+    const simple = okData(
+      await call('/fetch/CRCI1', { data: { conditionRecordSetId: num.id, key1: 'K10' } }),
+    );
+    assert.equal(simple[0].attribute1, 10);
+    const across = okData(
+      await call('/fetch/CRCI', {
+        data: { fieldName: 'conditionRecordSetId', operator: 'inSet', value: [num.id, txt.id] },
+        endRow: 100,
+      }),
+    );
+    assert.equal(across.length, 7);
+    assert.ok(across.every((r) => typeof r.attribute1 === 'string'));
+
+    // By id: typed with the item's set; updates checked with it.
+    const [one] = okData(await call(`/fetch/CRCI/${ids['10']}`));
+    assert.equal(one.attribute1, 10);
+    expectError(
+      await call('/update/CRCI', { data: { typedId: `${ids['10']}.CRCI`, attribute1: 'x' } }),
+      400,
+      -4,
+      'attribute1',
+    );
+    const [u] = okData(
+      await call('/update/CRCI', { data: { typedId: `${ids['10']}.CRCI`, attribute1: '11.5' } }),
+    );
+    assert.equal(u.attribute1, 11.5);
+    expectError(
+      await call('/integrate/CRCI', [{ data: { typedId: `${ids['9']}.CRCI`, attribute1: 'y' } }]),
+      400,
+      -4,
+      'attribute1',
+    );
+
+    // Loads type each row with its own set's meta; setFields must suit every set of the load.
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'attribute1'];
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [
+            [num.id, 'L1', '2026-01-01', '2026-12-31', 'bad'],
+            [txt.id, 'L1', '2026-01-01', '2026-12-31', 'fine'],
+            [num.id, 'L2', '2026-01-01', '2026-12-31', '7'],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 2);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[0, 'attribute1']],
+    );
+    expectError(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[num.id, 'L1', '2026-03-01', '2026-03-31', '1']],
+          options: { conditionRecords: { splicing: { setFields: { attribute1: 'cut' } } } },
+        },
+      }),
+      400,
+      -4,
+      'options.conditionRecords.splicing.setFields.attribute1',
+    );
+
+    // The set's meta goes with the set.
+    okData(await call('/delete/CRCS', { data: { typedId: `${num.id}.CRCS` }, force: true }));
+    assert.equal(okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: num.id } })).length, 0);
+    assert.equal(okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: txt.id } })).length, 1);
+  });
+
+  test('validTo left out: an open-ended item (add, integrate, loads); overlaps still refused', async () => {
+    const s = await newSet(2);
+    const [a] = okData(
+      await call('/integrate/CRCI2', [
+        {
+          data: {
+            conditionRecordSetId: s.id,
+            key1: 'C',
+            key2: 'P',
+            validFrom: '2026-01-01',
+            conditionValue: '1',
+          },
+        },
+      ]),
+    );
+    assert.equal(a.validTo, '9999-12-31');
+    // Integrate by business key again: the same item, partially updated.
+    const [b] = okData(
+      await call('/integrate/CRCI2', [
+        {
+          data: {
+            conditionRecordSetId: s.id,
+            key1: 'C',
+            key2: 'P',
+            validFrom: '2026-01-01',
+            conditionValue: '2',
+          },
+        },
+      ]),
+    );
+    assert.equal(b.id, a.id);
+    assert.equal(b.conditionValue, '2');
+    assert.equal(b.validTo, '9999-12-31');
+    // A later start for the same keys overlaps the open-ended item: -4 naming it.
+    const clash = await call('/integrate/CRCI2', [
+      { data: { conditionRecordSetId: s.id, key1: 'C', key2: 'P', validFrom: '2027-01-01' } },
+    ]);
+    expectError(clash, 400, -4, 'validFrom');
+    assert.match(clash.body.response.data, new RegExp(`item ${a.id}\\.CRCI`));
+    expectError(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 'D', key2: 'P', validFrom: '2026-01-01', validTo: null },
+      }),
+      400,
+      -4,
+      'validTo',
+    );
+    const [added] = okData(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 'D', key2: 'P', validFrom: '2026-01-01' },
+      }),
+    );
+    assert.equal(added.validTo, '9999-12-31');
+    // A load without validTo (or with an empty one): open-ended too.
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'key2', 'validFrom'],
+          data: [[s.name, 'E', 'P', '2026-01-01']],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 1, JSON.stringify(r));
+    const [e] = okData(await call('/fetch/CRCI2', { data: { conditionRecordSetId: s.id, key1: 'E' } }));
+    assert.equal(e.validTo, '9999-12-31');
+  });
+
+  test('/loaddata/CRCI and /loaddata/CRCIn: the CRCP load without splicing, pointing to CRCP for it', async () => {
+    const s = await newSet(1);
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue'];
+    const [r] = okData(
+      await call('/loaddata/CRCI', {
+        data: {
+          header,
+          data: [
+            [s.id, 'A', '2026-01-01', '2026-06-30', '1'],
+            [s.id, 'B', '2026-01-01', '2026-06-30', '1'],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 2);
+    // Overlaps are row errors naming the item; the rest is written.
+    const [r2] = okData(
+      await call('/loaddata/CRCI1', {
+        data: {
+          header,
+          data: [
+            [s.id, 'A', '2026-06-01', '2026-12-31', '2'],
+            [s.id, 'C', '2026-01-01', '2026-06-30', '1'],
+          ],
+        },
+      }),
+    );
+    assert.equal(r2.inserted, 1);
+    assert.equal(r2.errors[0].row, 0);
+    assert.match(r2.errors[0].message, /overlaps item \d+\.CRCI/);
+    // Splicing is CRCP's: the error says where to send the same load.
+    const spliced = await call('/loaddata/CRCI', {
+      data: {
+        header,
+        data: [[s.id, 'A', '2026-06-01', '2026-12-31', '2']],
+        options: { conditionRecords: { splicing: {} } },
+      },
+    });
+    expectError(spliced, 400, -4, 'options.conditionRecords');
+    assert.match(spliced.body.response.data, /\/loaddata\/CRCP/);
+    const joined = await call('/loaddata/CRCI', {
+      data: { header, data: [], options: { joinFields: ['key1'] } },
+    });
+    expectError(joined, 400, -4, 'options.joinFields');
+    assert.match(joined.body.response.data, /CRCP/);
+    // CRCIn loads only into sets of n keys.
+    const [r3] = okData(
+      await call('/loaddata/CRCI2', {
+        data: { header, data: [[s.id, 'Z', '2026-01-01', '2026-06-30', '1']] },
+      }),
+    );
+    assert.equal(r3.inserted, 0);
+    assert.equal(r3.errors[0].field, 'conditionRecordSetId');
+    assert.match(r3.errors[0].message, /CRCI1, not CRCI2/);
+  });
+});
