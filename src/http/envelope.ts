@@ -132,6 +132,10 @@ export function toAppError(err: unknown): AppError {
       return new AppError('DUPLICATE_KEY');
     case '23P01':
       return overlapError(fe);
+    case 'RC409':
+      // A state rule of our own triggers (e.g. a locked rebate record group deleted by filter): the
+      // message is the trigger's text, written for the client.
+      return new AppError('CONFLICT', typeof fe.message === 'string' ? fe.message : undefined);
     case '40001':
     case '40P01':
       return new AppError('CONFLICT', 'Concurrent change; retry the request');

@@ -90,6 +90,8 @@ describe('rebate record groups', () => {
       fields === undefined ? {} : { data: { rebateRecordGroup: fields } },
       who,
     );
+  const calculatedGroup = async (extra: Record<string, unknown> = {}) =>
+    okData(await calculate(await newGroup(extra)))[0];
   const result = (g: any, name: string) => g.calculationResults.find((r: any) => r.resultName === name);
 
   before(async () => {
@@ -558,5 +560,123 @@ describe('rebate record groups', () => {
       expectError(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, rebater), 409, -1);
       expectError(await call('/rebaterecordgroup.submit/999999.RRG/async', {}, rebater), 404, -1);
     });
+  });
+
+  test('permissions: 401 without credentials, 403 without the permission', async () => {
+    const g = await calculatedGroup();
+    const anonymous = await h.call(`/rebaterecordgroup.calculate/${g.typedId}`, { body: {} });
+    expectError(anonymous, 401, -7);
+    expectError(await h.call('/fetch/RRG', { body: {} }), 401, -7);
+    // USERAUDIT: no REBATERECORD_* at all.
+    expectError(await call('/fetch/RRG', {}, nobody), 403, -3);
+    expectError(await call(`/fetch/RRG/${g.id}`, undefined, nobody), 403, -3);
+    expectError(await calculate(g, undefined, nobody), 403, -3);
+    expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, nobody), 403, -3);
+    expectError(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, nobody), 403, -3);
+    // Read-only: fetches, but neither writes, calculates nor submits.
+    assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: g.uniqueName } }, reader)).length, 1);
+    expectError(await call('/add/RRG', { data: { uniqueName: 'RO-1' } }, reader), 403, -3);
+    expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'ro' } }, reader), 403, -3);
+    expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }, reader), 403, -3);
+    expectError(await calculate(g, undefined, reader), 403, -3);
+    expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, reader), 403, -3);
+    expectError(await call(`/workflowsmanager.submit/${g.typedId}`, {}, reader), 403, -3);
+    assert.equal((await groupById(g.id)).workflowStatus, 'DRAFT');
+  });
+
+  test('user groups: userGroupViewDetails hides the group, userGroupEdit keeps it read-only', async () => {
+    okData(await call('/add/UG', { data: { uniqueName: 'rebates-eu' } }));
+    const hidden = await calculatedGroup({ userGroupViewDetails: 'rebates-eu' });
+    const readOnly = await calculatedGroup({ userGroupEdit: 'rebates-eu' });
+    // rebater is in no group: the hidden one does not exist for him (404, not in lists).
+    expectError(await call(`/fetch/RRG/${hidden.id}`, undefined, rebater), 404, -1);
+    assert.equal(
+      okData(await call('/fetch/RRG', { data: { uniqueName: hidden.uniqueName } }, rebater)).length,
+      0,
+    );
+    expectError(await calculate(hidden, undefined, rebater), 404, -1);
+    expectError(await call(`/rebaterecordgroup.submit/${hidden.typedId}`, {}, rebater), 404, -1);
+    // The read-only one is seen, not changed.
+    assert.equal(okData(await call(`/fetch/RRG/${readOnly.id}`, undefined, rebater))[0].id, readOnly.id);
+    expectError(await calculate(readOnly, undefined, rebater), 403, -3);
+    expectError(await calculate(readOnly, { label: 'mine' }, rebater), 403, -3);
+    expectError(
+      await call('/update/RRG', { data: { typedId: readOnly.typedId, label: 'mine' } }, rebater),
+      403,
+      -3,
+    );
+    expectError(await call(`/rebaterecordgroup.submit/${readOnly.typedId}`, {}, rebater), 403, -3);
+    expectError(await call(`/rebaterecordgroup.submit/${readOnly.typedId}/async`, {}, rebater), 403, -3);
+    assert.equal((await groupById(readOnly.id)).label, readOnly.label);
+    // A member of the group does both.
+    const uid = okData(await call('/fetch/U', { data: { loginName: rebater.user } }))[0].id;
+    okData(await call(`/accountmanager.assigngroup/${uid}`, { data: { groups: ['rebates-eu'] } }));
+    okData(await calculate(hidden, undefined, rebater));
+    const [s] = okData(await call(`/rebaterecordgroup.submit/${readOnly.typedId}`, {}, rebater));
+    assert.notEqual(s.workflowStatus, 'DRAFT');
+    okData(
+      await call(`/accountmanager.assigngroup/${uid}`, { data: { groups: [], unassign: ['rebates-eu'] } }),
+    );
+  });
+
+  test('locked: no change, calculation, submit or delete until unlocked', async () => {
+    const g = await calculatedGroup();
+    const [l] = okData(await call('/update/RRG', { data: { typedId: g.typedId, locked: true } }, rebater));
+    assert.equal(l.locked, true);
+    expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }, rebater), 409, -1);
+    expectError(await call('/integrate/RRG', [{ data: { uniqueName: g.uniqueName, label: 'x' } }]), 409, -1);
+    expectError(await calculate(g, undefined, rebater), 409, -1);
+    expectError(await calculate(g, { label: 'x' }, rebater), 409, -1);
+    expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater), 409, -1);
+    expectError(await call(`/workflowsmanager.submit/${g.typedId}`, {}, rebater), 409, -1);
+    expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }, rebater), 409, -1);
+    // A delete by filter is refused by the database as a whole: the unlocked group survives too.
+    const free = await newGroup();
+    const r = await call('/delete/RRG/batch/forcefilter', {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'or',
+        criteria: [
+          { fieldName: 'id', operator: 'equals', value: g.id },
+          { fieldName: 'id', operator: 'equals', value: free.id },
+        ],
+      },
+    });
+    expectError(r, 409, -1);
+    assert.match(r.body.response.data, new RegExp(`${g.uniqueName} is locked`));
+    assert.equal((await groupById(free.id)).id, free.id);
+    const after = await groupById(g.id);
+    assert.equal(after.label, g.label);
+    assert.equal(after.calculationStatus, g.calculationStatus);
+    // Unlocking (with a change in the same update) opens it again.
+    const [u] = okData(
+      await call('/update/RRG', { data: { typedId: g.typedId, locked: false, label: 'open' } }, rebater),
+    );
+    assert.equal(u.label, 'open');
+    okData(await calculate(g, undefined, rebater));
+  });
+
+  test('partition isolation: another partition never reaches the groups', async () => {
+    const g = await calculatedGroup();
+    const there = (path: string, body?: unknown) =>
+      other.call(path, { basic: admin, ...(body === undefined ? {} : { body }) });
+    expectError(await there(`/fetch/RRG/${g.id}`), 404, -1);
+    assert.equal(okData(await there('/fetch/RRG', {})).length, 0);
+    assert.equal(okData(await there('/fetch/RBT', {})).length, 0);
+    assert.equal(okData(await there('/fetch/RBTAM', {})).length, 0);
+    expectError(await there(`/rebaterecordgroup.calculate/${g.typedId}`, {}), 404, -1);
+    expectError(await there(`/rebaterecordgroup.submit/${g.typedId}`, {}), 404, -1);
+    expectError(await there(`/rebaterecordgroup.submit/${g.typedId}/async`, {}), 404, -1);
+    expectError(await there('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }), 404, -1);
+    expectError(await there('/delete/RRG', { data: { typedId: g.typedId } }), 404, -1);
+    // The same uniqueName is free there; a rebate type of this partition is unknown there.
+    expectError(
+      await there('/add/RRG', { data: { uniqueName: g.uniqueName, rebateType: 'Volume' } }),
+      400,
+      -4,
+      'rebateType',
+    );
+    okData(await there('/add/RRG', { data: { uniqueName: g.uniqueName } }));
+    assert.equal((await groupById(g.id)).label, g.label);
   });
 });

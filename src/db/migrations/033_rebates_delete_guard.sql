@@ -1,0 +1,14 @@
+-- Rebate record groups (migration 031): a delete by filter that meets a locked group, or one in a
+-- running workflow, is refused with SQLSTATE RC409, which the server answers as a 409 (-1) carrying
+-- this message (instead of 22023, a generic -4 that could not say why).
+
+CREATE OR REPLACE FUNCTION rc_rebate_group_delete_guard() RETURNS trigger
+  LANGUAGE plpgsql AS $$
+BEGIN
+  -- Depth 1 only: a partition's removal cascades through a foreign-key trigger (depth 2) and must pass.
+  IF pg_trigger_depth() = 1 AND (OLD.locked OR OLD.workflow_status = 'SUBMITTED') THEN
+    RAISE EXCEPTION 'Rebate record group % is locked or in a running workflow: nothing deleted', OLD.unique_name
+      USING ERRCODE = 'RC409';
+  END IF;
+  RETURN OLD;
+END $$;
