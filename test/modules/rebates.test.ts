@@ -487,7 +487,11 @@ describe('rebate record groups', () => {
             uniqueName: 'rrg-volume',
             approvableType: 'RRG',
             condition: 'rebateType == "Volume"',
-            steps: [{ name: 'Rebate managers', approverUsers: [approver.user], rule: 'ANY' }],
+            steps: [
+              { name: 'Rebate managers', approverUsers: [approver.user], rule: 'ANY' },
+              // Never true here (calculated groups only): decisions read the group's fields too.
+              { name: 'Board', approverUsers: [ADMIN], condition: 'calculationStatus == 0' },
+            ],
           },
         }),
       );
@@ -540,6 +544,19 @@ describe('rebate record groups', () => {
       const [again] = okData(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater));
       assert.equal(again.workflowStatus, 'SUBMITTED');
       assert.equal(again.deniedByName, null);
+      // Withdrawn by its submitter: back to DRAFT, editable.
+      const wf2 = await pendingFor(g);
+      okData(
+        await call(
+          `/workflowsmanager.withdraw/${wf2.id}`,
+          { data: {}, oldValues: { version: wf2.version } },
+          rebater,
+        ),
+      );
+      const w = await groupById(g.id);
+      assert.equal(w.workflowStatus, 'WITHDRAWN');
+      assert.equal(w.status, 'DRAFT');
+      okData(await call('/update/RRG', { data: { typedId: g.typedId, label: 'after withdrawal' } }, rebater));
     });
 
     test('async submit: a REBATERECORD job answering the JST; the group is submitted when it ends', async () => {
@@ -596,6 +613,7 @@ describe('rebate record groups', () => {
     );
     expectError(await calculate(hidden, undefined, rebater), 404, -1);
     expectError(await call(`/rebaterecordgroup.submit/${hidden.typedId}`, {}, rebater), 404, -1);
+    expectError(await call(`/workflowsmanager.submit/${hidden.typedId}`, {}, rebater), 404, -1);
     // The read-only one is seen, not changed.
     assert.equal(okData(await call(`/fetch/RRG/${readOnly.id}`, undefined, rebater))[0].id, readOnly.id);
     expectError(await calculate(readOnly, undefined, rebater), 403, -3);
@@ -607,6 +625,7 @@ describe('rebate record groups', () => {
     );
     expectError(await call(`/rebaterecordgroup.submit/${readOnly.typedId}`, {}, rebater), 403, -3);
     expectError(await call(`/rebaterecordgroup.submit/${readOnly.typedId}/async`, {}, rebater), 403, -3);
+    expectError(await call(`/workflowsmanager.submit/${readOnly.typedId}`, {}, rebater), 403, -3);
     assert.equal((await groupById(readOnly.id)).label, readOnly.label);
     // A member of the group does both.
     const uid = okData(await call('/fetch/U', { data: { loginName: rebater.user } }))[0].id;

@@ -9,9 +9,9 @@ import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
-import { restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
+import { principalForJob, restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
-import { createJob } from '../../jobs/store.ts';
+import { createJob, type JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { CALCULATION_STATUS } from './calculate.ts';
@@ -104,8 +104,21 @@ export function registerRebateApprovable(): void {
       );
       const row = r.rows[0];
       if (!row) return null;
-      // Also for /workflowsmanager.submit/{id}.RRG: the same rules as the group's own submit.
-      if (row.workflow_status !== 'APPROVED') checkSubmittable(row);
+      // Called on submit (also /workflowsmanager.submit/{id}.RRG: the same rules as the group's own
+      // submit, with the submitter's user groups) and on decisions (SUBMITTED: nothing to check).
+      if (row.workflow_status !== 'SUBMITTED' && row.workflow_status !== 'APPROVED') {
+        const submitter = await principalForJob(q, {
+          partition_id: ref.partitionId,
+          created_by: ref.userId,
+          parameters: {},
+        } as unknown as JobRow);
+        const view = row.user_group_view_details;
+        const sees =
+          submitter.admin || typeof view !== 'string' || view === '' || submitter.groups.includes(view);
+        if (!sees) return null;
+        store.requireEditGroup(submitter, row);
+        checkSubmittable(row);
+      }
       return {
         label: (row.label as string | null) ?? (row.unique_name as string),
         workflowStatus: row.workflow_status as string,
