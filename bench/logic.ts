@@ -8,7 +8,8 @@
 //      (target ≥ 50,000 items/s including prefetch).
 // The machine has 2 cores shared with other work: figures are noisy; compare with the targets.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { permissionsOfRoles, type Principal } from '../src/access/access.ts';
 import { createDb } from '../src/db/db.ts';
 import { LogicDate } from '../src/logic/values.ts';
@@ -203,9 +204,21 @@ async function main(): Promise<void> {
         } finally {
           sqlMs += performance.now() - s0;
           statements++;
+          if (process.env.BENCH_LOGIC_SQL_LOG)
+            console.log(
+              `${(performance.now() - s0).toFixed(1)} ms  ${sql.replace(/\s+/g, ' ').slice(0, 90)}`,
+            );
         }
       },
     };
+    // BENCH_LOGIC_PROFILE=<file>: a CPU profile of the bulk run alone (open it in Chrome DevTools).
+    const profile = process.env.BENCH_LOGIC_PROFILE;
+    const session = profile ? new Session() : undefined;
+    if (session) {
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    }
     const t0 = performance.now();
     let done = 0;
     let failed = 0;
@@ -220,6 +233,11 @@ async function main(): Promise<void> {
       rssMax = Math.max(rssMax, process.memoryUsage().rss);
     }
     const s = (performance.now() - t0) / 1000;
+    if (session) {
+      const { profile: p } = await session.post('Profiler.stop');
+      writeFileSync(profile!, JSON.stringify(p));
+      session.disconnect();
+    }
     lines.push(
       `| bulk evaluator, ${done} items, batches of 5,000 | ${(done / s).toFixed(0)} items/s (${s.toFixed(2)} s, of which SQL ${(sqlMs / 1000).toFixed(2)} s in ${statements} statements, ${failed} failed, max RSS ${(rssMax / 2 ** 20).toFixed(0)} MB) | ≥ 50,000 items/s |`,
     );

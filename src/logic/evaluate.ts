@@ -93,16 +93,18 @@ function roundByPolicy(env: Env, name: string, value: Value): Value {
   const policy = env.data?.policy(name) ?? null;
   if (policy === null) throw new EvalError(`rounding policy ${name} does not exist`);
   const after = applyPolicy(x, policy);
-  traceEntry(env, {
-    kind: 'rounding',
-    policy: policy.uniqueName,
-    step: policy.step.toFixed(),
-    mode: policy.mode,
-    priceEnding: policy.priceEnding,
-    endingRule: policy.endingRule,
-    before: toJson(x),
-    after: toJson(after),
-  });
+  // Explanations only: without one, nothing of the entry is built.
+  if (env.element.trace)
+    traceEntry(env, {
+      kind: 'rounding',
+      policy: policy.uniqueName,
+      step: policy.step.toFixed(),
+      mode: policy.mode,
+      priceEnding: policy.priceEnding,
+      endingRule: policy.endingRule,
+      before: toJson(x),
+      after: toJson(after),
+    });
   return after;
 }
 

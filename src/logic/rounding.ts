@@ -30,27 +30,45 @@ export function endingProblem(ending: string): string | undefined {
     : 'must be digits with at most one point, e.g. .99 or 9.90';
 }
 
-const ENDINGS = new Map<string, { e: Dec; m: Dec }>();
+const ENDINGS = new Map<string, { e: Dec; m: Dec; inverse: Dec }>();
 
 /** The ending as (value E, block M): candidates are k·M + E. `.99` → (0.99, 1); `9.90` → (9.9, 10). */
-function endingOf(ending: string): { e: Dec; m: Dec } {
+function endingOf(ending: string): { e: Dec; m: Dec; inverse: Dec } {
   let found = ENDINGS.get(ending);
   if (!found) {
     const whole = ending.includes('.') ? ending.slice(0, ending.indexOf('.')) : ending;
-    found = { e: new D(ending.startsWith('.') ? `0${ending}` : ending), m: new D(10).pow(whole.length) };
+    found = {
+      e: new D(ending.startsWith('.') ? `0${ending}` : ending),
+      m: new D(10).pow(whole.length),
+      // M is a power of ten: y / M is y × 10^-n, exact, and far cheaper than a division.
+      inverse: new D(`1e-${whole.length}`),
+    };
     if (ENDINGS.size < 1_000) ENDINGS.set(ending, found);
   }
   return found;
 }
 
+/** Decimal places of a step that is a power of ten (0.01 → 2, 1 → 0, 100 → -2), else undefined. */
+const POWER_STEPS = new Map<string, number | undefined>();
+function placesOf(step: Dec): number | undefined {
+  const key = step.toString();
+  if (POWER_STEPS.has(key)) return POWER_STEPS.get(key);
+  const places = step.sd() === 1 && step.d[0] === 1 && step.e <= 0 ? -step.e : undefined;
+  if (POWER_STEPS.size < 1_000) POWER_STEPS.set(key, places);
+  return places;
+}
+
 export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {
+  // A step of 0.01 (or 0.1, 1) is rounding to that many decimal places: the same value, no division.
+  const places = placesOf(step);
+  if (places !== undefined) return x.toDecimalPlaces(places, ROUND_MODES[mode]);
   return x.div(step).toDecimalPlaces(0, ROUND_MODES[mode]).times(step);
 }
 
 export function applyEnding(y: Dec, ending: string, rule: EndingRule): Dec {
-  const { e, m } = endingOf(ending);
+  const { e, m, inverse } = endingOf(ending);
   // The candidates k·M + E just below (or at) y and just above it.
-  const inBlock = y.div(m).floor().times(m).plus(e);
+  const inBlock = y.times(inverse).floor().times(m).plus(e);
   const below = inBlock.gt(y) ? inBlock.minus(m) : inBlock;
   const up = below.eq(y) ? below : below.plus(m);
   const down = below.gte(0) ? below : undefined;

@@ -2,7 +2,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyEnding, applyPolicy, type RoundingPolicy } from '../../src/logic/rounding.ts';
+import { applyEnding, applyPolicy, roundToStep, type RoundingPolicy } from '../../src/logic/rounding.ts';
+import { ROUND_MODES } from '../../src/logic/functions/math.ts';
 import { D } from '../../src/logic/values.ts';
 
 test('price endings go to the nearest (ties up), up or down', () => {
@@ -39,4 +40,20 @@ test('a policy rounds to its step by its mode before the ending', () => {
   assert.equal(applyPolicy(new D('17.825'), p('0.05', 'DOWN', null)).toFixed(), '17.8');
   assert.equal(applyPolicy(new D('17.825'), p('1', 'CEILING', null)).toFixed(), '18');
   assert.equal(applyPolicy(new D('14.725'), p('0.01', 'HALF_UP', '.99')).toFixed(), '14.99');
+});
+
+test('a power-of-ten step rounds to places: the same as dividing by the step, in every mode', () => {
+  const modes = ['HALF_UP', 'HALF_EVEN', 'UP', 'DOWN', 'CEILING', 'FLOOR'] as const;
+  const values = ['12.345', '-12.345', '0.005', '-0.005', '99.995', '1234.5', '2.5', '-2.5', '0', '7'];
+  for (const step of ['0.01', '0.1', '1', '0.001', '0.05', '0.25', '10'])
+    for (const mode of modes)
+      for (const x of values) {
+        const s = new D(step);
+        const byDivision = new D(x).div(s).toDecimalPlaces(0, ROUND_MODES[mode]).times(s);
+        assert.equal(
+          roundToStep(new D(x), s, mode).toFixed(),
+          byDivision.toFixed(),
+          `${x} step ${step} ${mode}`,
+        );
+      }
 });

@@ -40,6 +40,21 @@ const ELEMENTS = [
   },
 ];
 
+function adminOf(h: Harness): Principal {
+  return {
+    partitionId: h.partitionId,
+    partition: h.partition,
+    userId: 1,
+    loginName: 'admin',
+    roles: ['ADMIN'],
+    groups: [],
+    admin: true,
+    permissions: permissionsOfRoles(['ADMIN']),
+    via: 'basic',
+    restriction: null,
+  };
+}
+
 describe('logics: competition data', () => {
   let h: Harness;
   let api: Client;
@@ -145,18 +160,7 @@ describe('logics: competition data', () => {
   });
 
   test('bulk: competition rows prefetched set-based (one statement per batch, none per item)', async () => {
-    const principal: Principal = {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: 1,
-      loginName: 'admin',
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
+    const principal = adminOf(h);
     const date = new LogicDate('2026-03-01');
     const { logic } = await bulkLogic(h.db, principal, 'Compete', date);
     const statements: string[] = [];
@@ -181,6 +185,60 @@ describe('logics: competition data', () => {
     // (EarlyA's date argument) after it: two statements per batch whatever its size.
     const reads = statements.filter((s) => /product_competition/.test(s));
     assert.equal(reads.length, 6, statements.join('\n---\n'));
+  });
+
+  test('bulk: products read with the columns the logic reads; a field named at run time reads all', async () => {
+    const principal = adminOf(h);
+    const date = new LogicDate('2026-03-01');
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Fields',
+          validAfter: '2025-01-01',
+          inputs: [{ name: 'Field', type: 'TEXT', default: 'label' }],
+          elements: [
+            { elementName: 'List', expression: 'product.attribute1 * 2' },
+            { elementName: 'Fmt', expression: 'product("formulaName")' },
+            { elementName: 'Any', expression: 'product(input.Field)' },
+          ],
+        },
+      }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Static',
+          validAfter: '2025-01-01',
+          elements: [
+            { elementName: 'List', expression: 'product.attribute1 * 2' },
+            { elementName: 'Fmt', expression: 'product("formulaName")' },
+            { elementName: 'Label', expression: 'product.label' },
+          ],
+        },
+      }),
+    );
+    okData(await api('/update/P', { data: { sku: 'K-2', label: 'Second' } }));
+    const run = async (name: string, inputs?: Record<string, unknown>) => {
+      const { logic } = await bulkLogic(h.db, principal, name, date);
+      const statements: string[] = [];
+      const counted: Queryable = { query: (sql, params) => (statements.push(sql), h.db.query(sql, params)) };
+      const out = [];
+      const items = [{ sku: 'K-2', ...(inputs ? { inputs } : {}) }];
+      for await (const b of evaluateBulk(counted, principal, logic, items, {
+        targetDate: date,
+        limits: { maxSteps: 10_000, maxMs: 5_000 },
+      }))
+        out.push(...b);
+      const sql = statements.find((x) => /FROM "products"/.test(x))!;
+      return { by: Object.fromEntries(out[0]!.results!.map((r) => [r.resultName, r.result])), sql };
+    };
+    const pruned = await run('Static');
+    assert.deepEqual(pruned.by, { List: 40, Fmt: 'Compete', Label: 'Second' });
+    assert.match(pruned.sql, /^SELECT "id", "version", "sku", "user_group_view_details", .*"attribute1"/);
+    assert.doesNotMatch(pruned.sql, /attribute2"|\*/);
+    const all = await run('Fields', { Field: 'label' });
+    assert.deepEqual(all.by, { List: 40, Fmt: 'Compete', Any: 'Second' });
+    assert.match(all.sql, /^SELECT \* FROM/);
   });
 
   test('execute: one read-only transaction, nothing read outside it', async () => {

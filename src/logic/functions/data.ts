@@ -30,12 +30,13 @@ function extensionFn(owner: 'product' | 'customer', doc: string, example: string
     run(_args, env, site) {
       const table = site.literals[0]!;
       const row = env.data!.extension(owner, table)[0] ?? null;
-      traceEntry(env, {
-        kind,
-        table,
-        typedId: row?.ref?.typedId ?? null,
-        version: row?.ref?.version ?? null,
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind,
+          table,
+          typedId: row?.ref?.typedId ?? null,
+          version: row?.ref?.version ?? null,
+        });
       return row;
     },
   });
@@ -63,17 +64,18 @@ export const DATA: readonly FnDef[] = [
         competitor === undefined
           ? null
           : (env.data!.competition(at).find((r) => r.get('competitor') === competitor) ?? null);
-      traceEntry(env, {
-        kind: 'competition',
-        competitor: competitor ?? null,
-        date: at.iso,
-        hit: row !== null,
-        typedId: row?.ref?.typedId ?? null,
-        version: row?.ref?.version ?? null,
-        competitionDate: row === null ? null : toJson(row.get('competitionDate')),
-        price: row === null ? null : toJson(row.get('price')),
-        currency: row === null ? null : toJson(row.get('currency')),
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'competition',
+          competitor: competitor ?? null,
+          date: at.iso,
+          hit: row !== null,
+          typedId: row?.ref?.typedId ?? null,
+          version: row?.ref?.version ?? null,
+          competitionDate: row === null ? null : toJson(row.get('competitionDate')),
+          price: row === null ? null : toJson(row.get('price')),
+          currency: row === null ? null : toJson(row.get('currency')),
+        });
       return row;
     },
   }),
@@ -92,18 +94,19 @@ export const DATA: readonly FnDef[] = [
       const rows = env
         .data!.competition(at)
         .filter((r) => r.get('price') !== null && (currency === undefined || r.get('currency') === currency));
-      traceEntry(env, {
-        kind: 'competitionPrices',
-        currency: currency ?? null,
-        date: at.iso,
-        rows: rows.map((r) => ({
-          competitor: toJson(r.get('competitor')),
-          typedId: r.ref?.typedId ?? null,
-          version: r.ref?.version ?? null,
-          competitionDate: toJson(r.get('competitionDate')),
-          price: toJson(r.get('price')),
-        })),
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'competitionPrices',
+          currency: currency ?? null,
+          date: at.iso,
+          rows: rows.map((r) => ({
+            competitor: toJson(r.get('competitor')),
+            typedId: r.ref?.typedId ?? null,
+            version: r.ref?.version ?? null,
+            competitionDate: toJson(r.get('competitionDate')),
+            price: toJson(r.get('price')),
+          })),
+        });
       return rows.map((r) => r.get('price'));
     },
   }),
@@ -120,15 +123,16 @@ export const DATA: readonly FnDef[] = [
     run(args, env, site) {
       const table = site.literals[0]!;
       const found = env.data!.lookup(table, keysOf(args, 1));
-      traceEntry(env, {
-        kind: 'lookup',
-        table,
-        keys: keysOf(args, 1).map(toJson),
-        hit: found.row !== null,
-        rowId: found.row?.ref?.typedId ?? null,
-        version: found.row?.ref?.version ?? null,
-        value: toJson(found.value),
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'lookup',
+          table,
+          keys: keysOf(args, 1).map(toJson),
+          hit: found.row !== null,
+          rowId: found.row?.ref?.typedId ?? null,
+          version: found.row?.ref?.version ?? null,
+          value: toJson(found.value),
+        });
       return found.value;
     },
   }),
@@ -145,14 +149,15 @@ export const DATA: readonly FnDef[] = [
     run(args, env, site) {
       const table = site.literals[0]!;
       const found = env.data!.lookup(table, keysOf(args, 1));
-      traceEntry(env, {
-        kind: 'lookupRow',
-        table,
-        keys: keysOf(args, 1).map(toJson),
-        hit: found.row !== null,
-        rowId: found.row?.ref?.typedId ?? null,
-        version: found.row?.ref?.version ?? null,
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'lookupRow',
+          table,
+          keys: keysOf(args, 1).map(toJson),
+          hit: found.row !== null,
+          rowId: found.row?.ref?.typedId ?? null,
+          version: found.row?.ref?.version ?? null,
+        });
       return found.row;
     },
   }),
@@ -187,18 +192,19 @@ export const DATA: readonly FnDef[] = [
         keys = keys.slice(0, -1);
       }
       const row = env.data!.conditionRecord(set, keys, at);
-      traceEntry(env, {
-        kind: 'conditionRecord',
-        set,
-        keys: keys.map(toJson),
-        date: at.iso,
-        hit: row !== null,
-        typedId: row?.ref?.typedId ?? null,
-        version: row?.ref?.version ?? null,
-        validFrom: row === null ? null : toJson(row.get('validFrom')),
-        validTo: row === null ? null : toJson(row.get('validTo')),
-        conditionValue: row === null ? null : toJson(row.get('conditionValue')),
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'conditionRecord',
+          set,
+          keys: keys.map(toJson),
+          date: at.iso,
+          hit: row !== null,
+          typedId: row?.ref?.typedId ?? null,
+          version: row?.ref?.version ?? null,
+          validFrom: row === null ? null : toJson(row.get('validFrom')),
+          validTo: row === null ? null : toJson(row.get('validTo')),
+          conditionValue: row === null ? null : toJson(row.get('conditionValue')),
+        });
       return row;
     },
   }),
@@ -219,27 +225,29 @@ export const DATA: readonly FnDef[] = [
       if (policy === null) {
         const after = roundTo(x, 2, 'HALF_UP');
         env.element.warnings.push(`no rounding policy for ${currency}: rounded to 2 decimals`);
-        traceEntry(env, {
-          kind: 'rounding',
-          policy: null,
-          currency,
-          before: toJson(x),
-          after: toJson(after),
-        });
+        if (env.element.trace)
+          traceEntry(env, {
+            kind: 'rounding',
+            policy: null,
+            currency,
+            before: toJson(x),
+            after: toJson(after),
+          });
         return after;
       }
       const after = applyPolicy(x, policy);
-      traceEntry(env, {
-        kind: 'rounding',
-        policy: policy.uniqueName,
-        currency,
-        step: policy.step.toFixed(),
-        mode: policy.mode,
-        priceEnding: policy.priceEnding,
-        endingRule: policy.endingRule,
-        before: toJson(x),
-        after: toJson(after),
-      });
+      if (env.element.trace)
+        traceEntry(env, {
+          kind: 'rounding',
+          policy: policy.uniqueName,
+          currency,
+          step: policy.step.toFixed(),
+          mode: policy.mode,
+          priceEnding: policy.priceEnding,
+          endingRule: policy.endingRule,
+          before: toJson(x),
+          after: toJson(after),
+        });
       return after;
     },
   }),

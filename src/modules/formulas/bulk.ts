@@ -58,6 +58,8 @@ export async function* evaluateBulk(
   // One after the other: q may be a transaction's single connection.
   const productMeta = await store.attributeTypesOf(q, principal, 'P');
   const customerMeta = await store.attributeTypesOf(q, principal, 'C');
+  const productFields = fieldsRead(logic, 'product');
+  const customerFields = fieldsRead(logic, 'customer');
   let batch: BulkItem[] = [];
   // One data cache for the whole run: look-up rows carry over, per-item rows are dropped per batch.
   const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
@@ -66,10 +68,10 @@ export async function* evaluateBulk(
     const customerIds = [
       ...new Set(batch.flatMap((i) => (i.customerId === undefined ? [] : [i.customerId]))),
     ];
-    const products = await store.masterRecords(q, principal, 'P', skus);
+    const products = await store.masterRecords(q, principal, 'P', skus, productFields);
     const customers =
       customerIds.length > 0
-        ? await store.masterRecords(q, principal, 'C', customerIds)
+        ? await store.masterRecords(q, principal, 'C', customerIds, customerFields)
         : new Map<string, Record<string, unknown>>();
     const out: BulkResult[] = batch.map((i) => ({
       sku: i.sku,
@@ -157,6 +159,27 @@ async function evaluateSafely(
     } catch (err) {
       if (!(err instanceof LimitError)) throw err;
       out.push({ error: `logic stopped: ${err.message}` });
+    }
+  }
+  return out;
+}
+
+/**
+ * The fields of a record root (`product`, `customer`) the logic reads: `product.attribute1` paths
+ * and `product("attribute1")` calls; undefined (all of them) when a call names its field at run time.
+ */
+export function fieldsRead(logic: CompiledLogic, root: string): Set<string> | undefined {
+  const out = new Set<string>();
+  for (const el of logic.elements) {
+    for (const path of el.reads.fields) {
+      const [head, field] = path.split('.');
+      if (head === root && field !== undefined) out.add(field);
+    }
+    for (const call of el.reads.calls) {
+      if (call.name !== root) continue;
+      const field = call.literals[0];
+      if (field === undefined) return undefined;
+      out.add(field);
     }
   }
   return out;

@@ -72,7 +72,21 @@ export class BatchData {
     this.policies = policies;
   }
 
+  /**
+   * The data port for one item. One port object serves every item of this batch data in turn (an
+   * evaluation is synchronous, so no two items use it at once): no allocation per item.
+   */
   portFor(item: ItemKeys): DataPortFor {
+    this.item = item;
+    const port = (this.port ??= this.newPort());
+    port.missing = false;
+    return port;
+  }
+
+  private item: ItemKeys = {};
+  private port: DataPortFor | undefined;
+
+  private newPort(): DataPortFor {
     const port: DataPortFor = {
       missing: false,
       lookup: (table, keys) => {
@@ -90,7 +104,7 @@ export class BatchData {
             `lookup table ${table} (${meta.type}) takes ${want} key(s), got ${keys.length}`,
           );
         if (keys.some((k) => k === null)) return NO_ROW;
-        const k = keys.map(textOf).join(SEP);
+        const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
         const found = this.rows.get(table)?.get(k);
         if (found !== undefined) return found;
         this.addKey(table, k);
@@ -112,7 +126,7 @@ export class BatchData {
         return null;
       },
       extension: (owner, table) => {
-        const key = owner === 'product' ? item.sku : item.customerId;
+        const key = owner === 'product' ? this.item.sku : this.item.customerId;
         if (key === undefined) return [];
         const id = `${owner}${SEP}${table}`;
         const found = this.extensions.get(id)?.get(key);
@@ -124,7 +138,7 @@ export class BatchData {
         return [];
       },
       competition: (date) => {
-        const sku = item.sku;
+        const sku = this.item.sku;
         if (sku === undefined) return [];
         const found = this.competition.get(date.iso)?.get(sku);
         if (found !== undefined) return found;
@@ -355,7 +369,9 @@ export async function evaluateItems(
       const item = items[i]!;
       const port = data.portFor(item);
       results[i] = evaluateItem(logic, {
-        ...opts,
+        targetDate: opts.targetDate,
+        explain: opts.explain,
+        limits: opts.limits,
         today,
         inputs: item.inputs,
         roots: item.roots,
