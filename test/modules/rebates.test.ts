@@ -698,4 +698,53 @@ describe('rebate record groups', () => {
     okData(await there('/add/RRG', { data: { uniqueName: g.uniqueName } }));
     assert.equal((await groupById(g.id)).label, g.label);
   });
+
+  test('a logic stopped by its step limit is a -4 and nothing is written', async () => {
+    // A partition of the same database served with LOGIC_MAX_STEPS=100: 150 elements exceed it.
+    const small = await startHarness({ shareDbWith: h, env: { LOGIC_MAX_STEPS: '100' } });
+    try {
+      const at = (path: string, body?: unknown) =>
+        small.call(path, { basic: admin, ...(body === undefined ? {} : { body }) });
+      okData(
+        await at('/add/F', {
+          data: {
+            uniqueName: 'Long',
+            validAfter: '2026-01-01',
+            nature: 'REBATE',
+            elements: Array.from({ length: 150 }, (_, i) => ({
+              elementName: `E${i}`,
+              expression: `${i} + 1`,
+            })),
+          },
+        }),
+      );
+      const [g] = okData(await at('/add/RRG', { data: { uniqueName: 'LONG-1', formulaName: 'Long' } }));
+      const r = await at(`/rebaterecordgroup.calculate/${g.typedId}`, {
+        data: { rebateRecordGroup: { label: 'changed' } },
+      });
+      expectError(r, 400, -4, 'logic');
+      const [after] = okData(await at(`/fetch/RRG/${g.id}`));
+      assert.equal(after.version, g.version);
+      assert.equal(after.label, null);
+      assert.equal(after.calculationStatus, 0);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('record history of groups: client fields recorded, ?asOf answers attributes typed', async () => {
+    const g = await newGroup({ attribute1: '7' });
+    // An instant between the add and the update (the database keeps microseconds, answers milliseconds).
+    await new Promise((r) => setTimeout(r, 50));
+    const between = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 50));
+    okData(await call('/update/RRG', { data: { typedId: g.typedId, attribute1: '8.25', label: 'later' } }));
+    const hist = okData(await call(`/fetch/RRG/${g.id}/history`, {}));
+    assert.deepEqual(hist.map((e: any) => e.action).sort(), ['ADD', 'UPDATE']);
+    const upd = hist.find((e: any) => e.action === 'UPDATE');
+    assert.deepEqual(upd.changes.attribute1, { old: '7', new: '8.25' });
+    const before = okData(await call(`/fetch/RRG/${g.id}?asOf=${encodeURIComponent(between)}`))[0];
+    assert.equal(before.attribute1, 7);
+    assert.equal(before.label, g.label);
+  });
 });

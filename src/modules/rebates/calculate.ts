@@ -205,5 +205,5 @@ export async function calculateGroup(
   } finally {
     ended = true;
   }
-  return fetchOne(db, principal, store.RRG, String(id));
+  return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
 }

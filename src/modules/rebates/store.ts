@@ -28,6 +28,20 @@ export async function lockGroupOrFail(q: Queryable, principal: Principal, id: nu
   return row;
 }
 
+/**
+ * The caller as the reader of the group it just calculated or submitted: the answer must not fail
+ * on REBATERECORD_FETCH after the write committed (a token restricted to REBATERECORD_EDIT, say).
+ * The group's user groups still apply.
+ */
+export function answerReader(principal: Principal): Principal {
+  const fetch = 'REBATERECORD_FETCH' as const;
+  return {
+    ...principal,
+    permissions: new Set([...principal.permissions, fetch]),
+    restriction: principal.restriction === null ? null : new Set([...principal.restriction, fetch]),
+  };
+}
+
 /** The caller may change the group: no edit group, or one of theirs (admins always). */
 export function requireEditGroup(principal: Principal, row: Row): void {
   const g = row.user_group_edit;

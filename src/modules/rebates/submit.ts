@@ -155,7 +155,7 @@ export async function submitGroup(db: Db, principal: Principal, idText: string):
     await submittableGroup(tx, principal, id);
     await submitApprovable(tx, principal, 'RRG', id);
   });
-  return fetchOne(db, principal, store.RRG, String(id));
+  return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
 }
 
 /**
