@@ -160,6 +160,7 @@ export function selectList(tc: TypeContext, names?: readonly string[], alias = '
     .map((name) => {
       if (name === 'typedId') return `${typedIdSql(tc.type, alias)} AS "typedId"`;
       const f = tc.fields.get(name)!;
+      if (f.readSql !== undefined) return `${f.readSql(alias)} AS "${safeAlias(f.name)}"`;
       if (f.jsonKey !== undefined) {
         return `(${qualified(alias, f.column)} -> ${jsonKeyLiteral(f.jsonKey)}) AS "${safeAlias(f.name)}"`;
       }

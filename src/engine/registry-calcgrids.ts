@@ -8,6 +8,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
+import { qualified } from '../db/sql.ts';
 import { AppError, validationError } from '../http/errors.ts';
 import { SYSTEM, text } from './registry-fields.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
@@ -125,7 +126,13 @@ function itemType(keyNumber: number): TypeDef {
     fields: [
       { name: 'calculationGridId', column: 'grid_id', type: 'integer', required: true, key: true },
       ...keys,
-      system('calculationResults', 'calculation_results', 'json'),
+      {
+        ...system('calculationResults', 'calculation_results', 'json'),
+        // Stored compactly (migration 032): expanded with the grid's result meta when read.
+        readSql: (a) =>
+          `rc_grid_results(${qualified(a, 'calculation_results')}, (SELECT g.result_meta FROM calc_grids g
+             WHERE g.partition_id = ${qualified(a, 'partition_id')} AND g.id = ${qualified(a, 'grid_id')}))`,
+      },
       system('overrides', 'overrides', 'json'),
       system('approvalState', 'approval_state'),
       system('workflowStatus', 'workflow_status'),

@@ -51,6 +51,11 @@ export interface FieldDef extends FieldSpec {
   /** Part of the business key: may be set on add, never changed afterwards. */
   readonly key?: boolean;
   readonly maxLength?: number;
+  /**
+   * The field's output as an SQL expression over the row alias (a registry constant, never input):
+   * calculation grid items answer `calculationResults` expanded from their compact stored form.
+   */
+  readonly readSql?: (alias: string) => string;
   /** Values allowed for this field (checked on writes). */
   readonly oneOf?: readonly string[];
 }

@@ -7,7 +7,6 @@ import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { evaluateBulk, type BulkItem, type BulkOptions, type BulkResult } from '../formulas/bulk.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
-import type { ResultObject } from '../../logic/results.ts';
 import type { KeySource } from './sources.ts';
 import type { ItemRow, Keys } from './store.ts';
 
@@ -33,6 +32,30 @@ export interface Pending {
   readonly inputHash: string;
   /** Manual overrides by element name (empty: none). */
   readonly overrides: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What every item of a grid shares per element (migration 032): the static fields of its result
+ * objects and the defaults of the varying ones; items store the rest (see rowOf).
+ */
+export function resultMetaOf(logic: CompiledLogic): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const el of logic.elements) {
+    const d = el.def;
+    out[d.elementName] = {
+      resultLabel: d.label ?? d.elementName,
+      ...(d.formatType === undefined ? {} : { formatType: d.formatType }),
+      suffix: d.suffix ?? null,
+      alertType: null,
+      alertMessage: null,
+      warnings: [],
+      overridable: d.overridable ?? false,
+      overridden: false,
+      resultGroup: d.resultGroup ?? null,
+      displayOptions: d.displayOptions ?? 1,
+    };
+  }
+  return out;
 }
 
 /** The field type of an element's values: `result.<name>` in CGI criteria and sorts. */
@@ -92,10 +115,18 @@ export async function computeItems(
     opts,
   );
   const fixedOf = new Map(overridden.map((p, i) => [p, fixedRuns[i]!]));
-  return pending.map((p, i) => rowOf(p, normal[i]!, fixedOf.get(p)));
+  const metaFormats = new Set(
+    logic.elements.filter((e) => e.def.formatType !== undefined).map((e) => e.def.elementName),
+  );
+  return pending.map((p, i) => rowOf(p, normal[i]!, fixedOf.get(p), metaFormats));
 }
 
-function rowOf(p: Pending, normal: BulkResult, fixed: BulkResult | undefined): ItemRow {
+function rowOf(
+  p: Pending,
+  normal: BulkResult,
+  fixed: BulkResult | undefined,
+  metaFormats: ReadonlySet<string>,
+): ItemRow {
   const failed = normal.error ?? fixed?.error ?? null;
   const base = fixed?.results ?? normal.results;
   if (failed !== null || base === null) {
@@ -109,24 +140,30 @@ function rowOf(p: Pending, normal: BulkResult, fixed: BulkResult | undefined): I
       inputHash: p.inputHash,
     };
   }
-  const computed = new Map((normal.results ?? []).map((r) => [r.resultName, r.result]));
-  const objects: (ResultObject & { computedResult?: unknown })[] = fixed
-    ? base.map((r) =>
-        Object.hasOwn(p.overrides, r.resultName)
-          ? { ...r, overridden: true, computedResult: computed.get(r.resultName) ?? null }
-          : r,
-      )
-    : base;
+  const computed = fixed ? new Map((normal.results ?? []).map((r) => [r.resultName, r.result])) : undefined;
   const values: Record<string, unknown> = {};
   const warnings: string[] = [];
   const alerts: { resultName: string; alertType: string; alertMessage: string | null }[] = [];
-  for (const r of objects) {
+  const objects: Record<string, unknown>[] = [];
+  for (const r of base) {
     const v = r.result;
+    // The stored (compact) result object: what varies per item; the grid's result meta has the rest.
+    const o: Record<string, unknown> = { resultName: r.resultName, result: v, resultType: r.resultType };
+    if (!metaFormats.has(r.resultName)) o.formatType = r.formatType;
+    if (r.warnings.length > 0) o.warnings = r.warnings;
+    if (r.alertType !== null) {
+      o.alertType = r.alertType;
+      o.alertMessage = r.alertMessage;
+      alerts.push({ resultName: r.resultName, alertType: r.alertType, alertMessage: r.alertMessage });
+    }
+    if (fixed && Object.hasOwn(p.overrides, r.resultName)) {
+      o.overridden = true;
+      o.computedResult = computed?.get(r.resultName) ?? null;
+    }
+    objects.push(o);
     if (v === null || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean')
       values[r.resultName] = v;
     for (const w of r.warnings) warnings.push(`${r.resultName}: ${w}`);
-    if (r.alertType !== null)
-      alerts.push({ resultName: r.resultName, alertType: r.alertType, alertMessage: r.alertMessage });
   }
   return {
     keys: p.keys,

@@ -18,7 +18,7 @@ import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts'
 import type { LogicLimits } from '../../logic/env.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { targetDateOf } from '../formulas/service.ts';
-import { computeItems, itemOf, resultTypesOf, type Pending } from './compute.ts';
+import { computeItems, itemOf, resultMetaOf, resultTypesOf, type Pending } from './compute.ts';
 import { innerKeys, productCount, productPage, type InnerKeys, type KeySource } from './sources.ts';
 import * as store from './store.ts';
 
@@ -87,7 +87,11 @@ async function calculate(
   const inner: InnerKeys[] = [];
   for (let i = 1; i < sources.length; i++)
     inner.push(await innerKeys(db, principal, sources[i]!, `keySources[${i}]`, targetDate.iso));
-  await store.setGridState(db, pid, grid.id, { status: 'CALCULATING', resultTypes: resultTypesOf(logic) });
+  await store.setGridState(db, pid, grid.id, {
+    status: 'CALCULATING',
+    resultTypes: resultTypesOf(logic),
+    resultMeta: resultMetaOf(logic),
+  });
 
   const spec = createHash('sha256')
     .update(JSON.stringify([row.id, row.version, grid.inputs, targetDate.iso, sources]))
@@ -98,6 +102,8 @@ async function calculate(
   const gridInputs = grid.inputs ?? {};
   const opts = { targetDate, limits };
   const checkHistory = (await store.hasItems(db, pid, grid.id)) || ctx.job.checkpoint !== null;
+  // The first calculation of a grid without items: pass 1 copies its items straight into the table.
+  let fresh = !checkHistory;
   const gridRef = {
     partitionId: pid,
     id: grid.id,
@@ -129,39 +135,51 @@ async function calculate(
     };
   };
 
+  // Batches are pipelined: the next one is evaluated (this process's CPU) while the previous one is
+  // written (the database's CPU). At most one write is in flight; its progress report (checkpoint)
+  // follows it, so a checkpoint never names an item that is not written.
+  let writing: Promise<void> = Promise.resolve();
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return;
+    const current = batch;
+    const end = batchEnd;
+    batch = [];
     const existing = checkHistory
       ? await store.existingOf(
           db,
           pid,
           grid.id,
           runId,
-          batch.map((p) => p.keys),
+          current.map((p) => p.keys),
         )
       : new Map<string, store.ExistingItem>();
     const todo: Pending[] = [];
-    for (const p of batch) {
+    for (const p of current) {
       const e = existing.get(store.keyText(p.keys));
       if (e && e.runId === runId && e.inputHash === p.inputHash) continue;
       todo.push(e ? { ...p, overrides: e.overrides } : p);
     }
     const rows = await computeItems(db, principal, logic, todo, opts);
-    await store.writeItems(db, gridRef, rows);
-    const errors = rows.filter((r) => r.error !== null).length;
-    cp = {
-      ...cp,
-      ...batchEnd,
-      computed: cp.computed + rows.length,
-      skipped: cp.skipped + batch.length - todo.length,
-      errors: cp.errors + errors,
-    };
-    batch = [];
-    const done = cp.computed + cp.skipped;
-    await ctx.progress({
-      progress: Math.min(99, total > 0 ? Math.floor((done * 100) / total) : 99),
-      checkpoint: cp,
-    });
+    await writing;
+    const mode = fresh ? 'insert' : 'upsert';
+    const write = (async () => {
+      await store.writeItems(db, gridRef, rows, mode);
+      cp = {
+        ...cp,
+        ...end,
+        computed: cp.computed + rows.length,
+        skipped: cp.skipped + current.length - todo.length,
+        errors: cp.errors + rows.filter((r) => r.error !== null).length,
+      };
+      const done = cp.computed + cp.skipped;
+      await ctx.progress({
+        progress: Math.min(99, total > 0 ? Math.floor((done * 100) / total) : 99),
+        checkpoint: cp,
+      });
+    })();
+    // Awaited by the next flush (or at the end); marked handled so a failure waits for that await.
+    write.catch(() => {});
+    writing = write;
   };
 
   // Pass 1: the sources' key tuples.
@@ -181,7 +199,9 @@ async function calculate(
       after = page[page.length - 1]!.sku;
     }
     await flush();
+    await writing;
     cp = { ...cp, pass: 2, afterId: 0 };
+    fresh = false;
     batchEnd = {};
   }
 
@@ -216,6 +236,7 @@ async function calculate(
     // Items outside the run are always recomputed (their hash names no versions).
     await flush();
   }
+  await writing;
   await ctx.progress({ progress: 100, checkpoint: cp });
   return {
     gridId: grid.id,

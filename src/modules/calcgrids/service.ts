@@ -20,7 +20,7 @@ import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { APPROVABLE_CODE, setItemApproval } from './approval.ts';
-import { computeItems, itemOf, resultTypesOf } from './compute.ts';
+import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
@@ -108,6 +108,7 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
       targetDate,
       inputs,
       resultTypes: resultTypesOf(logic),
+      resultMeta: resultMetaOf(logic),
     });
     return fetchOne(tx, principal, GRID_TYPE, String(id));
   });

@@ -44,6 +44,7 @@ export interface NewGrid {
   readonly targetDate: string | null;
   readonly inputs: Record<string, unknown>;
   readonly resultTypes: Record<string, string>;
+  readonly resultMeta: Record<string, unknown>;
 }
 
 export async function insertGrid(
@@ -54,8 +55,8 @@ export async function insertGrid(
 ): Promise<number> {
   const r = await q.query<{ id: number }>(
     `INSERT INTO calc_grids (partition_id, label, formula_name, key_number, key_sources, target_date, inputs,
-                             result_types, created_by, last_update_by)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6::date, $7::jsonb, $8::jsonb, $9, $9) RETURNING id`,
+                             result_types, result_meta, created_by, last_update_by)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6::date, $7::jsonb, $8::jsonb, $9::jsonb, $10, $10) RETURNING id`,
     [
       partitionId,
       g.label,
@@ -65,6 +66,7 @@ export async function insertGrid(
       g.targetDate,
       JSON.stringify(g.inputs),
       JSON.stringify(g.resultTypes),
+      JSON.stringify(g.resultMeta),
       userId,
     ],
   );
@@ -81,12 +83,13 @@ export async function setGridState(
     jstId?: number;
     runId?: number;
     resultTypes?: Record<string, string>;
+    resultMeta?: Record<string, unknown>;
     counted?: boolean;
   },
 ): Promise<void> {
   await q.query(
     `UPDATE calc_grids g SET status = $3, jst_id = coalesce($4, jst_id), run_id = coalesce($5, run_id),
-            result_types = coalesce($6::jsonb, result_types),
+            result_types = coalesce($6::jsonb, result_types), result_meta = coalesce($8::jsonb, result_meta),
             item_count = CASE WHEN $7 THEN c.n ELSE item_count END,
             calculated_count = CASE WHEN $7 THEN c.ok ELSE calculated_count END,
             error_count = CASE WHEN $7 THEN c.n - c.ok ELSE error_count END,
@@ -103,6 +106,7 @@ export async function setGridState(
       s.runId ?? null,
       s.resultTypes === undefined ? null : JSON.stringify(s.resultTypes),
       s.counted === true,
+      s.resultMeta === undefined ? null : JSON.stringify(s.resultMeta),
     ],
   );
 }
@@ -221,16 +225,37 @@ function csvField(v: string | null): string {
   return v === null ? '' : `"${v.replaceAll('"', '""')}"`;
 }
 
-/** Writes a batch of items (insert or refresh) in one transaction: COPY to a stage, one upsert. */
+/** Columns a fresh batch is copied into directly (after the per-row ones of the stage). */
+const DIRECT_COLUMNS = [
+  'partition_id',
+  'grid_id',
+  'key_number',
+  'run_id',
+  'created_by',
+  'last_update_by',
+  'calculation_date',
+  ...STAGE_COLUMNS,
+];
+
+/**
+ * Writes a batch of items in one transaction. `insert` (items that cannot exist yet: the first
+ * calculation of a grid that had none): one COPY into the items table. `upsert`: COPY to a stage,
+ * then one INSERT ... ON CONFLICT DO UPDATE refreshing existing items.
+ */
 export async function writeItems(
   db: Db,
   grid: { partitionId: number; id: number; keyNumber: number; runId: number; userId: number },
   rows: readonly ItemRow[],
+  mode: 'insert' | 'upsert',
 ): Promise<void> {
   if (rows.length === 0) return;
+  const prefix =
+    mode === 'insert'
+      ? `${[grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId, grid.userId, new Date().toISOString()].join(',')},`
+      : '';
   let csv = '';
   for (const r of rows) {
-    csv += `${[
+    csv += `${prefix}${[
       ...r.keys.map(csvField),
       csvField(r.calculationResults),
       csvField(r.results),
@@ -239,6 +264,10 @@ export async function writeItems(
       csvField(r.error),
       csvField(r.inputHash),
     ].join(',')}\n`;
+  }
+  if (mode === 'insert') {
+    await db.transaction((tx) => tx.copyFrom('calc_grid_items', DIRECT_COLUMNS, csv));
+    return;
   }
   await db.transaction(async (tx) => {
     await tx.query(
