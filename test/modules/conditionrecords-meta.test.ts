@@ -1,8 +1,11 @@
 // Condition records over real HTTP on both databases: attribute meta per set (CRCIAM rows name their
 // set; items are typed, checked, filtered and answered with their own set's meta; a fetch across
 // sets sees text; a set's meta goes with the set), open-ended items (validTo left out on add,
-// integrate and loads), and `/loaddata/CRCI` / `/loaddata/CRCIn` (the CRCP load without splicing,
-// pointing to CRCP for it).
+// integrate and loads), `/loaddata/CRCI` / `/loaddata/CRCIn` (the CRCP load without splicing,
+// pointing to CRCP for it), and look-ups of keys whose signature the server computes itself
+// (non-ASCII keys, keys with the separator) agreeing with the database's; the no-overlap invariant
+// under concurrent single-item writes and loads (held by the database's locks and checks, migration
+// 038, now that no exclusion constraint backs it).
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -319,5 +322,82 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     assert.equal(r3.inserted, 0);
     assert.equal(r3.errors[0].field, 'conditionRecordSetId');
     assert.match(r3.errors[0].message, /CRCI1, not CRCI2/);
+  });
+
+  test('look-up: key signatures computed by the server agree with the database (any characters)', async () => {
+    const s = await newSet(2);
+    const keys = [
+      ['Ä:ß', 'x'],
+      ['1:2', '3'],
+      ['1', '2:3'],
+      ['😀 emoji', '漢字'],
+      ['-', '-'],
+      ["quote'\\", 'tab\tnew\nline'],
+    ];
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'conditionValue'],
+          data: keys.map((k, i) => [s.id, k[0], k[1], '2026-01-01', String(i)]),
+        },
+      }),
+    );
+    assert.equal(r.inserted, keys.length, JSON.stringify(r));
+    const found = okData(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: { keys: [...keys, ['1:2', '2:3'], ['Ä', 'ß:x']], date: '2030-05-05' },
+      }),
+    );
+    assert.deepEqual(
+      found.map((f) => f?.conditionValue ?? null),
+      [...keys.map((_, i) => String(i)), null, null],
+    );
+    assert.deepEqual(found[3].keys, ['😀 emoji', '漢字']);
+    assert.equal(found[0].conditionRecordSetId, s.id);
+    assert.equal(found[0].validTo, '9999-12-31');
+  });
+
+  test('concurrent writers of the same keys: adds, integrates and a load never leave an overlap', async () => {
+    const s = await newSet(1);
+    const N = 30;
+    const add = (k: string, from: string, to: string) =>
+      call('/add/CRCI1', { data: { conditionRecordSetId: s.id, key1: k, validFrom: from, validTo: to } });
+    const integrate = (k: string, from: string, to: string) =>
+      call('/integrate/CRCI1', [
+        { data: { conditionRecordSetId: s.id, key1: k, validFrom: from, validTo: to } },
+      ]);
+    const load = call('/loaddata/CRCI1', {
+      data: {
+        header: ['conditionRecordSetId', 'key1', 'validFrom', 'validTo'],
+        data: Array.from({ length: N }, (_, i) => [s.id, `K${i}`, '2026-02-01', '2026-04-30']),
+      },
+    });
+    const singles = Array.from({ length: N }, (_, i) => [
+      add(`K${i}`, '2026-01-01', '2026-03-31'),
+      integrate(`K${i}`, '2026-03-15', '2026-12-31'),
+    ]).flat();
+    const replies = await Promise.all([load, ...singles]);
+    for (const r of replies.slice(1)) {
+      assert.ok(r.body.response.status === 0 || (r.status === 400 && r.body.response.status === -4), r.text);
+    }
+    const [loaded] = okData(replies[0]!);
+    const written = loaded.inserted + replies.slice(1).filter((r) => r.body.response.status === 0).length;
+    const items = okData(
+      await call('/fetch/CRCI1', {
+        data: { conditionRecordSetId: s.id },
+        sortBy: ['key1', 'validFrom'],
+        endRow: 1000,
+      }),
+    );
+    assert.equal(items.length, written);
+    // Every key has at least one item, and no two items of a key overlap.
+    const byKey = new Map<string, any[]>();
+    for (const it of items) byKey.set(it.key1, [...(byKey.get(it.key1) ?? []), it]);
+    assert.equal(byKey.size, N);
+    for (const [k, list] of byKey) {
+      for (let i = 1; i < list.length; i++) {
+        assert.ok(list[i].validFrom > list[i - 1].validTo, `${k}: ${JSON.stringify(list)}`);
+      }
+    }
   });
 });

@@ -1,14 +1,18 @@
 // Look-up of condition records at a date: for each key tuple, the item of a set valid on that day
 // (validity is inclusive at both ends). The logic engine calls `findConditionRecords`; the route
-// `/conditionrecordset.lookup/{set}` serves it to clients. One SQL statement per call, whatever the
-// number of tuples: the tuples travel as twelve text arrays (`unnest` ... WITH ORDINALITY) and each
-// meets the btree index (partition, set, key signature, validFrom) once.
+// `/conditionrecordset.lookup/{set}` serves it to clients. The set is read first (its id, key size,
+// wildcards); then one SQL statement answers every tuple, however many: for sets without wildcards
+// the tuples travel as one array of key signatures (computed here, exactly as the database's
+// rc_condition_key_sig does), each meets the btree index (partition, set, key signature, validFrom)
+// once, and only found items come back, with the columns the answer needs (keys are the tuple's,
+// custom attributes one JSON object of the non-empty ones). Sets with wildcards send the keys too.
 //
 // Wildcard rule (sets with `wildcardKeys` true): an item key `*` matches any value at its position.
 // An exact match always wins; otherwise, of the items matching with wildcards, the most specific
 // one wins, comparing positions from key1 on (a specific key1 beats `*` in key1, then key2, ...).
 // A `*` in a tuple is only matched by an item key `*` (or by exact equality), never "any item".
 
+import { hash } from 'node:crypto';
 import type { Db, Queryable } from '../../db/db.ts';
 import { validationError, notFound } from '../../http/errors.ts';
 import { coerceValue } from '../../engine/values.ts';
@@ -51,12 +55,72 @@ const ITEM_COLUMNS = [
   'version',
 ];
 
+const SET_SQL = prepared(
+  'SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
+);
+
+const FOUND_COLUMNS = [
+  'id',
+  'valid_from',
+  'valid_to',
+  'condition_value',
+  'unit_of_measure',
+  'currency',
+  'price_unit',
+  'version',
+];
+/** The non-empty custom attributes as one JSON object (NULL when there are none). */
+const ATTRS_JSON = `CASE WHEN num_nonnulls(${ATTRS.map((a) => `c.${a}`).join(', ')}) > 0
+  THEN json_strip_nulls(json_build_object(${ATTRS.map((a) => `'${a}', c.${a}`).join(', ')})) END`;
+
+/** Sets without wildcards: one probe of the key index per signature; found items only. */
+const EXACT_SQL = prepared(`
+  SELECT q.n, ${FOUND_COLUMNS.map((c) => `c.${c}`).join(', ')}, ${ATTRS_JSON} AS attrs
+    FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
+   CROSS JOIN LATERAL (
+      SELECT ${[...FOUND_COLUMNS, ...ATTRS].join(', ')} FROM condition_records c
+       WHERE c.partition_id = $1 AND c.condition_record_set_id = $2 AND c.key_sig = q.sig
+         AND c.valid_from <= $4::date AND c.valid_to >= $4::date
+       -- At most one item is valid on a day: the latest start on or before it.
+       ORDER BY c.valid_from DESC
+       LIMIT 1
+    ) c`);
+
+/**
+ * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 014):
+ * md5 of each key as `<length in characters>:<key>` (absent keys `-`), as a uuid.
+ */
+export function conditionKeySig(keys: readonly string[]): string {
+  let text = '';
+  for (let k = 0; k < MAX_KEY_SIZE; k++) {
+    const v = keys[k];
+    text += v === undefined ? '-' : `${codePoints(v)}:${v}`;
+  }
+  const h = hash('md5', text, 'hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** PostgreSQL's length() of a text: characters (code points), not UTF-16 units. */
+function codePoints(v: string): number {
+  let n = v.length;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < v.length) {
+      const d = v.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
 const tupleKeys = KEYS.map((_, i) => `q.k${i + 1}`).join(', ');
-const SQL = prepared(`
-  WITH s AS (
-    SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
-  )
-  SELECT q.n, s.key_size, coalesce(e.id, w.id) AS found,
+/** Sets with wildcards: the exact item, else the most specific one matching with `*`. */
+const WILDCARD_SQL = prepared(`
+  WITH s AS (SELECT $2::bigint AS id)
+  SELECT q.n, coalesce(e.id, w.id) AS found,
          ${ITEM_COLUMNS.map((c) => `coalesce(e.${c}, w.${c}) AS ${c}`).join(', ')}
     FROM s
    CROSS JOIN unnest(${KEYS.map((_, i) => `$${i + 4}::text[]`).join(', ')})
@@ -66,14 +130,13 @@ const SQL = prepared(`
        WHERE c.partition_id = $1 AND c.condition_record_set_id = s.id
          AND c.key_sig = rc_condition_key_sig(${tupleKeys})
          AND c.valid_from <= $3::date AND c.valid_to >= $3::date
-       -- At most one item is valid on a day; the order makes the planner take the btree key index
-       -- (set, signature, validFrom) rather than the exclusion constraint's GiST index (slower).
+       -- At most one item is valid on a day: the latest start on or before it.
        ORDER BY c.valid_from DESC
        LIMIT 1
     ) e ON true
     LEFT JOIN LATERAL (
       SELECT ${ITEM_COLUMNS.join(', ')} FROM condition_records c
-       WHERE e.id IS NULL AND s.wildcard_keys
+       WHERE e.id IS NULL
          AND c.partition_id = $1 AND c.condition_record_set_id = s.id
          AND c.key1 IN (q.k1, '*')
          AND ${KEYS.slice(1)
@@ -87,8 +150,6 @@ const SQL = prepared(`
 
 interface Row extends Record<string, unknown> {
   n: number | string;
-  key_size: number;
-  found: number | null;
 }
 
 /** Checks the date (`YYYY-MM-DD`, or a date-time at midnight) and answers the day. */
@@ -99,8 +160,8 @@ export function lookupDate(date: unknown, field = 'date'): string {
 }
 
 /**
- * The item valid at `date` for each tuple (null where none), in order, in one SQL statement.
- * A tuple must have as many keys as the set's `keySize`; an unknown set is a 404 naming it.
+ * The item valid at `date` for each tuple (null where none), in order, in one SQL statement after
+ * the set's. A tuple must have as many keys as the set's `keySize`; an unknown set is a 404 naming it.
  */
 export async function findConditionRecords(
   q: Queryable,
@@ -111,32 +172,22 @@ export async function findConditionRecords(
 ): Promise<(ConditionRecordItem | null)[]> {
   const day = lookupDate(date);
   if (tuples.length > MAX_TUPLES) throw validationError('keys', `at most ${MAX_TUPLES} tuples per look-up`);
-  const columns: (string | null)[][] = KEYS.map(() => []);
   tuples.forEach((t, i) => {
     if (!Array.isArray(t) || t.length === 0 || t.length > MAX_KEY_SIZE) {
       throw validationError(`keys.${i}`, `must be an array of 1 to ${MAX_KEY_SIZE} keys`);
     }
-    for (let k = 0; k < MAX_KEY_SIZE; k++) {
-      const v: unknown = t[k];
-      if (k < t.length && typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
-      columns[k]!.push(k < t.length ? (v as string) : null);
-    }
+    t.forEach((v: unknown, k) => {
+      if (typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
+    });
   });
-  const params = [partitionId, setUniqueName, day, ...columns];
-  const r =
-    tuples.length <= JIT_FREE_BELOW
-      ? await q.query<Row>(SQL, params)
-      : await inJitFreeScope(q, (tx) => tx.query<Row>(SQL, params));
-  if (r.rows.length === 0) {
-    // No rows: an unknown set (or no tuples, which needs the set checked on its own).
-    const s = await q.query(
-      'SELECT 1 FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
-      [partitionId, setUniqueName],
-    );
-    if (s.rows.length === 0) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
-    return [];
-  }
-  const keySize = r.rows[0]!.key_size;
+  const sr = await q.query<{ id: number | string; key_size: number; wildcard_keys: boolean }>(SET_SQL, [
+    partitionId,
+    setUniqueName,
+  ]);
+  const set = sr.rows[0];
+  if (!set) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
+  const keySize = set.key_size;
+  const setId = Number(set.id);
   const wrong = tuples.findIndex((t) => t.length !== keySize);
   if (wrong >= 0) {
     throw validationError(
@@ -144,7 +195,30 @@ export async function findConditionRecords(
       `set ${setUniqueName} has ${keySize} keys, the tuple ${tuples[wrong]!.length}`,
     );
   }
-  return r.rows.map((row) => (row.found === null ? null : toItem(row, keySize)));
+  if (tuples.length === 0) return [];
+  const run = (sql: string, params: unknown[]) =>
+    tuples.length <= JIT_FREE_BELOW
+      ? q.query<Row>(sql, params)
+      : inJitFreeScope(q, (tx) => tx.query<Row>(sql, params));
+  const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
+  if (!set.wildcard_keys) {
+    const r = await run(EXACT_SQL, [partitionId, setId, tuples.map(conditionKeySig), day]);
+    for (const row of r.rows) {
+      const i = Number(row.n) - 1;
+      out[i] = toItem(row, setId, tuples[i]!, (row.attrs as Record<string, unknown> | null) ?? {});
+    }
+    return out;
+  }
+  const columns: (string | null)[][] = KEYS.map((_, k) => tuples.map((t) => t[k] ?? null));
+  const r = await run(WILDCARD_SQL, [partitionId, setId, day, ...columns]);
+  for (const row of r.rows) {
+    if (row.found === null) continue;
+    const attributes: Record<string, unknown> = {};
+    for (const a of ATTRS) if (row[a] !== null && row[a] !== undefined) attributes[a] = row[a];
+    const keys = KEYS.slice(0, keySize).map((k) => row[k] as string);
+    out[Number(row.n) - 1] = toItem(row, setId, keys, attributes);
+  }
+  return out;
 }
 
 /** A look-up of fewer tuples is estimated far below PostgreSQL's JIT threshold: no scope needed. */
@@ -171,15 +245,18 @@ function isDb(q: Queryable): q is Db {
   return typeof (q as Partial<Db>).transaction === 'function';
 }
 
-function toItem(row: Row, keySize: number): ConditionRecordItem {
-  const attributes: Record<string, unknown> = {};
-  for (const a of ATTRS) if (row[a] !== null && row[a] !== undefined) attributes[a] = row[a];
+function toItem(
+  row: Row,
+  setId: number,
+  keys: readonly string[],
+  attributes: Record<string, unknown>,
+): ConditionRecordItem {
   const id = Number(row.id);
   return {
     id,
     typedId: `${id}.CRCI`,
-    conditionRecordSetId: Number(row.condition_record_set_id),
-    keys: KEYS.slice(0, keySize).map((k) => row[k] as string),
+    conditionRecordSetId: setId,
+    keys: [...keys],
     validFrom: row.valid_from as string,
     validTo: row.valid_to as string,
     conditionValue: (row.condition_value as string | null) ?? null,

@@ -1,0 +1,76 @@
+-- Condition records (issue 13): the no-overlap invariant without the GiST exclusion constraint.
+-- The constraint cost ~120 µs per written item (most of a bulk load's time); its place is taken by
+-- checks the database makes under advisory transaction locks, so concurrent writers still cannot
+-- break the invariant:
+-- - a single-item write (add, update, integrate, massedit; this trigger) takes the set's lock
+--   shared and its key tuple's lock exclusive, then looks for an overlapping item with a fresh
+--   snapshot (READ COMMITTED: a writer of the same keys has committed or not started by then);
+-- - a bulk load (/loaddata/CRCP, CRCI...: src/modules/conditionrecords/splice.ts) takes the set's
+--   lock exclusive before it reads the items it checks or cuts, and tells this trigger so
+--   (rc.crci_checked = 'on': the trigger's WHEN clause skips it, no per-row function call).
+-- Look-ups and overlap probes use the btree (partition, set, key signature, validFrom).
+
+ALTER TABLE condition_records DROP CONSTRAINT condition_records_no_overlap;
+
+CREATE OR REPLACE FUNCTION rc_condition_records_before() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  s record;
+  clash record;
+  sig uuid;
+BEGIN
+  IF TG_OP = 'INSERT' OR NEW.condition_record_set_id IS DISTINCT FROM OLD.condition_record_set_id THEN
+    SELECT key_size_ref, user_group_edit, user_group_view_details INTO s
+      FROM condition_record_sets WHERE partition_id = NEW.partition_id AND id = NEW.condition_record_set_id;
+    IF FOUND THEN
+      NEW.key_size_ref := coalesce(NEW.key_size_ref, s.key_size_ref);
+      NEW.user_group_edit := s.user_group_edit;
+      NEW.user_group_view_details := s.user_group_view_details;
+    END IF;
+  END IF;
+  IF TG_OP = 'UPDATE' AND NEW.valid_from = OLD.valid_from AND NEW.valid_to = OLD.valid_to
+     AND NEW.condition_record_set_id = OLD.condition_record_set_id
+     AND ROW(NEW.key1, NEW.key2, NEW.key3, NEW.key4, NEW.key5, NEW.key6, NEW.key7, NEW.key8, NEW.key9, NEW.key10, NEW.key11, NEW.key12)
+         IS NOT DISTINCT FROM
+         ROW(OLD.key1, OLD.key2, OLD.key3, OLD.key4, OLD.key5, OLD.key6, OLD.key7, OLD.key8, OLD.key9, OLD.key10, OLD.key11, OLD.key12) THEN
+    RETURN NEW; -- neither keys nor validity changed: nothing can newly overlap
+  END IF;
+  IF NEW.valid_to < NEW.valid_from THEN
+    RETURN NEW; -- the CHECK constraint refuses it
+  END IF;
+  -- The check below is only sound when its query sees what committed writers of the same keys
+  -- wrote while this one waited for their lock: READ COMMITTED (every writer of the server).
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'condition record items are written in READ COMMITTED transactions'
+      USING ERRCODE = '25001';
+  END IF;
+  sig := rc_condition_key_sig(NEW.key1, NEW.key2, NEW.key3, NEW.key4, NEW.key5, NEW.key6,
+                              NEW.key7, NEW.key8, NEW.key9, NEW.key10, NEW.key11, NEW.key12);
+  PERFORM pg_advisory_xact_lock_shared(
+    hashtextextended('rc_crc:' || NEW.partition_id::text || ':' || NEW.condition_record_set_id::text, 0));
+  PERFORM pg_advisory_xact_lock(
+    hashtextextended('rc_crci:' || NEW.partition_id::text || ':' || NEW.condition_record_set_id::text || ':' || sig::text, 0));
+  SELECT c.id, c.valid_from, c.valid_to INTO clash FROM condition_records c
+   WHERE c.partition_id = NEW.partition_id AND c.condition_record_set_id = NEW.condition_record_set_id
+     AND c.key_sig = sig
+     AND c.valid_from <= NEW.valid_to AND c.valid_to >= NEW.valid_from
+     AND c.id IS DISTINCT FROM NEW.id
+     -- On insert, an item with the same start is the same business key: the unique index answers
+     -- it (a duplicate), or the upsert's ON CONFLICT updates it (checked again as an update).
+     AND (TG_OP = 'UPDATE' OR c.valid_from <> NEW.valid_from)
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING
+      ERRCODE = '23P01',
+      CONSTRAINT = 'condition_records_overlap',
+      MESSAGE = format('The validity %s..%s overlaps item %s.CRCI (valid %s..%s) with the same keys',
+                       NEW.valid_from, NEW.valid_to, clash.id, clash.valid_from, clash.valid_to),
+      DETAIL = 'validFrom';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+DROP TRIGGER condition_records_before ON condition_records;
+CREATE TRIGGER condition_records_before BEFORE INSERT OR UPDATE ON condition_records
+  FOR EACH ROW WHEN (current_setting('rc.crci_checked', true) IS DISTINCT FROM 'on')
+  EXECUTE FUNCTION rc_condition_records_before();
