@@ -380,7 +380,7 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     for (const r of replies.slice(1)) {
       assert.ok(r.body.response.status === 0 || (r.status === 400 && r.body.response.status === -4), r.text);
     }
-    const [loaded] = okData(replies[0]!);
+    const [loaded] = okData(replies[0]);
     const written = loaded.inserted + replies.slice(1).filter((r) => r.body.response.status === 0).length;
     const items = okData(
       await call('/fetch/CRCI1', {
