@@ -219,6 +219,8 @@ async function main(): Promise<void> {
       await session.post('Profiler.enable');
       await session.post('Profiler.start');
     }
+    const cpu0 = process.cpuUsage();
+    const pg0 = await cpuSnapshot();
     const t0 = performance.now();
     let done = 0;
     let failed = 0;
@@ -233,13 +235,16 @@ async function main(): Promise<void> {
       rssMax = Math.max(rssMax, process.memoryUsage().rss);
     }
     const s = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const evaluatorCpu = (cpu.user + cpu.system) / 1e6;
+    const pgCpu = (await cpuSince(pg0)).pg;
     if (session) {
       const { profile: p } = await session.post('Profiler.stop');
       writeFileSync(profile!, JSON.stringify(p));
       session.disconnect();
     }
     lines.push(
-      `| bulk evaluator, ${done} items, batches of 5,000 | ${(done / s).toFixed(0)} items/s (${s.toFixed(2)} s, of which SQL ${(sqlMs / 1000).toFixed(2)} s in ${statements} statements, ${failed} failed, max RSS ${(rssMax / 2 ** 20).toFixed(0)} MB) | ≥ 50,000 items/s |`,
+      `| bulk evaluator, ${done} items, batches of 5,000 | ${(done / s).toFixed(0)} items/s (${s.toFixed(2)} s, of which SQL ${(sqlMs / 1000).toFixed(2)} s in ${statements} statements, ${failed} failed, max RSS ${(rssMax / 2 ** 20).toFixed(0)} MB); CPU: evaluator ${evaluatorCpu.toFixed(2)} s, PostgreSQL ${pgCpu.toFixed(2)} s = ${(done / (evaluatorCpu + pgCpu)).toFixed(0)} items per CPU second | ≥ 50,000 items/s |`,
     );
     console.log(`\n${lines.join('\n')}`);
   } finally {

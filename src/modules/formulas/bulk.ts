@@ -13,7 +13,7 @@ import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { toValue, type LogicDate, type Value } from '../../logic/values.ts';
-import { BatchData, evaluateItems, type ItemSpec } from './data.ts';
+import { BatchData, evaluateEach, evaluateItems, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import * as store from './store.ts';
 
@@ -116,8 +116,8 @@ export async function* evaluateBulk(
     });
     data.nextBatch();
     await data.prefetchExtensions(logic.extensions, specs, logic.competition ? opts.targetDate : undefined);
-    const outcomes = await evaluateSafely(logic, specs, data, opts);
-    outcomes.forEach((o, k) => {
+    // Each item's result objects are made as soon as its outcomes are final (the outcomes die young).
+    await evaluateSafely(logic, specs, data, opts, (k, o) => {
       const n = at[k]!;
       out[n] =
         'error' in o
@@ -138,30 +138,30 @@ export async function* evaluateBulk(
 
 type Outcome = { outcomes: ElementOutcome[] } | { error: string };
 
-/** Evaluates the batch; when a limit stops one item, the others are evaluated one by one. */
+/** Evaluates the batch; when a limit stops one item, the batch is evaluated again one by one. */
 async function evaluateSafely(
   logic: CompiledLogic,
   specs: readonly ItemSpec[],
   data: BatchData,
   opts: BulkOptions,
-): Promise<Outcome[]> {
+  done: (index: number, outcome: Outcome) => void,
+): Promise<void> {
   const options = { targetDate: opts.targetDate, explain: false, limits: opts.limits };
   try {
-    return (await evaluateItems(logic, specs, data, options)).map((outcomes) => ({ outcomes }));
+    await evaluateEach(logic, specs, data, options, (i, outcomes) => done(i, { outcomes }));
+    return;
   } catch (err) {
     if (!(err instanceof LimitError)) throw err;
   }
-  const out: Outcome[] = [];
-  for (const spec of specs) {
+  for (const [i, spec] of specs.entries()) {
     try {
       const [outcomes] = await evaluateItems(logic, [spec], data, options);
-      out.push({ outcomes: outcomes ?? [] });
+      done(i, { outcomes: outcomes ?? [] });
     } catch (err) {
       if (!(err instanceof LimitError)) throw err;
-      out.push({ error: `logic stopped: ${err.message}` });
+      done(i, { error: `logic stopped: ${err.message}` });
     }
   }
-  return out;
 }
 
 /**

@@ -360,28 +360,53 @@ export async function evaluateItems(
   data: BatchData,
   opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
 ): Promise<ElementOutcome[][]> {
-  const today = new LogicDate(new Date().toISOString().slice(0, 10));
   const results: ElementOutcome[][] = new Array<ElementOutcome[]>(items.length);
+  await evaluateEach(logic, items, data, opts, (i, outcomes) => (results[i] = outcomes));
+  return results;
+}
+
+/**
+ * As evaluateItems, handing each item's outcomes to `done` as soon as they are final (the item read
+ * nothing missing, or the last pass ran): a caller that turns them into its own results at once keeps
+ * no outcomes of the batch alive (they die young, which the garbage collector handles cheaply).
+ */
+export async function evaluateEach(
+  logic: CompiledLogic,
+  items: readonly ItemSpec[],
+  data: BatchData,
+  opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
+  done: (index: number, outcomes: ElementOutcome[]) => void,
+): Promise<void> {
+  const today = new LogicDate(new Date().toISOString().slice(0, 10));
+  const context = opts;
   let todo = items.map((_, i) => i);
   for (let pass = 1; todo.length > 0; pass++) {
     const again: number[] = [];
+    const last = pass >= MAX_PASSES;
+    const pending: [number, ElementOutcome[]][] = [];
     for (const i of todo) {
       const item = items[i]!;
       const port = data.portFor(item);
-      results[i] = evaluateItem(logic, {
-        targetDate: opts.targetDate,
-        explain: opts.explain,
-        limits: opts.limits,
+      const outcomes = evaluateItem(logic, {
+        targetDate: context.targetDate,
+        explain: context.explain,
+        limits: context.limits,
         today,
         inputs: item.inputs,
         roots: item.roots,
         data: port,
         fixed: item.fixed,
       });
-      if (port.missing) again.push(i);
+      if (port.missing && !last) {
+        again.push(i);
+        pending.push([i, outcomes]);
+      } else done(i, outcomes);
     }
-    if (again.length === 0 || pass >= MAX_PASSES || !(await data.load())) break;
+    // Nothing more to load: what missed stays missing (read as null), so those outcomes are final.
+    if (again.length === 0 || last || !(await data.load())) {
+      for (const [i, outcomes] of pending) done(i, outcomes);
+      break;
+    }
     todo = again;
   }
-  return results;
 }
