@@ -649,6 +649,16 @@ describe('rebate record groups', () => {
     expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater), 409, -1);
     expectError(await call(`/workflowsmanager.submit/${g.typedId}`, {}, rebater), 409, -1);
     expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }, rebater), 409, -1);
+    // Bulk changes would pass the state rules by: refused for RRG.
+    expectError(await call('/resetcolumn/RRG/label', {}), 400, -4, 'columnName');
+    expectError(
+      await call('/massedit/RRG', {
+        filterCriteria: { fieldName: 'id', operator: 'equals', value: g.id },
+        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'x' }],
+      }),
+      400,
+      -4,
+    );
     // A delete by filter is refused by the database as a whole: the unlocked group survives too.
     const free = await newGroup();
     const r = await call('/delete/RRG/batch/forcefilter', {
