@@ -141,6 +141,56 @@ describe('attachments and product images', () => {
     assertOk(await send(h, `/bdmanager.delete/${typedId}/${att.id}`));
     assert.deepEqual(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), [false]);
     assertError(await send(h, `/bdmanager.downloaddata/${att.id}`, { method: 'GET' }), 404, -1);
+    // Record history (type ATT): added, renamed with metadata, replaced, deleted; the 409 left none.
+    const history = assertOk(
+      await send(h, '/history.fetch', {
+        body: JSON.stringify({
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'typeCode', operator: 'equals', value: 'ATT' },
+              { fieldName: 'recordId', operator: 'equals', value: att.id },
+            ],
+          },
+          sortBy: 'id',
+        }),
+        headers: json,
+      }),
+    );
+    assert.deepEqual(
+      history.map((x: any) => [x.action, [...x.field].sort(), x.version, x.businessKey, x.operation]),
+      [
+        [
+          'ADD',
+          ['contentType', 'fileName', 'ownerTypedId', 'size'],
+          0,
+          typedId,
+          `bdmanager.upload/${typedId}/${history[0].operation.split('/').at(-1)}`,
+        ],
+        ['UPDATE', ['fileName', 'metadata'], 1, typedId, `bdmanager.update/${typedId}`],
+        [
+          'UPDATE',
+          ['fileName', 'size'],
+          2,
+          typedId,
+          `bdmanager.edit/${typedId}/${att.id}/${history[2].operation.split('/').at(-1)}`,
+        ],
+        [
+          'DELETE',
+          ['contentType', 'fileName', 'metadata', 'ownerTypedId', 'size'],
+          3,
+          typedId,
+          `bdmanager.delete/${typedId}/${att.id}`,
+        ],
+      ],
+    );
+    assert.deepEqual(history[1].changes, {
+      fileName: { old: 'a.txt', new: 'renamed.txt' },
+      metadata: { old: null, new: { tag: 'x' } },
+    });
+    assert.deepEqual(history[2].changes.size, { old: 5, new: 7 });
+    assert.ok(!JSON.stringify(history).includes('blob'), 'no blob key in history');
     // The wrong owner in the path is not found either.
     const other = await product();
     const att2 = assertOk(await send(h, `/bdmanager.upload/${typedId}/${await slotWith(h, 'x')}`))[0];

@@ -10,6 +10,7 @@ import type { BlobStore } from '../../db/blob-store.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
+import { recordHistory } from '../../engine/history.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { findFilledSlotOrFail, iso, takeSlotFile } from './slots.ts';
@@ -30,6 +31,47 @@ export interface AttachmentRow {
   readonly created_by: number | null;
   readonly last_update_at: Date | string;
   readonly last_update_by: number | null;
+}
+
+// Record history of attachments (type code ATT, record id the attachment's id, business key the
+// owner's typedId, so an auditor finds a record's attachments by it): added, changed (file name,
+// metadata, or the file replaced: its name, type and size) and deleted, the fact and the visible
+// fields, never the blob key. Read through /history.fetch (HISTORY_FETCH).
+const TRACKED: readonly (readonly [string, (a: AttachmentRow) => unknown])[] = [
+  ['ownerTypedId', (a) => `${a.owner_id}.${a.owner_type}`],
+  ['fileName', (a) => a.file_name],
+  ['contentType', (a) => a.content_type],
+  ['size', (a) => Number(a.size)],
+  ['metadata', (a) => a.metadata ?? null],
+];
+
+function attachmentHistory(
+  q: Queryable,
+  principal: Principal,
+  action: 'ADD' | 'UPDATE' | 'DELETE',
+  before: AttachmentRow | undefined,
+  after: AttachmentRow | undefined,
+): Promise<void> {
+  const row = (after ?? before)!;
+  const changes: Record<string, { old: unknown; new: unknown }> = {};
+  for (const [name, get] of TRACKED) {
+    const old = before === undefined ? null : get(before);
+    const now = after === undefined ? null : get(after);
+    if (JSON.stringify(old) !== JSON.stringify(now) || action !== 'UPDATE') {
+      if (old !== null || now !== null) changes[name] = { old, new: now };
+    }
+  }
+  if (action === 'UPDATE' && Object.keys(changes).length === 0) return Promise.resolve();
+  return recordHistory(q, principal, [
+    {
+      typeCode: 'ATT',
+      recordId: Number(row.id),
+      businessKey: `${row.owner_id}.${row.owner_type}`,
+      action,
+      changes,
+      version: action === 'DELETE' ? Number(row.version) + 1 : Number(row.version),
+    },
+  ]);
 }
 
 export function attachmentView(a: AttachmentRow) {
@@ -151,6 +193,7 @@ export async function attach(
         principal.userId,
       ],
     );
+    await attachmentHistory(tx, principal, 'ADD', undefined, r.rows[0]);
     return r.rows[0]!;
   });
 }
@@ -235,26 +278,33 @@ export async function updateAttachment(
   }
   await requireEdit(db, principal, owner);
   await findAttachment(db, principal, id, owner);
-  const r = await db.query<AttachmentRow>(
-    `UPDATE attachments
+  return db.transaction(async (tx) => {
+    const before = await tx.query<AttachmentRow>(
+      'SELECT * FROM attachments WHERE partition_id = $1 AND id = $2 FOR UPDATE',
+      [principal.partitionId, id],
+    );
+    const r = await tx.query<AttachmentRow>(
+      `UPDATE attachments
         SET file_name = coalesce($3, file_name),
             metadata = CASE WHEN $4::boolean THEN $5::jsonb ELSE metadata END,
             version = version + 1, last_update_at = now(), last_update_by = $6
       WHERE partition_id = $1 AND id = $2 AND ($7::int IS NULL OR version = $7)
      RETURNING *`,
-    [
-      principal.partitionId,
-      id,
-      typeof change.fileName === 'string' ? change.fileName.trim().slice(0, 255) : null,
-      change.metadata !== undefined,
-      change.metadata === undefined ? null : JSON.stringify(change.metadata),
-      principal.userId,
-      oldVersion ?? null,
-    ],
-  );
-  if (!r.rows[0])
-    throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${String(oldVersion)}`);
-  return r.rows[0];
+      [
+        principal.partitionId,
+        id,
+        typeof change.fileName === 'string' ? change.fileName.trim().slice(0, 255) : null,
+        change.metadata !== undefined,
+        change.metadata === undefined ? null : JSON.stringify(change.metadata),
+        principal.userId,
+        oldVersion ?? null,
+      ],
+    );
+    if (!r.rows[0])
+      throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${String(oldVersion)}`);
+    await attachmentHistory(tx, principal, 'UPDATE', before.rows[0], r.rows[0]);
+    return r.rows[0];
+  });
 }
 
 export async function deleteAttachment(
@@ -267,13 +317,17 @@ export async function deleteAttachment(
   const owner = parseOwner(ownerTypedId);
   await requireEdit(db, principal, owner);
   const a = await findAttachment(db, principal, attachmentId(idText), owner);
-  const r = await db.query<AttachmentRow>(
-    'DELETE FROM attachments WHERE partition_id = $1 AND id = $2 RETURNING *',
-    [principal.partitionId, a.id],
-  );
-  if (!r.rows[0]) throw notFound(`Attachment ${idText}`);
+  const gone = await db.transaction(async (tx) => {
+    const r = await tx.query<AttachmentRow>(
+      'DELETE FROM attachments WHERE partition_id = $1 AND id = $2 RETURNING *',
+      [principal.partitionId, a.id],
+    );
+    if (!r.rows[0]) throw notFound(`Attachment ${idText}`);
+    await attachmentHistory(tx, principal, 'DELETE', r.rows[0], undefined);
+    return r.rows[0];
+  });
   await blobs.delete(principal.partitionId, a.blob_key);
-  return r.rows[0];
+  return gone;
 }
 
 /** Replaces the attachment's file with the slot's (`bdmanager.edit`). */
@@ -308,6 +362,7 @@ export async function replaceAttachment(
       ],
     );
     if (!r.rows[0]) throw new AppError('CONFLICT', `Attachment ${a.id} changed meanwhile; retry`);
+    await attachmentHistory(tx, principal, 'UPDATE', a, r.rows[0]);
     return r.rows[0];
   });
   await blobs.delete(principal.partitionId, a.blob_key);
