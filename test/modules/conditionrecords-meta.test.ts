@@ -400,4 +400,60 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       }
     }
   });
+
+  test('record history of a spliced load: ADD of new items and copies, UPDATE of cut items (changed fields only)', async () => {
+    const s = await newSet(1);
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue', 'attribute1'];
+    const [first] = okData(
+      await call('/loaddata/CRCP', {
+        data: { header, data: [[s.id, 'A', '2026-01-01', '2026-12-31', '1', 'orig']] },
+      }),
+    );
+    assert.equal(first.inserted, 1);
+    const [a] = okData(await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id, key1: 'A' } }));
+    // Split around May: A is cut to Jan..Apr (attribute1 set), a copy holds Jun..Dec.
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[s.id, 'A', '2026-05-01', '2026-05-31', '2', 'new']],
+          options: { conditionRecords: { splicing: { setFields: { attribute1: 'cut' } } } },
+        },
+      }),
+    );
+    assert.deepEqual([r.inserted, r.split, r.cut], [1, 1, 0]);
+    const items = okData(
+      await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id }, sortBy: ['validFrom'] }),
+    );
+    assert.deepEqual(
+      items.map((i) => [i.validFrom, i.validTo, i.attribute1]),
+      [
+        ['2026-01-01', '2026-04-30', 'cut'],
+        ['2026-05-01', '2026-05-31', 'new'],
+        ['2026-06-01', '2026-12-31', 'cut'],
+      ],
+    );
+    const history = async (id: number) => okData(await call(`/fetch/CRCI/${id}/history`, {}));
+    const cut = await history(a.id);
+    assert.deepEqual(
+      cut.map((h) => [h.action, [...h.field].sort()]),
+      [
+        ['ADD', ['attribute1', 'conditionRecordSetId', 'conditionValue', 'key1', 'validFrom', 'validTo']],
+        ['UPDATE', ['attribute1', 'validTo']],
+      ],
+    );
+    assert.deepEqual(cut[1].changes, {
+      attribute1: { old: 'orig', new: 'cut' },
+      validTo: { old: '2026-12-31', new: '2026-04-30' },
+    });
+    assert.deepEqual(cut[0].changes.conditionValue, { old: null, new: 1 });
+    const copy = await history(items[2].id);
+    assert.deepEqual(
+      copy.map((h) => h.action),
+      ['ADD'],
+    );
+    assert.deepEqual(copy[0].changes.validFrom, { old: null, new: '2026-06-01' });
+    const added = await history(items[1].id);
+    assert.deepEqual(added[0].changes.attribute1, { old: null, new: 'new' });
+  });
 });

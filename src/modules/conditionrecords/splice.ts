@@ -17,6 +17,7 @@ import { checkValue, requireAccess, setDeleteActor } from '../../engine/crud.ts'
 import { withHistory } from '../../engine/history.ts';
 import { csvLine, type LoadBody, type RowError, type Stored } from '../../engine/loaddata.ts';
 import { ITEM_TYPE, MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
+import { conditionKeySig } from './lookup.ts';
 import type { FieldDef } from '../../engine/types.ts';
 
 export interface CrcpResult {
@@ -309,6 +310,7 @@ const STAGE_COLUMNS = [
   ...dataColumns,
   'user_group_edit',
   'user_group_view_details',
+  'key_sig',
 ];
 
 interface ChunkCounts {
@@ -328,8 +330,8 @@ async function runChunk(
 ): Promise<ChunkCounts> {
   const p = principal.partitionId;
   const sets = [...new Set(rows.map((r) => r.set.id))].sort((a, b) => a - b);
-  // One writer per set at a time: a splice reads the items it cuts; the exclusion constraint would
-  // refuse a concurrent writer's overlap anyway, but the lock turns that failure into a wait.
+  // One writer per set at a time (migration 038): a load reads the items it checks or cuts with this
+  // lock held, single-item writers take it shared; so no overlap can be written behind its back.
   await tx.query(
     `SELECT pg_advisory_xact_lock(hashtextextended('rc_crc:' || $1::text || ':' || s::text, 0)) FROM unnest($2::bigint[]) s ORDER BY s`,
     [p, sets],
@@ -343,13 +345,13 @@ async function runChunk(
       FROM condition_records WITH NO DATA`);
   let csv = '';
   for (const r of rows) {
-    csv += `${csvLine([r.row, r.set.id], [String(r.set.keySize), ...r.values, r.set.edit, r.set.view])}\n`;
+    const sig = conditionKeySig(r.keys);
+    csv += `${csvLine([r.row, r.set.id], [String(r.set.keySize), ...r.values, r.set.edit, r.set.view, sig])}\n`;
   }
   await tx.copyFrom(STAGE, STAGE_COLUMNS, csv);
-  await tx.query(`UPDATE ${STAGE} SET key_sig = rc_condition_key_sig(${KEYS.join(', ')})`);
-  await tx.query(`CREATE INDEX ON ${STAGE} (condition_record_set_id, key_sig)`);
-  await tx.query(`ANALYZE ${STAGE}`);
-  // Existing items each new row overlaps (partition, set, key signature, validity: the key index).
+  // Existing items each new row overlaps (partition, set, key signature, validity: the key index,
+  // one probe per staged row; the key signature computed as the database does, see lookup.ts).
+  await joinsByIndex(tx, true);
   await tx.query(
     `CREATE TEMP TABLE rc_crcp_hit ON COMMIT DROP AS
     SELECT c.id, c.valid_from AS e_from, c.valid_to AS e_to, s.valid_from AS n_from, s.valid_to AS n_to, s.rownum
@@ -358,6 +360,7 @@ async function runChunk(
        AND c.valid_from <= s.valid_to AND c.valid_to >= s.valid_from`,
     [p],
   );
+  await joinsByIndex(tx, false);
   // Temporary tables have no statistics until analysed: without them the planner joined the pieces
   // to condition_records by nested loops over a scan (minutes for 10,000 pieces instead of ms).
   await tx.query('ANALYZE rc_crcp_hit');
@@ -391,7 +394,8 @@ async function runChunk(
     `INSERT INTO condition_records AS t (partition_id, ${cols.map(ident).join(', ')}, created_by, last_update_by)
      SELECT ${params.add(p)}::bigint, ${cols.map((c) => `s.${ident(c)}`).join(', ')}, ${uid}::bigint, ${uid}::bigint
        FROM ${STAGE} s ORDER BY s.rownum`,
-    { tc, principal, params, kind: 'write' },
+    // New items: their ADD rows name the fields set (values rebuilt from the item when read).
+    { tc, principal, params, kind: 'add' },
     'count(*)::int AS n',
   );
   counts.inserted = (await tx.query<{ n: number }>(insert, params.values)).rows[0]!.n;
@@ -459,6 +463,10 @@ async function splice(
   } else {
     await tx.query(`SELECT set_config('rc.crci_history', 'off', true)`);
   }
+  // The statements below meet the hit items by primary key (and their history reads the old rows
+  // by it): a few thousand index probes. The planner, costing random reads high, preferred hash
+  // joins over a scan of the whole table — per statement, per chunk, growing with the table.
+  await joinsByIndex(tx, true);
   if (removed > 0) {
     await setDeleteActor(tx, principal); // the delete trigger names the loader, not the last editor
     const params = new Params();
@@ -485,7 +493,19 @@ async function splice(
     const upd = withHistory(
       `UPDATE condition_records t SET ${sets.join(', ')} FROM rc_crcp_piece x
         WHERE x.k = 1 AND t.partition_id = ${params.add(p)} AND t.id = x.id`,
-      { tc, principal, params, kind: 'write' },
+      // Only the validity and the spliced fields can change: the history diff is over those.
+      {
+        tc,
+        principal,
+        params,
+        kind: 'write',
+        changing: [
+          'validFrom',
+          'validTo',
+          ...[...s.set.keys()].map((f) => f.name),
+          ...s.reset.map((f) => f.name),
+        ],
+      },
       'count(*)::int AS n',
     );
     await tx.query(upd, params.values);
@@ -506,12 +526,21 @@ async function splice(
        SELECT c.partition_id, ${copy.map((c) => `c.${ident(c)}`).join(', ')}, x.p_from, x.p_to, ${uid}::bigint, ${uid}::bigint
          FROM rc_crcp_piece x JOIN condition_records c ON c.partition_id = ${params.add(p)} AND c.id = x.id
         WHERE x.k > 1`,
-      { tc, principal, params, kind: 'write' },
+      { tc, principal, params, kind: 'add' },
       'count(*)::int AS n',
     );
     await tx.query(ins, params.values);
   }
+  await joinsByIndex(tx, false);
   return { cut, split, superseded: removed };
+}
+
+/** Nested loops over indexes only (transaction-local), for statements that probe by key. */
+async function joinsByIndex(tx: Tx, on: boolean): Promise<void> {
+  const v = on ? 'off' : 'on';
+  await tx.query(`SELECT set_config('enable_hashjoin', $1, true), set_config('enable_mergejoin', $1, true)`, [
+    v,
+  ]);
 }
 
 /**
