@@ -10,17 +10,16 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { permissionsOfRoles, type Principal } from '../src/access/access.ts';
 import { createDb } from '../src/db/db.ts';
 import { LogicDate } from '../src/logic/values.ts';
 import { bulkLogic, evaluateBulk, type BulkItem } from '../src/modules/formulas/bulk.ts';
-import { openTarget } from './lib/databases.ts';
+import { openTarget, type Defer } from './lib/databases.ts';
 import { httpThroughput } from './lib/measure.ts';
 import { PARTITION, expectOk, login, post, startServer } from './lib/server.ts';
 
-const ITEMS = Number(process.env.BENCH_LOGIC_ITEMS ?? 100_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const CONNECTIONS = 32;
 const sku = (i: number) => `L${String(i).padStart(7, '0')}`;
 
@@ -41,16 +40,28 @@ const ELEMENTS = [
   { elementName: 'Price', expression: 'Net', rounding: 'EUR99', formatType: 'MONEY' },
 ];
 
-async function main(): Promise<void> {
+export interface LogicBenchOptions {
+  readonly pgUrl: string;
+  /** Products (and bulk items). */
+  readonly items: number;
+  /** Length of each HTTP measurement. */
+  readonly seconds: number;
+  /** Server on core 0 (the caller pinned itself to core 1). */
+  readonly pin: boolean;
+}
+
+/** The logic workloads on a fresh PostgreSQL database: a markdown table (or why it did not run). */
+export async function logicBench(opts: LogicBenchOptions, defer?: Defer): Promise<string> {
+  const { items: ITEMS, seconds: SECONDS } = opts;
+  // Cleanups run last-registered first: the caller's (bench/run.ts: also on SIGINT and its time
+  // limit), or this function's own when it runs alone.
   const cleanups: (() => Promise<void>)[] = [];
+  const later = (c: () => Promise<void>) => (defer ? defer(c) : void cleanups.unshift(c));
   try {
-    const target = await openTarget('postgres', PG_URL, (c) => cleanups.push(c));
-    if (typeof target === 'string') {
-      console.log(`PostgreSQL not available: ${target}`);
-      return;
-    }
-    const server = await startServer({ ...target.serverEnv, LOGIC_MAX_MS: '5000' }, false);
-    cleanups.unshift(() => server.stop());
+    const target = await openTarget('postgres', opts.pgUrl, later);
+    if (typeof target === 'string') return `PostgreSQL not available: ${target}`;
+    const server = await startServer({ ...target.serverEnv, LOGIC_MAX_MS: '5000' }, opts.pin);
+    later(() => server.stop());
     const token = await login(server);
     const h = { 'x-ratecard-jwt': token };
     const call = async (path: string, body: unknown) =>
@@ -114,7 +125,7 @@ async function main(): Promise<void> {
       dataDir: '',
       dbPoolSize: 1,
     });
-    cleanups.unshift(() => monitor.close());
+    later(() => monitor.close());
     const cpuOf = (pid: number): number => {
       try {
         const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -168,12 +179,9 @@ async function main(): Promise<void> {
       console.log(lines[lines.length - 1]);
     }
 
-    if (process.env.BENCH_LOGIC_SKIP_BULK) {
-      console.log(`\n${lines.join('\n')}`);
-      return;
-    }
+    if (process.env.BENCH_LOGIC_SKIP_BULK) return lines.join('\n');
     const db = await createDb({ databaseUrl: target.serverEnv.DATABASE_URL!, dataDir: '', dbPoolSize: 4 });
-    cleanups.unshift(() => db.close());
+    later(() => db.close());
     const pid = (await db.query<{ id: number }>('SELECT id FROM partitions WHERE name = $1', [PARTITION]))
       .rows[0]!.id;
     const principal: Principal = {
@@ -246,10 +254,19 @@ async function main(): Promise<void> {
     lines.push(
       `| bulk evaluator, ${done} items, batches of 5,000 | ${(done / s).toFixed(0)} items/s (${s.toFixed(2)} s, of which SQL ${(sqlMs / 1000).toFixed(2)} s in ${statements} statements, ${failed} failed, max RSS ${(rssMax / 2 ** 20).toFixed(0)} MB); CPU: evaluator ${evaluatorCpu.toFixed(2)} s, PostgreSQL ${pgCpu.toFixed(2)} s = ${(done / (evaluatorCpu + pgCpu)).toFixed(0)} items per CPU second | ≥ 50,000 items/s |`,
     );
-    console.log(`\n${lines.join('\n')}`);
+    return lines.join('\n');
   } finally {
     for (const c of cleanups) await c().catch(() => {});
   }
 }
 
-await main();
+// Run alone: `node bench/logic.ts` (`npm run bench:logic`).
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const text = await logicBench({
+    pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    items: Number(process.env.BENCH_LOGIC_ITEMS ?? 100_000),
+    seconds: Number(process.env.BENCH_SECONDS ?? 10),
+    pin: false,
+  });
+  console.log(`\n${text}`);
+}

@@ -9,6 +9,7 @@ import { openTarget, type DbKind, type Defer } from './lib/databases.ts';
 import { fileLoad } from './lib/fileload.ts';
 import { renderReport, writeReport } from './lib/report.ts';
 import { login, startServer } from './lib/server.ts';
+import { logicBench } from './logic.ts';
 import { createPeerTables } from './lib/peers.ts';
 import {
   declareIndexedMeta,
@@ -172,6 +173,32 @@ for (const kind of KINDS) {
     console.error(`\n[${kind}] bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     if (lastServerOutput !== '')
       console.error(`server output (last part):\n${lastServerOutput.slice(-4000)}`);
+  }
+}
+// The logic engine (bench/logic.ts, also `npm run bench:logic` alone) on PostgreSQL, last: its own
+// fresh database, BENCH_LOGIC_ITEMS products (default BENCH_ROWS). BENCH_LOGIC=0 leaves it out.
+if (KINDS.includes('postgres') && process.env.BENCH_LOGIC !== '0') {
+  try {
+    console.log('\n[postgres] logic engine ...');
+    const table = await scope((defer) =>
+      logicBench(
+        { pgUrl: PG_URL, items: envInt('BENCH_LOGIC_ITEMS', ROWS), seconds: SECONDS, pin: pinned },
+        defer,
+      ),
+    );
+    const text = [
+      `## Ratecard bench: logic engine on PostgreSQL (${new Date().toISOString().slice(0, 10)})`,
+      '',
+      ...machine.map((f) => `- ${f}`),
+      '',
+      table,
+      '',
+    ].join('\n');
+    console.log(`\n${text}`);
+    console.log(`written to ${writeReport('logic', text)}`);
+  } catch (e) {
+    failed = true;
+    console.error(`\n[logic] bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   }
 }
 process.exit(failed ? 1 : 0);

@@ -92,8 +92,17 @@ export interface Env {
   element: ElementState;
 }
 
+/** The warnings of an element that has none: shared, frozen; `addWarning` replaces it on first use. */
+const NO_WARNINGS: string[] = Object.freeze([]) as unknown as string[];
+
 export function newElementState(explain: boolean): ElementState {
-  return { warnings: [], alertType: null, alertMessage: null, trace: explain ? [] : undefined };
+  return { warnings: NO_WARNINGS, alertType: null, alertMessage: null, trace: explain ? [] : undefined };
+}
+
+/** Adds a warning to the current element (its own list is made on the first one). */
+export function addWarning(env: Env, message: string): void {
+  if (env.element.warnings === NO_WARNINGS) env.element.warnings = [];
+  env.element.warnings.push(message);
 }
 
 /** Counts a step; every 1,024 steps also checks the clock. */

@@ -4,6 +4,7 @@
 // rounding policies are applied here. With `explain`, each element also records what it read.
 
 import {
+  addWarning,
   EvalError,
   LimitError,
   newElementState,
@@ -71,7 +72,7 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
       value = null;
       env.element.alertType = 'CRITICAL';
       env.element.alertMessage = err.message;
-      env.element.warnings.push(err.message);
+      addWarning(env, err.message);
     }
     env.values[el.index] = value;
     if (item.explain) explainReads(env, el.reads, logic);

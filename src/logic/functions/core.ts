@@ -1,7 +1,7 @@
 // General built-ins: null tests, record field access, and the element alerts (`warning`, `critical`)
 // that end up in the result object's `warnings`, `alertType` and `alertMessage`.
 
-import { EvalError } from '../env.ts';
+import { addWarning, EvalError } from '../env.ts';
 import { RecordValue, textOf } from '../values.ts';
 import { text } from './args.ts';
 import { fn, type FnDef } from './types.ts';
@@ -69,7 +69,7 @@ export const CORE: readonly FnDef[] = [
     example: 'if(isNull(Cost), warning("no cost for this product"), Cost * 1.2)',
     run(args, env) {
       const msg = textOf(args[0] ?? null);
-      env.element.warnings.push(msg);
+      addWarning(env, msg);
       if (env.element.alertType === null) {
         env.element.alertType = 'WARNING';
         env.element.alertMessage = msg;
@@ -87,7 +87,7 @@ export const CORE: readonly FnDef[] = [
     example: 'if(Margin < 0, critical("negative margin", Margin), Margin)',
     run(args, env) {
       const msg = textOf(args[0] ?? null);
-      env.element.warnings.push(msg);
+      addWarning(env, msg);
       env.element.alertType = 'CRITICAL';
       env.element.alertMessage = msg;
       return args[1] ?? null;

@@ -3,7 +3,7 @@
 // (findref, prefetch). Reads go through the synchronous data port: in a collecting pass a missing
 // row is recorded and read as null; the evaluator loads what was recorded set-based and runs again.
 
-import { traceEntry } from '../env.ts';
+import { addWarning, traceEntry } from '../env.ts';
 import { applyPolicy } from '../rounding.ts';
 import { LogicDate, toJson, type Value } from '../values.ts';
 import { date, num, text } from './args.ts';
@@ -224,7 +224,7 @@ export const DATA: readonly FnDef[] = [
       const policy = env.data!.policyFor(currency);
       if (policy === null) {
         const after = roundTo(x, 2, 'HALF_UP');
-        env.element.warnings.push(`no rounding policy for ${currency}: rounded to 2 decimals`);
+        addWarning(env, `no rounding policy for ${currency}: rounded to 2 decimals`);
         if (env.element.trace)
           traceEntry(env, {
             kind: 'rounding',
