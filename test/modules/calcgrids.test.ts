@@ -309,6 +309,10 @@ describe('calculation grids', () => {
     assert.equal(res.ListPrice.computedResult, 11);
     assert.equal(res.Net.result, 18, 'the dependent element reads the override');
     assert.deepEqual(item.overrides, { ListPrice: 20 });
+    const history = okData(await call(`/fetch/CGI1/${g2.id}/history`, {}));
+    const change = history.find((e: any) => e.action === 'UPDATE');
+    assert.ok(change, JSON.stringify(history));
+    assert.deepEqual(change.changes.overrides, { old: {}, new: { ListPrice: 20 } });
 
     // The product's cost changes; the grid is calculated again.
     const [p] = okData(await call('/fetch/P', { data: { sku: 'G-02' } }));
@@ -365,6 +369,28 @@ describe('calculation grids', () => {
     assert.equal(price('G-02', 'C-1', 'US'), 16.5);
     assert.equal(price('G-01', 'C-2', 'EU'), 12.35);
     assert.equal((await items('CGI1', g.id)).length, 0, 'CGI1 holds no item of a 3-key grid');
+    // The same with the regions taken from a lookup table's keys (Margins: EU, US).
+    const [byTable] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: {
+          formulaName: 'GridRegional',
+          keySources: [
+            { type: 'products', filter: { fieldName: 'sku', operator: 'equals', value: 'G-03' } },
+            { type: 'customers', filter: { fieldName: 'customerId', operator: 'equals', value: 'C-2' } },
+            { type: 'lookupTable', table: 'Margins', input: 'Region' },
+          ],
+        },
+      }),
+    );
+    assert.equal((await waitJob((await calculate(byTable.id)).jstId)).status, 'FINISHED');
+    const fromTable = await items('CGI3', byTable.id, { sortBy: 'key3' });
+    assert.deepEqual(
+      fromTable.map((r: any) => [r.key3, resultsOf(r).Price.result]),
+      [
+        ['EU', 130],
+        ['US', 143],
+      ],
+    );
     // An item added by hand is calculated by the next run.
     okData(
       await call('/add/CGI3', { data: { calculationGridId: g.id, key1: 'G-04', key2: 'C-1', key3: 'EU' } }),

@@ -10,6 +10,7 @@ import { Params } from '../../db/sql.ts';
 import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchOne } from '../../engine/fetch.ts';
+import { recordHistory } from '../../engine/history.ts';
 import { GRID_TYPE, MAX_GRID_KEYS, gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
@@ -297,6 +298,15 @@ export async function overrideItem(
         principal.userId,
       ],
     );
+    await recordHistory(tx, principal, [
+      {
+        typeCode: `CGI${item.key_number}`,
+        recordId: Number(item.id),
+        action: 'UPDATE',
+        changes: { overrides: { old: item.overrides, new: overrides } },
+        version: item.version + 1,
+      },
+    ]);
     return fetchOne(tx, principal, gridItemType(item.key_number), String(item.id));
   });
 }
@@ -349,14 +359,22 @@ async function selectItems(
   return r.rows.map((x) => Number(x.id));
 }
 
-async function summaries(q: Queryable, pid: number, ids: readonly number[]): Promise<Obj[]> {
+interface Summary {
+  readonly typedId: string;
+  readonly workflowStatus: string;
+  readonly approvalState: string;
+  readonly version: number;
+}
+
+async function summaries(q: Queryable, pid: number, ids: readonly number[]): Promise<Summary[]> {
   const r = await q.query<{
     id: string;
     key_number: number;
     workflow_status: string;
     approval_state: string;
+    version: number;
   }>(
-    `SELECT id, key_number, workflow_status, approval_state FROM calc_grid_items
+    `SELECT id, key_number, workflow_status, approval_state, version FROM calc_grid_items
       WHERE partition_id = $1 AND id = ANY($2::bigint[]) ORDER BY id`,
     [pid, ids],
   );
@@ -364,8 +382,12 @@ async function summaries(q: Queryable, pid: number, ids: readonly number[]): Pro
     typedId: `${x.id}.CGI${x.key_number}`,
     workflowStatus: x.workflow_status,
     approvalState: x.approval_state,
+    version: Number(x.version),
   }));
 }
+
+const answer = (s: readonly Summary[]): Obj[] =>
+  s.map((x) => ({ typedId: x.typedId, workflowStatus: x.workflowStatus, approvalState: x.approvalState }));
 
 /** `/calculationgridmanager.accept/{gridId}`: submits each chosen item to its workflow (one transaction). */
 export async function acceptItems(
@@ -378,7 +400,7 @@ export async function acceptItems(
     const grid = await gridOrFail(tx, principal, idText);
     const ids = await selectItems(tx, principal, grid, data);
     for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
-    return summaries(tx, principal.partitionId, ids);
+    return answer(await summaries(tx, principal.partitionId, ids));
   });
 }
 
@@ -407,7 +429,27 @@ export async function rejectItems(
         'CONFLICT',
         `Item ${waiting.approvable_id} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
       );
+    const before = await summaries(tx, principal.partitionId, ids);
     await setItemApproval(tx, principal.partitionId, ids, principal.userId, 'DENIED', 'DENIED');
-    return summaries(tx, principal.partitionId, ids);
+    const after = await summaries(tx, principal.partitionId, ids);
+    await recordHistory(
+      tx,
+      principal,
+      after.map((a, i) => {
+        const b = before[i]!;
+        const [id, code] = String(a.typedId).split('.');
+        return {
+          typeCode: code!,
+          recordId: Number(id),
+          action: 'UPDATE' as const,
+          changes: {
+            workflowStatus: { old: b.workflowStatus, new: a.workflowStatus },
+            approvalState: { old: b.approvalState, new: a.approvalState },
+          },
+          version: a.version,
+        };
+      }),
+    );
+    return answer(after);
   });
 }
