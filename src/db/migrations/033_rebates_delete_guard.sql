@@ -12,3 +12,7 @@ BEGIN
   END IF;
   RETURN OLD;
 END $$;
+
+-- `/fetch/RRG {data: {uniqueName}}` compares case-insensitively (textMatchStyle `exact`):
+-- lower(unique_name) = lower($n), served by this index rather than a scan of every group.
+CREATE INDEX IF NOT EXISTS rebate_record_groups_name_lower ON rebate_record_groups (partition_id, lower(unique_name));
