@@ -270,6 +270,57 @@ describe('logics: competition data', () => {
     assert.deepEqual(opened, [{ readOnly: true }]);
   });
 
+  test('execute: the customer by customerId or typedId, read with the product; a hidden one is a 404', async () => {
+    okData(await api('/add/UG', { data: { uniqueName: 'key-accounts' } }));
+    const [c] = okData(
+      await api('/add/C', { data: { customerId: 'KC-1', name: 'Kunde', attribute1: 'EU' } }),
+    );
+    okData(
+      await api('/add/C', {
+        data: { customerId: 'KC-2', name: 'Hidden', userGroupViewDetails: 'key-accounts' },
+      }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Who',
+          validAfter: '2025-01-01',
+          elements: [
+            { elementName: 'Name', expression: 'customer.name' },
+            { elementName: 'Region', expression: 'customer("attribute1")' },
+            { elementName: 'Sku', expression: 'product.sku' },
+          ],
+        },
+      }),
+    );
+    for (const customerId of ['KC-1', `${c.id}.C`]) {
+      const by = results(await api('/formulamanager.execute/K-1/Who', { data: { customerId } }));
+      assert.equal(by.Name.result, 'Kunde', customerId);
+      assert.equal(by.Region.result, 'EU');
+      assert.equal(by.Sku.result, 'K-1');
+    }
+    const none = results(await api('/formulamanager.execute/K-1/Who', { data: {} }));
+    assert.equal(none.Name.result, null, 'no customer: null');
+    const user = 'plain-user';
+    await h.newUser(user, 'plain-password-1', []);
+    const token = (await h.login(user, 'plain-password-1')).token;
+    const plain: Client = (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+    assert.equal(
+      results(await plain('/formulamanager.execute/K-1/Who', { data: { customerId: 'KC-1' } })).Name.result,
+      'Kunde',
+    );
+    for (const customerId of ['KC-2', 'KC-404', '999999.C']) {
+      const r = await plain('/formulamanager.execute/K-1/Who', { data: { customerId } });
+      assert.equal(r.status, 404, `${customerId}: ${r.text}`);
+      assert.match(String(r.body.response.data), new RegExp(`Customer ${customerId.replace('.', '\\.')}`));
+    }
+    // The admin sees every customer.
+    assert.equal(
+      results(await api('/formulamanager.execute/K-1/Who', { data: { customerId: 'KC-2' } })).Name.result,
+      'Hidden',
+    );
+  });
+
   test('partition isolation: another partition sees none of these rows', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {

@@ -164,7 +164,17 @@ export async function executeLogic(
       const want = hint
         ? { policies: rounds(hint), tables: [...hint.tables] }
         : { policies: false, tables: [] };
-      const found = await store.productWithLogic(tx, principal, sku, uniqueName, targetDate.iso, want);
+      const customerKey =
+        data.customerId !== undefined && data.customerId !== null ? String(data.customerId) : undefined;
+      const found = await store.productWithLogic(
+        tx,
+        principal,
+        sku,
+        uniqueName,
+        targetDate.iso,
+        want,
+        customerKey,
+      );
       if (!found) throw notFound(`Product ${sku}`);
       const { product } = found;
       const name = uniqueName ?? (product.formula_name as string | null);
@@ -180,9 +190,9 @@ export async function executeLogic(
       const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
       roots.product = store.recordOf('P', product, await store.attributeTypesOf(tx, principal, 'P'));
       let customerId: string | undefined;
-      if (data.customerId !== undefined && data.customerId !== null) {
-        const customer = await store.masterRecord(tx, principal, 'C', String(data.customerId));
-        if (!customer) throw notFound(`Customer ${String(data.customerId)}`);
+      if (customerKey !== undefined) {
+        const customer = found.customer;
+        if (!customer) throw notFound(`Customer ${customerKey}`);
         customerId = String(customer.customer_id);
         roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
       }

@@ -415,21 +415,52 @@ export async function productWithLogic(
   uniqueName: string | undefined,
   date: string,
   want: { readonly policies: boolean; readonly tables: readonly string[] },
-): Promise<{ product: Row; logic: LogicVersion | undefined; context: LogicContext } | undefined> {
+  /** A customer (customerId or typedId) read in the same statement. */
+  customerKey?: string,
+): Promise<
+  | {
+      product: Row;
+      logic: LogicVersion | undefined;
+      context: LogicContext;
+      /** The customer's row when one was asked for and the principal may see it. */
+      customer: Row | undefined;
+    }
+  | undefined
+> {
   const byId = /^(\d{1,15})\.P$/.exec(key);
+  const customerById = customerKey === undefined ? null : /^(\d{1,15})\.C$/.exec(customerKey);
+  // The customer's columns under "rc:c:<column>" (driver-typed as in its own statement).
+  const customerJoin =
+    customerKey === undefined
+      ? ''
+      : `LEFT JOIN customers c ON c.partition_id = p.partition_id AND ${customerById ? 'c.id = $7::bigint' : 'c.customer_id = $7::text'}`;
+  const customerColumns =
+    customerKey === undefined
+      ? ''
+      : CUSTOMER_COLUMNS.map((col) => `, c.${ident(col)} AS "rc:c:${col}"`).join('');
+  const params: unknown[] = [
+    principal.partitionId,
+    byId ? byId[1] : key,
+    uniqueName ?? null,
+    date,
+    want.policies,
+    want.tables,
+  ];
+  if (customerKey !== undefined) params.push(customerById ? customerById[1] : customerKey);
   const r = await q.query<Row>(
     prepared(`SELECT p.*, f.id AS "rc:fid", f.unique_name AS "rc:fname", to_char(f.valid_after, 'YYYY-MM-DD') AS "rc:fvalid",
             f.nature AS "rc:fnature", f.version AS "rc:fversion",
             CASE WHEN $5::boolean THEN ${POLICIES_JSON} END AS "rc:policies",
-            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"
+            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"${customerColumns}
        FROM products p
        LEFT JOIN LATERAL (
          SELECT id, unique_name, valid_after, nature, version FROM formulas f
           WHERE f.partition_id = p.partition_id AND f.unique_name = coalesce($3::text, p.formula_name)
             AND f.valid_after <= $4::date AND f.status = 'ACTIVE'
           ORDER BY f.valid_after DESC LIMIT 1) f ON true
+       ${customerJoin}
       WHERE p.partition_id = $1 AND ${byId ? 'p.id = $2::bigint' : 'p.sku = $2'}`),
-    [principal.partitionId, byId ? byId[1] : key, uniqueName ?? null, date, want.policies, want.tables],
+    params,
   );
   const row = r.rows[0];
   if (!row || !visible(principal, row)) return undefined;
@@ -443,8 +474,25 @@ export async function productWithLogic(
           nature: String(row['rc:fnature']),
           version: Number(row['rc:fversion']),
         };
-  return { product: row, logic, context: contextOf(row['rc:policies'], row['rc:tables']) };
+  let customer: Row | undefined;
+  if (customerKey !== undefined && row['rc:c:id'] !== null && row['rc:c:id'] !== undefined) {
+    const c: Row = {};
+    for (const col of CUSTOMER_COLUMNS) c[col] = row[`rc:c:${col}`];
+    if (visible(principal, c)) customer = c;
+  }
+  return { product: row, logic, context: contextOf(row['rc:policies'], row['rc:tables']), customer };
 }
+
+/** The customer columns a logic record and the visibility check read (see recordOf, visible). */
+const CUSTOMER_COLUMNS: readonly string[] = [
+  ...new Set([
+    'id',
+    'version',
+    'customer_id',
+    'user_group_view_details',
+    ...fieldsOf('C').map((f) => f.column),
+  ]),
+];
 
 /** One logic version by id (its program included). */
 export async function logicById(
