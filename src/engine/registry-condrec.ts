@@ -54,11 +54,6 @@ export const SET_TYPE: TypeDef = {
 
 /** Ordered validity, when both ends are in the record (updates may carry one end only). */
 function itemRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
-  if (data.validTo === null || data.validTo === '') {
-    return {
-      validTo: { errorMessage: 'must be a date (leave it out for an open-ended item, to 9999-12-31)' },
-    };
-  }
   const from = dateOf(data.validFrom);
   const to = dateOf(data.validTo);
   if (from === undefined || to === undefined || to >= from) return undefined;
@@ -90,8 +85,8 @@ function itemFields(keys: readonly FieldDef[]): FieldDef[] {
     },
     ...keys,
     { name: 'validFrom', column: 'valid_from', type: 'date', required: true, key: true },
-    // Optional: an item without one is open-ended (valid to 9999-12-31, the column's default).
-    { name: 'validTo', column: 'valid_to', type: 'date' },
+    // May be left out: an item without one is open-ended (valid to 9999-12-31, the column's default).
+    { name: 'validTo', column: 'valid_to', type: 'date', required: true, defaultOnAdd: true },
     { name: 'conditionValue', column: 'condition_value', type: 'decimal' },
     text('unitOfMeasure', 'unit_of_measure', { maxLength: 255 }),
     text('currency', 'currency', { maxLength: 255 }),

@@ -44,6 +44,11 @@ export interface FieldSpec {
 export interface FieldDef extends FieldSpec {
   /** Needed on add (business keys, extension table names). */
   readonly required?: boolean;
+  /**
+   * With `required`: may be left out when a record is added (the column has a default, e.g. the
+   * open end of a condition record's validity), but never set empty.
+   */
+  readonly defaultOnAdd?: boolean;
   /** Server-maintained (id, version, dates): never written by clients, silently ignored on input. */
   readonly system?: boolean;
   /** A custom attribute: text column, type from the attribute meta. */

@@ -27,7 +27,13 @@ export function prepareValues(tc: TypeContext, data: Obj, mode: 'add' | 'update'
   }
   if (mode === 'add') {
     for (const f of tc.fields.values()) {
-      if (f.required && (out.get(f) === undefined || out.get(f) === null) && !errors[f.name]) {
+      const absent = out.get(f) === undefined && !(f.name in data);
+      if (
+        f.required &&
+        !(f.defaultOnAdd && absent) &&
+        (out.get(f) === undefined || out.get(f) === null) &&
+        !errors[f.name]
+      ) {
         errors[f.name] = { errorMessage: 'is required' };
       }
     }

@@ -254,6 +254,22 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       }),
     );
     assert.equal(added.validTo, '9999-12-31');
+    // Left out is open-ended; set empty is refused (update, massedit).
+    expectError(
+      await call('/update/CRCI', { data: { typedId: `${added.id}.CRCI`, validTo: null } }),
+      400,
+      -4,
+      'validTo',
+    );
+    expectError(
+      await call('/massedit/CRCI2', {
+        filterCriteria: { conditionRecordSetId: s.id },
+        massEditRecords: [{ fieldName: 'validTo', massEditOperator: 'null' }],
+      }),
+      400,
+      -4,
+      'massEditRecords.0.massEditOperator',
+    );
     // A load without validTo (or with an empty one): open-ended too.
     const [r] = okData(
       await call('/loaddata/CRCP', {
@@ -264,6 +280,17 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       }),
     );
     assert.equal(r.inserted, 1, JSON.stringify(r));
+    const [r2] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'validTo'],
+          data: [[s.name, 'F', 'P', '2026-01-01', '']],
+        },
+      }),
+    );
+    assert.equal(r2.inserted, 1, JSON.stringify(r2));
+    const [f] = okData(await call('/fetch/CRCI2', { data: { conditionRecordSetId: s.id, key1: 'F' } }));
+    assert.equal(f.validTo, '9999-12-31');
     const [e] = okData(await call('/fetch/CRCI2', { data: { conditionRecordSetId: s.id, key1: 'E' } }));
     assert.equal(e.validTo, '9999-12-31');
   });

@@ -234,7 +234,9 @@ function checkRows(
     for (let i = 0; i < plan.header.length; i++) {
       const f = fields.get(plan.header[i]!.name)!;
       if (i === plan.setAt) continue;
-      const checked = checkValue(f, raw[i]);
+      // An empty validTo is an open-ended item, as is a load without the column.
+      const v = f.name === 'validTo' && (raw[i] === null || raw[i] === '') ? OPEN_END : raw[i];
+      const checked = checkValue(f, v);
       if (typeof checked === 'string') return void errors.push({ row, field: f.name, message: checked });
       byName.set(f.name, checked.value as Stored);
     }
