@@ -60,6 +60,33 @@ async function checkRebateType(q: Queryable, principal: Principal, v: unknown, f
 
 // ---- RBT ----------------------------------------------------------------------------------------
 
+/**
+ * A rebate type still used by groups is not deleted (409 naming how many); deleting an unused one
+ * removes its attribute meta (RBTAM) in the same transaction.
+ */
+async function guardTypeDelete(
+  q: Queryable,
+  principal: Principal,
+  old: Readonly<Record<string, unknown>>,
+  data: Readonly<Record<string, unknown>> | undefined,
+): Promise<void> {
+  if (data !== undefined) return;
+  const r = await q.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM rebate_record_groups WHERE partition_id = $1 AND rebate_type = $2',
+    [principal.partitionId, old.uniqueName],
+  );
+  const n = r.rows[0]?.n ?? 0;
+  if (n > 0)
+    throw new AppError(
+      'CONFLICT',
+      `Rebate type ${String(old.uniqueName)} is used by ${n} rebate record group(s)`,
+    );
+  await q.query(`DELETE FROM attribute_meta WHERE partition_id = $1 AND owner_type = 'RRG' AND name = $2`, [
+    principal.partitionId,
+    old.uniqueName,
+  ]);
+}
+
 export const REBATE_TYPE: TypeDef = {
   code: 'RBT',
   label: 'Rebate type',
@@ -79,6 +106,7 @@ export const REBATE_TYPE: TypeDef = {
   bulkLoadable: false,
   userGroups: false,
   access: { fetch: AUTHENTICATED, write: 'REBATETYPE_EDIT' },
+  beforeChange: guardTypeDelete,
 };
 
 // ---- RBTAM --------------------------------------------------------------------------------------

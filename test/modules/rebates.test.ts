@@ -148,6 +148,15 @@ describe('rebate record groups', () => {
     // Writing rebate types is REBATETYPE_EDIT (not in RM_REBATEAGREEMENTS); any user reads them.
     expectError(await call('/add/RBT', { data: { uniqueName: 'X' } }, rebater), 403, -3);
     okData(await call('/fetch/RBT', {}, nobody));
+    // A type in use is not deleted; an unused one goes with its attribute meta.
+    okData(await call('/add/RBT', { data: { uniqueName: 'Temp' } }));
+    okData(await call('/add/RBTAM', { data: { name: 'Temp', fieldName: 'attribute3', fieldType: 'DATE' } }));
+    const [temp] = okData(await call('/fetch/RBT', { data: { uniqueName: 'Temp' } }));
+    const [used] = okData(await call('/add/RRG', { data: { uniqueName: 'TEMP-1', rebateType: 'Temp' } }));
+    expectError(await call('/delete/RBT', { data: { typedId: temp.typedId } }), 409, -1);
+    okData(await call('/delete/RRG', { data: { typedId: used.typedId } }));
+    okData(await call('/delete/RBT', { data: { typedId: temp.typedId } }));
+    assert.equal(okData(await call('/fetch/RBTAM', { data: { name: 'Temp' } })).length, 0);
   });
 
   test('RRG: every field of the spec, general add/update/delete, fetch by uniqueName or all', async () => {
