@@ -18,7 +18,6 @@ import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
-import { serializeOpenEnvelopes } from './http/open-envelope.ts';
 import { COMPONENT_SCHEMAS, documentRoute } from './http/openapi.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -215,7 +214,6 @@ export async function buildApp({
       scope.addHook('onRoute', function requireAccess(route) {
         if (route.config?.access === undefined) throw new Error(`route ${route.url} declares no access`);
         treatNullAsAbsent(route);
-        serializeOpenEnvelopes(route);
         route.schema = {
           ...route.schema,
           response: {

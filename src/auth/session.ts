@@ -69,33 +69,7 @@ export function peekSession(token: string): { sub: string; ptn: string; tid: num
   }
 }
 
-// Tokens already verified, so a client sending the same token on every request costs one HMAC, not
-// one per request: the claims a token carries never change, so an entry holds as long as the same key
-// verifies it and it has not expired (checked on every hit, as jwtVerify would). Revocation (token
-// epoch, api token rows) is decided by the caller after this, on every request.
-const MAX_VERIFIED = 10_000;
-const verified = new Map<string, { readonly claims: SessionClaims; readonly secret: Buffer }>();
-
-/** Whole seconds since the epoch, as jose compares `exp` (valid while exp > now). */
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-
 export async function verifySession(token: string, secret: Uint8Array): Promise<SessionClaims | null> {
-  const hit = verified.get(token);
-  if (hit !== undefined) {
-    if (hit.secret.equals(secret) && (hit.claims.exp === undefined || hit.claims.exp > nowSeconds())) {
-      return hit.claims;
-    }
-    verified.delete(token);
-  }
-  const claims = await verifyUncached(token, secret);
-  if (claims !== null) {
-    if (verified.size >= MAX_VERIFIED) verified.clear();
-    verified.set(token, { claims, secret: Buffer.from(secret) });
-  }
-  return claims;
-}
-
-async function verifyUncached(token: string, secret: Uint8Array): Promise<SessionClaims | null> {
   try {
     const { payload } = await jwtVerify(token, secret, {
       algorithms: ['HS256'],
