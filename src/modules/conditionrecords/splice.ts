@@ -235,7 +235,8 @@ function checkRows(
       const f = fields.get(plan.header[i]!.name)!;
       if (i === plan.setAt) continue;
       // An empty validTo is an open-ended item, as is a load without the column.
-      const v = f.name === 'validTo' && (raw[i] === null || raw[i] === '') ? OPEN_END : raw[i];
+      const given: unknown = raw[i];
+      const v = f.name === 'validTo' && (given === null || given === '') ? OPEN_END : given;
       const checked = checkValue(f, v);
       if (typeof checked === 'string') return void errors.push({ row, field: f.name, message: checked });
       byName.set(f.name, checked.value as Stored);
