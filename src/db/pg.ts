@@ -61,8 +61,12 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     connectionString: url,
     max,
     application_name: 'ratecard',
-    // Parallel plans stay on: the safe casts, whose exception blocks no parallel operation can run,
-    // are PARALLEL UNSAFE (migration 035), so only the queries using them run without workers.
+    // No parallel query plans, for throughput: with 32 concurrent requests on 2 cores, workers only
+    // compete with the other requests (measured: the bench's scan fetch 19 req/s without, 15–17 with
+    // them). Not for correctness any more: the safe casts are PARALLEL UNSAFE (migration 035), so a
+    // session that turns parallel plans on gets them wherever they are safe. Index builds may use
+    // parallel workers (the cast-expression indexes build serially, their functions being unsafe).
+    options: '-c max_parallel_workers_per_gather=0',
     // Every pooled connection listens before its first use (see listenForAuthChanges). pg-pool awaits
     // the promise (its types say void).
     // eslint-disable-next-line @typescript-eslint/no-misused-promises

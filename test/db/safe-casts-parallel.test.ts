@@ -1,8 +1,8 @@
 // The safe casts (migration 002) catch failed casts in exception blocks, which no parallel operation
 // can run on PostgreSQL before 17. Migration 035 marks them PARALLEL UNSAFE: a query filtering
 // through them gets no parallel plan, even where the planner would otherwise use one, and answers
-// instead of failing with "cannot start subtransactions during a parallel operation". The server's
-// connections no longer turn parallel plans off.
+// instead of failing with "cannot start subtransactions during a parallel operation" (the server's
+// connections run without parallel plans for throughput; a session that turns them on is safe).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,7 +64,7 @@ test('a query filtering through a safe cast answers where a parallel plan is che
                     WHERE rc_try_numeric(b.v) = 5 AND rc_try_date(b.v) IS NULL`;
       const plan = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`);
       const r = await tx.query<{ n: number }>(sql);
-      // A query without the casts still gets its parallel plan: nothing turns them off.
+      // A query without the casts still gets its parallel plan where the session allows one.
       const other = await tx.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN SELECT count(*) FROM ${table} WHERE v = '5'`,
       );
