@@ -352,18 +352,18 @@ async function runChunk(
     csv += `${csvLine([r.row, r.set.id], [String(r.set.keySize), ...r.values, r.set.edit, r.set.view, sig])}\n`;
   }
   await tx.copyFrom(STAGE, STAGE_COLUMNS, csv);
-  // Existing items each new row overlaps (partition, set, key signature, validity: the key index,
-  // one probe per staged row; the key signature computed as the database does, see lookup.ts).
-  await joinsByIndex(tx, true);
+  // Existing items each new row overlaps (partition, set, key signature, validity): one probe of
+  // the key index per staged row — LATERAL, so no plan can turn it around into a scan of the table
+  // (the stage has no statistics; the key signature is computed as the database does, lookup.ts).
   await tx.query(
     `CREATE TEMP TABLE rc_crcp_hit ON COMMIT DROP AS
     SELECT c.id, c.valid_from AS e_from, c.valid_to AS e_to, s.valid_from AS n_from, s.valid_to AS n_to, s.rownum
-      FROM ${STAGE} s JOIN condition_records c
-        ON c.partition_id = $1 AND c.condition_record_set_id = s.condition_record_set_id AND c.key_sig = s.key_sig
-       AND c.valid_from <= s.valid_to AND c.valid_to >= s.valid_from`,
+      FROM ${STAGE} s CROSS JOIN LATERAL (
+        SELECT c.id, c.valid_from, c.valid_to FROM condition_records c
+         WHERE c.partition_id = $1 AND c.condition_record_set_id = s.condition_record_set_id
+           AND c.key_sig = s.key_sig AND c.valid_from <= s.valid_to AND c.valid_to >= s.valid_from) c`,
     [p],
   );
-  await joinsByIndex(tx, false);
   // Temporary tables have no statistics until analysed: without them the planner joined the pieces
   // to condition_records by nested loops over a scan (minutes for 10,000 pieces instead of ms).
   await tx.query('ANALYZE rc_crcp_hit');
@@ -459,29 +459,30 @@ async function splice(
     await tx.query(
       `INSERT INTO condition_records_history (partition_id, item_id, ${cols.map(ident).join(', ')}, reason, superseded_by)
        SELECT c.partition_id, c.id, ${cols.map((c) => `c.${ident(c)}`).join(', ')}, 'SUPERSEDED', $2::bigint
-         FROM condition_records c WHERE c.partition_id = $1 AND c.id IN (SELECT id FROM rc_crcp_piece WHERE k = 1)`,
+         FROM condition_records c WHERE c.partition_id = $1 AND c.id = ANY(ARRAY(SELECT id FROM rc_crcp_piece WHERE k = 1))`,
       [p, principal.userId],
     );
     await tx.query(`SELECT set_config('rc.crci_reason', 'SUPERSEDED', true)`);
   } else {
     await tx.query(`SELECT set_config('rc.crci_history', 'off', true)`);
   }
-  // The statements below meet the hit items by primary key (and their history reads the old rows
-  // by it): a few thousand index probes. The planner, costing random reads high, preferred hash
-  // joins over a scan of the whole table — per statement, per chunk, growing with the table.
-  await joinsByIndex(tx, true);
   if (removed > 0) {
     await setDeleteActor(tx, principal); // the delete trigger names the loader, not the last editor
     const params = new Params();
     const del = withHistory(
       `DELETE FROM condition_records t WHERE t.partition_id = ${params.add(p)}
-          AND t.id IN (SELECT h.id FROM rc_crcp_hit h WHERE NOT EXISTS (SELECT 1 FROM rc_crcp_piece x WHERE x.id = h.id))`,
+          AND t.id = ANY(ARRAY(SELECT h.id FROM rc_crcp_hit h
+                                WHERE NOT EXISTS (SELECT 1 FROM rc_crcp_piece x WHERE x.id = h.id)))`,
       { tc, principal, params, kind: 'delete' },
       'count(*)::int AS n',
     );
     await tx.query(del, params.values);
   }
   await tx.query(`SELECT set_config('rc.crci_history', '', true), set_config('rc.crci_reason', '', true)`);
+  // The statements below meet the cut items by primary key, from the analysed piece table (and their
+  // history reads the old rows by it): a few thousand index probes. The planner, costing random
+  // reads high, preferred hash joins over a scan of the whole table — per statement and chunk.
+  await joinsByIndex(tx, true);
   if (cut + split > 0) {
     const params = new Params();
     const sets = [
