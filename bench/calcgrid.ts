@@ -22,6 +22,7 @@ const PRODUCTS = Number(process.env.BENCH_GRID_PRODUCTS ?? 100_000);
 const CUSTOMERS = Number(process.env.BENCH_GRID_CUSTOMERS ?? 10);
 const RATE_PRODUCTS = Math.min(PRODUCTS, Number(process.env.BENCH_GRID_RATE_PRODUCTS ?? 10_000));
 const BATCH = process.env.BENCH_GRID_BATCH ? Number(process.env.BENCH_GRID_BATCH) : undefined;
+const INDEXED = Boolean(process.env.BENCH_GRID_INDEXED);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const sku = (i: number) => `L${String(i).padStart(7, '0')}`;
 
@@ -131,6 +132,7 @@ async function main(): Promise<void> {
           formulaName: 'BenchGrid',
           targetDate: '2026-06-01',
           keySources: [{ type: 'products', filter }, { type: 'customers' }],
+          ...(INDEXED ? { indexedResults: ['Price'] } : {}),
         },
       });
       const t0 = performance.now();

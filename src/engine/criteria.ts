@@ -669,10 +669,11 @@ const SAFE_CAST: Record<FieldType, { readonly fn: string; readonly type: string 
 /**
  * A field as a typed SQL expression (a typed custom attribute through its safe cast), for modules
  * that compose SQL over registry fields themselves (the query API's joins, groups and aggregates).
+ * Without an alias: the expression an index must have to serve the compiled criteria.
  */
 export function typedColumn(
   field: FieldSpec,
-  alias: string,
+  alias: string | undefined,
 ): { readonly sql: string; readonly type: string } {
   return column(field, alias);
 }

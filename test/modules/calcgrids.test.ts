@@ -198,14 +198,26 @@ describe('calculation grids', () => {
     expectError(await add({ formulaName: 'GridPrice', colour: 'red' }), 400, -4, 'colour');
     expectError(await call('/add/CG', { data: { label: 'direct' } }), 400, -4);
 
+    expectError(
+      await add({ formulaName: 'GridPrice', indexedResults: ['ListPrice', 'Nope'] }),
+      400,
+      -4,
+      'indexedResults.1',
+    );
     [grid1] = okData(
       await add({
         label: 'Group A',
         formulaName: 'GridPrice',
         productFilter: groupA,
         inputs: { Uplift: 0.1 },
+        indexedResults: ['ListPrice'],
       }),
     );
+    const indexes = await h.db.query<{ indexdef: string }>(
+      `SELECT indexdef FROM pg_indexes WHERE tablename = 'calc_grid_items' AND indexdef LIKE '%ListPrice%'`,
+    );
+    assert.equal(indexes.rows.length, 1, 'the result index exists');
+    assert.match(indexes.rows[0]!.indexdef, /partition_id, grid_id/);
     assert.equal(grid1.keyNumber, 1);
     assert.equal(grid1.status, 'DRAFT');
     assert.deepEqual(grid1.inputs, { Uplift: 0.1 });

@@ -23,6 +23,7 @@ import { submitApprovable } from '../workflows/service.ts';
 import { APPROVABLE_CODE, setItemApproval } from './approval.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
+import { createResultIndexes, parseIndexedResults } from './indexes.ts';
 import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
 
@@ -37,6 +38,7 @@ const GRID_FIELDS = [
   'keySources',
   'targetDate',
   'inputs',
+  'indexedResults',
 ];
 
 /** The logic of a grid at its target date, which must be of nature CALCULATIONGRID (-4 otherwise). */
@@ -101,6 +103,8 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
       inputs,
     );
     await checkSourceFilters(tx, principal, sources);
+    const types = resultTypesOf(logic);
+    const indexed = parseIndexedResults(data.indexedResults, types);
     const id = await store.insertGrid(tx, principal.partitionId, principal.userId, {
       label: (label as string | undefined) ?? null,
       formulaName,
@@ -108,9 +112,10 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
       keySources: sources,
       targetDate,
       inputs,
-      resultTypes: resultTypesOf(logic),
+      resultTypes: types,
       resultMeta: resultMetaOf(logic),
     });
+    await createResultIndexes(tx, indexed, types);
     return fetchOne(tx, principal, GRID_TYPE, String(id));
   });
 }
