@@ -321,6 +321,64 @@ describe('logics: competition data', () => {
     );
   });
 
+  test('execute: product extension rows of the logic read last time come with the product', async () => {
+    okData(
+      await api('/add/PX', { data: { name: 'Costs', sku: 'K-1', attribute1: '7.5', attribute2: 'kg' } }),
+    );
+    okData(await api('/add/PX', { data: { name: 'Packs', sku: 'K-1', attribute1: '12' } }));
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Ext',
+          validAfter: '2025-01-01',
+          elements: [
+            { elementName: 'C', expression: 'productExtension("Costs")', displayOptions: 0 },
+            { elementName: 'Cost', expression: 'C.attribute1 * 2' },
+            { elementName: 'Unit', expression: 'C.attribute2' },
+            { elementName: 'Pack', expression: 'get(productExtension("Packs"), "attribute1")' },
+          ],
+        },
+      }),
+    );
+    const db = h.db as any;
+    const transaction = db.transaction;
+    const statements: string[] = [];
+    db.transaction = (fn: (tx: Tx) => Promise<unknown>, opts?: unknown) =>
+      transaction.call(
+        h.db,
+        (tx: Tx) => fn({ ...tx, query: (sql, p) => (statements.push(sql), tx.query(sql, p)) }),
+        opts,
+      );
+    const own = (list: string[]) => list.filter((x) => /FROM "product_extensions"\s+WHERE/.test(x));
+    const perCall: string[][] = [];
+    try {
+      for (const [sku, want] of [
+        ['K-1', { Cost: 15, Unit: 'kg', Pack: '12' }],
+        ['K-1', { Cost: 15, Unit: 'kg', Pack: '12' }],
+        ['K-2', { Cost: null, Unit: null, Pack: null }],
+      ] as const) {
+        statements.length = 0;
+        const by = results(await api(`/formulamanager.execute/${sku}/Ext`, { data: {} }));
+        assert.deepEqual(
+          { Cost: by.Cost.result, Unit: by.Unit.result, Pack: by.Pack.result },
+          want,
+          `${sku}: ${statements.join('\n---\n')}`,
+        );
+        perCall.push(own(statements));
+      }
+      // Later calls (the logic known from the call before): none of their own.
+      // The first call (a logic not run before) reads them in a statement of their own, one per table.
+      assert.equal(perCall[0]!.length, 2);
+      assert.deepEqual(perCall.slice(1), [[], []]);
+    } finally {
+      db.transaction = transaction;
+    }
+    const explained = results(await api('/formulamanager.execute/K-1/Ext', { data: { explain: true } }));
+    const [read] = explained.C.explanation.reads;
+    assert.equal(read.kind, 'productExtension');
+    assert.match(read.typedId, /^\d+\.PX$/);
+  });
+
   test('partition isolation: another partition sees none of these rows', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {

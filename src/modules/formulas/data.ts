@@ -192,9 +192,35 @@ export class BatchData {
           return k === undefined ? [] : [k];
         }),
       );
+      const known = this.extensions.get(`${owner}${SEP}${table}`);
+      if (known) for (const k of known.keys()) keys.delete(k);
       if (keys.size > 0) this.pendingExt.set(`${owner}${SEP}${table}`, keys);
     }
     await this.load();
+  }
+
+  /** Extension rows read beforehand (with the product): the row of each owner key, or none. */
+  async knowExtensionRows(
+    owner: 'product' | 'customer',
+    table: string,
+    key: string,
+    row: Record<string, unknown> | null,
+  ): Promise<void> {
+    const id = `${owner}${SEP}${table}`;
+    const code = owner === 'product' ? 'PX' : 'CX';
+    let cache = this.extensions.get(id);
+    if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
+    if (row === null) {
+      cache.set(key, []);
+      return;
+    }
+    const meta = await store.attributeTypesOf(
+      this.q,
+      { partitionId: this.partitionId, metaVersion: this.metaVersion },
+      code,
+      table,
+    );
+    cache.set(key, [store.recordOf(code, row, meta)]);
   }
 
   /**

@@ -58,6 +58,11 @@ export async function policiesFor(q: Queryable, partitionId: number, logic: Comp
   return rounds(logic) ? store.roundingPolicies(q, partitionId) : [];
 }
 
+/** The product extension tables a logic reads. */
+function productTables(logic: CompiledLogic): string[] {
+  return [...logic.extensions].filter((e) => e.startsWith('product:')).map((e) => e.slice('product:'.length));
+}
+
 /** Whether the logic rounds by policy (an element's `rounding`, or roundPrice). */
 function rounds(logic: CompiledLogic): boolean {
   return (
@@ -162,7 +167,7 @@ export async function executeLogic(
       const hintKey = `${principal.partitionId}:${uniqueName ?? ''}`;
       const hint = hints.get(hintKey);
       const want = hint
-        ? { policies: rounds(hint), tables: [...hint.tables] }
+        ? { policies: rounds(hint), tables: [...hint.tables], productExtensions: productTables(hint) }
         : { policies: false, tables: [] };
       const customerKey =
         data.customerId !== undefined && data.customerId !== null ? String(data.customerId) : undefined;
@@ -210,6 +215,9 @@ export async function executeLogic(
       const batch = new BatchData(tx, principal.partitionId, context.policies, principal.metaVersion);
       batch.knowTables(logic.tables, context.tables);
       const spec = { sku: String(product.sku), customerId, roots, inputs };
+      if (logic === hint)
+        for (const [table, x] of found.productExtensions)
+          await batch.knowExtensionRows('product', table, spec.sku, x);
       let all: ElementOutcome[][];
       try {
         await batch.prefetchExtensions(logic.extensions, [spec], logic.competition ? targetDate : undefined);

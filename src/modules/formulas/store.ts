@@ -414,7 +414,12 @@ export async function productWithLogic(
   key: string,
   uniqueName: string | undefined,
   date: string,
-  want: { readonly policies: boolean; readonly tables: readonly string[] },
+  want: {
+    readonly policies: boolean;
+    readonly tables: readonly string[];
+    /** Product extension tables whose row of this product to read too. */
+    readonly productExtensions?: readonly string[];
+  },
   /** A customer (customerId or typedId) read in the same statement. */
   customerKey?: string,
 ): Promise<
@@ -424,6 +429,8 @@ export async function productWithLogic(
       context: LogicContext;
       /** The customer's row when one was asked for and the principal may see it. */
       customer: Row | undefined;
+      /** The product's row of each extension table asked for (null: none). */
+      productExtensions: Map<string, Row | null>;
     }
   | undefined
 > {
@@ -447,11 +454,25 @@ export async function productWithLogic(
     want.tables,
   ];
   if (customerKey !== undefined) params.push(customerById ? customerById[1] : customerKey);
+  // Each extension table's row of the product (at most one: (name, sku) is unique), as
+  // "rc:x<i>:<column>" columns of a lateral join.
+  const extNames = want.productExtensions ?? [];
+  const extJoins = extNames
+    .map((name, i) => {
+      params.push(name);
+      return `LEFT JOIN LATERAL (SELECT * FROM product_extensions x
+          WHERE x.partition_id = p.partition_id AND x.name = $${params.length}::text AND x.sku = p.sku
+            AND x.deleted_at IS NULL) x${i} ON true`;
+    })
+    .join('\n       ');
+  const extColumns = extNames
+    .map((_, i) => PX_COLUMNS.map((col) => `, x${i}.${ident(col)} AS "rc:x${i}:${col}"`).join(''))
+    .join('');
   const r = await q.query<Row>(
     prepared(`SELECT p.*, f.id AS "rc:fid", f.unique_name AS "rc:fname", to_char(f.valid_after, 'YYYY-MM-DD') AS "rc:fvalid",
             f.nature AS "rc:fnature", f.version AS "rc:fversion",
             CASE WHEN $5::boolean THEN ${POLICIES_JSON} END AS "rc:policies",
-            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"${customerColumns}
+            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"${customerColumns}${extColumns}
        FROM products p
        LEFT JOIN LATERAL (
          SELECT id, unique_name, valid_after, nature, version FROM formulas f
@@ -459,6 +480,7 @@ export async function productWithLogic(
             AND f.valid_after <= $4::date AND f.status = 'ACTIVE'
           ORDER BY f.valid_after DESC LIMIT 1) f ON true
        ${customerJoin}
+       ${extJoins}
       WHERE p.partition_id = $1 AND ${byId ? 'p.id = $2::bigint' : 'p.sku = $2'}`),
     params,
   );
@@ -480,8 +502,29 @@ export async function productWithLogic(
     for (const col of CUSTOMER_COLUMNS) c[col] = row[`rc:c:${col}`];
     if (visible(principal, c)) customer = c;
   }
-  return { product: row, logic, context: contextOf(row['rc:policies'], row['rc:tables']), customer };
+  const productExtensions = new Map<string, Row | null>();
+  extNames.forEach((name, i) => {
+    if (row[`rc:x${i}:id`] === null || row[`rc:x${i}:id`] === undefined) {
+      productExtensions.set(name, null);
+      return;
+    }
+    const x: Row = {};
+    for (const col of PX_COLUMNS) x[col] = row[`rc:x${i}:${col}`];
+    productExtensions.set(name, x);
+  });
+  return {
+    product: row,
+    logic,
+    context: contextOf(row['rc:policies'], row['rc:tables']),
+    customer,
+    productExtensions,
+  };
 }
+
+/** The product-extension columns a logic record reads (see recordOf). */
+const PX_COLUMNS: readonly string[] = [
+  ...new Set(['id', 'version', 'sku', 'name', ...fieldsOf('PX').map((f) => f.column)]),
+];
 
 /** The customer columns a logic record and the visibility check read (see recordOf, visible). */
 const CUSTOMER_COLUMNS: readonly string[] = [
