@@ -766,4 +766,18 @@ describe('rebate record groups', () => {
     assert.equal(before.attribute1, 7);
     assert.equal(before.label, g.label);
   });
+
+  test('a token restricted to REBATERECORD_EDIT / _SUBMIT calculates and submits, and gets the group back', async () => {
+    const g = await newGroup({ rebateType: 'Plain', formulaName: 'VolumeRebate', attribute1: '1' });
+    const r = await call('/accountmanager.getjsonwebtoken', {
+      data: { permissions: ['REBATERECORD_EDIT', 'REBATERECORD_SUBMIT'] },
+    });
+    const headers = { 'X-Ratecard-jwt': okData(r)[0].token };
+    // Reading is not in the token: /fetch/RRG is refused, but the answers of its own writes are not.
+    expectError(await h.call('/fetch/RRG', { headers, body: {} }), 403, -3);
+    const c = okData(await h.call(`/rebaterecordgroup.calculate/${g.typedId}`, { headers, body: {} }))[0];
+    assert.equal(c.calculationStatus, 3);
+    const s = okData(await h.call(`/rebaterecordgroup.submit/${g.typedId}`, { headers, body: {} }))[0];
+    assert.equal(s.workflowStatus, 'APPROVED');
+  });
 });
