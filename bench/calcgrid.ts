@@ -1,5 +1,5 @@
 // Calculation grids: `node bench/calcgrid.ts` (BENCH_GRID_PRODUCTS 100000, BENCH_GRID_CUSTOMERS 10,
-// BENCH_GRID_RATE_PRODUCTS 10000, BENCH_GRID_SKIP_FULL, BENCH_GRID_BATCH, BENCH_PG_URL). On a fresh
+// BENCH_GRID_RATE_PRODUCTS 10000, BENCH_GRID_SKIP_FULL, BENCH_GRID_BATCH, BENCH_GRID_INDEXED, BENCH_PG_URL). On a fresh
 // PostgreSQL database, with the server (src/main.ts, which runs the job runner) as a child process:
 // BENCH_GRID_PRODUCTS products (seeded by SQL), BENCH_GRID_CUSTOMERS customers, a 10-element logic of
 // nature CALCULATIONGRID with 2 lookups (SIMPLE, RANGE) and 1 condition-record look-up; then

@@ -35,7 +35,8 @@ export interface FieldSpec {
   readonly elements?: boolean;
   /**
    * The field is the value under this key of the `jsonb` map in `column` (calculation grid results:
-   * `result.ListPrice` is `results ->> 'ListPrice'`), compared as `type` through the safe casts.
+   * `result.ListPrice` is `results -> 'ListPrice'`), compared as `type`: JSON numbers and booleans
+   * directly, anything else through the safe casts (criteria.ts `column`).
    * Such fields are filter, sort and output fields only, left out of the default output.
    */
   readonly jsonKey?: string;
@@ -111,15 +112,15 @@ export interface TypeDef {
    */
   readonly managerOnly?: string;
   /**
-   * Checked before a record is inserted or upserted by add/integrate (in the same transaction):
-   * rules that need the database, such as the edit group of a parent record (condition record
-   * items take their set's `userGroupEdit`). Throws the catalogue error to answer.
-   */
-  /**
    * Fields this type has in a partition beyond its declared ones (calculation grid items: one field
    * per logic element of the partition's grids), added when the type context is loaded.
    */
   readonly extraFields?: (q: Queryable, partitionId: number) => Promise<readonly FieldDef[]>;
+  /**
+   * Checked before a record is inserted or upserted by add/integrate (in the same transaction):
+   * rules that need the database, such as the edit group of a parent record (condition record
+   * items take their set's `userGroupEdit`). Throws the catalogue error to answer.
+   */
   readonly beforeInsert?: (
     q: Queryable,
     principal: Principal,
