@@ -4,6 +4,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
+import { preparedShape } from '../db/prepared.ts';
 import { validationError } from '../http/errors.ts';
 import { rowScope, selectList, type TypeContext } from './context.ts';
 import type { TypeDef } from './registry.ts';
@@ -57,8 +58,12 @@ export async function selectOne(
           .map((k, i) => `${qualified('t', tc.fields.get(k)!.column)} = ${params.add(address.key[i])}`)
           .join(' AND ');
   const extra = includeDeleted && tc.type.deleteMode === 'soft' ? ', t.deleted_at AS "__deleted"' : '';
+  // Prepared (PostgreSQL): one text per type and address kind, a lookup by a unique key whose plan
+  // does not depend on the values.
   const r = await q.query<Row>(
-    `SELECT ${selectList(tc)}${extra} FROM ${ident(tc.type.table)} t WHERE ${scope} AND ${match}${forUpdate ? ' FOR UPDATE' : ''}`,
+    preparedShape(
+      `SELECT ${selectList(tc)}${extra} FROM ${ident(tc.type.table)} t WHERE ${scope} AND ${match}${forUpdate ? ' FOR UPDATE' : ''}`,
+    ),
     params.values,
   );
   return r.rows[0];
