@@ -379,6 +379,66 @@ describe('logics: competition data', () => {
     assert.match(read.typedId, /^\d+\.PX$/);
   });
 
+  test('execute: the look-ups of several single-key tables in one statement', async () => {
+    const table = async (uniqueName: string, type: string, values: object[]) => {
+      const [t] = okData(
+        await api('/lookuptablemanager.add', { data: { uniqueName, type, valueType: 'REAL' } }),
+      );
+      okData(
+        await api(
+          `/lookuptablemanager.add/${t.id}`,
+          values.map((data) => ({ data })),
+        ),
+      );
+    };
+    await table('Regions', 'SIMPLE', [{ name: 'EU', value: 0.25 }]);
+    await table('Steps', 'RANGE', [
+      { name: 'low', upperBound: 10, value: 0 },
+      { name: 'high', lowerBound: 10, value: 0.05 },
+    ]);
+    await table('Weights', 'SIMPLE_INT_KEY', [{ name: '3', value: 1.5 }]);
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Looks',
+          validAfter: '2025-01-01',
+          inputs: [{ name: 'Qty', type: 'NUMBER' }],
+          elements: [
+            { elementName: 'R', expression: 'lookup("Regions", "EU")' },
+            { elementName: 'S', expression: 'lookup("Steps", input.Qty)' },
+            { elementName: 'W', expression: 'lookup("Weights", 3)' },
+            { elementName: 'Miss', expression: 'lookup("Regions", "US")' },
+          ],
+        },
+      }),
+    );
+    const db = h.db as any;
+    const transaction = db.transaction;
+    const statements: string[] = [];
+    db.transaction = (fn: (tx: Tx) => Promise<unknown>, opts?: unknown) =>
+      transaction.call(
+        h.db,
+        (tx: Tx) => fn({ ...tx, query: (sql, p) => (statements.push(sql), tx.query(sql, p)) }),
+        opts,
+      );
+    try {
+      for (const [qty, step] of [
+        [9.99, 0],
+        [10, 0.05],
+      ] as const) {
+        const by = results(
+          await api('/formulamanager.execute/K-1/Looks', { data: { inputs: { Qty: qty } } }),
+        );
+        assert.deepEqual([by.R.result, by.S.result, by.W.result, by.Miss.result], [0.25, step, 1.5, null]);
+      }
+    } finally {
+      db.transaction = transaction;
+    }
+    const reads = statements.filter((x) => /lookup_values/.test(x));
+    assert.equal(reads.length, 2, 'one statement per execute for the three tables');
+    assert.match(reads[0]!, /UNION ALL/);
+  });
+
   test('partition isolation: another partition sees none of these rows', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {

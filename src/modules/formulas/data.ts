@@ -264,17 +264,27 @@ export class BatchData {
       const found = await store.tablesByName(this.q, this.partitionId, names);
       for (const n of names) this.tables.set(n, found.find((t) => t.uniqueName === n) ?? null);
     }
-    for (const [table, keys] of this.pendingKeys) {
-      const meta = this.tables.get(table);
-      if (!meta) continue;
-      const tuples = [...keys].map((k) => k.split(SEP));
-      const want = store.keyCount(meta.type);
-      const asked = tuples.filter((t) => t.length === want);
-      const got = asked.length > 0 ? await store.lookupRows(this.q, this.partitionId, meta, asked) : [];
-      let cache = this.rows.get(table);
-      if (!cache) this.rows.set(table, (cache = new Map<string, FoundRow>()));
-      for (const r of got) cache.set(String(r.k), this.foundRow(meta, r));
-      for (const k of keys) if (!cache.has(k)) cache.set(k, NO_ROW);
+    // Every table's missing keys in as few statements as the table kinds allow (lookupRowsMany).
+    const requests: { name: string; keys: Set<string>; table: store.TableMeta; keyTuples: string[][] }[] = [];
+    for (const [name, keys] of this.pendingKeys) {
+      const table = this.tables.get(name);
+      if (!table) continue;
+      const want = store.keyCount(table.type);
+      const keyTuples = [...keys].map((k) => k.split(SEP)).filter((t) => t.length === want);
+      requests.push({ name, keys, table, keyTuples });
+    }
+    const asked = requests.filter((r) => r.keyTuples.length > 0);
+    const found = await store.lookupRowsMany(
+      this.q,
+      this.partitionId,
+      asked.map((r) => ({ table: r.table, keys: r.keyTuples })),
+    );
+    for (const r of requests) {
+      let cache = this.rows.get(r.name);
+      if (!cache) this.rows.set(r.name, (cache = new Map<string, FoundRow>()));
+      const got = found[asked.indexOf(r)] ?? [];
+      for (const row of got) cache.set(String(row.k), this.foundRow(r.table, row));
+      for (const k of r.keys) if (!cache.has(k)) cache.set(k, NO_ROW);
     }
     this.pendingKeys.clear();
     for (const [id, owners] of this.pendingExt) {
@@ -325,7 +335,8 @@ export class BatchData {
   private foundRow(meta: store.TableMeta, r: Row): FoundRow {
     const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [col, v] of Object.entries(r)) {
-      if (col === 'k' || col === 'partition_id' || col === 'table_ref' || v === null) continue;
+      if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)
+        continue;
       fields[camel(col)] = /^attribute\d+$|^value$/.test(col) ? typedValue(meta.valueType, v) : v;
     }
     const matrix = meta.type.startsWith('MATRIX');

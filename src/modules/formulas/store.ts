@@ -307,6 +307,68 @@ export async function lookupRows(
   }
 }
 
+/** Lookup kinds whose rows are lookup_values rows under one key (combinable in one statement). */
+const SINGLE_KEY_KINDS = new Set([
+  'SIMPLE',
+  'JSON',
+  'SIMPLE_REAL_KEY',
+  'SIMPLE_INT_KEY',
+  'SIMPLE_DATE_KEY',
+  'RANGE',
+]);
+
+/**
+ * lookupRows for several tables at once: the single-key kinds (SIMPLE, typed keys, JSON, RANGE) in
+ * one statement (a UNION ALL of each table's look-up, tagged), matrix kinds one statement each.
+ * Answers the rows per request, in order.
+ */
+export async function lookupRowsMany(
+  q: Queryable,
+  partitionId: number,
+  requests: readonly { readonly table: TableMeta; readonly keys: readonly (readonly string[])[] }[],
+): Promise<Row[][]> {
+  const out: Row[][] = requests.map(() => []);
+  const single = requests.flatMap((r, i) => (SINGLE_KEY_KINDS.has(r.table.type) ? [i] : []));
+  for (const [i, r] of requests.entries())
+    if (!SINGLE_KEY_KINDS.has(r.table.type) || single.length === 1)
+      out[i] = await lookupRows(q, partitionId, r.table, r.keys);
+  if (single.length < 2) return out;
+  const params: unknown[] = [partitionId];
+  const branches = single.map((i) => {
+    const { table, keys } = requests[i]!;
+    params.push(
+      String(table.id),
+      keys.map((k) => k[0] ?? ''),
+    );
+    const ref = `$${params.length - 1}`;
+    const ks = `$${params.length}::text[]`;
+    switch (table.type) {
+      case 'RANGE':
+        return `(SELECT ${i} AS rc_t, k.x AS k, v.id, v.name, v.lower_bound, v.upper_bound, v.value, NULL::jsonb AS json_value, v.version
+           FROM unnest(${ks}) AS k(x) CROSS JOIN LATERAL (
+             SELECT v.id, v.name, v.lower_bound, v.upper_bound, v.value, v.version FROM lookup_values v
+              WHERE v.partition_id = $1 AND v.table_ref = ${ref}
+                AND (v.lower_bound IS NULL OR v.lower_bound <= rc_try_numeric(k.x))
+                AND (v.upper_bound IS NULL OR rc_try_numeric(k.x) < v.upper_bound)
+              ORDER BY v.lower_bound DESC NULLS LAST LIMIT 1) v)`;
+      case 'SIMPLE_REAL_KEY':
+      case 'SIMPLE_INT_KEY':
+      case 'SIMPLE_DATE_KEY': {
+        const cast = table.type === 'SIMPLE_DATE_KEY' ? 'rc_try_date' : 'rc_try_numeric';
+        return `(SELECT ${i} AS rc_t, k.x AS k, v.id, v.name, NULL::numeric AS lower_bound, NULL::numeric AS upper_bound, v.value, v.json_value, v.version
+           FROM unnest(${ks}) AS k(x)
+           JOIN lookup_values v ON v.partition_id = $1 AND v.table_ref = ${ref} AND ${cast}(v.name) = ${cast}(k.x))`;
+      }
+      default:
+        return `(SELECT ${i} AS rc_t, v.name AS k, v.id, v.name, NULL::numeric AS lower_bound, NULL::numeric AS upper_bound, v.value, v.json_value, v.version
+           FROM lookup_values v WHERE v.partition_id = $1 AND v.table_ref = ${ref} AND v.name = ANY(${ks}))`;
+    }
+  });
+  const r = await q.query<Row>(prepared(branches.join('\nUNION ALL\n')), params);
+  for (const row of r.rows) out[Number(row.rc_t)]!.push(row);
+  return out;
+}
+
 /** The partition's rounding policies (a small table, read once per request or batch). */
 export async function roundingPolicies(q: Queryable, partitionId: number): Promise<RoundingPolicy[]> {
   const r = await q.query<Row>(
