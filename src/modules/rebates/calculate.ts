@@ -9,7 +9,8 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
-import { fetchOne, parseId, requireAccess, updateRecords } from '../../engine/crud.ts';
+import { parseId, requireAccess, updateRecords } from '../../engine/crud.ts';
+import { loadTypeContext } from '../../engine/context.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { LimitError, type LogicLimits } from '../../logic/env.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
@@ -102,7 +103,7 @@ export async function calculateGroup(
   const given = groupFieldsOf(body);
   let ended = false;
   try {
-    await db.transaction(async (tx) => {
+    return await db.transaction(async (tx) => {
       if (given !== undefined) {
         const { version, ...fields } = given;
         delete fields.typedId;
@@ -128,9 +129,10 @@ export async function calculateGroup(
       let formulaName =
         typeof row.formula_name === 'string' && row.formula_name !== '' ? row.formula_name : null;
       if (formulaName === null && rebateType !== null) {
-        const t = await store.rebateTypeFormula(tx, principal.partitionId, rebateType);
-        if (!t) throw validationError('rebateType', `there is no rebate type ${JSON.stringify(rebateType)}`);
-        formulaName = t.formulaName;
+        if (row.rc_type_id === null)
+          throw validationError('rebateType', `there is no rebate type ${JSON.stringify(rebateType)}`);
+        formulaName =
+          typeof row.rc_type_formula === 'string' && row.rc_type_formula !== '' ? row.rc_type_formula : null;
       }
       if (formulaName === null)
         throw validationError(
@@ -178,7 +180,9 @@ export async function calculateGroup(
       const visible = resultObjects(logic, outcomes, false);
       const all = resultObjects(logic, outcomes, false, true);
       const s = summarise(all);
-      await store.setGroupState(
+      // The answer comes back from the UPDATE, typed by the group's rebate type (as /fetch/RRG/{id}).
+      const answer = await loadTypeContext(tx, principal, store.RRG, rebateType ?? undefined);
+      const updated = await store.setGroupState(
         tx,
         principal.partitionId,
         principal.userId,
@@ -200,10 +204,11 @@ export async function calculateGroup(
           server_messages_extended: JSON.stringify(s.messages),
         },
         { calculation_date: 'now()' },
+        answer,
       );
+      return updated!;
     });
   } finally {
     ended = true;
   }
-  return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
 }

@@ -5,7 +5,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
-import { loadTypeContext, rowScope } from '../../engine/context.ts';
+import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, notFound } from '../../http/errors.ts';
 
@@ -14,13 +14,20 @@ export type Row = Record<string, unknown>;
 export const RRG = findType('RRG')!;
 export const JST = findType('JST')!;
 
-/** The stored row (columns) of a group the principal may see, locked FOR UPDATE; 404 otherwise. */
+/**
+ * The stored row (columns) of a group the principal may see, locked FOR UPDATE; 404 otherwise. With
+ * its rebate type's logic in `rc_type_formula` and `rc_type_id` (null: no such type), read in the
+ * same statement.
+ */
 export async function lockGroupOrFail(q: Queryable, principal: Principal, id: number): Promise<Row> {
   const tc = await loadTypeContext(q, principal, RRG);
   const params = new Params();
   const scope = rowScope(tc, principal, params);
   const r = await q.query<Row>(
-    `SELECT t.* FROM rebate_record_groups t WHERE ${scope} AND t.id = ${params.add(id)} FOR UPDATE`,
+    `SELECT t.*, rt.formula_name AS rc_type_formula, rt.id AS rc_type_id
+       FROM rebate_record_groups t
+       LEFT JOIN rebate_types rt ON rt.partition_id = t.partition_id AND rt.unique_name = t.rebate_type
+      WHERE ${scope} AND t.id = ${params.add(id)} FOR UPDATE OF t`,
     params.values,
   );
   const row = r.rows[0];
@@ -49,19 +56,6 @@ export function requireEditGroup(principal: Principal, row: Row): void {
   throw new AppError('FORBIDDEN', `Not allowed to change ${String(row.id)}.RRG (user group ${g})`);
 }
 
-export async function rebateTypeFormula(
-  q: Queryable,
-  partitionId: number,
-  name: string,
-): Promise<{ formulaName: string | null } | undefined> {
-  const r = await q.query<{ formula_name: string | null }>(
-    'SELECT formula_name FROM rebate_types WHERE partition_id = $1 AND unique_name = $2',
-    [partitionId, name],
-  );
-  const row = r.rows[0];
-  return row === undefined ? undefined : { formulaName: row.formula_name };
-}
-
 export async function loginName(q: Queryable, partitionId: number, userId: number): Promise<string | null> {
   const r = await q.query<{ login_name: string }>(
     'SELECT login_name FROM users WHERE partition_id = $1 AND id = $2',
@@ -76,7 +70,8 @@ export type GroupState = Readonly<Record<string, unknown>>;
 /**
  * Sets server columns of one group (version bumped, last update by `userId`). Only server fields
  * change here, which record history does not track (it records what clients write).
- * `sqlValues` are SQL expressions (`now()`), never input.
+ * `sqlValues` are SQL expressions (`now()`), never input. With `answer`, the group after the change
+ * comes back as the API record of that type context (RETURNING: no second read).
  */
 export async function setGroupState(
   q: Queryable,
@@ -85,16 +80,19 @@ export async function setGroupState(
   id: number,
   state: GroupState,
   sqlValues: Readonly<Record<string, 'now()' | 'NULL'>> = {},
-): Promise<void> {
+  answer?: TypeContext,
+): Promise<Row | undefined> {
   const params = new Params();
   const sets = Object.entries(state).map(([col, v]) => `${ident(col)} = ${params.add(v)}`);
   for (const [col, expr] of Object.entries(sqlValues)) sets.push(`${ident(col)} = ${expr}`);
   sets.push('version = t.version + 1', 'last_update_at = now()', `last_update_by = ${params.add(userId)}`);
-  await q.query(
+  const returning = answer === undefined ? '' : ` RETURNING ${selectList(answer)}`;
+  const r = await q.query<Row>(
     `UPDATE rebate_record_groups t SET ${sets.join(', ')}
-      WHERE t.partition_id = ${params.add(partitionId)} AND t.id = ${params.add(id)}`,
+      WHERE t.partition_id = ${params.add(partitionId)} AND t.id = ${params.add(id)}${returning}`,
     params.values,
   );
+  return answer === undefined || r.rows[0] === undefined ? undefined : toRecord(answer, r.rows[0]);
 }
 
 /**

@@ -34,8 +34,9 @@ function checkSubmittable(row: store.Row): void {
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   const { partitionId, id, userId } = ref;
   const who = await store.loginName(q, partitionId, userId);
-  const set = (state: store.GroupState, sql: Readonly<Record<string, 'now()' | 'NULL'>> = {}) =>
-    store.setGroupState(q, partitionId, userId, id, state, sql);
+  const set = async (state: store.GroupState, sql: Readonly<Record<string, 'now()' | 'NULL'>> = {}) => {
+    await store.setGroupState(q, partitionId, userId, id, state, sql);
+  };
   switch (status) {
     case 'SUBMITTED':
       return set(
@@ -107,6 +108,8 @@ export function registerRebateApprovable(): void {
       // Called on submit (also /workflowsmanager.submit/{id}.RRG: the same rules as the group's own
       // submit, with the submitter's user groups) and on decisions (SUBMITTED: nothing to check).
       if (row.workflow_status !== 'SUBMITTED' && row.workflow_status !== 'APPROVED') {
+        // The submitter's roles and groups as the job runner reads them (the same one query);
+        // principalForJob reads only partition_id, created_by and parameters of its job row.
         const submitter = await principalForJob(q, {
           partition_id: ref.partitionId,
           created_by: ref.userId,
