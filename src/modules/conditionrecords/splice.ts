@@ -479,10 +479,9 @@ async function splice(
     await tx.query(del, params.values);
   }
   await tx.query(`SELECT set_config('rc.crci_history', '', true), set_config('rc.crci_reason', '', true)`);
-  // The statements below meet the cut items by primary key, from the analysed piece table (and their
-  // history reads the old rows by it): a few thousand index probes. The planner, costing random
-  // reads high, preferred hash joins over a scan of the whole table — per statement and chunk.
-  await joinsByIndex(tx, true);
+  // The statements below name the items they write by an id array (`= ANY(ARRAY(...))`): the
+  // primary key finds them, whatever the planner estimates of a table it has no fresh statistics
+  // of (a join planned as a scan of the whole table per row of the other side hung a bench run).
   if (cut + split > 0) {
     const params = new Params();
     const sets = [
@@ -496,7 +495,8 @@ async function splice(
     ];
     const upd = withHistory(
       `UPDATE condition_records t SET ${sets.join(', ')} FROM rc_crcp_piece x
-        WHERE x.k = 1 AND t.partition_id = ${params.add(p)} AND t.id = x.id`,
+        WHERE x.k = 1 AND t.partition_id = ${params.add(p)} AND t.id = x.id
+          AND t.id = ANY(ARRAY(SELECT id FROM rc_crcp_piece WHERE k = 1))`,
       // Only the validity and the spliced fields can change: the history diff is over those.
       {
         tc,
@@ -529,22 +529,13 @@ async function splice(
       `INSERT INTO condition_records AS t (partition_id, ${copy.map(ident).join(', ')}, valid_from, valid_to, created_by, last_update_by)
        SELECT c.partition_id, ${copy.map((c) => `c.${ident(c)}`).join(', ')}, x.p_from, x.p_to, ${uid}::bigint, ${uid}::bigint
          FROM rc_crcp_piece x JOIN condition_records c ON c.partition_id = ${params.add(p)} AND c.id = x.id
-        WHERE x.k > 1`,
+        WHERE x.k > 1 AND c.id = ANY(ARRAY(SELECT id FROM rc_crcp_piece WHERE k > 1))`,
       { tc, principal, params, kind: 'add' },
       'count(*)::int AS n',
     );
     await tx.query(ins, params.values);
   }
-  await joinsByIndex(tx, false);
   return { cut, split, superseded: removed };
-}
-
-/** Nested loops over indexes only (transaction-local), for statements that probe by key. */
-async function joinsByIndex(tx: Tx, on: boolean): Promise<void> {
-  const v = on ? 'off' : 'on';
-  await tx.query(`SELECT set_config('enable_hashjoin', $1, true), set_config('enable_mergejoin', $1, true)`, [
-    v,
-  ]);
 }
 
 /**
