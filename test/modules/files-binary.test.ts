@@ -297,6 +297,46 @@ describe('attachments and product images', () => {
       -3,
     );
     assertError(await send(h, `/productimages.get/no-such-sku`, { method: 'GET' }), 404, -1);
+    // Record history (type PIMG, the product's id and sku): set, then replaced; the refusals left none.
+    const history = assertOk(
+      await send(h, '/history.fetch', {
+        body: JSON.stringify({
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'typeCode', operator: 'equals', value: 'PIMG' },
+              { fieldName: 'businessKey', operator: 'equals', value: sku },
+            ],
+          },
+          sortBy: 'id',
+        }),
+        headers: json,
+      }),
+    );
+    assert.deepEqual(
+      history.map((x: any) => [x.action, x.version, x.changes]),
+      [
+        [
+          'ADD',
+          0,
+          {
+            fileName: { old: null, new: 'pic.dat' },
+            contentType: { old: null, new: 'image/png' },
+            size: { old: null, new: PNG.length },
+          },
+        ],
+        [
+          'UPDATE',
+          1,
+          {
+            fileName: { old: 'pic.dat', new: 'f.bin' },
+            contentType: { old: 'image/png', new: 'image/gif' },
+            size: { old: PNG.length, new: gif.length },
+          },
+        ],
+      ],
+    );
   });
 
   test('maintenance: attachments of deleted records and files nothing refers to are removed', async () => {

@@ -396,6 +396,39 @@ export interface ImageRow {
 
 const P = (): TypeDef => findType('P')!;
 
+/**
+ * Record history of a product's image (type code PIMG, record id the product's id, business key its
+ * sku): set (ADD) and replaced (UPDATE: file name, content type, size), never the blob key.
+ */
+function imageHistory(
+  q: Queryable,
+  principal: Principal,
+  sku: string,
+  before: ImageRow | undefined,
+  after: ImageRow,
+): Promise<void> {
+  const fields = [
+    ['fileName', (i: ImageRow) => i.file_name],
+    ['contentType', (i: ImageRow) => i.content_type],
+    ['size', (i: ImageRow) => Number(i.size)],
+  ] as const;
+  const changes: Record<string, { old: unknown; new: unknown }> = {};
+  for (const [name, get] of fields) {
+    const old = before === undefined ? null : get(before);
+    if (before === undefined || old !== get(after)) changes[name] = { old, new: get(after) };
+  }
+  return recordHistory(q, principal, [
+    {
+      typeCode: 'PIMG',
+      recordId: Number(after.product_id),
+      businessKey: sku,
+      action: before === undefined ? 'ADD' : 'UPDATE',
+      changes,
+      version: Number(after.version),
+    },
+  ]);
+}
+
 /** The product of `sku` visible (or, `forEdit`, editable) to the principal. */
 async function productIdOf(
   q: Queryable,
@@ -444,8 +477,8 @@ export async function setProductImage(
   }
   const { row, oldKey } = await db.transaction(async (tx) => {
     await takeSlotFile(tx, principal, slotId, slot.blob_key);
-    const old = await tx.query<{ blob_key: string }>(
-      'SELECT blob_key FROM product_images WHERE partition_id = $1 AND product_id = $2 FOR UPDATE',
+    const old = await tx.query<ImageRow>(
+      'SELECT * FROM product_images WHERE partition_id = $1 AND product_id = $2 FOR UPDATE',
       [principal.partitionId, productId],
     );
     const r = await tx.query<ImageRow>(
@@ -467,6 +500,7 @@ export async function setProductImage(
         principal.userId,
       ],
     );
+    await imageHistory(tx, principal, sku, old.rows[0], r.rows[0]!);
     return { row: r.rows[0]!, oldKey: old.rows[0]?.blob_key };
   });
   if (oldKey !== undefined) await blobs.delete(principal.partitionId, oldKey);
