@@ -123,6 +123,8 @@ export function toJson(v: Value): unknown {
   if (v instanceof D) {
     // A number when a double holds it exactly as decimal digits (up to 15 significant digits and
     // a moderate exponent: every price), else the exact text.
+    const n = Math.abs(v.e) < 15 ? smallDecToNumber(v) : undefined;
+    if (n !== undefined) return n;
     if (v.sd() <= 15 && Math.abs(v.e) < 15) return v.toNumber();
     return v.toFixed();
   }
@@ -135,6 +137,45 @@ export function toJson(v: Value): unknown {
   if (v instanceof CriteriaValue) return v.criteria;
   if (Array.isArray(v)) return (v as readonly Value[]).map(toJson);
   return null;
+}
+
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i); // exact doubles up to 1e22
+
+/**
+ * The double nearest to a decimal of at most 15 significant digits, computed from decimal.js's
+ * base-1e7 limbs without building its text (the same double as `toNumber()`: the digits form an
+ * integer M below 2^53 and M / 10^k or M × 10^k with both exact is correctly rounded by IEEE
+ * arithmetic). Undefined when the decimal has more digits or needs a power of ten past 1e22.
+ */
+export function smallDecToNumber(v: Dec): number | undefined {
+  const d = v.d as number[] | undefined;
+  if (!d || d.length === 0 || d.length > 3) return undefined;
+  if (d.length === 1 && d[0] === 0) return 0;
+  // M = the limbs' digits with the last limb's trailing zeros dropped; digits = its length.
+  let last = d[d.length - 1]!;
+  let lastDigits = 7;
+  while (last % 10 === 0) {
+    last /= 10;
+    lastDigits--;
+  }
+  const firstDigits = String(d[0]).length;
+  let m = d[0]!;
+  let digits = firstDigits;
+  if (d.length > 1) {
+    for (let i = 1; i < d.length - 1; i++) {
+      m = m * 1e7 + d[i]!;
+      digits += 7;
+    }
+    m = m * POW10[lastDigits]! + last;
+    digits += lastDigits;
+  } else {
+    m = last;
+    digits = firstDigits - (7 - lastDigits);
+  }
+  if (digits > 15) return undefined;
+  const p = v.e - digits + 1; // value = M × 10^p
+  const n = p >= 0 ? (p > 22 ? undefined : m * POW10[p]!) : -p > 22 ? undefined : m / POW10[-p]!;
+  return n === undefined ? undefined : v.s < 0 ? -n : n;
 }
 
 /** Value equality as `==` sees it: decimals numerically, dates by day, numeric text against numbers. */
