@@ -49,13 +49,14 @@ function endingOf(ending: string): { e: Dec; m: Dec; inverse: Dec } {
 }
 
 /** Decimal places of a step that is a power of ten (0.01 → 2, 1 → 0, 100 → -2), else undefined. */
-const POWER_STEPS = new Map<string, number | undefined>();
+const POWER_STEPS = new WeakMap<Dec, number | null>();
 function placesOf(step: Dec): number | undefined {
-  const key = step.toString();
-  if (POWER_STEPS.has(key)) return POWER_STEPS.get(key);
-  const places = step.sd() === 1 && step.d[0] === 1 && step.e <= 0 ? -step.e : undefined;
-  if (POWER_STEPS.size < 1_000) POWER_STEPS.set(key, places);
-  return places;
+  let places = POWER_STEPS.get(step);
+  if (places === undefined) {
+    places = step.sd() === 1 && step.d[0] === 1 && step.e <= 0 ? -step.e : null;
+    POWER_STEPS.set(step, places);
+  }
+  return places ?? undefined;
 }
 
 export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {

@@ -12,7 +12,7 @@ import { LimitError, type LogicLimits } from '../../logic/env.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
-import { toValue, type LogicDate, type Value } from '../../logic/values.ts';
+import { toValue, type LogicDate, type RecordValue, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateEach, evaluateItems, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import * as store from './store.ts';
@@ -73,14 +73,18 @@ export async function* evaluateBulk(
       customerIds.length > 0
         ? await store.masterRecords(q, principal, 'C', customerIds, customerFields)
         : new Map<string, Record<string, unknown>>();
-    const out: BulkResult[] = batch.map((i) => ({
-      sku: i.sku,
-      customerId: i.customerId ?? null,
+    const out = new Array<BulkResult>(batch.length);
+    const failed = (item: BulkItem, error: string): BulkResult => ({
+      sku: item.sku,
+      customerId: item.customerId ?? null,
       results: null,
-      error: null,
-    }));
+      error,
+    });
     const specs: ItemSpec[] = [];
     const at: number[] = [];
+    // One record per product and customer of the batch, however many items name it.
+    const productRecords = new Map<string, RecordValue>();
+    const customerRecords = new Map<string, RecordValue>();
     batch.forEach((item, n) => {
       const product = products.get(item.sku);
       const customer = item.customerId === undefined ? undefined : customers.get(item.customerId);
@@ -97,21 +101,27 @@ export async function* evaluateBulk(
         }
       }
       if (error !== undefined) {
-        out[n] = { ...out[n]!, error };
+        out[n] = failed(item, error);
         return;
       }
       const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
-      roots.product = store.recordOf('P', product!, productMeta);
-      if (customer) roots.customer = store.recordOf('C', customer, customerMeta);
-      specs.push({
-        sku: item.sku,
-        ...(item.customerId === undefined ? {} : { customerId: item.customerId }),
-        roots,
-        inputs,
-        ...(item.fixed === undefined
-          ? {}
-          : { fixed: new Map(Object.entries(item.fixed).map(([k, v]) => [k, toValue(v)])) }),
-      });
+      let p = productRecords.get(item.sku);
+      if (!p) productRecords.set(item.sku, (p = store.recordOf('P', product!, productMeta)));
+      roots.product = p;
+      if (customer) {
+        let c = customerRecords.get(item.customerId!);
+        if (!c) customerRecords.set(item.customerId!, (c = store.recordOf('C', customer, customerMeta)));
+        roots.customer = c;
+      }
+      const fixed =
+        item.fixed === undefined
+          ? undefined
+          : new Map(Object.entries(item.fixed).map(([k, v]) => [k, toValue(v)]));
+      specs.push(
+        item.customerId === undefined
+          ? { sku: item.sku, roots, inputs, fixed }
+          : { sku: item.sku, customerId: item.customerId, roots, inputs, fixed },
+      );
       at.push(n);
     });
     data.nextBatch();
@@ -119,10 +129,16 @@ export async function* evaluateBulk(
     // Each item's result objects are made as soon as its outcomes are final (the outcomes die young).
     await evaluateSafely(logic, specs, data, opts, (k, o) => {
       const n = at[k]!;
+      const item = batch[n]!;
       out[n] =
         'error' in o
-          ? { ...out[n]!, error: o.error }
-          : { ...out[n]!, results: resultObjects(logic, o.outcomes, false, true) };
+          ? failed(item, o.error)
+          : {
+              sku: item.sku,
+              customerId: item.customerId ?? null,
+              results: resultObjects(logic, o.outcomes, false, true),
+              error: null,
+            };
     });
     return out;
   };
