@@ -195,6 +195,21 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       'options.conditionRecords.splicing.setFields.attribute1',
     );
 
+    // The query API's CRCI:<set> source types the attributes by that set's meta too.
+    const queried = okData(
+      await call('/queryapi.execute', {
+        data: {
+          source: `CRCI:${num.name}`,
+          select: ['key1', 'attribute1'],
+          filter: { fieldName: 'attribute1', operator: 'greaterThan', value: 5 },
+          sortBy: 'key1',
+        },
+      }),
+    );
+    assert.deepEqual(
+      queried.map((q) => q.key1),
+      ['K10', 'K9', 'L2'],
+    );
     // The set's meta goes with the set.
     okData(await call('/delete/CRCS', { data: { typedId: `${num.id}.CRCS` }, force: true }));
     assert.equal(okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: num.id } })).length, 0);

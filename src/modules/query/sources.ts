@@ -149,7 +149,8 @@ export async function resolveSource(
       throw new AppError('NOT_FOUND', `Condition record set ${name} not found`, { field });
     const type = kind === 'CRCI' ? sizedItemType(set.key_size) : HISTORY_TYPE;
     requireAccess(principal, type.access.fetch);
-    const tc = await loadTypeContext(q, principal, type);
+    // Attributes typed by the set's own meta (CRCIAM is per set).
+    const tc = await loadTypeContext(q, principal, type, String(Number(set.id)));
     return {
       code,
       kind,
