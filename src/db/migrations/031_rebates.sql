@@ -185,7 +185,8 @@ CREATE TABLE rebate_record_groups (
 CREATE INDEX rebate_record_groups_type ON rebate_record_groups (partition_id, rebate_type);
 
 -- Deletes by filter go past the service's checks: a locked group or one whose workflow is running is
--- refused here (SQLSTATE 22023, answered as a -4), so nothing of the statement is applied.
+-- refused here, so nothing of the statement is applied (migration 033 replaces the function: SQLSTATE
+-- RC409, answered as a 409 naming the group; this comment changed only).
 CREATE FUNCTION rc_rebate_group_delete_guard() RETURNS trigger
   LANGUAGE plpgsql AS $$
 BEGIN
