@@ -4,6 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
+import { expectError } from '../helpers/envelope.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -23,12 +24,6 @@ function okData(r: Reply): any[] {
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.response.status, 0);
   return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
 }
 
 const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });

@@ -8,20 +8,9 @@ import assert from 'node:assert/strict';
 import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { historyCleanupTask, removeExpiredHistory } from '../../src/modules/history/retention.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
 
 type Client = (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
-}
 
 async function clientOf(h: Harness, user?: string, password?: string): Promise<Client> {
   const token = (await h.login(user, password)).token;

@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { startHarness, type Harness } from '../helpers/app.ts';
 import { runnerFor } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
 import type { Principal } from '../../src/access/access.ts';
@@ -16,15 +16,10 @@ import { loadTypeContext, rowScope } from '../../src/engine/context.ts';
 import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
+import { okData } from '../helpers/envelope.ts';
 
 const P = findType('P')!;
 const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
 
 const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 const leaf = (fieldName: string, operator: string, value?: unknown, extra: object = {}) => ({

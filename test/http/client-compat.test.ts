@@ -6,18 +6,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pkg from '../../package.json' with { type: 'json' };
-import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { ConfigError } from '../../src/config.ts';
 import { testConfig } from '../helpers/app.ts';
+import { okData } from '../helpers/envelope.ts';
 
 const ENV = { BASE_PATH: '/pricefx', PRODUCT_TOKEN: 'PriceFx' };
 const admin = { user: ADMIN, password: ADMIN_PASSWORD };
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
 
 /** The fetch body the client builds when its caller gives a filter but no page size. */
 function clientFetchBody(criteria: object[]): object {

@@ -10,6 +10,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness, type Reply } from '../helpers/app.ts';
 import { PERMISSIONS, PERMISSION_CATALOGUE, ROLE_CATALOGUE, ROLE_NAMES } from '../../src/access/catalogue.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
 
 interface Who {
   readonly user: string;
@@ -34,18 +35,6 @@ async function withToken(h: Harness, token: string, path: string, body?: unknown
   });
   answers.push(r.text);
   return r;
-}
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
 }
 
 /** 401 without credentials, 403 for `who`. */

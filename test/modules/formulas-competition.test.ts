@@ -10,14 +10,9 @@ import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import type { Queryable, Tx } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
+import { okData } from '../helpers/envelope.ts';
 
 type Client = (path: string, body?: unknown) => Promise<Reply>;
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
 
 function results(r: Reply): Record<string, any> {
   return Object.fromEntries(okData(r).map((x: any) => [x.resultName, x]));

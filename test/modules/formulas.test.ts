@@ -9,6 +9,7 @@ import { startHarness, type CallOptions, type Harness, type Reply } from '../hel
 import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import { bulkLogic, evaluateBulk, type BulkItem } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
+import { okData } from '../helpers/envelope.ts';
 
 type Client = (path: string, body?: unknown) => Promise<Reply>;
 
@@ -20,12 +21,6 @@ function clientOf(h: Harness, token: string): Client {
     };
     return h.call(path, opts);
   };
-}
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
 }
 
 function expectError(r: Reply, http: number, status: number, pattern?: RegExp): void {

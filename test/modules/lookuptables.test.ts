@@ -14,6 +14,7 @@ import type { Queryable } from '../../src/db/db.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { createLookup } from '../../src/modules/lookuptables/service.ts';
 import { keyCountOf, TABLE_KINDS } from '../../src/engine/registry-lookup.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -27,18 +28,6 @@ function clientOf(h: Harness, token: string): Client {
     };
     return h.call(path, opts);
   };
-}
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
 }
 
 const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });

@@ -15,6 +15,7 @@ import {
   type Reply,
 } from '../helpers/app.ts';
 import { createPartition } from '../../src/modules/admin/partitions.ts';
+import { expectError } from '../helpers/envelope.ts';
 
 interface Who {
   readonly user: string;
@@ -65,12 +66,6 @@ function okData(r: Reply): any[] {
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.response.status, 0);
   return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
 }
 
 const adv = (operator: string, ...criteria: object[]) => ({

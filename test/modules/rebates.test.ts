@@ -6,9 +6,10 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { runnerFor, waitForJob } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
 
 type Who = { user: string; password: string };
 const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
@@ -16,18 +17,6 @@ const rebater: Who = { user: 'rebater', password: 'rebater-password-1' };
 const reader: Who = { user: 'reader', password: 'reader-password-1' };
 const nobody: Who = { user: 'nobody', password: 'nobody-password-1' };
 const approver: Who = { user: 'approver', password: 'approver-password-1' };
-
-function okData(r: Reply): any[] {
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.status, 0, r.text);
-  return r.body.response.data;
-}
-
-function expectError(r: Reply, http: number, status: number, field?: string): void {
-  assert.equal(r.status, http, r.text);
-  assert.equal(r.body.response.status, status, r.text);
-  if (field !== undefined) assert.ok(r.body.response.errors?.[field], `error names ${field}: ${r.text}`);
-}
 
 /** The REBATE logic of the tests; every value below is worked out by hand from it. */
 const REBATE_LOGIC = {
