@@ -83,18 +83,16 @@ interface PgError {
 }
 
 /**
- * Condition record items overlapping in validity (migration 014): the trigger's message names the
- * item in the way; the exclusion constraint itself (a concurrent writer got there first) cannot.
+ * Condition record items overlapping in validity: the trigger's message names the item in the way
+ * (migrations 014, 038: the check runs under advisory locks, no exclusion constraint). Any other
+ * exclusion constraint answers a generic message.
  */
 function overlapError(fe: PgError & { message?: unknown; detail?: unknown }): AppError {
   const field = 'validFrom';
   if (fe.constraint === 'condition_records_overlap' && typeof fe.message === 'string') {
     return new AppError('VALIDATION', fe.message, { errors: { [field]: { errorMessage: fe.message } } });
   }
-  const message =
-    fe.constraint === 'condition_records_no_overlap'
-      ? 'The validity overlaps an item with the same keys in the set (written at the same time)'
-      : 'The record overlaps another one';
+  const message = 'The record overlaps another one';
   return new AppError('VALIDATION', message, { errors: { [field]: { errorMessage: message } } });
 }
 
