@@ -407,15 +407,29 @@ describe('data change requests', () => {
     let [r] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
     assert.equal(r.status, 'APPLIED');
     assert.equal(r.jstId, null);
-    // Forced.
+    // Forced: the answer is the job (JST) as /admin.fetchjst answers it, with jstId.
     dcr = await threeItems();
     [r] = okData(await call(`/dcrmanager.submit/${dcr.id}/async`));
     assert.equal(typeof r.jstId, 'number');
+    assert.equal(r.id, r.jstId);
+    assert.equal(r.typedId, `${r.jstId}.JST`);
+    assert.equal(r.trackerType, 'DCR_SUBMIT');
+    assert.equal(r.targetObject, `${dcr.id}.DCR`);
+    assert.equal(r.uniqueName, undefined);
+    const [fetched] = okData(await call(`/admin.fetchjst/${r.jstId}`));
+    assert.deepEqual(Object.keys(r).sort(), [...Object.keys(fetched), 'jstId'].sort());
     let job = await waitJob(r.jstId);
     assert.equal(job.status, 'FINISHED', JSON.stringify(job));
     assert.equal(job.trackerType, 'DCR_SUBMIT');
     assert.equal(job.calculationResults.updated, 3);
+    assert.equal(job.calculationResults.status, 'APPLIED');
     assert.equal((await productBySku('S-1')).label, `v${dcr.id}`);
+    assert.equal(
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0].jstId,
+      r.jstId,
+    );
+    // An applied DCR cannot be submitted again, asynchronously neither (checked before any job).
+    expectError(await call(`/dcrmanager.submit/${dcr.id}/async`), 409, -1);
     // Above the threshold (2 < 3 items) a plain submit runs as a job; at or below it, synchronously.
     okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '2' } }));
     dcr = await threeItems();
@@ -463,7 +477,7 @@ describe('data change requests', () => {
     }
   }
 
-  test('approval through a workflow: applied when approved (by a job), nothing when denied', async () => {
+  test('approval through a workflow: applied in the approval transaction, nothing when denied', async () => {
     for (let i = 0; i < 7; i++) await product(`W-${i}`, { label: 'before' });
     const [wfd] = okData(
       await call('/add/WFD', {
@@ -490,6 +504,17 @@ describe('data change requests', () => {
       assert.ok(wf, JSON.stringify(active));
       return wf;
     };
+    const approve = async (dcr: { id: number }) => {
+      const wf = await pendingFor(dcr);
+      const [done] = okData(
+        await call(
+          `/workflowsmanager.approve/${wf.id}`,
+          { data: { comment: 'ok' }, oldValues: { version: wf.version } },
+          approver,
+        ),
+      );
+      assert.equal(done.workflowStatus, 'APPROVED');
+    };
     const state = async (dcr: { uniqueName: string }) =>
       okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0];
 
@@ -499,24 +524,85 @@ describe('data change requests', () => {
     assert.equal(submitted.workflowStatus, 'SUBMITTED');
     assert.equal((await productBySku('W-0')).label, 'before');
     expectError(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1', label: 'late' } }), 409, -1);
-    const wf = await pendingFor(dcr);
-    okData(
-      await call(
-        `/workflowsmanager.approve/${wf.id}`,
-        { data: { comment: 'ok' }, oldValues: { version: wf.version } },
-        approver,
-      ),
-    );
-    const deadline = Date.now() + 30_000;
-    while ((await state(dcr)).status !== 'APPLIED') {
-      assert.ok(Date.now() < deadline, JSON.stringify(await state(dcr)));
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await approve(dcr);
+    // Applied by the approval itself: no job, the records changed when the approval answers.
     const applied = await state(dcr);
+    assert.equal(applied.status, 'APPLIED');
     assert.equal(applied.workflowStatus, 'APPROVED');
-    const [job] = okData(await call(`/admin.fetchjst/${applied.jstId}`));
-    assert.equal(job.trackerType, 'DCR_SUBMIT');
+    assert.equal(applied.jstId, null);
     assert.equal((await productBySku('W-6')).label, 'approved');
+    const history = await h.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM record_history
+        WHERE partition_id = $1 AND type_code = 'P' AND operation = $2`,
+      [h.partitionId, `DCR ${dcr.id}.DCR`],
+    );
+    assert.equal(Number(history.rows[0]!.n), 7);
+
+    // A direct edit between submit and approval: the approval stands, nothing of the DCR is
+    // written, the DCR is FAILED with the conflicting item listed.
+    const conflicting = await sevenItems('conflict');
+    okData(await call(`/dcrmanager.submit/${conflicting.id}`));
+    const w3 = await productBySku('W-3');
+    okData(
+      await call('/update/P', {
+        data: { typedId: w3.typedId, label: 'direct' },
+        oldValues: { version: w3.version },
+      }),
+    );
+    await approve(conflicting);
+    const failed = await state(conflicting);
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.workflowStatus, 'APPROVED');
+    const [stale] = okData(
+      await call(`/dcrmanager.fetch/${conflicting.id}`, {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [{ fieldName: 'targetId', operator: 'equals', value: w3.id }],
+        },
+      }),
+    );
+    assert.ok(JSON.stringify(failed.messages).includes(stale.typedId), JSON.stringify(failed.messages));
+    assert.equal(failed.messages.filter((m: { item?: string }) => m.item !== undefined).length, 1);
+    assert.equal((await productBySku('W-0')).label, 'approved');
+    assert.equal((await productBySku('W-3')).label, 'direct');
+    const wfDone = okData(await call('/workflowsmanager.fetch', { data: { code: 'DCR' } }, approver)).find(
+      (w) => w.approvableTypedId === `${conflicting.id}.DCR`,
+    );
+    assert.equal(wfDone?.workflowStatus, 'APPROVED');
+
+    // Above the threshold, the approval queues a DCR_SUBMIT job that applies it.
+    okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '5' } }));
+    const big = await sevenItems('by job');
+    okData(await call(`/dcrmanager.submit/${big.id}`));
+    await approve(big);
+    const queued = await state(big);
+    assert.equal(typeof queued.jstId, 'number');
+    let job = await waitJob(queued.jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal(job.trackerType, 'DCR_SUBMIT');
+    assert.equal((await state(big)).status, 'APPLIED');
+    assert.equal((await productBySku('W-6')).label, 'by job');
+    await h.db.query(
+      `DELETE FROM advanced_config WHERE partition_id = $1 AND unique_name = 'asyncSubmitDCRThreshold'`,
+      [h.partitionId],
+    );
+
+    // An /async submit into a workflow: its job submits (the DCR waits SUBMITTED), and the
+    // approval queues a second job that applies it.
+    const later = await sevenItems('async approved');
+    const [submitJob] = okData(await call(`/dcrmanager.submit/${later.id}/async`));
+    job = await waitJob(submitJob.jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal(job.calculationResults.status, 'SUBMITTED');
+    assert.equal((await state(later)).status, 'SUBMITTED');
+    await approve(later);
+    const applyJob = (await state(later)).jstId;
+    assert.notEqual(applyJob, submitJob.jstId);
+    job = await waitJob(applyJob);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal((await state(later)).status, 'APPLIED');
+    assert.equal((await productBySku('W-6')).label, 'async approved');
 
     const denied = await sevenItems('denied');
     okData(await call(`/dcrmanager.submit/${denied.id}`));
@@ -529,7 +615,7 @@ describe('data change requests', () => {
       ),
     );
     assert.equal((await state(denied)).status, 'DENIED');
-    assert.equal((await productBySku('W-0')).label, 'approved');
+    assert.equal((await productBySku('W-0')).label, 'async approved');
     // A denied DCR can be changed and submitted again (here without a workflow: applied at once).
     const [first] = okData(await call(`/dcrmanager.fetch/${denied.id}`, {}));
     okData(await call(`/dcrmanager.delete/${denied.id}`, { data: { typedId: first.typedId } }));

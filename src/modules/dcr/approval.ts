@@ -1,19 +1,20 @@
 // DCRs as approvables of the workflow engine (src/modules/workflows/approvables.ts). A submit goes
 // through `submitApprovable`: with no workflow definition for DCR it is approved at once and the
-// submit applies it (synchronously or as a job, see ./apply.ts); with one, the DCR waits SUBMITTED
-// and the final approval (another request, in its transaction) queues a DCR_SUBMIT job that applies
-// it as its submitter. DENIED and WITHDRAWN DCRs can be changed and submitted again.
+// submit applies it (./apply.ts); with one, the DCR waits SUBMITTED and the final approval (another
+// request) applies it in ITS transaction as the submitter (./applytx.ts), or queues a DCR_SUBMIT
+// job above `asyncSubmitDCRThreshold` or after an /async submit. DENIED and WITHDRAWN DCRs can be
+// changed and submitted again.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Principal } from '../../access/access.ts';
-import type { Queryable } from '../../db/db.ts';
-import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { toAppError } from '../../http/envelope.ts';
+import { AppError } from '../../http/errors.ts';
+import { principalForJob } from '../../jobs/principal.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
-import { createJob } from '../../jobs/store.ts';
+import type { JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
+import { applyByJob, applyWithin, isTx, queueApply } from './applytx.ts';
 import * as store from './store.ts';
-
-export const DCR_SUBMIT = 'DCR_SUBMIT';
 
 /** The DCR whose own submit is running in this async context (its approval at once is applied there). */
 const submitting = new AsyncLocalStorage<number>();
@@ -22,38 +23,41 @@ export function whileSubmitting<T>(dcrId: number, fn: () => Promise<T>): Promise
   return submitting.run(dcrId, fn);
 }
 
-/** A job that applies the DCR, owned by `userId` (the runner re-reads their rights when it starts). */
-export async function queueApply(
-  q: Queryable,
-  partitionId: number,
-  userId: number,
-  dcr: { id: number; uniqueName: string },
-  restriction: string[] | null,
-): Promise<number> {
-  const owner: Principal = {
-    partitionId,
-    partition: '',
-    userId,
-    loginName: '',
-    roles: [],
-    groups: [],
-    admin: false,
-    permissions: new Set(),
-    via: 'header',
-    restriction: null,
-  };
-  const job = await createJob(q, owner, {
-    jobName: `Apply ${dcr.uniqueName}`,
-    trackerType: DCR_SUBMIT,
-    targetObject: `${dcr.id}.DCR`,
-    parameters: { dcrId: dcr.id, [RESTRICTION_PARAM]: restriction },
-    maxAttempts: 1,
-  });
-  await store.setDcrState(q, partitionId, dcr.id, userId, { status: 'APPROVED', jobId: job.id });
-  return job.id;
+/**
+ * The final approval of another request (`/workflowsmanager.approve`, or `/workflowsmanager.submit`
+ * with no definition): the DCR is applied in that transaction as its submitter (roles and groups
+ * read now), or queued as a DCR_SUBMIT job when above the threshold or submitted with /async. A
+ * failed apply leaves the DCR FAILED and the approval standing.
+ */
+async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promise<void> {
+  const { partitionId, id, userId } = ref;
+  const dcr = await store.findDcrOrFail(q, partitionId, id);
+  const submitter = dcr.submitted_by ?? userId;
+  if (!isTx(q) || (await applyByJob(q, partitionId, dcr))) {
+    await queueApply(q, partitionId, submitter, { id, uniqueName: dcr.unique_name }, null);
+    // The runner also polls: a nudge before the approver's transaction commits is only early.
+    notifyJobQueued();
+    return;
+  }
+  // principalForJob reads only partition_id, created_by and parameters of its job row.
+  const owner = await principalForJob(q, {
+    partition_id: partitionId,
+    created_by: submitter,
+    parameters: {},
+  } as unknown as JobRow).catch((err: unknown) => toAppError(err));
+  if (owner instanceof AppError) {
+    // The submitter was deactivated meanwhile: nobody to write as; the approval stands.
+    await store.setDcrState(q, partitionId, id, userId, {
+      status: 'FAILED',
+      from: 'APPROVED',
+      messages: [{ level: 'ERROR', text: owner.message }],
+    });
+    return;
+  }
+  await applyWithin(db, q, owner, id);
 }
 
-async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
+async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   const { partitionId, id, userId } = ref;
   switch (status) {
     case 'SUBMITTED':
@@ -67,11 +71,9 @@ async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus
       return;
     case 'APPROVED': {
       await store.setDcrState(q, partitionId, id, userId, { status: 'APPROVED', workflowStatus: 'APPROVED' });
+      // The DCR's own submit applies it itself (./apply.ts), after the workflow call returns.
       if (submitting.getStore() === id) return;
-      const dcr = await store.findDcrOrFail(q, partitionId, id);
-      await queueApply(q, partitionId, dcr.submitted_by ?? userId, { id, uniqueName: dcr.unique_name }, null);
-      // The runner also polls: a nudge before the approver's transaction commits is only early.
-      notifyJobQueued();
+      await applyOnApproval(db, q, ref);
       return;
     }
     case 'DENIED':
@@ -87,7 +89,8 @@ async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus
   }
 }
 
-export function registerDcrApprovable(): void {
+/** `db` receives only what the engine defers past an apply (the background ANALYZE). */
+export function registerDcrApprovable(db: Db): void {
   registerApprovable({
     typeCode: 'DCR',
     label: 'Data change request',
@@ -117,6 +120,6 @@ export function registerDcrApprovable(): void {
         },
       };
     },
-    onStatus,
+    onStatus: (q, ref, status) => onStatus(db, q, ref, status),
   });
 }

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
-import { submitDcr } from './apply.ts';
+import { submitDcr, submitDcrAsync } from './apply.ts';
 import { registerDcrApprovable } from './approval.ts';
 import { addDcr, addItems, changesOnly, deleteItems, fetchItems, updateItems } from './service.ts';
 import { addMassOps, deleteMassOps, fetchMassOps, updateMassOps } from './massops.ts';
@@ -23,7 +23,7 @@ const list = { 200: envelopeSchema({}, true) };
 const idOf = (req: FastifyRequest): string => (req.params as { id: string }).id;
 
 export function dcrRoutes(app: FastifyInstance): void {
-  registerDcrApprovable();
+  registerDcrApprovable(app.db);
   const cfg = app.config;
   const route = (summary: string, withId: boolean, listed = false, body: object = {}) => ({
     config: { access: 'DCR_EDIT' as const },
@@ -84,15 +84,15 @@ export function dcrRoutes(app: FastifyInstance): void {
   app.post(
     '/dcrmanager.submit/:id',
     route(
-      'Submit: approved at once without a workflow, then applied in one transaction (or as a job above asyncSubmitDCRThreshold)',
+      'Submit: approved at once without a workflow and applied in the same transaction (a DCR_SUBMIT job above asyncSubmitDCRThreshold)',
       true,
     ),
-    async (req) => ok(req, [await submitDcr(app.db, req.principal!, idOf(req), false)]),
+    async (req) => ok(req, [await submitDcr(app.db, req.principal!, idOf(req))]),
   );
   app.post(
     '/dcrmanager.submit/:id/async',
-    route('Submit as a DCR_SUBMIT job; answers the DCR with jstId', true),
-    async (req) => ok(req, [await submitDcr(app.db, req.principal!, idOf(req), true)]),
+    route('Submit as a DCR_SUBMIT job; answers the job (JST, as /admin.fetchjst) with jstId', true),
+    async (req) => ok(req, [await submitDcrAsync(app.db, req.principal!, idOf(req))]),
   );
   app.post(
     '/dcrmanager.addmassop/:id',

@@ -17,6 +17,8 @@ export interface DcrRow {
   readonly workflow_status: string;
   readonly created_by: number | null;
   readonly submitted_by: number | null;
+  /** The DCR's current job (DCR_SUBMIT): the async submit's, or the apply's above the threshold. */
+  readonly job_id: number | null;
   readonly version: number;
 }
 
@@ -114,7 +116,8 @@ export async function setDcrState(
     messages?: unknown;
     submitted?: boolean;
     applied?: boolean;
-    jobId?: number;
+    /** A job id to record; null forgets the current one (a synchronous submit). */
+    jobId?: number | null;
     submittedBy?: number;
     /** Only when the DCR is in this state (a failed apply must not overwrite another outcome). */
     from?: string;
@@ -125,7 +128,7 @@ export async function setDcrState(
             messages = CASE WHEN $5::text IS NULL THEN messages ELSE $5::jsonb END,
             submitted_at = CASE WHEN $6 THEN now() ELSE submitted_at END,
             applied_at = CASE WHEN $7 THEN now() ELSE applied_at END,
-            job_id = coalesce($8, job_id), submitted_by = coalesce($11, submitted_by),
+            job_id = CASE WHEN $12 THEN NULL ELSE coalesce($8, job_id) END, submitted_by = coalesce($11, submitted_by),
             version = version + 1, last_update_at = now(), last_update_by = $9
       WHERE partition_id = $1 AND id = $2 AND ($10::text IS NULL OR status = $10)`,
     [
@@ -140,6 +143,7 @@ export async function setDcrState(
       userId,
       s.from ?? null,
       s.submittedBy ?? null,
+      s.jobId === null,
     ],
   );
 }

@@ -1,0 +1,195 @@
+// Applying an APPROVED DCR inside a transaction that someone else owns: the submit's (no workflow),
+// the final approval's (src/modules/workflows calls the DCR back in its transaction), or a
+// DCR_SUBMIT job's. The apply runs behind a SAVEPOINT: every UPDATE/DELETE target is locked and its
+// version compared with the one its item was proposed on (any moved: every conflicting item listed),
+// then the engine's own loadData/deleteByFilter/massEdit write the changes with the same validation
+// as direct writes, as the submitter (allowed to write the target type; user groups still apply).
+// On any failure the transaction rolls back to the savepoint (nothing of the DCR is written) and the
+// DCR is marked FAILED with the reasons in the same transaction; the caller's own work (the
+// approval, the workflow record) stands. Whether the apply runs here or as a job is decided by
+// `applyByJob`: above `asyncSubmitDCRThreshold` items, or when the DCR was submitted with /async.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Queryable, Tx } from '../../db/db.ts';
+import { ident } from '../../db/sql.ts';
+import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
+import { toAppError } from '../../http/envelope.ts';
+import { AppError, type FieldErrors } from '../../http/errors.ts';
+import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
+import { createJob } from '../../jobs/store.ts';
+import { scopeOf } from './service.ts';
+import * as store from './store.ts';
+import { findTargets, inTransaction, mayEdit, metaVersionOf, writerFor } from './target.ts';
+import { writeItems, type Written } from './write.ts';
+
+export const DCR_SUBMIT = 'DCR_SUBMIT';
+
+/** The job parameter of a DCR_SUBMIT job that submits (not only applies) the DCR: /submit/{id}/async. */
+export const SUBMIT_PARAM = 'submit';
+
+export type ApplyOutcome =
+  { readonly ok: true; readonly summary: Written } | { readonly ok: false; readonly error: AppError };
+
+/** A Queryable that is a transaction (the engine's bulk writes need COPY). */
+export function isTx(q: Queryable): q is Tx {
+  return typeof (q as Partial<Tx>).copyFrom === 'function';
+}
+
+/**
+ * Whether an APPROVED DCR is applied by a DCR_SUBMIT job rather than in the deciding transaction:
+ * it holds more items than `asyncSubmitDCRThreshold` (no option: never), or its submit was the
+ * asynchronous one (its current job is a submitting DCR_SUBMIT job).
+ */
+export async function applyByJob(q: Queryable, partitionId: number, dcr: store.DcrRow): Promise<boolean> {
+  const threshold = await store.asyncThreshold(q, partitionId);
+  if (threshold !== undefined) {
+    const count = await q.query<{ n: string }>(
+      'SELECT count(*) AS n FROM dcr_items WHERE partition_id = $1 AND dcr_id = $2',
+      [partitionId, dcr.id],
+    );
+    if (Number(count.rows[0]!.n) > threshold) return true;
+  }
+  if (dcr.job_id === null) return false;
+  const job = await q.query<{ submit: string | null }>(
+    `SELECT parameters->>'${SUBMIT_PARAM}' AS submit FROM jobs
+      WHERE partition_id = $1 AND id = $2 AND tracker_type = $3`,
+    [partitionId, dcr.job_id, DCR_SUBMIT],
+  );
+  return job.rows[0]?.submit === 'true';
+}
+
+/** A job that applies the DCR, owned by `userId` (the runner re-reads their rights when it starts). */
+export async function queueApply(
+  q: Queryable,
+  partitionId: number,
+  userId: number,
+  dcr: { id: number; uniqueName: string },
+  restriction: string[] | null,
+): Promise<number> {
+  const owner: Principal = {
+    partitionId,
+    partition: '',
+    userId,
+    loginName: '',
+    roles: [],
+    groups: [],
+    admin: false,
+    permissions: new Set(),
+    via: 'header',
+    restriction: null,
+  };
+  const job = await createJob(q, owner, {
+    jobName: `Apply ${dcr.uniqueName}`,
+    trackerType: DCR_SUBMIT,
+    targetObject: `${dcr.id}.DCR`,
+    parameters: { dcrId: dcr.id, [RESTRICTION_PARAM]: restriction },
+    maxAttempts: 1,
+  });
+  await store.setDcrState(q, partitionId, dcr.id, userId, { status: 'APPROVED', jobId: job.id });
+  return job.id;
+}
+
+/**
+ * Applies the APPROVED DCR `id` inside `tx` as `owner`, behind a savepoint. Success: the DCR is
+ * APPLIED. Failure (a version conflict, a value the engine refuses, a database error): rolled back
+ * to the savepoint, the DCR FAILED with every reason, and the error answered (not thrown), so the
+ * caller decides whether its own transaction still commits. `db` receives what the engine defers
+ * past the apply (the background ANALYZE after bulk writes).
+ */
+export async function applyWithin(db: Db, tx: Tx, owner: Principal, id: number): Promise<ApplyOutcome> {
+  // Record history names the DCR as the operation of every change it writes (request id or job kept).
+  const origin = { ...currentHistoryOrigin(), operation: `DCR ${id}.DCR` };
+  let ended = false;
+  const within = inTransaction(db, tx, () => ended);
+  await tx.query('SAVEPOINT dcr_apply');
+  try {
+    const summary = await runWithHistoryOrigin(origin, () => writeApproved(within, tx, owner, id));
+    await tx.query('RELEASE SAVEPOINT dcr_apply');
+    return { ok: true, summary };
+  } catch (err) {
+    await tx.query('ROLLBACK TO SAVEPOINT dcr_apply');
+    const e = toAppError(err);
+    const reasons = Object.entries(e.errors ?? {}).map(([item, r]) => ({ item, message: r.errorMessage }));
+    await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
+      status: 'FAILED',
+      from: 'APPROVED',
+      messages: [{ level: 'ERROR', text: e.message }, ...reasons.map((r) => ({ level: 'ERROR', ...r }))],
+    });
+    return { ok: false, error: e };
+  } finally {
+    ended = true;
+  }
+}
+
+async function writeApproved(within: Db, tx: Tx, owner: Principal, id: number): Promise<Written> {
+  const dcr = await store.findDcrOrFail(tx, owner.partitionId, id, true);
+  if (dcr.status !== 'APPROVED') {
+    throw new AppError('CONFLICT', `${dcr.unique_name} is ${dcr.status}, not APPROVED: nothing applied`);
+  }
+  const s = await scopeOf(tx, owner, dcr);
+  const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
+  const items = await store.itemsOf(tx, owner.partitionId, id);
+  const massOps = await store.massOpsOf(tx, owner.partitionId, id);
+  await lockAndCompare(tx, writer, s, items);
+  const staged = items.map((i) => ({ ...i, ref: `${i.id}.DCRI` }));
+  const summary = await writeItems(within, writer, s.type, staged, massOps);
+  await store.setDcrState(tx, owner.partitionId, id, owner.userId, {
+    status: 'APPLIED',
+    applied: true,
+    messages: [{ level: 'INFO', text: 'applied', ...summary }],
+  });
+  return summary;
+}
+
+/**
+ * Locks every UPDATE/DELETE target (FOR UPDATE, one statement) and compares versions; an ADD whose
+ * key exists by now conflicts as well. Any conflict: a 409 listing each item, nothing written.
+ */
+async function lockAndCompare(
+  tx: Tx,
+  writer: Principal,
+  s: Awaited<ReturnType<typeof scopeOf>>,
+  items: readonly store.ItemRow[],
+): Promise<void> {
+  const ids = items.flatMap((i) => (i.target_id === null ? [] : [i.target_id]));
+  if (ids.length > 0) {
+    await tx.query(
+      `SELECT 1 FROM ${ident(s.type.table)}
+        WHERE partition_id = $1 AND id = ANY($2::bigint[]) ORDER BY id FOR UPDATE`,
+      [writer.partitionId, ids],
+    );
+  }
+  const found = await findTargets(tx, writer, s.tc, {
+    ids,
+    keys: items.filter((i) => i.change_type === 'ADD').map((i) => i.target_key),
+  });
+  const errors: FieldErrors = {};
+  for (const i of items) {
+    const name = `${i.id}.DCRI`;
+    if (i.change_type === 'ADD') {
+      const row = found.byKey.get(JSON.stringify(i.target_key));
+      if (row) {
+        errors[name] = {
+          errorMessage: `${s.type.label} ${JSON.stringify(i.target_key)} was added since (${row.typedId as string})`,
+        };
+      }
+      continue;
+    }
+    const row = found.byId.get(i.target_id!);
+    if (!row)
+      errors[name] = { errorMessage: `${i.target_id}.${s.type.code} was deleted since it was proposed` };
+    else if (Number(row.version) !== i.target_version) {
+      errors[name] = {
+        errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
+      };
+    } else if (!mayEdit(s.type, writer, row)) {
+      errors[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
+    }
+  }
+  const n = Object.keys(errors).length;
+  if (n > 0) {
+    throw new AppError('VERSION_CONFLICT', `${n} target record(s) changed since proposed: nothing applied`, {
+      errors,
+    });
+  }
+}
