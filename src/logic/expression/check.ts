@@ -251,9 +251,11 @@ function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, rea
   if (fn === undefined) throw new ExpressionError(`unknown function ${name}`, pos);
   const n = node.args.length;
   if (n < fn.min || n > fn.max) {
-    const want =
-      fn.min === fn.max ? `${fn.min}` : fn.max >= 1_000 ? `at least ${fn.min}` : `${fn.min} to ${fn.max}`;
-    throw new ExpressionError(`${name} takes ${want} argument${want === '1' ? '' : 's'}, got ${n}`, pos);
+    const open = fn.max >= 1_000;
+    const want = fn.min === fn.max ? `${fn.min}` : open ? `at least ${fn.min}` : `${fn.min} to ${fn.max}`;
+    // "1 argument", "at least 1 argument", "1 to 3 arguments": the number named last decides.
+    const last = fn.min === fn.max || open ? fn.min : fn.max;
+    throw new ExpressionError(`${name} takes ${want} argument${last === 1 ? '' : 's'}, got ${n}`, pos);
   }
   const args = node.args.map(c);
   const literals = node.args.map((a) => (a.kind === 'str' ? a.value : undefined));
