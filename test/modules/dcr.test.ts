@@ -467,6 +467,208 @@ describe('data change requests', () => {
     );
   });
 
+  test('asyncSubmitDCRThreshold: absent, 101 items apply synchronously; present without a value, 100', async () => {
+    const skus = Array.from({ length: 101 }, (_, i) => `B-${String(i).padStart(3, '0')}`);
+    okData(
+      await call('/loaddata/P', { data: { header: ['sku', 'label'], data: skus.map((k) => [k, 'before']) } }),
+    );
+    const bigDcr = async (label: string) => {
+      const dcr = await newDcr();
+      okData(await call(`/dcrmanager.add/${dcr.id}`, { data: skus.map((sku) => ({ sku, label })) }));
+      return dcr;
+    };
+    const jobsOf = async (dcr: { id: number }) =>
+      okData(await call('/fetch/JST', { data: { targetObject: `${dcr.id}.DCR` } })).length;
+    // No option: 101 items (above the default of 100) are applied by the submit itself, no job.
+    let dcr = await bigDcr('sync');
+    const [applied] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(applied.status, 'APPLIED');
+    assert.equal(applied.jstId, null);
+    assert.equal(await jobsOf(dcr), 0);
+    assert.equal((await productBySku('B-100')).label, 'sync');
+    // The option present without a value: its default, 100, sends the same DCR to a job.
+    okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold' } }));
+    try {
+      dcr = await bigDcr('async');
+      const [queued] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+      assert.equal(queued.status, 'APPROVED');
+      assert.equal(typeof queued.jstId, 'number');
+      const job = await waitJob(queued.jstId);
+      assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+      assert.equal(job.calculationResults.updated, 101);
+      assert.equal(await jobsOf(dcr), 1);
+      assert.equal((await productBySku('B-100')).label, 'async');
+    } finally {
+      await h.db.query(
+        `DELETE FROM advanced_config WHERE partition_id = $1 AND unique_name = 'asyncSubmitDCRThreshold'`,
+        [h.partitionId],
+      );
+    }
+  });
+
+  test('mass changes: updatemassop and deletemassop over HTTP', async () => {
+    await product('MU-1', { attribute1: '1' });
+    await product('MU-2', { attribute1: '2' });
+    await product('MU-3', { attribute1: '3' });
+    const dcr = await newDcr();
+    const startsWith = (value: string) => ({
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [{ fieldName: 'sku', operator: 'startsWith', value }],
+    });
+    const [m1, m2] = okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: [
+          {
+            label: 'labels',
+            filterCriteria: startsWith('MU-'),
+            massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'mass one' }],
+          },
+          {
+            filterCriteria: startsWith('MU-3'),
+            massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '=', fieldValue: 9 }],
+          },
+        ],
+      }),
+    );
+    assert.equal(m1.version, 0);
+    const update = (data: Record<string, unknown>, version: unknown) =>
+      call(`/dcrmanager.updatemassop/${dcr.id}`, {
+        data: { typedId: m1.typedId, ...data },
+        oldValues: { version },
+      });
+    const [changed] = okData(
+      await update(
+        { massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'mass two' }] },
+        0,
+      ),
+    );
+    assert.equal(changed.version, 1);
+    assert.equal(changed.label, 'labels');
+    assert.equal(changed.massEditRecords[0].fieldValue, 'mass two');
+    assert.deepEqual(changed.filterCriteria, startsWith('MU-'));
+    expectError(await update({ label: 'stale' }, 0), 409, -1);
+    expectError(
+      await update({ massEditRecords: [{ fieldName: 'sku', massEditOperator: '=', fieldValue: 'x' }] }, 1),
+      400,
+      -4,
+      'massEditRecords.0.fieldName',
+    );
+    expectError(
+      await call(`/dcrmanager.updatemassop/${dcr.id}`, { data: { typedId: '999999.DCRM', label: 'x' } }),
+      404,
+      -1,
+    );
+    expectError(
+      await call(`/dcrmanager.updatemassop/${dcr.id}`, { data: { label: 'x' } }),
+      400,
+      -4,
+      'typedId',
+    );
+    const [gone] = okData(
+      await call(`/dcrmanager.deletemassop/${dcr.id}`, { data: { typedId: m2.typedId } }),
+    );
+    assert.equal(gone.typedId, m2.typedId);
+    expectError(await call(`/dcrmanager.deletemassop/${dcr.id}`, { data: { typedId: m2.typedId } }), 404, -1);
+    const left = okData(await call(`/dcrmanager.fetchmassop/${dcr.id}`, {}));
+    assert.deepEqual(
+      left.map((m) => m.typedId),
+      [m1.typedId],
+    );
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    for (const sku of ['MU-1', 'MU-2', 'MU-3']) assert.equal((await productBySku(sku)).label, 'mass two');
+    assert.equal((await productBySku('MU-3')).attribute1, 3);
+    // A submitted DCR's mass changes are closed.
+    expectError(await update({ label: 'late' }, 1), 409, -1);
+    expectError(await call(`/dcrmanager.deletemassop/${dcr.id}`, { data: { typedId: m1.typedId } }), 409, -1);
+  });
+
+  test('a mass change on lookup values: a value set on a name filter, applied at submit', async () => {
+    const [table] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: 'tiers', label: 'Tiers', type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await call(`/lookuptablemanager.add/${table.id}`, [
+        { data: { name: 'x-1', value: 1 } },
+        { data: { name: 'x-2', value: 2 } },
+        { data: { name: 'y-1', value: 3 } },
+      ]),
+    );
+    okData(
+      await call('/add/DCRT', { data: { uniqueName: 'tiers', targetType: 'LTV', lookupTable: 'tiers' } }),
+    );
+    const dcr = await newDcr('tiers');
+    okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'name', operator: 'startsWith', value: 'x-' }],
+          },
+          massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 7.5 }],
+        },
+      }),
+    );
+    const values = async () =>
+      okData(await call(`/lookuptablemanager.fetch/${table.id}`, { sortBy: 'name' })).map((v) => [
+        v.name,
+        Number(v.value),
+      ]);
+    assert.deepEqual(await values(), [
+      ['x-1', 1],
+      ['x-2', 2],
+      ['y-1', 3],
+    ]);
+    const [applied] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+    assert.equal(applied.status, 'APPLIED');
+    assert.equal(applied.messages[0].massEdited, 2);
+    assert.deepEqual(await values(), [
+      ['x-1', 7.5],
+      ['x-2', 7.5],
+      ['y-1', 3],
+    ]);
+  });
+
+  test('a mass change is evaluated at submit: records matching by then are changed', async () => {
+    await product('T-1', { label: 'one', attribute1: '5' });
+    await product('T-2', { label: 'two', attribute1: '1' });
+    const dcr = await newDcr();
+    okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'sku', operator: 'startsWith', value: 'T-' },
+              { fieldName: 'attribute1', operator: 'equals', value: 5 },
+            ],
+          },
+          massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'matched' }],
+        },
+      }),
+    );
+    // After the mass change was added: T-2 comes to match its filter, T-1 stops matching.
+    for (const [sku, attribute1] of [
+      ['T-2', 5],
+      ['T-1', 6],
+    ] as const) {
+      const p = await productBySku(sku);
+      okData(
+        await call('/update/P', {
+          data: { typedId: p.typedId, attribute1 },
+          oldValues: { version: p.version },
+        }),
+      );
+    }
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    assert.equal((await productBySku('T-2')).label, 'matched');
+    assert.equal((await productBySku('T-1')).label, 'one');
+  });
+
   async function waitJob(id: number): Promise<any> {
     const deadline = Date.now() + 30_000;
     for (;;) {
