@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
 import { seedQueryData, QUERY_ADMIN, QUERY_READER } from './query-seed.ts';
+import { okData } from '../helpers/envelope.ts';
 
 const status = (r: Reply): [number, number | undefined] => [r.status, r.body?.response?.status];
 
@@ -411,6 +412,168 @@ describe('query API', () => {
     } finally {
       await h.db.query(`DELETE FROM products WHERE partition_id = $1 AND sku LIKE 'W-%'`, [h.partitionId]);
     }
+  });
+
+  test('user groups filter the rows of joined sources: not joined, not counted, not aggregated', async () => {
+    // P-secret (group "secret") joined in from two sources the reader may read: the extension table
+    // Margins (reader with PRICESHOP_RO, which grants PRODUCTEXTENSION_FETCH) and the lookup table
+    // Teams (any user).
+    const pxReader = { user: 'pxreader', password: 'pxreader-password-1' };
+    await h.newUser(pxReader.user, pxReader.password, ['PRICESHOP_RO']);
+    const load = await h.call('/loaddata/PX', {
+      basic: QUERY_ADMIN,
+      body: {
+        data: {
+          header: ['name', 'sku', 'attribute1'],
+          data: [
+            ['Margins', 'P-1', 'a'],
+            ['Margins', 'P-20', 'b'],
+            ['Margins', 'P-secret', 'c'],
+          ],
+        },
+      },
+    });
+    assert.equal(load.status, 200, load.text);
+    const inner = {
+      source: 'PX:Margins',
+      join: [{ source: 'P', as: 'p', on: { sku: 'sku' } }],
+      select: ['sku', 'p.label'],
+      sortBy: 'sku',
+    };
+    const joined = async (data: unknown, who: typeof QUERY_ADMIN) => {
+      const r = await run(data, who);
+      assert.equal(r.status, 200, r.text);
+      return [r.body.response.totalRows, r.body.response.data];
+    };
+    assert.deepEqual(await joined(inner, QUERY_ADMIN), [
+      3,
+      [
+        { sku: 'P-1', 'p.label': 'one' },
+        { sku: 'P-20', 'p.label': 'twenty' },
+        { sku: 'P-secret', 'p.label': 'secret' },
+      ],
+    ]);
+    assert.deepEqual(await joined(inner, pxReader), [
+      2,
+      [
+        { sku: 'P-1', 'p.label': 'one' },
+        { sku: 'P-20', 'p.label': 'twenty' },
+      ],
+    ]);
+    // A left join keeps the extension row, without the product the reader may not see.
+    const left = { ...inner, join: [{ ...inner.join[0], type: 'left' }] };
+    assert.deepEqual((await joined(left, pxReader))[1], [
+      { sku: 'P-1', 'p.label': 'one' },
+      { sku: 'P-20', 'p.label': 'twenty' },
+      { sku: 'P-secret', 'p.label': null },
+    ]);
+    assert.deepEqual(
+      await rows(
+        { ...left, filter: { fieldName: 'p.sku', operator: 'equals', value: 'P-secret' } },
+        pxReader,
+      ),
+      [],
+    );
+    // Aggregates over the joined product: the hidden one is neither counted nor summed.
+    const grouped = {
+      source: 'PX:Margins',
+      join: [{ source: 'P', as: 'p', type: 'left', on: { sku: 'sku' } }],
+      groupBy: ['p.attribute2'],
+      aggregates: [
+        { fn: 'count', field: 'p.sku', as: 'n' },
+        { fn: 'sum', field: 'p.attribute1', as: 'weight' },
+      ],
+      sortBy: 'p.attribute2',
+    };
+    assert.deepEqual(await rows(grouped), [
+      { 'p.attribute2': 'north', n: 1, weight: 1 },
+      { 'p.attribute2': 'tools', n: 2, weight: 22 },
+    ]);
+    assert.deepEqual(await rows(grouped, pxReader), [
+      { 'p.attribute2': null, n: 0, weight: null },
+      { 'p.attribute2': 'north', n: 1, weight: 1 },
+      { 'p.attribute2': 'tools', n: 1, weight: 20 },
+    ]);
+
+    // A lookup table joined to products, read by a user without any role.
+    const [teams] = okData(
+      await h.call('/lookuptablemanager.add', {
+        basic: QUERY_ADMIN,
+        body: { data: { uniqueName: 'Teams', type: 'SIMPLE', valueType: 'STRING' } },
+      }),
+    );
+    okData(
+      await h.call(`/lookuptablemanager.add/${teams.id}`, {
+        basic: QUERY_ADMIN,
+        body: { data: { name: 'tools', value: 'Workshop' } },
+      }),
+    );
+    const byTeam = {
+      source: 'LTV:Teams',
+      join: [{ source: 'P', as: 'p', on: { name: 'attribute2' } }],
+      groupBy: ['value'],
+      aggregates: [
+        { fn: 'count', as: 'n' },
+        { fn: 'sum', field: 'p.attribute1', as: 'weight' },
+      ],
+    };
+    assert.deepEqual(await rows(byTeam), [{ value: 'Workshop', n: 3, weight: 122 }]);
+    assert.deepEqual(await rows(byTeam, QUERY_READER), [{ value: 'Workshop', n: 2, weight: 120 }]);
+    const list = { source: 'LTV:Teams', join: byTeam.join, select: ['p.sku'], sortBy: 'p.sku' };
+    assert.deepEqual(await joined(list, QUERY_READER), [2, [{ 'p.sku': 'P-100' }, { 'p.sku': 'P-20' }]]);
+  });
+
+  test('null means absent for every optional field of a pipeline (execute and meta)', async () => {
+    const r = await run({ source: 'P', startRow: null, endRow: null });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual([r.body.response.startRow, r.body.response.totalRows], [0, 7]);
+    const all = await run({
+      source: 'P',
+      join: null,
+      filter: null,
+      select: null,
+      groupBy: null,
+      aggregates: null,
+      having: null,
+      sortBy: null,
+      startRow: null,
+      endRow: null,
+      valueFields: null,
+    });
+    assert.equal(all.status, 200, all.text);
+    assert.equal(all.body.response.totalRows, 7);
+    assert.ok('label' in all.body.response.data[0]);
+    // Inside elements too: a join's type, a select's and an aggregate's as, a count's field.
+    assert.deepEqual(
+      await rows({
+        source: 'P',
+        join: [{ source: 'PX:Costs', as: 'px', type: null, on: { sku: 'sku' } }],
+        groupBy: ['attribute2'],
+        select: [{ field: 'attribute2', as: null }],
+        aggregates: [{ fn: 'count', field: null, as: null }],
+        filter: { attribute2: 'north' },
+      }),
+      [{ attribute2: 'north', count: 2 }],
+    );
+    // A criterion's null value keeps its meaning: P-x has no weight.
+    assert.deepEqual(
+      await rows({
+        source: 'P',
+        select: ['sku'],
+        filter: { fieldName: 'attribute1', operator: 'isNull', value: null },
+      }),
+      [{ sku: 'P-x' }],
+    );
+    // The source stays required.
+    await refused({ source: null }, 400, -4, 'data.source');
+    const meta = await h.call('/queryapi.meta', { basic: QUERY_ADMIN, body: { data: { pipeline: null } } });
+    assert.equal(meta.status, 200, meta.text);
+    assert.ok((meta.body.response.data as any[]).some((k) => k.kind === 'P'));
+    const cols = await h.call('/queryapi.meta', {
+      basic: QUERY_ADMIN,
+      body: { data: { pipeline: { source: 'P', select: ['sku'], join: null, sortBy: null, endRow: null } } },
+    });
+    assert.deepEqual(okData(cols), [{ name: 'sku', type: 'string', field: 'sku' }]);
   });
 });
 

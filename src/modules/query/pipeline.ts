@@ -9,6 +9,10 @@
 // Shape of the statement: the sources joined into one flat row (`q`, pulled up by PostgreSQL into
 // the outer query), filtered, projected or grouped (`g`, with the having), then one page plus the
 // total: `WITH g AS (...) SELECT count, page FROM (count of g) LEFT JOIN LATERAL (page of g)`.
+//
+// `null` is absent for every optional name: the pipeline's own fields are dropped before
+// validation (src/http/null-absent.ts); inside join, select and aggregates elements (arrays the
+// route's schema leaves open) it is treated as absent here.
 
 import type { Principal } from '../../access/access.ts';
 import type { Config } from '../../config.ts';
@@ -295,7 +299,7 @@ export async function planQuery(
     const at = `select[${i}]`;
     if (isObj(s)) {
       const [name, f] = fieldOf(flat, s.field, `${at}.field`);
-      return [s.as === undefined ? name : outputName(s.as, `${at}.as`), name, f];
+      return [s.as === undefined || s.as === null ? name : outputName(s.as, `${at}.as`), name, f];
     }
     const [name, f] = fieldOf(flat, s, at);
     return [name, name, f];
@@ -320,11 +324,11 @@ export async function planQuery(
       const agg = fn as AggregateFn;
       let f: FlatField | undefined;
       let fieldName: string | undefined;
-      if (a.field !== undefined) [fieldName, f] = fieldOf(flat, a.field, `${at}.field`);
+      if (a.field !== undefined && a.field !== null) [fieldName, f] = fieldOf(flat, a.field, `${at}.field`);
       else if (agg !== 'count') throw validationError(`${at}.field`, `${agg} needs a field`);
       const type = aggregateType(agg, f, `${at}.field`);
       const name =
-        a.as === undefined
+        a.as === undefined || a.as === null
           ? fieldName === undefined
             ? agg
             : `${agg}_${fieldName}`
