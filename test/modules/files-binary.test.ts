@@ -137,9 +137,9 @@ describe('attachments and product images', () => {
     assert.deepEqual([edited.fileName, edited.size, edited.version], ['b.txt', 7, 2]);
     const file = await send(h, `/bdmanager.downloaddata/${att.id}`, { method: 'GET' });
     assert.equal(file.bytes.toString(), 'second!');
-    assert.deepEqual(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), [true]);
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), true);
     assertOk(await send(h, `/bdmanager.delete/${typedId}/${att.id}`));
-    assert.deepEqual(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), [false]);
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), false);
     assertError(await send(h, `/bdmanager.downloaddata/${att.id}`, { method: 'GET' }), 404, -1);
     // Record history (type ATT): added, renamed with metadata, replaced, deleted; the 409 left none.
     const history = assertOk(
@@ -235,7 +235,7 @@ describe('attachments and product images', () => {
     const att = assertOk(await send(h, `/bdmanager.upload/${hidden.typedId}/${await slotWith(h, 'h')}`))[0];
     assertError(await send(h, `/bdmanager.list/${hidden.typedId}`, { who: viewer }), 404, -1);
     assertError(await send(h, `/bdmanager.downloaddata/${att.id}`, { method: 'GET', who: viewer }), 404, -1);
-    assert.deepEqual(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`, { who: viewer })), [false]);
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`, { who: viewer })), false);
     // Another user's slot cannot be attached.
     assertError(
       await send(h, `/bdmanager.upload/${open.typedId}/${await slotWith(h, 'x', 'x', viewer)}`),
@@ -252,9 +252,7 @@ describe('attachments and product images', () => {
         404,
         -1,
       );
-      assert.deepEqual(assertOk(await send(other, `/bdmanager.checkifexists/${ok.id}`, { who: admin })), [
-        false,
-      ]);
+      assert.equal(assertOk(await send(other, `/bdmanager.checkifexists/${ok.id}`, { who: admin })), false);
     } finally {
       await other.close();
     }
@@ -355,7 +353,7 @@ describe('attachments and product images', () => {
       [h.partitionId, key],
     );
     await removeOrphanFiles(h.db, createBlobStore(h.db, h.config.blobStore));
-    assert.deepEqual(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), [false]);
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`)), false);
     const left = await h.db.query('SELECT 1 FROM blobs WHERE partition_id = $1 AND blob_key = $2', [
       h.partitionId,
       key,

@@ -24,6 +24,12 @@ import {
 import { sendFile } from './download.ts';
 
 const one = { response: { 200: envelopeSchema() } };
+/** The envelope of an answer whose `data` is a boolean (`/bdmanager.checkifexists`). */
+const booleanEnvelope = (() => {
+  const base = envelopeSchema() as { properties: { response: { properties: Record<string, unknown> } } };
+  base.properties.response.properties.data = { type: 'boolean' };
+  return base;
+})();
 const params = (...names: string[]) => ({
   type: 'object',
   required: names,
@@ -135,13 +141,19 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     {
       config,
       schema: {
-        summary: 'data is [true] when the attachment exists (and is visible)',
+        summary: '`data` is true when the attachment exists and is visible to the caller, else false',
         tags,
         params: params('binaryDataId'),
-        response: { 200: envelopeSchema({ type: 'boolean' }) },
+        response: { 200: booleanEnvelope },
       },
     },
-    async (req) => ok(req, [await attachmentExists(app.db, req.principal!, (req.params as P).binaryDataId!)]),
+    // The spec's words: "`data` is true when the file exists" — the boolean itself, not `[true]`
+    // (a client testing `data` would find `[false]` true).
+    async (req) => {
+      const exists = await attachmentExists(app.db, req.principal!, (req.params as P).binaryDataId!);
+      const envelope = ok(req, null);
+      return { response: { ...envelope.response, data: exists } };
+    },
   );
 
   app.post(
