@@ -1,14 +1,16 @@
 // Record history over HTTP on both databases: every write path of the engine records who changed
-// which fields of which record, from what to what, through which request; failed writes and
-// rolled-back chunks leave none; /fetch/{TC}/{id}/history, /history.fetch and ?asOf= read it, with
+// which fields of which record, from what to what, through which request, api token or job; failed
+// writes and rolled-back chunks leave none (a second chunk's failure keeps the first's);
+// /fetch/{TC}/{id}/history, /history.fetch (HISTORY_FETCH through a role) and ?asOf= read it, with
 // user groups and partitions applied.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { historyCleanupTask, removeExpiredHistory } from '../../src/modules/history/retention.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
+import { assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
 
 type Client = (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
 
@@ -476,6 +478,176 @@ describe('record history', () => {
       ['UPDATE'],
     );
     assert.ok((await removeExpiredHistory(h.db, 30)) === 0);
+  });
+
+  test('HISTORY_FETCH through a role, not an admin: /history.fetch answers, filtered by user groups', async () => {
+    const auditor = await h.newUser('hauditor', 'hauditor-password-1', ['ADMIN_WO_USER_MGMT']);
+    okData(await api('/add/UG', { data: { uniqueName: 'haudit' } }));
+    okData(await api(`/accountmanager.assigngroup/${auditor}`, { data: { groups: ['haudit'] } }));
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'HU-1', userGroupViewDetails: 'haudit-other' } },
+        { data: { sku: 'HU-2', userGroupViewDetails: 'haudit' } },
+        { data: { sku: 'HU-3' } },
+      ]),
+    );
+    const body = {
+      data: adv({ fieldName: 'businessKey', operator: 'startsWith', value: 'HU-' }),
+      sortBy: 'businessKey',
+    };
+    const a = await clientOf(h, 'hauditor', 'hauditor-password-1');
+    const seen = await a('/history.fetch', body);
+    assert.deepEqual(
+      okData(seen).map((r) => r.businessKey),
+      ['HU-2', 'HU-3'],
+    );
+    assert.equal(seen.body.response.totalRows, 2);
+    assert.deepEqual(
+      okData(await api('/history.fetch', body)).map((r) => r.businessKey),
+      ['HU-1', 'HU-2', 'HU-3'],
+    );
+    // Not even by asking for it.
+    const asked = await a('/history.fetch', { data: { businessKey: 'HU-1' } });
+    assert.deepEqual(okData(asked), []);
+  });
+
+  test('actor and origin: api token id, file load job id; resetcolumn; group and business-role assignments', async () => {
+    // An api token: its id on every row it writes.
+    const [issued] = okData(
+      await h.call('/accountmanager.getjsonwebtoken', { basic: { user: ADMIN, password: ADMIN_PASSWORD } }),
+    );
+    assert.ok(Number.isInteger(issued.tokenId), JSON.stringify(issued));
+    const bearer = { authorization: `Bearer ${issued.token}` };
+    const [t] = okData(await h.call('/add/P', { headers: bearer, body: { data: { sku: 'HO-1' } } }));
+    okData(await h.call('/update/P', { headers: bearer, body: { data: { sku: 'HO-1', label: 'x' } } }));
+    const byToken = await historyOf('P', t.id);
+    assert.deepEqual(
+      byToken.map((r) => [r.action, r.tokenId, r.user, r.operation]),
+      [
+        ['ADD', issued.tokenId, ADMIN, 'add/P'],
+        ['UPDATE', issued.tokenId, ADMIN, 'update/P'],
+      ],
+    );
+    // A session login writes no token id.
+    okData(await api('/update/P', { data: { sku: 'HO-1', label: 'y' } }));
+    assert.equal((await historyOf('P', t.id)).at(-1).tokenId, null);
+
+    // An asynchronous file load: every row it writes carries the job's id.
+    const runner = runnerFor(h).start();
+    try {
+      const started = await send(h, '/loaddata.file/P/async', {
+        body: form({}, { field: 'fileName', name: 'h.csv', data: 'sku,label\nHO-F1,a\nHO-F2,b\n' }),
+      });
+      const [{ jstId }] = assertOk(started);
+      assert.equal((await waitForJob(h, jstId)).status, 'FINISHED');
+      const rows = okData(
+        await api('/history.fetch', {
+          data: adv({ fieldName: 'jobId', operator: 'equals', value: jstId }),
+          sortBy: 'businessKey',
+        }),
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.businessKey, r.action, r.jobId, r.user]),
+        [
+          ['HO-F1', 'ADD', jstId, ADMIN],
+          ['HO-F2', 'ADD', jstId, ADMIN],
+        ],
+      );
+    } finally {
+      await runner.stop();
+    }
+
+    // resetcolumn: an UPDATE per record that had a value, none for the others.
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'HO-R1', attribute3: 'a' } },
+        { data: { sku: 'HO-R2', attribute3: 'b' } },
+        { data: { sku: 'HO-R3' } },
+      ]),
+    );
+    okData(await api('/resetcolumn/P/attribute3', {}));
+    const reset = okData(
+      await api('/history.fetch', {
+        data: adv({ fieldName: 'operation', operator: 'equals', value: 'resetcolumn/P/attribute3' }),
+        sortBy: 'businessKey',
+      }),
+    );
+    assert.deepEqual(
+      reset.map((r) => [r.businessKey, r.action, r.changes]),
+      [
+        ['HO-R1', 'UPDATE', { attribute3: { old: 'a', new: null } }],
+        ['HO-R2', 'UPDATE', { attribute3: { old: 'b', new: null } }],
+      ],
+    );
+
+    // A user's groups and business roles, and a business role's groups.
+    const u = await h.newUser('hassign', 'hassign-password-1');
+    okData(await api('/add/UG', { data: { uniqueName: 'hog' } }));
+    const [br] = okData(await api('/add/BR', { data: { uniqueName: 'hobr' } }));
+    okData(await api(`/accountmanager.assigngroup/${u}`, { data: { groups: ['hog'] } }));
+    okData(await api(`/accountmanager.assignbusinessrole/${u}`, { data: { businessRoles: ['hobr'] } }));
+    okData(await api(`/accountmanager.assigngroup/${u}`, { data: { unassign: ['hog'] } }));
+    okData(await api(`/accountmanager.assigngroup/BR/${br.id}`, { data: { groups: ['hog'] } }));
+    assert.deepEqual(
+      (await historyOf('U', u)).map((r) => [r.action, r.changes, r.businessKey, r.operation]),
+      [
+        ['UPDATE', { groups: { old: [], new: ['hog'] } }, 'hassign', `accountmanager.assigngroup/${u}`],
+        [
+          'UPDATE',
+          { businessRoles: { old: [], new: ['hobr'] } },
+          'hassign',
+          `accountmanager.assignbusinessrole/${u}`,
+        ],
+        ['UPDATE', { groups: { old: ['hog'], new: [] } }, 'hassign', `accountmanager.assigngroup/${u}`],
+      ],
+    );
+    assert.deepEqual(
+      (await historyOf('BR', br.id)).map((r) => [r.action, r.changes]),
+      [
+        ['ADD', { uniqueName: { old: null, new: 'hobr' } }],
+        ['UPDATE', { groups: { old: [], new: ['hog'] } }],
+      ],
+    );
+  });
+
+  test('a rolled-back second chunk: the first chunk keeps its history, the second leaves none', async () => {
+    // /loaddata commits 10,000 rows per chunk (not a setting): row 10,001 fails in the database,
+    // so rows 10,000..10,002 (the second chunk) roll back with their history.
+    const data = Array.from({ length: 10_000 }, (_, i) => [`HC-${String(i).padStart(5, '0')}`, 'a']);
+    data.push(['HC-10000', 'b'], ['HC-BOOM', 'b'], ['HC-10001', 'b']);
+    await h.db.query(`CREATE OR REPLACE FUNCTION rc_test_refuse_hc() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.sku = 'HC-BOOM' THEN RAISE EXCEPTION 'refused' USING ERRCODE = '23514'; END IF; RETURN NEW; END $$`);
+    await h.db.query(`CREATE TRIGGER rc_test_refuse_hc BEFORE INSERT OR UPDATE ON products
+      FOR EACH ROW EXECUTE FUNCTION rc_test_refuse_hc()`);
+    let r: Reply;
+    try {
+      r = await api('/loaddata/P', { data: { header: ['sku', 'label'], data } });
+    } finally {
+      await h.db.query('DROP TRIGGER rc_test_refuse_hc ON products');
+      await h.db.query('DROP FUNCTION rc_test_refuse_hc()');
+    }
+    const [result] = okData(r);
+    assert.deepEqual([result.inserted, result.invalid], [10_000, 3], r.text);
+    assert.deepEqual(
+      result.errors.map((e: any) => e.row),
+      [10_000, 10_001, 10_002],
+    );
+    assert.match(result.errors[0].message, /rolled back/);
+    const history = (criteria: object) =>
+      api('/history.fetch', {
+        data: adv({ fieldName: 'typeCode', operator: 'equals', value: 'P' }, criteria),
+        endRow: 1,
+      });
+    const first = await history({ fieldName: 'businessKey', operator: 'startsWith', value: 'HC-0' });
+    assert.equal(first.body.response.totalRows, 10_000, first.text);
+    assert.equal(okData(first)[0].action, 'ADD');
+    const second = await history({
+      fieldName: 'businessKey',
+      operator: 'inSet',
+      value: ['HC-10000', 'HC-BOOM', 'HC-10001'],
+    });
+    assert.deepEqual([okData(second), second.body.response.totalRows], [[], 0]);
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'HC-10000' } })).length, 0);
   });
 
   test("partition isolation: another partition's history is never visible", async () => {
