@@ -57,12 +57,34 @@ describe('OpenAPI document', () => {
     );
   });
 
-  test('no request body is an open {}; fetch bodies and record bodies use the components', () => {
+  test('no request or response body is an open {}; fetch bodies and record bodies use the components', () => {
     for (const [method, path, op] of operations()) {
       const schema = op.requestBody?.content?.['application/json']?.schema;
       if (schema !== undefined) assert.notDeepEqual(schema, {}, `${method} ${path}`);
     }
     const fetch = doc.paths['/service/{partition}/fetch/{typeCode}'].post;
+    // Nor is any response body: each has a schema that says something (an envelope, a file's
+    // description), never an open {}.
+    let described = 0;
+    for (const [method, path, op] of operations()) {
+      for (const [code, response] of Object.entries<any>(op.responses)) {
+        for (const [type, content] of Object.entries<any>(response.content ?? {})) {
+          assert.ok(content.schema !== undefined, `${method} ${path} ${code} ${type}: no schema`);
+          assert.notDeepEqual(content.schema, {}, `${method} ${path} ${code} ${type}`);
+          described++;
+        }
+      }
+    }
+    assert.ok(described > operations().length, `${described} response bodies`);
+    // An answer that is an envelope in one form and a file in another documents the envelope.
+    const details = doc.paths['/service/{partition}/bdmanager.download/{typedId}/{binaryDataId}'].post;
+    assert.match(JSON.stringify(details.responses['200']), /#\/components\/schemas\/Envelope/);
+    // checkifexists: `data` is the boolean itself.
+    const exists = doc.paths['/service/{partition}/bdmanager.checkifexists/{binaryDataId}'].post;
+    assert.deepEqual(
+      exists.responses['200'].content['application/json'].schema.properties.response.properties.data,
+      { type: 'boolean' },
+    );
     assert.match(JSON.stringify(fetch.requestBody), /#\/components\/schemas\/FetchBody/);
     assert.match(JSON.stringify(fetch.responses['200']), /#\/components\/schemas\/Envelope/);
     assert.match(JSON.stringify(fetch.responses['400']), /#\/components\/schemas\/ErrorEnvelope/);

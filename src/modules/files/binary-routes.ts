@@ -115,6 +115,8 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
       tags,
       params: params('typedId', 'binaryDataId'),
       querystring: { type: 'object', properties: { output: { type: 'string' } } },
+      // The details answer; the file (`?output=file`) is a stream, which no schema serialises.
+      ...one,
     },
   };
   app.post('/bdmanager.download/:typedId/:binaryDataId', downloadOpts, download);
