@@ -2,17 +2,13 @@
 // versions, delete, copy, findref), the values of every kind (SIMPLE and its typed keys, RANGE,
 // MATRIX..MATRIX6, JSON) through add/update/integrate/delete/batch delete/massedit/resetcolumn,
 // typed validation, overlapping ranges, the XLSX export read back, bulk loads (100,000 values with
-// per-row errors), permissions, 401, partition isolation, the general operations refused for value
-// types, and the look-up API of logics (createLookup) with its per-object cache.
+// per-row errors), permissions, 401, partition isolation, and the general operations refused for value
+// types. Look-ups from logics in every kind: test/modules/formulas-functions.test.ts.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import ExcelJS from 'exceljs';
-import { ADMIN, startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
-import type { Queryable } from '../../src/db/db.ts';
-import { AppError } from '../../src/http/errors.ts';
-import { createLookup } from '../../src/modules/lookuptables/service.ts';
+import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
 import { keyCountOf, TABLE_KINDS } from '../../src/engine/registry-lookup.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
 
@@ -46,32 +42,11 @@ async function newTable(api: Client, uniqueName: string, type: string, valueType
 describe('lookup tables', () => {
   let h: Harness;
   let api: Client;
-  let adminId: number;
   before(async () => {
     h = await startHarness({ env: { MAX_PAGE_SIZE: '50' } });
     api = clientOf(h, (await h.login()).token);
-    const r = await h.db.query<{ id: number }>(
-      'SELECT id FROM users WHERE partition_id = $1 AND login_name = $2',
-      [h.partitionId, ADMIN],
-    );
-    adminId = r.rows[0]!.id;
   });
   after(() => h.close());
-
-  function adminPrincipal(): Principal {
-    return {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: adminId,
-      loginName: ADMIN,
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
-  }
 
   test('add answers the table with its numeric id; numberOfKeyFields follows the type', async () => {
     const [t] = okData(
@@ -1063,82 +1038,6 @@ describe('lookup tables', () => {
       await plasma(`${M}.loaddata/LTV?tableId=${created}`, { data: { header: ['name'], data: [] } }),
       403,
       -3,
-    );
-  });
-
-  test('the look-up API: every kind, typed answers, cached for the life of the object', async () => {
-    const simple = await newTable(api, 'lk-simple', 'SIMPLE', 'REAL');
-    okData(await api(`${M}.add/${simple}`, { data: { name: 'gold', value: '0.15' } }));
-    const intKey = await newTable(api, 'lk-int-key', 'SIMPLE_INT_KEY');
-    okData(await api(`${M}.add/${intKey}`, { data: { name: '10', value: 'ten' } }));
-    const dateKey = await newTable(api, 'lk-date-key', 'SIMPLE_DATE_KEY', 'INT');
-    okData(await api(`${M}.add/${dateKey}`, { data: { name: '2026-12-24', value: 24 } }));
-    const range = await newTable(api, 'lk-range', 'RANGE', 'REAL');
-    okData(
-      await api(`${M}.add/${range}`, [
-        { data: { name: 'small', upperBound: 100, value: 0 } },
-        { data: { name: 'medium', lowerBound: 100, upperBound: 1000, value: 0.05 } },
-        { data: { name: 'large', lowerBound: 1000, value: 0.1 } },
-      ]),
-    );
-    const matrix = await newTable(api, 'lk-matrix', 'MATRIX', 'INT');
-    okData(await api(`${M}.add/${matrix}`, { data: { name: 'EU', attribute1: 1, attribute3: 3 } }));
-    const matrix3 = await newTable(api, 'lk-matrix3', 'MATRIX3');
-    okData(
-      await api(`${M}.add/${matrix3}`, { data: { key1: 'a', key2: 'b', key3: 'c', attribute2: 'abc' } }),
-    );
-    const json = await newTable(api, 'lk-json', 'JSON');
-    okData(await api(`${M}.add/${json}`, { data: { name: 'cfg', value: { a: [1, 2] } } }));
-    const json2 = await newTable(api, 'lk-json2', 'JSON2');
-    okData(await api(`${M}.add/${json2}`, { data: { key1: 'EU', key2: 'cfg', value: { b: [3] } } }));
-
-    let queries = 0;
-    const counting: Queryable = {
-      query: (sql, params) => {
-        queries++;
-        return h.db.query(sql, params);
-      },
-    };
-    const lk = createLookup(counting, adminPrincipal());
-    assert.equal(await lk.lookup('lk-simple', 'gold'), 0.15);
-    assert.equal(await lk.lookup('lk-simple', 'silver'), null);
-    assert.equal(await lk.lookup(simple, 'gold'), 0.15, 'by id');
-    assert.equal(await lk.lookup('lk-int-key', 10), 'ten');
-    assert.equal(await lk.lookup('lk-int-key', '10'), 'ten');
-    assert.equal(await lk.lookup('lk-date-key', '2026-12-24'), 24);
-    assert.equal(await lk.lookup('lk-range', -5), 0);
-    assert.equal(await lk.lookup('lk-range', 100), 0.05, 'the lower bound is included');
-    assert.equal(await lk.lookup('lk-range', '999.99'), 0.05);
-    assert.equal(await lk.lookup('lk-range', 1000), 0.1, 'the upper bound is excluded');
-    assert.equal(await lk.lookup('lk-range', 1e9), 0.1);
-    assert.deepEqual(await lk.lookup('lk-matrix', 'EU'), { attribute1: 1, attribute3: 3 });
-    assert.equal(await lk.lookup('lk-matrix', 'US'), null);
-    assert.deepEqual(await lk.lookup('lk-matrix3', 'a', 'b', 'c'), { attribute2: 'abc' });
-    assert.deepEqual(await lk.lookup('lk-json', 'cfg'), { a: [1, 2] });
-    assert.deepEqual(await lk.lookup('lk-json2', 'EU', 'cfg'), { b: [3] });
-    assert.equal(await lk.lookup('lk-json2', 'EU', 'other'), null);
-
-    // Asked again, the same object answers from its cache, even after a change.
-    const before = queries;
-    okData(await api(`${M}.update/${simple}`, { data: { name: 'gold', value: '0.2' } }));
-    assert.equal(await lk.lookup('lk-simple', 'gold'), 0.15);
-    assert.equal(await lk.lookup('lk-range', 500), 0.05);
-    assert.deepEqual(await lk.lookup('lk-matrix', 'EU'), { attribute1: 1, attribute3: 3 });
-    assert.equal(queries, before + 1, 'only the new range key was read');
-    // A new object (the next request) sees the change.
-    assert.equal(await createLookup(h.db, adminPrincipal()).lookup('lk-simple', 'gold'), 0.2);
-
-    await assert.rejects(
-      lk.lookup('lk-missing', 'x'),
-      (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND',
-    );
-    await assert.rejects(
-      lk.lookup('lk-matrix3', 'a', 'b'),
-      (e: unknown) => e instanceof AppError && e.code === 'VALIDATION',
-    );
-    await assert.rejects(
-      lk.lookup('lk-range', 'abc'),
-      (e: unknown) => e instanceof AppError && e.code === 'VALIDATION',
     );
   });
 });

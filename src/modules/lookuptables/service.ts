@@ -1,10 +1,11 @@
-// The lookup table manager: tables (LT) and their values (LTV, MLTV, MLTV2..MLTV6, JLTV, JLTV2), plus the
-// look-up API for logics. Every value operation is the generic engine on a per-table TypeDef
-// (`valueTypeOf`): the engine scopes each read and write to the table through the type's `fixed`
-// column and checks the operation's permission, so paging, filters, validation, version checks and
-// bulk loads are the engine's. The rules of their own: a table's kind never changes, nor its value
-// type while it holds values; ranges never overlap (checked here in advance, guaranteed by the
-// trigger of migration 008); resetcolumn is for matrix tables only.
+// The lookup table manager: tables (LT) and their values (LTV, MLTV, MLTV2..MLTV6, JLTV, JLTV2);
+// logics read tables through their own set-based data port (src/modules/formulas/data.ts). Every
+// value operation is the generic engine on a per-table TypeDef (`valueTypeOf`): the engine scopes
+// each read and write to the table through the type's `fixed` column and checks the operation's
+// permission, so paging, filters, validation, version checks and bulk loads are the engine's. The
+// rules of their own: a table's kind never changes, nor its value type while it holds values; ranges
+// never overlap (checked here in advance, guaranteed by the trigger of migration 008); resetcolumn is
+// for matrix tables only.
 
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
@@ -40,13 +41,11 @@ import {
 import type { FieldDef, TypeDef } from '../../engine/registry.ts';
 import {
   isMatrix,
-  keyCountOf,
   tableTypeFor,
   valueCodeOf,
   valueDeclaration,
   valueTypeOf,
   type LookupTable,
-  type ValueType,
 } from '../../engine/registry-lookup.ts';
 import { coerceValue } from '../../engine/values.ts';
 import * as store from './store.ts';
@@ -635,134 +634,6 @@ async function rangeClashes(
     }
   }
   return clashes;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Look-ups for logics
-
-export interface Lookup {
-  /**
-   * The value of table `table` (unique name, or id) at `keys`: a SIMPLE table's value for its
-   * name; a RANGE table's value for the range holding the number; a matrix table's attributes (an
-   * object of the non-empty ones) for its name or key1..keyN; a JSON table's JSON. Values are typed
-   * by the table's value type (REAL and INT as numbers). No match: null. Unknown table: 404.
-   */
-  lookup(table: string | number, ...keys: readonly unknown[]): Promise<unknown>;
-}
-
-/**
- * The look-up API of the logic engine. Tables and answers are cached for as long as the returned
- * object lives — one request or one calculation — so a logic reading the same key a thousand times
- * costs one query, and a change made meanwhile is seen by the next request, never half-way.
- */
-export function createLookup(db: Queryable, principal: Principal): Lookup {
-  const tables = new Map<string, Promise<LookupTable>>();
-  const answers = new Map<string, Promise<unknown>>();
-
-  const tableOf = (ref: string | number): Promise<LookupTable> => {
-    const cacheKey = typeof ref === 'number' ? `#${ref}` : `=${ref}`;
-    let t = tables.get(cacheKey);
-    if (!t) {
-      t = (
-        typeof ref === 'number' ? store.tableById(db, principal, ref) : store.tableByName(db, principal, ref)
-      ).then((found) => {
-        if (!found) throw notFound(`Lookup table ${JSON.stringify(ref)}`);
-        return found;
-      });
-      tables.set(cacheKey, t);
-    }
-    return t;
-  };
-
-  return {
-    async lookup(ref, ...keys) {
-      const table = await tableOf(ref);
-      const normal = normaliseKeys(table, keys);
-      const cacheKey = `${table.id}:${JSON.stringify(normal)}`;
-      let answer = answers.get(cacheKey);
-      if (!answer) {
-        answer = lookUp(db, principal, table, normal);
-        answers.set(cacheKey, answer);
-      }
-      return answer;
-    },
-  };
-}
-
-/** The keys in the form the table compares them, or a -4 naming the one at fault. */
-function normaliseKeys(table: LookupTable, keys: readonly unknown[]): (string | number)[] {
-  const count = keyCountOf(table.type);
-  if (keys.length !== count) {
-    throw validationError(
-      'keys',
-      `${table.uniqueName} (${table.type}) is looked up by ${count} key(s), not ${keys.length}`,
-    );
-  }
-  const as = (type: 'decimal' | 'integer' | 'date' | 'string', v: unknown, i: number): string | number => {
-    const c = coerceValue(type, v);
-    if (c === undefined || typeof c === 'boolean') {
-      throw validationError(
-        `keys.${i}`,
-        `${JSON.stringify(v)} is not a key of ${table.uniqueName} (${table.type})`,
-      );
-    }
-    return c;
-  };
-  switch (table.type) {
-    case 'RANGE':
-    case 'SIMPLE_REAL_KEY':
-      return [as('decimal', keys[0], 0)];
-    case 'SIMPLE_INT_KEY':
-      return [as('integer', keys[0], 0)];
-    case 'SIMPLE_DATE_KEY':
-      return [as('date', keys[0], 0)];
-    case 'SIMPLE':
-    case 'JSON':
-    case 'JSON2':
-    case 'MATRIX':
-    case 'MATRIX2':
-    case 'MATRIX3':
-    case 'MATRIX4':
-    case 'MATRIX5':
-    case 'MATRIX6':
-      return keys.map((k, i) => String(as('string', k, i)));
-    default: {
-      const never: never = table.type;
-      return never;
-    }
-  }
-}
-
-/** A stored value as the table's value type says. */
-function typed(valueType: ValueType, v: string | null): unknown {
-  if (v === null) return null;
-  if (valueType !== 'REAL' && valueType !== 'INT') return v;
-  const n = Number(v);
-  return Number.isFinite(n) ? n : v;
-}
-
-async function lookUp(
-  q: Queryable,
-  principal: Principal,
-  table: LookupTable,
-  keys: readonly (string | number)[],
-): Promise<unknown> {
-  if (table.type === 'RANGE') {
-    return typed(table.valueType, (await store.rangeValue(q, principal, table, keys[0]!))?.value ?? null);
-  }
-  if (table.type === 'JSON') return (await store.simpleValue(q, principal, table, keys[0]!))?.json ?? null;
-  if (table.type === 'JSON2')
-    return (await store.jsonRow(q, principal, table, keys.map(String)))?.json ?? null;
-  if (isMatrix(table.type)) {
-    const row = await store.matrixRow(q, principal, table, keys.map(String));
-    if (!row) return null;
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(row)) {
-      if (/^attribute\d+$/.test(k) && v !== null) out[k] = typed(table.valueType, v);
-    }
-    return out;
-  }
-  return typed(table.valueType, (await store.simpleValue(q, principal, table, keys[0]!))?.value ?? null);
 }
 
 // ---------------------------------------------------------------------------------------------

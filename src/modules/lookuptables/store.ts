@@ -1,7 +1,7 @@
 // SQL of the lookup table manager that the generic engine does not cover: finding a table (by id
-// or unique name) for the per-table types, copying a table with its values, the existing ranges a
-// bulk load is checked against, and the key look-ups of the logic API. Every query is scoped by
-// partition_id first; column names come from the registry declarations only.
+// or unique name) for the per-table types, copying a table with its values, and the existing ranges
+// a bulk load is checked against. Every query is scoped by partition_id first; column names come
+// from the registry declarations only.
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
@@ -9,7 +9,7 @@ import { Params, ident } from '../../db/sql.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { loadTypeContext } from '../../engine/context.ts';
 import { withHistory } from '../../engine/history.ts';
-import type { LookupTable, TableKind } from '../../engine/registry-lookup.ts';
+import type { LookupTable } from '../../engine/registry-lookup.ts';
 
 const TABLE_COLUMNS = `id, unique_name AS "uniqueName", type, value_type AS "valueType"`;
 
@@ -125,86 +125,4 @@ export async function rangesOf(
     [principal.partitionId, String(table.id)],
   );
   return r.rows;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Look-ups for logics
-
-/** The SQL comparison of the key `name` with a parameter, by the key type of the table kind. */
-const NAME_MATCH: Readonly<Partial<Record<TableKind, string>>> = {
-  SIMPLE_REAL_KEY: 'rc_try_numeric(v.name) = $3::numeric',
-  SIMPLE_INT_KEY: 'rc_try_numeric(v.name) = $3::numeric',
-  SIMPLE_DATE_KEY: 'rc_try_date(v.name) = $3::date',
-};
-
-/** The stored value of a SIMPLE or JSON table's key, or undefined when there is none. */
-export async function simpleValue(
-  q: Queryable,
-  principal: Principal,
-  table: LookupTable,
-  key: string | number,
-): Promise<{ value: string | null; json: unknown } | undefined> {
-  const match = NAME_MATCH[table.type] ?? 'v.name = $3::text';
-  const r = await q.query<{ value: string | null; json: unknown }>(
-    `SELECT v.value, v.json_value AS json FROM lookup_values v
-      WHERE v.partition_id = $1 AND v.table_ref = $2 AND ${match} LIMIT 1`,
-    [principal.partitionId, String(table.id), key],
-  );
-  return r.rows[0];
-}
-
-/** The value of the range holding `x` (lower bound included, upper excluded), if any. */
-export async function rangeValue(
-  q: Queryable,
-  principal: Principal,
-  table: LookupTable,
-  x: string | number,
-): Promise<{ value: string | null } | undefined> {
-  // Ranges never overlap, so the range with the greatest lower bound not above x is the only
-  // candidate: one index probe on (partition_id, table_ref, lower_bound).
-  const r = await q.query<{ value: string | null }>(
-    `SELECT v.value FROM lookup_values v
-      WHERE v.partition_id = $1 AND v.table_ref = $2
-        AND (v.lower_bound IS NULL OR v.lower_bound <= $3::numeric)
-        AND (v.upper_bound IS NULL OR $3::numeric < v.upper_bound)
-      ORDER BY v.lower_bound DESC NULLS LAST LIMIT 1`,
-    [principal.partitionId, String(table.id), x],
-  );
-  return r.rows[0];
-}
-
-/** The attributes of the matrix row with the given keys (`name` for MATRIX, key1..keyN else). */
-export async function matrixRow(
-  q: Queryable,
-  principal: Principal,
-  table: LookupTable,
-  keys: readonly string[],
-): Promise<Record<string, string | null> | undefined> {
-  const params = new Params();
-  const where = [
-    `v.partition_id = ${params.add(principal.partitionId)}`,
-    `v.table_ref = ${params.add(String(table.id))}`,
-  ];
-  if (table.type === 'MATRIX') where.push(`v.name = ${params.add(keys[0])}::text`);
-  else keys.forEach((k, i) => where.push(`${ident(`key${i + 1}`)} = ${params.add(k)}::text`));
-  const r = await q.query<Record<string, string | null>>(
-    `SELECT v.* FROM lookup_matrix_values v WHERE ${where.join(' AND ')} LIMIT 1`,
-    params.values,
-  );
-  return r.rows[0];
-}
-
-/** The JSON value of a JSON2 table under key1, key2, or undefined when there is none. */
-export async function jsonRow(
-  q: Queryable,
-  principal: Principal,
-  table: LookupTable,
-  keys: readonly string[],
-): Promise<{ json: unknown } | undefined> {
-  const r = await q.query<{ json: unknown }>(
-    `SELECT v.json_value AS json FROM lookup_matrix_values v
-      WHERE v.partition_id = $1 AND v.table_ref = $2 AND v.key1 = $3::text AND v.key2 = $4::text LIMIT 1`,
-    [principal.partitionId, String(table.id), keys[0], keys[1]],
-  );
-  return r.rows[0];
 }
