@@ -1,7 +1,9 @@
 // Pricing logics over real HTTP on both databases: checked-on-write (each compile-error kind with
 // element, line and column; hostile text), /formulamanager.execute with inputs, product, customer
-// and extension reads, every lookup-table kind, rounding policies with price endings, a hand-worked
-// explanation, versions by target date, limits, permissions and partition isolation.
+// and extension reads, SIMPLE/RANGE/MATRIX/MATRIX2 look-ups, rounding policies with price endings, a
+// hand-worked explanation, versions by target date, the step limit, permissions and partition
+// isolation. Every table kind, the functions, every rounding mode: formulas-functions.test.ts; every
+// compile-error kind, the time limit, filtered customers, the README example: formulas-checks.test.ts.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
