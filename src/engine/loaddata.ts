@@ -383,7 +383,14 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
     update = {
       sql: withHistory(
         `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${scope} AND ${joinMatch}`,
-        { tc: base, principal, params: p, kind: 'write' },
+        {
+          tc: base,
+          principal,
+          params: p,
+          kind: 'write',
+          // Only the header's fields can change (all of them when soft-deleted matches are replaced).
+          changing: plan.replaceSoftDeleted ? undefined : plan.header.map((f) => f.name),
+        },
         `w.${rownum}`,
         `s.${rownum}`,
       ),
