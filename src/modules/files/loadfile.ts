@@ -4,6 +4,8 @@
 // loader as `/loaddata` (engine/loaddata.ts `loadDataStream`), chunk by chunk. `syncOnTargetTable`
 // then deletes the target's records the load did not touch. The status record (`uploadStatusId`)
 // keeps the counts and the first row errors; the stored file is removed when the load ends.
+// Lookup table values (LTV, MLTV, JLTV) go through the lookup table manager's loader instead
+// (./loadlookups.ts), with the same status record, checkpoints and answer.
 
 import { DeadlineError } from '../../db/deadline.ts';
 import type { Principal } from '../../access/access.ts';
@@ -12,11 +14,19 @@ import type { BlobStore } from '../../db/blob-store.ts';
 import { requireAccess, deleteByFilter } from '../../engine/crud.ts';
 import { loadDataStream, type LoadResult, type RowError } from '../../engine/loaddata.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
+import { valueDeclaration } from '../../engine/registry-lookup.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import { createJob, type JobRow } from '../../jobs/store.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { ByteCounter, DELIMITERS, chunked, rowsOf } from './rows.ts';
+import {
+  isLookupFileCode,
+  loadLookupFile,
+  namedTable,
+  requireLookupLoadAccess,
+  syncLookupTables,
+} from './loadlookups.ts';
 
 /**
  * The type codes of the interface's file bulk-load list, verbatim. The spec's list includes a type
@@ -33,16 +43,32 @@ const CHUNK_ROWS = 10_000;
 /** Row errors kept in the status record (all are counted). */
 const MAX_LISTED_ERRORS = 100;
 
-/** A type of the file-load list that the loader can take, or a -4 saying why not. */
+/**
+ * A type of the file-load list that the loader can take, or a -4 saying why not. For lookup values
+ * (LTV, MLTV, JLTV) it is the bare declaration: the table is named by the call or by the rows.
+ */
 export function fileLoadType(code: string): TypeDef {
   if (!FILE_LOAD_CODES.includes(code)) {
     throw validationError('typeCode', `${code} is not a file-load type (${FILE_LOAD_CODES.join(', ')})`);
   }
+  if (isLookupFileCode(code)) return valueDeclaration(code)!;
   const type = findType(code);
-  if (!type || !type.bulkLoadable || type.managerOnly !== undefined) {
-    throw validationError('typeCode', `${code} is not bulk-loadable yet`);
+  if (!type) {
+    throw validationError(
+      'typeCode',
+      `${code} is on the interface's file-load list but this type is not implemented`,
+    );
+  }
+  if (!type.bulkLoadable || type.managerOnly !== undefined) {
+    throw validationError('typeCode', `${code} cannot be loaded from a file`);
   }
   return type;
+}
+
+/** The permission of a file load into `type`, checked before the file is read. */
+export function requireFileLoadAccess(principal: Principal, type: TypeDef, syncOnTargetTable = false): void {
+  if (isLookupFileCode(type.code)) requireLookupLoadAccess(principal, syncOnTargetTable);
+  else requireAccess(principal, type.access.write);
 }
 
 export interface FileLoadOptions {
@@ -50,8 +76,13 @@ export interface FileLoadOptions {
   readonly detectJoinFields: boolean;
   readonly replaceSoftDeleted: boolean;
   readonly syncOnTargetTable: boolean;
-  /** Extension table (PX/CX/SX) of rows without a `name` column; restricts rows that have one. */
+  /**
+   * Extension table (PX/CX/SX) of rows without a `name` column; restricts rows that have one. For
+   * lookup values: the `uniqueName` of the table.
+   */
   readonly name?: string;
+  /** Lookup values: the id of the table (instead of `name`). */
+  readonly tableId?: string;
   readonly delimiter?: string;
 }
 
@@ -84,8 +115,20 @@ export function checkFileLoadOptions(type: TypeDef, o: FileLoadOptions): void {
       'needs join fields: give joinFields or set detectJoinFields to true',
     );
   }
-  if (o.name !== undefined && !type.metaPerName) {
-    throw validationError('name', `applies to extension tables (PX, CX, SX), not to ${type.code}`);
+  const lookup = isLookupFileCode(type.code);
+  if (o.name !== undefined && !type.metaPerName && !lookup) {
+    throw validationError(
+      'name',
+      `applies to extension tables (PX, CX, SX) and lookup values (LTV, MLTV, JLTV), not to ${type.code}`,
+    );
+  }
+  if (o.tableId !== undefined) {
+    if (!lookup) {
+      throw validationError('tableId', `applies to lookup values (LTV, MLTV, JLTV), not to ${type.code}`);
+    }
+    if (!/^\d{1,15}$/.test(o.tableId)) throw validationError('tableId', 'must be a table id');
+    if (o.name !== undefined)
+      throw validationError('tableId', 'name the table by name or by tableId, not both');
   }
   if (o.delimiter !== undefined && DELIMITERS[o.delimiter] === undefined) {
     throw validationError('delimiter', 'must be , ; or tab');
@@ -256,7 +299,8 @@ export async function executeFileLoad(
   o: FileLoadOptions,
   hooks: FileLoadHooks = {},
 ): Promise<FileLoadResult> {
-  requireAccess(principal, type.access.write);
+  requireFileLoadAccess(principal, type, o.syncOnTargetTable);
+  const lookup = isLookupFileCode(type.code);
   const fileKey = hooks.slotFile ?? s.blob_key;
   if (fileKey === null) throw new AppError('CONFLICT', `The file of upload ${s.id} is gone`);
   const before = hooks.resumeFrom;
@@ -266,74 +310,103 @@ export async function executeFileLoad(
   /** Messages of the rows refused here (as listed; all are counted by the loader). */
   const foreign = new Map<number, string>();
   const names = new Set<string>();
+  /** Lookup values: the tables the file loaded into. */
+  let tableIds: readonly number[] = [];
   try {
+    const table = lookup ? await namedTable(db, principal, type.code, o) : undefined;
     const source = await rowsOf(
       counter.count(blobs.read(s.partition_id, fileKey)),
       o.delimiter === undefined ? undefined : DELIMITERS[o.delimiter],
     );
-    let header = [...source.header];
-    const nameAt = header.indexOf('name');
-    const inject = type.metaPerName && nameAt < 0 && o.name !== undefined;
-    if (inject) header = ['name', ...header];
     const skip = before?.rows ?? 0;
-    let rowNo = -1;
-    // Rows of another extension table than `?name=` are refused here, before the loader.
-    async function* rows(): AsyncIterable<(string | null)[]> {
-      for await (const r of source.rows) {
-        rowNo++;
-        const name = inject ? o.name : nameAt >= 0 ? (r[nameAt] ?? undefined) : undefined;
-        if (name !== undefined && names.size < 10_000) names.add(name);
-        if (rowNo < skip) continue;
-        if (!inject && o.name !== undefined && nameAt >= 0 && name !== o.name) {
-          if (foreign.size <= MAX_LISTED_ERRORS) {
-            foreign.set(
-              rowNo,
-              `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
-            );
-          }
-          yield [];
-          continue;
-        }
-        yield inject ? [o.name, ...r] : r;
-      }
-    }
-    // A refused row travels as null, which the loader counts as an invalid row at its place in the
-    // file's numbering; its listed error then gets our message.
-    async function* loaderRows(): AsyncIterable<unknown[]> {
-      for await (const chunk of chunked(rows(), CHUNK_ROWS))
-        yield chunk.map((r) => (r.length === 0 ? null : r));
-    }
-    result = await loadDataStream(
-      db,
-      principal,
-      type,
-      {
-        header,
-        options: {
+    const progress = async (done: { rows: number; inserted: number; updated: number; invalid: number }) => {
+      await hooks.afterChunk?.(
+        {
+          rows: skip + done.rows,
+          loaded: (before?.loaded ?? 0) + done.inserted + done.updated,
+          invalid: (before?.invalid ?? 0) + done.invalid,
+          errors: [],
+          mark,
+        },
+        counter.bytes,
+      );
+    };
+    if (lookup) {
+      const loaded = await loadLookupFile(
+        db,
+        principal,
+        type.code,
+        table,
+        source.header,
+        source.rows,
+        {
           detectJoinFields: o.detectJoinFields,
           ...(o.joinFields.length > 0 ? { joinFields: o.joinFields } : {}),
           replaceSoftDeleted: o.replaceSoftDeleted,
         },
-      },
-      loaderRows(),
-      {
-        firstRow: skip,
-        maxErrors: MAX_LISTED_ERRORS + 1,
-        ...(hooks.log ? { onChunkError: hooks.log } : {}),
-        afterChunk: async (done) => {
-          await hooks.afterChunk?.(
-            {
-              rows: skip + done.rows,
-              loaded: (before?.loaded ?? 0) + done.inserted + done.updated,
-              invalid: (before?.invalid ?? 0) + done.invalid,
-              errors: [],
-              mark,
-            },
-            counter.bytes,
-          );
+        {
+          firstRow: skip,
+          chunkRows: CHUNK_ROWS,
+          maxErrors: MAX_LISTED_ERRORS + 1,
+          ...(hooks.log ? { onChunkError: hooks.log } : {}),
+          afterChunk: progress,
         },
-      },
-    );
+      );
+      result = loaded.result;
+      tableIds = loaded.tableIds;
+    } else {
+      let header = [...source.header];
+      const nameAt = header.indexOf('name');
+      const inject = type.metaPerName && nameAt < 0 && o.name !== undefined;
+      if (inject) header = ['name', ...header];
+      let rowNo = -1;
+      // Rows of another extension table than `?name=` are refused here, before the loader.
+      async function* rows(): AsyncIterable<(string | null)[]> {
+        for await (const r of source.rows) {
+          rowNo++;
+          const name = inject ? o.name : nameAt >= 0 ? (r[nameAt] ?? undefined) : undefined;
+          if (name !== undefined && names.size < 10_000) names.add(name);
+          if (rowNo < skip) continue;
+          if (!inject && o.name !== undefined && nameAt >= 0 && name !== o.name) {
+            if (foreign.size <= MAX_LISTED_ERRORS) {
+              foreign.set(
+                rowNo,
+                `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
+              );
+            }
+            yield [];
+            continue;
+          }
+          yield inject ? [o.name, ...r] : r;
+        }
+      }
+      // A refused row travels as null, which the loader counts as an invalid row at its place in the
+      // file's numbering; its listed error then gets our message.
+      async function* loaderRows(): AsyncIterable<unknown[]> {
+        for await (const chunk of chunked(rows(), CHUNK_ROWS))
+          yield chunk.map((r) => (r.length === 0 ? null : r));
+      }
+      result = await loadDataStream(
+        db,
+        principal,
+        type,
+        {
+          header,
+          options: {
+            detectJoinFields: o.detectJoinFields,
+            ...(o.joinFields.length > 0 ? { joinFields: o.joinFields } : {}),
+            replaceSoftDeleted: o.replaceSoftDeleted,
+          },
+        },
+        loaderRows(),
+        {
+          firstRow: skip,
+          maxErrors: MAX_LISTED_ERRORS + 1,
+          ...(hooks.log ? { onChunkError: hooks.log } : {}),
+          afterChunk: progress,
+        },
+      );
+    }
   } catch (e) {
     // A stopped job resumes (or is cancelled) from its checkpoint: its file stays.
     if (!(e instanceof JobStopped)) {
@@ -363,6 +436,8 @@ export async function executeFileLoad(
   if (o.syncOnTargetTable) {
     if (invalid > 0) {
       message = `syncOnTargetTable: nothing deleted, because ${invalid} row(s) of the file were not loaded`;
+    } else if (lookup) {
+      deleted = await syncLookupTables(db, principal, type.code, tableIds, mark);
     } else if (type.metaPerName && names.size === 0) {
       message = 'syncOnTargetTable: nothing deleted, because the file names no table';
     } else {
@@ -411,11 +486,12 @@ export async function queueFileLoad(
   s: UploadStatusRow,
   o: FileLoadOptions,
 ): Promise<JobRow> {
+  const target = o.name ?? (o.tableId === undefined ? undefined : `#${o.tableId}`);
   return db.transaction(async (tx) => {
     const job = await createJob(tx, principal, {
-      jobName: `Load ${s.file_name ?? 'file'} into ${type.code}${o.name !== undefined ? ` ${o.name}` : ''}`,
+      jobName: `Load ${s.file_name ?? 'file'} into ${type.code}${target === undefined ? '' : ` ${target}`}`,
       trackerType: LOADDATA_FILE,
-      targetObject: o.name === undefined ? type.code : `${type.code}:${o.name}`,
+      targetObject: target === undefined ? type.code : `${type.code}:${target}`,
       parameters: {
         uploadStatusId: s.id,
         typeCode: type.code,

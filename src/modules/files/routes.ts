@@ -24,6 +24,7 @@ import {
   findUploadStatusOrFail,
   parseJoinFields,
   queueFileLoad,
+  requireFileLoadAccess,
   setStatusFile,
   uploadStatusView,
   type FileLoadOptions,
@@ -47,10 +48,17 @@ const params = (...names: string[]) => ({
   },
 });
 
-/** The query of file loads: `name` (extension table), `delimiter`; others (`token`) are auth's. */
+/**
+ * The query of file loads: `name` (extension table, or lookup table by uniqueName), `tableId` (lookup
+ * table by id), `delimiter`; others (`token`) are auth's.
+ */
 const loadQuery = {
   type: 'object',
-  properties: { name: { type: 'string', minLength: 1, maxLength: 255 }, delimiter: { type: 'string' } },
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    tableId: { type: 'string', pattern: '^[0-9]{1,15}$' },
+    delimiter: { type: 'string' },
+  },
 } as const;
 
 const loadResult = {
@@ -186,9 +194,10 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
 /** The options of a file load from its form fields and query. */
 function loadOptionsOf(
   fields: Readonly<Record<string, string>>,
-  query: { name?: string; delimiter?: string },
+  query: { name?: string; tableId?: string; delimiter?: string },
 ): FileLoadOptions {
   const name = query.name ?? fields.name;
+  const tableId = query.tableId ?? fields.tableId;
   const delimiter = query.delimiter ?? fields.delimiter;
   return {
     joinFields: parseJoinFields(fields.joinFields),
@@ -196,6 +205,7 @@ function loadOptionsOf(
     replaceSoftDeleted: formBoolean(fields, 'replaceSoftDeleted'),
     syncOnTargetTable: formBoolean(fields, 'syncOnTargetTable'),
     ...(name !== undefined && name !== '' ? { name } : {}),
+    ...(tableId !== undefined && tableId !== '' ? { tableId } : {}),
     ...(delimiter !== undefined && delimiter !== '' ? { delimiter } : {}),
   };
 }
@@ -227,14 +237,15 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   async function receive(req: FastifyRequest, principal: Principal) {
     const type = fileLoadType((req.params as { typeCode: string }).typeCode);
     // Refused before a byte of the file is read.
-    requireAccess(principal, type.access.write);
+    requireFileLoadAccess(principal, type);
     refuseOversized(req, cfg.maxUploadBytes);
     if (!req.isMultipart()) {
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field fileName)');
     }
-    const query = req.query as { name?: string; delimiter?: string };
+    const query = req.query as { name?: string; tableId?: string; delimiter?: string };
     const key = blobs.newKey();
-    const status = await createUploadStatus(app.db, principal, type.code, query.name, { blobKey: key });
+    const target = query.name ?? (query.tableId === undefined ? undefined : `#${query.tableId}`);
+    const status = await createUploadStatus(app.db, principal, type.code, target, { blobKey: key });
     try {
       const { fields } = await readMultipart(req, ['fileName', 'file'], cfg.maxUploadBytes, async (file) => {
         const size = await blobs.write(principal.partitionId, key, file.stream, {

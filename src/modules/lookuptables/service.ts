@@ -406,7 +406,7 @@ const MAX_ERRORS = 1_000;
 export const TABLE_COLUMN = 'lookupTable';
 
 /** A bulk load adds and updates values: either permission will do (integrations hold the first). */
-function loadPermission(principal: Principal): Permission {
+export function loadPermission(principal: Principal): Permission {
   const held = (['LOOKUPTABLEVALUES_INTEGRATE', 'LOOKUPTABLE_ADD'] as const).find((p) => can(principal, p));
   if (held === undefined) {
     throw new AppError('FORBIDDEN', 'Permission LOOKUPTABLEVALUES_INTEGRATE or LOOKUPTABLE_ADD required');
