@@ -426,6 +426,38 @@ describe('record history', () => {
     assert.equal(copied[0].recordId, copy.id);
   });
 
+  test('JSON values keep the nulls inside them; a field set to null reads as null', async () => {
+    const [t] = okData(await api('/lookuptablemanager.add', { data: { uniqueName: 'HJ', type: 'JSON' } }));
+    const first = { a: null, b: [1, null], c: { d: null } };
+    const [v] = okData(await api(`/lookuptablemanager.add/${t.id}`, { data: { name: 'k', value: first } }));
+    const second = { a: 2, b: [null] };
+    okData(
+      await api(`/lookuptablemanager.update/${t.id}`, {
+        data: { typedId: v.typedId, value: second },
+        oldValues: { version: 0 },
+      }),
+    );
+    const code = String(v.typedId).split('.')[1]!;
+    const rows = await historyOf(code, v.id);
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.changes.value]),
+      [
+        ['ADD', { old: null, new: first }],
+        ['UPDATE', { old: first, new: second }],
+      ],
+    );
+    const [p] = okData(await api('/add/P', { data: { sku: 'HJ-1', label: 'x', attribute1: 'y' } }));
+    okData(
+      await api('/update/P', {
+        data: { typedId: p.typedId, label: null },
+        oldValues: { version: p.version },
+      }),
+    );
+    const own = await historyOf('P', p.id);
+    assert.deepEqual(own[1].changes, { label: { old: 'x', new: null } });
+    assert.deepEqual(own[1].field, ['label']);
+  });
+
   test('role assignments and password changes (the fact, never the secret)', async () => {
     const id = await h.newUser('hroles', 'hroles-password-1');
     okData(await api(`/accountmanager.assignrole/${id}`, { data: { roles: ['PRICESHOP_RO'] } }));
