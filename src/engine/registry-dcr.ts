@@ -6,9 +6,13 @@
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
+import { MAX_KEY_SIZE } from './registry-condrec.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
 
-/** Type codes a DCR may change: every type the engine writes record by record. */
+/**
+ * Type codes whose staged changes (DCR items, import changes) are written by the engine's bulk
+ * loader in one merge (src/modules/dcr/write.ts): the import target types, and DCR target types.
+ */
 export const DCR_TARGET_TYPES: readonly string[] = [
   'P',
   'C',
@@ -29,6 +33,21 @@ export const DCR_TARGET_TYPES: readonly string[] = [
   'JLTV2',
 ];
 
+/**
+ * Condition record items (`CRCI`, `CRCI1`..`CRCI12`): DCR target types written item by item through
+ * the engine's single-record writes (their overlap check and history are the database's, per item).
+ */
+export const CONDITION_RECORD_ITEM_TARGETS: readonly string[] = [
+  'CRCI',
+  ...Array.from({ length: MAX_KEY_SIZE }, (_, i) => `CRCI${i + 1}`),
+];
+
+export const isConditionRecordItemCode = (code: string): boolean =>
+  CONDITION_RECORD_ITEM_TARGETS.includes(code);
+
+/** Every type code a DCR type may name. */
+export const DCR_TYPE_TARGETS: readonly string[] = [...DCR_TARGET_TYPES, ...CONDITION_RECORD_ITEM_TARGETS];
+
 /** Lookup value types: their DCR type names the table. */
 export const isLookupValueCode = (code: string): boolean => /^(LTV|JLTV2?|MLTV[2-6]?)$/.test(code);
 
@@ -37,8 +56,8 @@ export const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'] as const;
 
 function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const t = data.targetType;
-  if (t !== undefined && !(typeof t === 'string' && DCR_TARGET_TYPES.includes(t))) {
-    return { targetType: { errorMessage: `must be one of ${DCR_TARGET_TYPES.join(', ')}` } };
+  if (t !== undefined && !(typeof t === 'string' && DCR_TYPE_TARGETS.includes(t))) {
+    return { targetType: { errorMessage: `must be one of ${DCR_TYPE_TARGETS.join(', ')}` } };
   }
   if (
     typeof t === 'string' &&

@@ -13,21 +13,22 @@ import {
   type FetchResult,
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
-import { CHANGE_TYPES } from '../../engine/registry-dcr.ts';
+import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
 import {
   allowedFields,
   checkProposal,
   findTargets,
+  keyFieldsOf,
   keyText,
-  keyTextOfStored,
   loadTypeContext,
   mayEdit,
   resolveTargetType,
   sameValue,
+  targetKeyOf,
 } from './target.ts';
-import type { TypeContext } from '../../engine/context.ts';
+import { metaNameOf, type TypeContext } from '../../engine/context.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -117,18 +118,20 @@ function parseProposal(s: DcrScope, data: Obj, prefix: string): Proposal {
   let id: number | undefined;
   const ref = data.typedId ?? data.id;
   if (ref !== undefined && ref !== null) {
-    id = store.parseDcrId(ref, type.code, prefix + 'typedId');
+    // A condition record item keeps its id under every item type: `7.CRCI2` or `7.CRCI`.
+    const itemCode = typeof ref === 'string' ? /\.(CRCI\d*)$/.exec(ref)?.[1] : undefined;
+    const other = isConditionRecordItemCode(type.code) && itemCode !== undefined ? itemCode : type.code;
+    id = store.parseDcrId(ref, other, prefix + 'typedId');
   }
-  const hasKey = type.businessKey.every((k) => data[k] !== undefined && data[k] !== null && data[k] !== '');
-  const key = hasKey
-    ? type.businessKey.map((k) => keyText(s.tc.fields.get(k)!, data[k], prefix + k))
-    : undefined;
+  const keyFields = keyFieldsOf(type, data);
+  const hasKey = keyFields.every((k) => data[k] !== undefined && data[k] !== null && data[k] !== '');
+  const key = hasKey ? keyFields.map((k) => keyText(s.tc.fields.get(k)!, data[k], prefix + k)) : undefined;
   if (ct === 'ADD' && key === undefined) {
-    const missing = type.businessKey.find((k) => data[k] === undefined || data[k] === null || data[k] === '');
+    const missing = keyFields.find((k) => data[k] === undefined || data[k] === null || data[k] === '');
     throw validationError(prefix + (missing ?? 'typedId'), 'is required to add a record');
   }
   if (ct !== 'ADD' && id === undefined && key === undefined) {
-    throw validationError(prefix + 'typedId', `give typedId or ${type.businessKey.join(' + ')}`);
+    throw validationError(prefix + 'typedId', `give typedId or ${keyFields.join(' + ')}`);
   }
   const values: Obj = {};
   for (const [k, v] of Object.entries(data)) {
@@ -136,10 +139,43 @@ function parseProposal(s: DcrScope, data: Obj, prefix: string): Proposal {
     values[k] = v;
   }
   if (ct === 'DELETE') {
-    const extra = Object.keys(values).find((k) => !type.businessKey.includes(k));
+    const extra = Object.keys(values).find((k) => !keyFields.includes(k));
     if (extra !== undefined) throw validationError(prefix + extra, 'a DELETE item proposes no values');
   }
   return { changeType: ct as Proposal['changeType'], id, key, values };
+}
+
+/**
+ * A proposal's values checked against the target's fields. Condition record items: as their set
+ * types its attributes (the set's CRCIAM meta), as the engine will when it writes them.
+ */
+async function proposalContext(
+  q: Queryable,
+  principal: Principal,
+  s: DcrScope,
+  record: Readonly<Obj>,
+  cache: Map<string, Promise<TypeContext>>,
+): Promise<TypeContext> {
+  const name = isConditionRecordItemCode(s.type.code) ? metaNameOf(s.type, record) : undefined;
+  if (name === undefined) return s.tc;
+  let tc = cache.get(name);
+  if (!tc) {
+    tc = loadTypeContext(q, principal, s.type, name);
+    cache.set(name, tc);
+  }
+  return tc;
+}
+
+/** Runs an engine check whose errors name bare fields, naming them with the batch prefix. */
+async function prefixed(prefix: string, check: () => Promise<void>): Promise<void> {
+  if (prefix === '') return check();
+  try {
+    await check();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.errors === undefined) throw err;
+    const errors = Object.fromEntries(Object.entries(err.errors).map(([f, e]) => [prefix + f, e]));
+    throw new AppError(err.code, err.message, { errors });
+  }
 }
 
 /** Proposes items (one object or an array): checked against the current data, stored in one statement. */
@@ -157,34 +193,44 @@ export async function addItems(
       ids: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.id !== undefined ? [p.id] : [])),
       keys: proposals.flatMap((p) => (p.key !== undefined ? [p.key] : [])),
     });
+    const contexts = new Map<string, Promise<TypeContext>>();
+    const items: store.NewItem[] = [];
     const seen = new Set<string>();
-    const items = proposals.map((p, i): store.NewItem => {
+    for (const [i, p] of proposals.entries()) {
       const prefix = batch ? `${i}.` : '';
       const keyJson = p.key === undefined ? undefined : JSON.stringify(p.key);
       if (p.changeType === 'ADD') {
+        const last = keyFieldsOf(s.type, p.values).at(-1)!;
         if (found.byKey.has(keyJson!)) {
-          throw validationError(
-            prefix + s.type.businessKey.at(-1)!,
-            `${s.type.label} ${keyJson} already exists`,
-          );
+          throw validationError(prefix + last, `${s.type.label} ${keyJson} already exists`);
         }
-        if (seen.has(keyJson!))
-          throw validationError(prefix + s.type.businessKey.at(-1)!, `${keyJson} is proposed twice`);
+        if (seen.has(keyJson!)) throw validationError(prefix + last, `${keyJson} is proposed twice`);
         seen.add(keyJson!);
-        const proposed = checkProposal(s.tc, s.allowed, p.values, prefix);
-        for (const f of s.tc.fields.values()) {
-          if (f.required && !f.key && (proposed[f.name] === undefined || proposed[f.name] === null)) {
+        // Condition record items: their set exists, is visible and editable for the user (its
+        // userGroupEdit), and the item has the set's number of keys — the engine's own check.
+        const guard = isConditionRecordItemCode(s.type.code) ? s.type.beforeInsert : undefined;
+        if (guard) await prefixed(prefix, () => guard(tx, principal, p.values));
+        const tc = await proposalContext(tx, principal, s, p.values, contexts);
+        const proposed = checkProposal(tc, s.allowed, p.values, prefix);
+        for (const f of tc.fields.values()) {
+          if (
+            f.required &&
+            !f.key &&
+            !f.defaultOnAdd &&
+            (proposed[f.name] === undefined || proposed[f.name] === null)
+          ) {
             throw validationError(prefix + f.name, 'is required');
           }
         }
-        return {
+        items.push({
           changeType: 'ADD',
           targetId: null,
           targetVersion: null,
           targetKey: p.key!,
           proposed,
           original: null,
-        };
+        });
+        continue;
       }
       const row = p.id !== undefined ? found.byId.get(p.id) : found.byKey.get(keyJson!);
       if (!row) {
@@ -199,23 +245,26 @@ export async function addItems(
           `Not allowed to change ${row.typedId as string} (user group ${String(row.userGroupEdit)})`,
         );
       }
-      const rowKey = s.type.businessKey.map((k) => keyTextOfStored(row[k]));
+      const rowKey = targetKeyOf(s.type, row);
       const k = JSON.stringify(rowKey);
       if (seen.has(k))
         throw validationError(prefix + 'typedId', `${row.typedId as string} is proposed twice`);
       seen.add(k);
-      const proposed = p.changeType === 'UPDATE' ? checkProposal(s.tc, s.allowed, p.values, prefix) : {};
+      const proposed =
+        p.changeType === 'UPDATE'
+          ? checkProposal(await proposalContext(tx, principal, s, row, contexts), s.allowed, p.values, prefix)
+          : {};
       const original: Obj = {};
       for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
-      return {
+      items.push({
         changeType: p.changeType,
         targetId: Number(row.id),
         targetVersion: Number(row.version),
         targetKey: rowKey,
         proposed,
         original,
-      };
-    });
+      });
+    }
     const inserted = await store.insertItems(tx, principal.partitionId, s.dcr.id, principal.userId, items);
     if (inserted.length < items.length) {
       throw new AppError(
@@ -341,6 +390,7 @@ export async function updateItems(
     const rows = new Map(
       (await store.itemsOf(tx, principal.partitionId, s.dcr.id, wanted)).map((r) => [r.id, r]),
     );
+    const contexts = new Map<string, Promise<TypeContext>>();
     for (const [i, e] of list.entries()) {
       const prefix = batch ? `${i}.` : '';
       const item = rows.get(wanted[i]!);
@@ -359,7 +409,15 @@ export async function updateItems(
         if (k === 'typedId' || k === 'id' || k === 'changeType' || s.type.businessKey.includes(k)) continue;
         values[k] = val;
       }
-      const proposed = { ...item.proposed, ...checkProposal(s.tc, s.allowed, values, prefix) };
+      // Condition record items name their set first in their key (its attributes are typed per set).
+      const tc = await proposalContext(
+        tx,
+        principal,
+        s,
+        { conditionRecordSetId: item.target_key[0] },
+        contexts,
+      );
+      const proposed = { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed);
     }
     return wanted;

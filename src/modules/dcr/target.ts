@@ -9,6 +9,7 @@ import { Params, ident, qualified } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
 import { checkValue } from '../../engine/crud.ts';
 import { findType, type FieldDef, type TypeDef } from '../../engine/registry.ts';
+import { ITEM_TYPE, MAX_KEY_SIZE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { isLookupValueCode } from '../../engine/registry-dcr.ts';
 import { valueCodeOf, valueTypeOf } from '../../engine/registry-lookup.ts';
 import { AppError, validationError } from '../../http/errors.ts';
@@ -109,6 +110,7 @@ export async function findTargets(
   const byId = new Map<number, Row>();
   const byKey = new Map<string, Row>();
   if (look.ids.length === 0 && look.keys.length === 0) return { byId, byKey };
+  if (tc.type.code === ITEM_TYPE.code && look.keys.length > 0) return findItems(q, principal, tc, look, lock);
   const params = new Params();
   const scope = rowScope(tc, principal, params, 't');
   const keyCols = tc.type.businessKey.map((k) => tc.fields.get(k)!.column);
@@ -133,7 +135,55 @@ export async function findTargets(
 }
 
 export function keyOfRow(type: TypeDef, row: Row): string {
-  return JSON.stringify(type.businessKey.map((k) => keyTextOfStored(row[k])));
+  return JSON.stringify(targetKeyOf(type, row));
+}
+
+const given = (v: unknown): boolean => v !== undefined && v !== null && v !== '';
+
+/**
+ * The fields a staged change names its target by: the type's business key. `CRCI` items (whose
+ * general business key is their id) are named as their sized type `CRCI<n>` names them: set, the
+ * keys given (`key1`..`key<n>`, at least `key1`) and `validFrom` (`rec`: the proposal or the row).
+ */
+export function keyFieldsOf(type: TypeDef, rec: Readonly<Row>): readonly string[] {
+  if (type.code !== ITEM_TYPE.code) return type.businessKey;
+  let n = 0;
+  while (n < MAX_KEY_SIZE && given(rec[`key${n + 1}`])) n++;
+  return [
+    'conditionRecordSetId',
+    ...Array.from({ length: Math.max(n, 1) }, (_, i) => `key${i + 1}`),
+    'validFrom',
+  ];
+}
+
+/** A stored row's key texts, in the order of `keyFieldsOf`. */
+export function targetKeyOf(type: TypeDef, row: Readonly<Row>): string[] {
+  return keyFieldsOf(type, row).map((k) => keyTextOfStored(row[k]));
+}
+
+/**
+ * `CRCI` targets by key: the keys name a set with as many keys as the tuple has between set and
+ * `validFrom`, so each length is looked up as that sized type (`CRCI<n>`); the rows found are then
+ * read as `CRCI` by id, with the ids asked for.
+ */
+async function findItems(
+  q: Queryable,
+  principal: Principal,
+  tc: TypeContext,
+  look: Lookup,
+  lock: boolean,
+): Promise<{ byId: Map<number, Row>; byKey: Map<string, Row> }> {
+  const bySize = new Map<number, (readonly string[])[]>();
+  for (const k of look.keys) {
+    const n = k.length - 2;
+    if (n >= 1 && n <= MAX_KEY_SIZE) bySize.set(n, [...(bySize.get(n) ?? []), k]);
+  }
+  const ids = [...look.ids];
+  for (const [n, keys] of bySize) {
+    const sized = await loadTypeContext(q, principal, sizedItemType(n));
+    for (const id of (await findTargets(q, principal, sized, { ids: [], keys })).byId.keys()) ids.push(id);
+  }
+  return findTargets(q, principal, tc, { ids, keys: [] }, lock);
 }
 
 export function keyTextOfStored(v: unknown): string {
