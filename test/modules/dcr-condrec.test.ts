@@ -2,8 +2,8 @@
 // DELETE items of CRCI2 (by business key and by typedId) checked when proposed (per-set attribute
 // types, keys, existing keys), changesOnly, the apply through the engine's single-record writes
 // (values, CRCIH, record history naming the DCR), an ADD overlapping an existing item failing the
-// whole DCR with the item named and nothing written (target type CRCI), a version conflict, and the
-// set's userGroupEdit both when proposed and when applied.
+// whole DCR with the item named and nothing written (target type CRCI), a version conflict, a mass
+// change evaluated after the items, and the set's userGroupEdit both when proposed and when applied.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -306,6 +306,54 @@ describe('data change requests on condition record items', () => {
     assert.deepEqual(
       okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } })).map((i: Obj) => i.itemId),
       [y.id],
+    );
+  });
+
+  test('a mass change of items is evaluated when applied, after the items', async () => {
+    const s = await newSet(1);
+    for (const [key1, v] of [
+      ['M1', 1],
+      ['M2', 2],
+    ] as const) {
+      await addItem('CRCI1', {
+        conditionRecordSetId: s.id,
+        key1,
+        validFrom: '2026-01-01',
+        conditionValue: v,
+      });
+    }
+    const dcr = await newDcr('items1');
+    okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: {
+          changeType: 'ADD',
+          conditionRecordSetId: s.id,
+          key1: 'M3',
+          validFrom: '2026-01-01',
+          conditionValue: 3,
+        },
+      }),
+    );
+    okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'conditionRecordSetId', operator: 'equals', value: s.id }],
+          },
+          massEditRecords: [{ fieldName: 'conditionValue', massEditOperator: '*', fieldValue: 10 }],
+        },
+      }),
+    );
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    assert.deepEqual(
+      (await itemsOf(s.id)).map((i: Obj) => [i.key1, Number(i.conditionValue)]),
+      [
+        ['M1', 10],
+        ['M2', 20],
+        ['M3', 30],
+      ],
     );
   });
 
