@@ -246,65 +246,6 @@ export function withHistory(
   return `WITH w AS (${stmt} ${returning}), ${historyCte('h', 'w', source)} SELECT ${select} FROM w`;
 }
 
-/**
- * Records a bulk load has just COPYed with ids it took from the table's sequence beforehand
- * (`recordAdded`): what their ADD rows need, from what the loader sent, so the chunk is not read
- * back (that read was about a third of the history's cost on a 10,000-row chunk).
- */
-export interface AddedRecords {
-  readonly ids: readonly number[];
-  /** Per business-key field, in `type.businessKey` order: one value per record and the SQL array type. */
-  readonly keys: readonly { readonly values: readonly unknown[]; readonly arrayType: string }[];
-  /** Per record: the names of the tracked fields it sets (non-null), in `trackedFields` order. */
-  readonly fields: readonly (readonly string[])[];
-  /** Per record: its view group, when the type has user groups and the load sets it. */
-  readonly viewGroups?: readonly unknown[];
-}
-
-/**
- * The ADD rows of `added` in one statement, in the stored form of historyCte's 'add' kind (field
- * names, values rebuilt when read) and with version 0, the column default of every new record. The
- * distinct name lists are sent once and each record names its list by position.
- */
-export async function recordAdded(
-  q: Queryable,
-  principal: Principal,
-  type: TypeDef,
-  added: AddedRecords,
-): Promise<void> {
-  if (!enabled || added.ids.length === 0) return;
-  const params = new Params();
-  const sets = new Map<string, number>();
-  const setOf = added.fields.map((names) => {
-    const text = names.join(',');
-    let at = sets.get(text);
-    if (at === undefined) sets.set(text, (at = sets.size + 1));
-    return at;
-  });
-  for (const names of added.fields)
-    for (const n of names) if (!FIELD_NAME.test(n)) throw new Error(`bad field name ${n}`);
-  const columns = [
-    `${params.add(added.ids)}::bigint[]`,
-    `${params.add(setOf)}::int[]`,
-    `${params.add(added.viewGroups ?? added.ids.map(() => null))}::text[]`,
-    ...added.keys.map((k) => `${params.add(k.values)}::${k.arrayType}`),
-  ];
-  const keyNames = added.keys.map((_, i) => `k${i}`);
-  const keyExpr = keyNames.length === 0 ? 'NULL' : keyNames.map((k) => `r.${k}::text`).join(` || '|' || `);
-  const partition = params.add(principal.partitionId);
-  const typeCode = params.add(type.code);
-  const names = params.add([...sets.keys()]);
-  const actor = actorValues(principal, params);
-  await q.query(
-    `INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,
-                                 changes, record_version, user_group_view_details, ${ACTOR_COLUMNS.join(', ')})
-     SELECT ${partition}::bigint, ${typeCode}::text, r.id, ${keyExpr}, 'ADD',
-            string_to_array((${names}::text[])[r.s], ','), '{}'::jsonb, 0, r.g, ${actor.join(', ')}
-       FROM unnest(${columns.join(', ')}) AS r(id, s, g${keyNames.map((k) => `, ${k}`).join('')})`,
-    params.values,
-  );
-}
-
 /** One history row whose diff the caller computed (writers without a registered type's table). */
 export interface HistoryEntry {
   readonly typeCode: string;

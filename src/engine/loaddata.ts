@@ -14,14 +14,7 @@ import { DeadlineError } from '../db/deadline.ts';
 import { loadTypeContext, rowScope, type TypeContext } from './context.ts';
 import { requireAccess } from './access-check.ts';
 import { checkValue } from './value-check.ts';
-import {
-  historyCte,
-  historyEnabled,
-  recordAdded,
-  trackedFields,
-  withHistory,
-  type AddedRecords,
-} from './history.ts';
+import { historyCte, historyEnabled, withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { wroteRows } from './statistics.ts';
 
@@ -663,96 +656,26 @@ async function insertDirectly(
   };
   const params = new Params();
   const existing = `SELECT 1 FROM ${ofChunk(params)} LIMIT 1`;
-  const known = historyEnabled()
-    ? addedRecords(plan, rows, await defaultedColumns(db, type.table))
-    : undefined;
-  // Without what the ADD history needs from the rows themselves, the chunk is read back once.
+  // After the COPY, the chunk's rows (all new) are read back once for their record history.
   const history = new Params();
   const recorded = `WITH w AS (SELECT t.* FROM ${ofChunk(history)}),
     ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
     SELECT count(*)::int AS n FROM w`;
-  const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
   const prefix = [principal.partitionId, principal.userId, principal.userId];
-  const lines = rows.map((r) => csvLine(prefix, r.values));
+  let csv = '';
+  for (const r of rows) csv += `${csvLine(prefix, r.values)}\n`;
   try {
     return await db.transaction(async (tx: Tx) => {
       if ((await tx.query(existing, params.values)).rows.length > 0) return undefined;
-      if (known === undefined) {
-        await tx.copyFrom(type.table, columns, `${lines.join('\n')}\n`);
-        if (historyEnabled()) await tx.query(recorded, history.values);
-      } else {
-        // Ids from the table's own sequence (as its default would take them), so that the history
-        // rows are written from what this chunk sent.
-        const ids = (
-          await tx.query<{ id: number }>(
-            `SELECT nextval(s.seq) AS id
-               FROM (SELECT pg_get_serial_sequence($1, 'id')::regclass AS seq) s, generate_series(1, $2::int)`,
-            [type.table, rows.length],
-          )
-        ).rows.map((r) => r.id);
-        await tx.copyFrom(
-          type.table,
-          ['id', ...columns],
-          `${lines.map((l, i) => `${ids[i]},${l}`).join('\n')}\n`,
-        );
-        await recordAdded(tx, principal, type, { ...known, ids });
-      }
+      const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
+      await tx.copyFrom(type.table, columns, csv);
+      if (historyEnabled()) await tx.query(recorded, history.values);
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {
     if ((err as { code?: unknown }).code === '23505') return undefined;
     throw err;
   }
-}
-
-/**
- * What the ADD history of an insert-only chunk needs, from its rows (src/engine/history.ts
- * `recordAdded`): undefined when the rows alone cannot tell it — a business-key field outside the
- * header, or a tracked field the table fills by default — and the chunk is then read back instead.
- */
-function addedRecords(
-  plan: LoadPlan,
-  rows: readonly ValidRow[],
-  defaulted: ReadonlySet<string>,
-): Omit<AddedRecords, 'ids'> | undefined {
-  const { type } = plan;
-  const at = new Map(plan.header.map((f, i) => [f.name, i]));
-  const tracked = trackedFields(type);
-  if (tracked.some((f) => defaulted.has(f.column) && !at.has(f.name))) return undefined;
-  const keyAt = type.businessKey.map((name) => at.get(name));
-  if (keyAt.some((i) => i === undefined)) return undefined;
-  const set = tracked.flatMap((f) => (at.has(f.name) ? [{ name: f.name, i: at.get(f.name)! }] : []));
-  const group = type.userGroups ? at.get('userGroupViewDetails') : undefined;
-  return {
-    keys: keyAt.map((i) => {
-      const f = plan.header[i!]!;
-      return {
-        values: rows.map((r) => r.values[i!]),
-        arrayType: f.storedAsText ? 'text[]' : ARRAY_TYPE[f.type],
-      };
-    }),
-    fields: rows.map((r) => set.filter((s) => r.values[s.i] !== null).map((s) => s.name)),
-    viewGroups: group === undefined ? undefined : rows.map((r) => r.values[group]),
-  };
-}
-
-const defaults = new Map<string, Promise<ReadonlySet<string>>>();
-
-/** The columns of `table` that have a default (the schema is fixed once migrated: kept per process). */
-function defaultedColumns(q: Queryable, table: string): Promise<ReadonlySet<string>> {
-  let found = defaults.get(table);
-  if (found === undefined) {
-    found = q
-      .query<{ name: string }>(
-        `SELECT a.attname AS name FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-          WHERE a.attrelid = to_regclass($1) AND NOT a.attisdropped`,
-        [table],
-      )
-      .then((r) => new Set(r.rows.map((c) => c.name)));
-    void found.catch(() => defaults.delete(table));
-    defaults.set(table, found);
-  }
-  return found;
 }
 
 /** One chunk in one transaction: stage by COPY, update the matches, insert the rest. */
