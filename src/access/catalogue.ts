@@ -13,8 +13,11 @@ export const PERMISSION_CATALOGUE = {
   PARTITION_ADMIN: 'Partition-wide settings of the operator kind (reserved: no operation needs it yet)',
   ADVANCEDCONFIG_EDIT:
     'Read and write the advanced configuration options (type `ACO`, e.g. `externalJWTConfiguration`)',
-  PRODUCT_EDIT: 'Create, change and delete products (`P`) and bills of materials (`PBOME`)',
-  CUSTOMER_EDIT: 'Create, change and delete customers (`C`) and customer assignments',
+  PRODUCT_EDIT:
+    'Create, change and delete products (`P`), bills of materials (`PBOME`), product descriptions (`PDESC`), references (`PR`) and cross-references (`PXREF`)',
+  CUSTOMER_EDIT:
+    "Create, change and delete customers (`C`), customer descriptions (`CDESC`; the customer's user groups apply as well) and customer assignments",
+  TODO_EDIT: 'Create, change and delete to-do items (every user reads them)',
   SELLER_FETCH: 'Read sellers (`SL`), seller extensions (`SX`) and their attribute meta',
   SELLER_EDIT: 'Create, change and delete sellers and seller extensions',
   PRODUCTEXTENSION_FETCH: 'Read product extension rows (`PX`)',
@@ -124,6 +127,7 @@ export const ROLE_CATALOGUE = {
       'PRODUCTCOMPETITION_EDIT',
       'LOOKUPTABLEVALUES_INTEGRATE',
       'CONDITIONRECORD_EDIT',
+      'TODO_EDIT',
     ],
     purpose: 'Technical users of integrations (loads of master data, lookup values, condition records)',
   },
@@ -149,8 +153,9 @@ export const ROLE_CATALOGUE = {
       'CALCULATIONGRID_EDIT',
       'CALCULATIONGRID_SUBMIT',
       'WORKFLOW_FETCH',
+      'TODO_EDIT',
     ],
-    purpose: 'Works in the price shop: products, extensions, calculation grids',
+    purpose: 'Works in the price shop: products, extensions, calculation grids, to-do items',
   },
   PB_PRICEGRIDS_RO: {
     grants: ['WORKFLOW_FETCH', 'CALCULATIONGRID_FETCH'],

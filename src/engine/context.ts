@@ -5,7 +5,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
-import { Params, qualified } from '../db/sql.ts';
+import { Params, ident, qualified } from '../db/sql.ts';
 import { jsonKeyLiteral } from './criteria.ts';
 import { ATTRIBUTE_TYPES, type FieldDef, type TypeDef } from './registry.ts';
 import type { FieldType } from './types.ts';
@@ -114,7 +114,33 @@ export function rowScope(
       parts.push(`(${edit} IS NULL OR ${edit} = '' OR ${edit} = ANY(${groups}::text[]))`);
     }
   }
+  if (type.scopedBy && !principal.admin)
+    parts.push(parentScope(type.scopedBy, principal, params, alias, opts));
   return parts.join(' AND ');
+}
+
+/** No record of the parent table that this row describes is hidden from (or not editable by) the principal. */
+function parentScope(
+  by: NonNullable<TypeDef['scopedBy']>,
+  principal: Principal,
+  params: Params,
+  alias: string,
+  opts: { forEdit?: boolean },
+): string {
+  // NOT EXISTS of a hidden parent rather than EXISTS of a visible one: a row whose parent is not
+  // stored (yet) stays the concern of its own type's access, as for any row keyed by text.
+  const p = `${alias}_parent`;
+  const groups = params.add(principal.groups);
+  const allowed = (column: string) => {
+    const col = qualified(p, column);
+    return `(${col} IS NULL OR ${col} = '' OR ${col} = ANY(${groups}::text[]))`;
+  };
+  const visible = opts.forEdit
+    ? `${allowed('user_group_view_details')} AND ${allowed('user_group_edit')}`
+    : allowed('user_group_view_details');
+  return `NOT EXISTS (SELECT 1 FROM ${ident(by.table)} ${ident(p)}
+     WHERE ${qualified(p, 'partition_id')} = ${qualified(alias, 'partition_id')}
+       AND ${qualified(p, by.parentColumn)} = ${qualified(alias, by.column)} AND NOT (${visible}))`;
 }
 
 /** For `metaPerName` types: the meta name a record carries (its `name`, or `metaNameField`). */

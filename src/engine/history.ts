@@ -212,7 +212,14 @@ export function historyCte(name: string, written: string, source: HistorySource)
       : type.businessKey
           .map((k) => `${qualified('w', type.fields.find((f) => f.name === k)!.column)}::text`)
           .join(` || '|' || `);
-  const group = type.userGroups ? 'w.user_group_view_details' : 'NULL';
+  // A row scoped by the record it describes (type.scopedBy) is seen in history as that record is.
+  const by = type.scopedBy;
+  const group = type.userGroups
+    ? 'w.user_group_view_details'
+    : by
+      ? `(SELECT p.user_group_view_details FROM ${ident(by.table)} p
+           WHERE p.partition_id = w.partition_id AND ${qualified('p', by.parentColumn)} = ${qualified('w', by.column)})`
+      : 'NULL';
   const join =
     kind === 'write'
       ? `LEFT JOIN ${ident(type.table)} o ON o.partition_id = w.partition_id AND o.id = w.id`

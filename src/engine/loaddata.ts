@@ -337,7 +337,7 @@ function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal):
   const joinMatch = joinCols.map((c) => `${qualified('t', c)} = ${qualified('s', c)}`).join(' AND ');
   // Can a match be one the principal may not edit? Only through user groups, for a non-admin; else
   // "matched" and "updated" are the same rows and the insert needs no anti-join.
-  const restricted = type.userGroups && !principal.admin;
+  const restricted = (type.userGroups || type.scopedBy !== undefined) && !principal.admin;
 
   // Column types of the staging table = those of the target (CTAS copies no constraints), so COPY
   // parses each value as the column's type and the merge needs no casts.

@@ -7,7 +7,9 @@ import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
-import { ATTRIBUTE_COUNT, SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { ATTRIBUTE_COUNT, SYSTEM, key, text } from './registry-fields.ts';
+import { masterType } from './registry-master.ts';
+import { MORE_MASTER_TYPES } from './registry-master-more.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
@@ -27,38 +29,6 @@ const userGroupFields = [
   text('userGroupEdit', 'user_group_edit'),
   text('userGroupViewDetails', 'user_group_view_details'),
 ];
-
-/** Business keys and label/name with text search indexes (migration 012_search_indexes.sql). */
-const SEARCH_INDEXED: ReadonlySet<string> = new Set([
-  'products.sku',
-  'products.label',
-  'customers.customer_id',
-  'customers.name',
-  'sellers.seller_id',
-  'sellers.name',
-  'product_extensions.sku',
-  'customer_extensions.customer_id',
-  'seller_extensions.seller_id',
-]);
-
-function masterType(
-  t: Omit<TypeDef, 'fields' | 'massEditable' | 'bulkLoadable' | 'userGroups' | 'uniqueColumns'> & {
-    own: readonly FieldDef[];
-  },
-): TypeDef {
-  const { own, ...rest } = t;
-  const searched = (f: FieldDef): FieldDef =>
-    SEARCH_INDEXED.has(`${t.table}.${f.column}`) ? { ...f, searchIndexed: true } : f;
-  const fields = [...own.map(searched), ...attributes(), ...SYSTEM];
-  return {
-    ...rest,
-    fields,
-    uniqueColumns: t.businessKey.map((k) => fields.find((f) => f.name === k)!.column),
-    massEditable: true,
-    bulkLoadable: true,
-    userGroups: fields.some((f) => f.name === 'userGroupViewDetails'),
-  };
-}
 
 /** Attribute-meta field types and the comparison type each gives an attribute. */
 export const ATTRIBUTE_TYPES: Readonly<Record<string, FieldType>> = {
@@ -410,6 +380,8 @@ const TYPES: readonly TypeDef[] = [
     deleteMode: 'hard',
     access: { fetch: 'PRODUCTCOMPETITION_FETCH', write: 'PRODUCTCOMPETITION_EDIT' },
   }),
+  // PDESC, CDESC, PR, PXREF and the to-do items: the rest of the interface's file-load list.
+  ...MORE_MASTER_TYPES,
   ...ACCOUNT_TYPES,
   ...LOOKUP_TYPES,
   JOB_TYPE,

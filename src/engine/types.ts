@@ -103,6 +103,14 @@ export interface TypeDef {
   readonly updateNeedsVersion?: boolean;
   /** Record-level visibility through `userGroupViewDetails` / `userGroupEdit`. */
   readonly userGroups: boolean;
+  /**
+   * Record-level visibility borrowed from the record a row describes (customer descriptions follow
+   * their customer): a non-admin sees (edits) a row only when no record of `table` (a type with user
+   * groups) whose `parentColumn` equals the row's `column` is hidden from (not editable by) them.
+   * A row describing no stored record is scoped by its own type alone. Applied by `rowScope`, so
+   * every generic operation and the loaders follow it; history rows take the record's view group.
+   */
+  readonly scopedBy?: { readonly table: string; readonly column: string; readonly parentColumn: string };
   readonly access: { readonly fetch: RouteAccess; readonly write: Permission };
   /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
   readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;

@@ -1,0 +1,49 @@
+// The shape of the master data types (products, customers, sellers, their extensions and the
+// product/customer side tables): their own fields, then attribute1..30, then the system fields;
+// mass-editable, bulk-loadable, unique on the business key. A file of its own so that the registry
+// (./registry.ts) and its parts (./registry-master-more.ts) share it without an import cycle.
+
+import type { FieldDef, TypeDef } from './types.ts';
+import { SYSTEM, attributes } from './registry-fields.ts';
+
+/** Business keys and label/name with text search indexes (migrations 012 and 039). */
+const SEARCH_INDEXED: ReadonlySet<string> = new Set([
+  'products.sku',
+  'products.label',
+  'customers.customer_id',
+  'customers.name',
+  'sellers.seller_id',
+  'sellers.name',
+  'product_extensions.sku',
+  'customer_extensions.customer_id',
+  'seller_extensions.seller_id',
+  'product_descriptions.sku',
+  'product_descriptions.label',
+  'customer_descriptions.customer_id',
+  'customer_descriptions.label',
+  'product_references.sku',
+  'product_references.target_sku',
+  'product_cross_references.sku',
+  'product_cross_references.external_id',
+  'todo_items.unique_name',
+  'todo_items.label',
+]);
+
+export function masterType(
+  t: Omit<TypeDef, 'fields' | 'massEditable' | 'bulkLoadable' | 'userGroups' | 'uniqueColumns'> & {
+    own: readonly FieldDef[];
+  },
+): TypeDef {
+  const { own, ...rest } = t;
+  const searched = (f: FieldDef): FieldDef =>
+    SEARCH_INDEXED.has(`${t.table}.${f.column}`) ? { ...f, searchIndexed: true } : f;
+  const fields = [...own.map(searched), ...attributes(), ...SYSTEM];
+  return {
+    ...rest,
+    fields,
+    uniqueColumns: t.businessKey.map((k) => fields.find((f) => f.name === k)!.column),
+    massEditable: true,
+    bulkLoadable: true,
+    userGroups: fields.some((f) => f.name === 'userGroupViewDetails'),
+  };
+}
