@@ -83,6 +83,17 @@ export async function writeRecordByRecord(
   await each(adds, (i) =>
     addRecords(within, writer, type, [{ ...i.proposed, ...keyData(type, i.target_key) }]),
   );
+  const massEdited = await applyMassOps(within, writer, type, massOps);
+  return { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
+}
+
+/** A DCR's mass operations, in order, through the engine's massedit: answers the records changed. */
+export async function applyMassOps(
+  within: Db,
+  writer: Principal,
+  type: TypeDef,
+  massOps: readonly MassOpRow[],
+): Promise<number> {
   let massEdited = 0;
   for (const m of massOps) {
     massEdited += await massEdit(within, writer, type, {
@@ -90,5 +101,5 @@ export async function writeRecordByRecord(
       massEditRecords: m.operations as MassEditBody['massEditRecords'],
     });
   }
-  return { added: adds.length, updated: updates.length, deleted: deletes.length, massEdited };
+  return massEdited;
 }

@@ -8,13 +8,13 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
-import { deleteByFilter, massEdit, type MassEditBody } from '../../engine/crud.ts';
+import { deleteByFilter } from '../../engine/crud.ts';
 import { loadData } from '../../engine/loaddata.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
 import type { MassOpRow } from './store.ts';
-import { writeRecordByRecord } from './write-records.ts';
+import { applyMassOps, writeRecordByRecord } from './write-records.ts';
 
 /** One record to write: a DCR item or the grouped changes of an import. */
 export interface StagedRecord {
@@ -123,12 +123,6 @@ export async function writeItems(
       throw new AppError('CONFLICT', `deleted ${r.count} of ${deletes.length} records: nothing applied`);
     }
   }
-  let massEdited = 0;
-  for (const m of massOps) {
-    massEdited += await massEdit(within, writer, type, {
-      filterCriteria: m.filter,
-      massEditRecords: m.operations as MassEditBody['massEditRecords'],
-    });
-  }
+  const massEdited = await applyMassOps(within, writer, type, massOps);
   return { added: adds, updated: updates, deleted: deletes.length, massEdited };
 }
