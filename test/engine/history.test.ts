@@ -6,22 +6,19 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import {
+  ADMIN,
+  ADMIN_PASSWORD,
+  clientOf,
+  startHarness,
+  type Client,
+  type Harness,
+  type Reply,
+} from '../helpers/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { historyCleanupTask, removeExpiredHistory } from '../../src/modules/history/retention.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
 import { assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
-
-type Client = (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
-
-async function clientOf(h: Harness, user?: string, password?: string): Promise<Client> {
-  const token = (await h.login(user, password)).token;
-  return (path, body, headers = {}) =>
-    h.call(path, {
-      headers: { 'X-Ratecard-jwt': token, ...headers },
-      ...(body === undefined ? {} : { body }),
-    });
-}
 
 const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 const pause = () => new Promise((r) => setTimeout(r, 20));

@@ -45,6 +45,19 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** Calls of one user: POST `path` with a session token in the `X-Ratecard-jwt` header. */
+export type Client = (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
+
+/** Logs `user` (default: the admin) in and answers a client that calls with its token. */
+export async function clientOf(h: Harness, user?: string, password?: string): Promise<Client> {
+  const token = (await h.login(user, password)).token;
+  return (path, body, headers = {}) =>
+    h.call(path, {
+      headers: { 'X-Ratecard-jwt': token, ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
+}
+
 export function uniqueName(prefix = 't'): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
 }

@@ -30,6 +30,22 @@ describe('data change requests', () => {
     okData(await call('/fetch/P', { data: { sku }, textMatchStyle: 'exactCase' }))[0];
   const newDcr = async (dcrType = 'products', who: Who = admin) =>
     okData(await call('/dcrmanager.add', { data: { dcrType, label: 'change' } }, who))[0];
+  /** A SIMPLE REAL lookup table with these values, and a DCR type on its values. */
+  const simpleTableWithDcrType = async (uniqueName: string, values: Record<string, number>) => {
+    const [table] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName, label: uniqueName, type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await call(
+        `/lookuptablemanager.add/${table.id}`,
+        Object.entries(values).map(([name, value]) => ({ data: { name, value } })),
+      ),
+    );
+    okData(await call('/add/DCRT', { data: { uniqueName, targetType: 'LTV', lookupTable: uniqueName } }));
+    return table;
+  };
 
   before(async () => {
     h = await startHarness();
@@ -279,20 +295,7 @@ describe('data change requests', () => {
   });
 
   test("lookup values: ADD, UPDATE and DELETE of a table's values", async () => {
-    const [table] = okData(
-      await call('/lookuptablemanager.add', {
-        data: { uniqueName: 'rates', label: 'Rates', type: 'SIMPLE', valueType: 'REAL' },
-      }),
-    );
-    okData(
-      await call(`/lookuptablemanager.add/${table.id}`, [
-        { data: { name: 'a', value: 1 } },
-        { data: { name: 'b', value: 2 } },
-      ]),
-    );
-    okData(
-      await call('/add/DCRT', { data: { uniqueName: 'rates', targetType: 'LTV', lookupTable: 'rates' } }),
-    );
+    const table = await simpleTableWithDcrType('rates', { a: 1, b: 2 });
     expectError(
       await call('/add/DCRT', { data: { uniqueName: 'm', targetType: 'MLTV', lookupTable: 'rates' } }).then(
         async () => call('/dcrmanager.add', { data: { dcrType: 'm' } }),
@@ -584,21 +587,7 @@ describe('data change requests', () => {
   });
 
   test('a mass change on lookup values: a value set on a name filter, applied at submit', async () => {
-    const [table] = okData(
-      await call('/lookuptablemanager.add', {
-        data: { uniqueName: 'tiers', label: 'Tiers', type: 'SIMPLE', valueType: 'REAL' },
-      }),
-    );
-    okData(
-      await call(`/lookuptablemanager.add/${table.id}`, [
-        { data: { name: 'x-1', value: 1 } },
-        { data: { name: 'x-2', value: 2 } },
-        { data: { name: 'y-1', value: 3 } },
-      ]),
-    );
-    okData(
-      await call('/add/DCRT', { data: { uniqueName: 'tiers', targetType: 'LTV', lookupTable: 'tiers' } }),
-    );
+    const table = await simpleTableWithDcrType('tiers', { 'x-1': 1, 'x-2': 2, 'y-1': 3 });
     const dcr = await newDcr('tiers');
     okData(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {

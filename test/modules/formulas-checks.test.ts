@@ -5,15 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
-
-type Client = (path: string, body?: unknown) => Promise<Reply>;
-
-async function clientOf(h: Harness): Promise<Client> {
-  const token = (await h.login()).token;
-  return (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
-}
 
 describe('logics: compile errors, the time limit, filtered customers, the README example', () => {
   let h: Harness;

@@ -5,14 +5,12 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
 import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import type { Queryable, Tx } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
 import { okData } from '../helpers/envelope.ts';
-
-type Client = (path: string, body?: unknown) => Promise<Reply>;
 
 function results(r: Reply): Record<string, any> {
   return Object.fromEntries(okData(r).map((x: any) => [x.resultName, x]));
@@ -55,8 +53,7 @@ describe('logics: competition data', () => {
   let api: Client;
   before(async () => {
     h = await startHarness();
-    const token = (await h.login()).token;
-    api = (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+    api = await clientOf(h);
     okData(await api('/add/PAM', { data: { fieldName: 'attribute1', label: 'List', fieldType: 'MONEY' } }));
     for (const sku of ['K-1', 'K-2', 'K-3'])
       okData(await api('/add/P', { data: { sku, attribute1: '20.00', formulaName: 'Compete' } }));
@@ -298,8 +295,7 @@ describe('logics: competition data', () => {
     assert.equal(none.Name.result, null, 'no customer: null');
     const user = 'plain-user';
     await h.newUser(user, 'plain-password-1', []);
-    const token = (await h.login(user, 'plain-password-1')).token;
-    const plain: Client = (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+    const plain = await clientOf(h, user, 'plain-password-1');
     assert.equal(
       results(await plain('/formulamanager.execute/K-1/Who', { data: { customerId: 'KC-1' } })).Name.result,
       'Kunde',
@@ -437,8 +433,7 @@ describe('logics: competition data', () => {
   test('partition isolation: another partition sees none of these rows', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {
-      const token = (await other.login()).token;
-      const b: Client = (path, body) => other.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+      const b = await clientOf(other);
       okData(await b('/add/P', { data: { sku: 'K-1', attribute1: '20.00' } }));
       okData(
         await b('/add/F', {

@@ -6,10 +6,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startHarness, type Harness, type Reply } from '../helpers/app.ts';
+import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
 import { okData } from '../helpers/envelope.ts';
-
-type Client = (path: string, body?: unknown) => Promise<Reply>;
 
 /** The result objects of an execute answer, by element name. */
 function byName(r: Reply): Record<string, any> {
@@ -36,8 +34,7 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
   let api: Client;
   before(async () => {
     h = await startHarness();
-    const token = (await h.login()).token;
-    api = (path, body) => h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+    api = await clientOf(h);
     okData(await api('/add/P', { data: { sku: 'MB-1', label: 'Steel Bolt' } }));
     okData(await api('/add/C', { data: { customerId: 'C-1', name: 'Kunde' } }));
     okData(await api('/add/C', { data: { customerId: 'C-2', name: 'Other' } }));

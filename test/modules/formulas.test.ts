@@ -7,23 +7,11 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
+import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
 import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import { bulkLogic, evaluateBulk, type BulkItem } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
 import { okData } from '../helpers/envelope.ts';
-
-type Client = (path: string, body?: unknown) => Promise<Reply>;
-
-function clientOf(h: Harness, token: string): Client {
-  return (path, body) => {
-    const opts: CallOptions = {
-      headers: { 'X-Ratecard-jwt': token },
-      ...(body === undefined ? {} : { body }),
-    };
-    return h.call(path, opts);
-  };
-}
 
 function expectError(r: Reply, http: number, status: number, pattern?: RegExp): void {
   assert.equal(r.status, http, r.text);
@@ -81,7 +69,7 @@ describe('pricing logics', () => {
   let api: Client;
   before(async () => {
     h = await startHarness({ env: { LOGIC_MAX_STEPS: '5000' } });
-    api = clientOf(h, (await h.login()).token);
+    api = await clientOf(h);
     okData(await api('/add/PAM', { data: { fieldName: 'attribute1', label: 'Cost', fieldType: 'MONEY' } }));
     okData(
       await api('/add/P', {
@@ -827,7 +815,7 @@ describe('pricing logics', () => {
 
   test('permissions: FORMULA_EDIT writes, any user runs; no credentials is 401', async () => {
     await h.newUser('reader', 'reader-password-1', []);
-    const reader = clientOf(h, (await h.login('reader', 'reader-password-1')).token);
+    const reader = await clientOf(h, 'reader', 'reader-password-1');
     expectError(
       await reader('/add/F', {
         data: {
@@ -846,7 +834,7 @@ describe('pricing logics', () => {
       'old',
     );
     await h.newUser('author', 'author-password-1', ['PB_LOGICS']);
-    const author = clientOf(h, (await h.login('author', 'author-password-1')).token);
+    const author = await clientOf(h, 'author', 'author-password-1');
     okData(
       await author('/add/F', {
         data: {
@@ -862,7 +850,7 @@ describe('pricing logics', () => {
   test('partition isolation: no name reaches another partition', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {
-      const b = clientOf(other, (await other.login()).token);
+      const b = await clientOf(other);
       okData(await b('/add/P', { data: { sku: 'MB-1', attribute1: '1' } }));
       expectError(
         await b('/formulamanager.execute/MB-1/Price', { data: { targetDate: '2026-03-01' } }),
