@@ -12,7 +12,7 @@ import * as oauth from 'oauth4webapi';
 import { generate, generateSecret } from 'otplib';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { effectiveScope } from '../../src/modules/oauth/service.ts';
+import { effectiveScope } from '../../src/modules/oauth/scope.ts';
 import { setUserPassword } from '../../src/modules/admin/partitions.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';

@@ -8,16 +8,11 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { PUBLIC } from '../../access/catalogue.ts';
 import { handleError, toAppError } from '../../http/envelope.ts';
 import { contentSecurityPolicy, errorPage } from './pages.ts';
-import {
-  CSRF_COOKIE_SECONDS,
-  continueAuthorization,
-  exchangeToken,
-  metadata,
-  startAuthorization,
-  type BrowserOutcome,
-  type OAuthContext,
-  type TokenOutcome,
-} from './service.ts';
+import { continueAuthorization, startAuthorization, type BrowserOutcome } from './authorize.ts';
+import { CSRF_COOKIE_SECONDS } from './browser-state.ts';
+import { metadata } from './metadata.ts';
+import type { OAuthContext } from './store.ts';
+import { exchangeToken, type TokenOutcome } from './token.ts';
 
 const csrfCookieName = (req: FastifyRequest): string => `X-${req.server.config.productToken}-OAuth-Csrf`;
 
