@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { admin, assertError, assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
-import { closeAbandonedLoads } from '../../src/modules/files/loadfile.ts';
+import { closeAbandonedLoads } from '../../src/modules/files/upload-status.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 
 const BOM = '\uFEFF';

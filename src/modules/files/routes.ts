@@ -17,18 +17,20 @@ import { binaryRoutes } from './binary-routes.ts';
 import { formBoolean, readMultipart, rawFile, refuseOversized } from './incoming.ts';
 import {
   checkFileLoadOptions,
-  createUploadStatus,
-  executeFileLoad,
-  failUploadStatus,
   fileLoadType,
-  findUploadStatusOrFail,
   parseJoinFields,
-  queueFileLoad,
   requireFileLoadAccess,
-  setStatusFile,
-  uploadStatusView,
   type FileLoadOptions,
 } from './loadfile.ts';
+import { executeFileLoad } from './loadfile-run.ts';
+import { queueFileLoad } from './loadfile-job.ts';
+import {
+  createUploadStatus,
+  failUploadStatus,
+  findUploadStatusOrFail,
+  setStatusFile,
+  uploadStatusView,
+} from './upload-status.ts';
 import {
   createSlot,
   deleteSlot,

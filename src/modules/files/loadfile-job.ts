@@ -1,0 +1,94 @@
+// The asynchronous variant of a file load: a LOADDATA_FILE job, queued with the upload status
+// record it reports into, running ./loadfile-run.ts's load with checkpoints (resumable) and
+// cancellation between chunks.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import type { BlobStore } from '../../db/blob-store.ts';
+import type { TypeDef } from '../../engine/registry.ts';
+import { AppError } from '../../http/errors.ts';
+import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts';
+import { createJob, type JobRow } from '../../jobs/store.ts';
+import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
+import { fileLoadType, type FileLoadOptions } from './loadfile.ts';
+import { executeFileLoad, type Checkpoint } from './loadfile-run.ts';
+import type { UploadStatusRow } from './upload-status.ts';
+
+export const LOADDATA_FILE = 'LOADDATA_FILE';
+
+interface LoadFileParams {
+  readonly uploadStatusId: number;
+  readonly typeCode: string;
+  readonly options: FileLoadOptions;
+}
+
+export async function queueFileLoad(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  s: UploadStatusRow,
+  o: FileLoadOptions,
+): Promise<JobRow> {
+  const target = o.name ?? (o.tableId === undefined ? undefined : `#${o.tableId}`);
+  return db.transaction(async (tx) => {
+    const job = await createJob(tx, principal, {
+      jobName: `Load ${s.file_name ?? 'file'} into ${type.code}${target === undefined ? '' : ` ${target}`}`,
+      trackerType: LOADDATA_FILE,
+      targetObject: target === undefined ? type.code : `${type.code}:${target}`,
+      parameters: {
+        uploadStatusId: s.id,
+        typeCode: type.code,
+        options: o,
+        [RESTRICTION_PARAM]: restrictionOf(principal),
+      } satisfies LoadFileParams & Record<string, unknown>,
+      maxAttempts: 3,
+    });
+    await tx.query('UPDATE upload_status SET job_id = $3 WHERE partition_id = $1 AND id = $2', [
+      s.partition_id,
+      s.id,
+      job.id,
+    ]);
+    return job;
+  });
+}
+
+/**
+ * LOADDATA_FILE: resumable (a retry after an interruption skips the rows its checkpoint says were
+ * committed; a chunk committed just before the node died may be applied twice — an update again,
+ * or duplicate-key row errors without join fields). Cancellation stops between chunks.
+ */
+export function loadFileJobKind(db: Db, blobs: BlobStore): JobKind {
+  return {
+    maxAttempts: 3,
+    async run(ctx: JobContext) {
+      const p = ctx.job.parameters as unknown as LoadFileParams;
+      const type = fileLoadType(p.typeCode);
+      const r = await db.query<UploadStatusRow>(
+        'SELECT * FROM upload_status WHERE partition_id = $1 AND id = $2',
+        [ctx.job.partition_id, p.uploadStatusId],
+      );
+      const s = r.rows[0];
+      if (!s) throw new AppError('NOT_FOUND', `Upload status ${p.uploadStatusId} is gone`);
+      const size = Number(s.size ?? 0);
+      try {
+        const result = await executeFileLoad(db, blobs, ctx.principal, type, s, p.options, {
+          ...(ctx.job.checkpoint ? { resumeFrom: ctx.job.checkpoint as Checkpoint } : {}),
+          afterChunk: (c, bytes) =>
+            ctx.progress({ progress: size > 0 ? (99 * bytes) / size : 0, checkpoint: c }),
+        });
+        return result;
+      } catch (e) {
+        if (e instanceof JobStopped && e.reason === 'cancel') {
+          await db.query(
+            `UPDATE upload_status SET status = 'CANCELLED', message = 'cancelled on request', blob_key = NULL,
+                    finished_at = now()
+              WHERE partition_id = $1 AND id = $2 AND status <> 'FINISHED'`,
+            [s.partition_id, s.id],
+          );
+          if (s.blob_key !== null) await blobs.delete(s.partition_id, s.blob_key);
+        }
+        throw e;
+      }
+    },
+  };
+}

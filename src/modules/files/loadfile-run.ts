@@ -1,0 +1,245 @@
+// File loads: `/loaddata.file/{TypeCode}` (sync and async), `/importfile/...`. The file is first
+// stored whole in the blob store under an upload status record (./upload-status.ts; so multipart
+// fields may come in any order and an async job or a retry can read it again), then its rows stream
+// through the SAME loader as `/loaddata` (engine/loaddata.ts `loadDataStream`), chunk by chunk.
+// `syncOnTargetTable` then deletes the target's records the load did not touch. The status record
+// keeps the counts and the first row errors; the stored file is removed when the load ends.
+// Lookup table values (LTV, MLTV, JLTV) go through the lookup table manager's loader instead
+// (./loadlookups.ts), with the same status record, checkpoints and answer.
+
+import { DeadlineError } from '../../db/deadline.ts';
+import type { Principal } from '../../access/access.ts';
+import type { Db } from '../../db/db.ts';
+import type { BlobStore } from '../../db/blob-store.ts';
+import { deleteByFilter } from '../../engine/crud.ts';
+import { loadDataStream, type LoadResult, type RowError } from '../../engine/loaddata.ts';
+import type { TypeDef } from '../../engine/registry.ts';
+import { AppError } from '../../http/errors.ts';
+import { JobStopped } from '../../jobs/runner.ts';
+import { ByteCounter, DELIMITERS, chunked, rowsOf } from './rows.ts';
+import { isLookupFileCode, loadLookupFile, namedTable, syncLookupTables } from './loadlookups.ts';
+import { requireFileLoadAccess, type FileLoadOptions } from './loadfile.ts';
+import { failUploadStatus, type UploadStatusRow } from './upload-status.ts';
+
+const CHUNK_ROWS = 10_000;
+/** Row errors kept in the status record (all are counted). */
+const MAX_LISTED_ERRORS = 100;
+
+/** Where a retried job resumes, and the sync mark that must not move between attempts. */
+export interface Checkpoint {
+  readonly rows: number;
+  readonly loaded: number;
+  readonly invalid: number;
+  readonly errors: RowError[];
+  /** Records last updated before this instant were not touched by the load (syncOnTargetTable). */
+  readonly mark: string;
+}
+
+export interface FileLoadHooks {
+  /** Load this blob (an upload slot's file, which stays the slot's) instead of the record's own. */
+  readonly slotFile?: string;
+  readonly resumeFrom?: Checkpoint;
+  /** After each chunk: may record progress and throw to stop (job cancellation). */
+  readonly afterChunk?: (c: Checkpoint, bytesRead: number) => Promise<void>;
+  readonly log?: (err: unknown, first: number, last: number) => void;
+}
+
+export interface FileLoadResult {
+  readonly uploadStatusId: number;
+  readonly loadedRecords: number;
+  readonly invalidRecords: number;
+  readonly totalRecords: number;
+  readonly deletedRecords: number;
+}
+
+async function dbNow(db: Db): Promise<string> {
+  // Microseconds, UTC: the criteria compiler keeps them, so the mark is exact.
+  const r = await db.query<{ t: string }>(
+    `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t`,
+  );
+  return r.rows[0]!.t;
+}
+
+/**
+ * Loads the stored file of status record `s` into `type`; ends the record (FINISHED with counts, or
+ * FAILED) unless the load is stopped by `afterChunk` (the job decides then).
+ */
+export async function executeFileLoad(
+  db: Db,
+  blobs: BlobStore,
+  principal: Principal,
+  type: TypeDef,
+  s: UploadStatusRow,
+  o: FileLoadOptions,
+  hooks: FileLoadHooks = {},
+): Promise<FileLoadResult> {
+  requireFileLoadAccess(principal, type, o.syncOnTargetTable);
+  const lookup = isLookupFileCode(type.code);
+  const fileKey = hooks.slotFile ?? s.blob_key;
+  if (fileKey === null) throw new AppError('CONFLICT', `The file of upload ${s.id} is gone`);
+  const before = hooks.resumeFrom;
+  const mark = before?.mark ?? (await dbNow(db));
+  const counter = new ByteCounter();
+  let result: LoadResult;
+  /** Messages of the rows refused here (as listed; all are counted by the loader). */
+  const foreign = new Map<number, string>();
+  const names = new Set<string>();
+  /** Lookup values: the tables the file loaded into. */
+  let tableIds: readonly number[] = [];
+  try {
+    const table = lookup ? await namedTable(db, principal, type.code, o) : undefined;
+    const source = await rowsOf(
+      counter.count(blobs.read(s.partition_id, fileKey)),
+      o.delimiter === undefined ? undefined : DELIMITERS[o.delimiter],
+    );
+    const skip = before?.rows ?? 0;
+    const progress = async (done: { rows: number; inserted: number; updated: number; invalid: number }) => {
+      await hooks.afterChunk?.(
+        {
+          rows: skip + done.rows,
+          loaded: (before?.loaded ?? 0) + done.inserted + done.updated,
+          invalid: (before?.invalid ?? 0) + done.invalid,
+          errors: [],
+          mark,
+        },
+        counter.bytes,
+      );
+    };
+    if (lookup) {
+      const loaded = await loadLookupFile(
+        db,
+        principal,
+        type.code,
+        table,
+        source.header,
+        source.rows,
+        {
+          detectJoinFields: o.detectJoinFields,
+          ...(o.joinFields.length > 0 ? { joinFields: o.joinFields } : {}),
+          replaceSoftDeleted: o.replaceSoftDeleted,
+        },
+        {
+          firstRow: skip,
+          chunkRows: CHUNK_ROWS,
+          maxErrors: MAX_LISTED_ERRORS + 1,
+          ...(hooks.log ? { onChunkError: hooks.log } : {}),
+          afterChunk: progress,
+        },
+      );
+      result = loaded.result;
+      tableIds = loaded.tableIds;
+    } else {
+      let header = [...source.header];
+      const nameAt = header.indexOf('name');
+      const inject = type.metaPerName && nameAt < 0 && o.name !== undefined;
+      if (inject) header = ['name', ...header];
+      let rowNo = -1;
+      // Rows of another extension table than `?name=` are refused here, before the loader.
+      async function* rows(): AsyncIterable<(string | null)[]> {
+        for await (const r of source.rows) {
+          rowNo++;
+          const name = inject ? o.name : nameAt >= 0 ? (r[nameAt] ?? undefined) : undefined;
+          if (name !== undefined && names.size < 10_000) names.add(name);
+          if (rowNo < skip) continue;
+          if (!inject && o.name !== undefined && nameAt >= 0 && name !== o.name) {
+            if (foreign.size <= MAX_LISTED_ERRORS) {
+              foreign.set(
+                rowNo,
+                `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
+              );
+            }
+            yield [];
+            continue;
+          }
+          yield inject ? [o.name, ...r] : r;
+        }
+      }
+      // A refused row travels as null, which the loader counts as an invalid row at its place in the
+      // file's numbering; its listed error then gets our message.
+      async function* loaderRows(): AsyncIterable<unknown[]> {
+        for await (const chunk of chunked(rows(), CHUNK_ROWS))
+          yield chunk.map((r) => (r.length === 0 ? null : r));
+      }
+      result = await loadDataStream(
+        db,
+        principal,
+        type,
+        {
+          header,
+          options: {
+            detectJoinFields: o.detectJoinFields,
+            ...(o.joinFields.length > 0 ? { joinFields: o.joinFields } : {}),
+            replaceSoftDeleted: o.replaceSoftDeleted,
+          },
+        },
+        loaderRows(),
+        {
+          firstRow: skip,
+          maxErrors: MAX_LISTED_ERRORS + 1,
+          ...(hooks.log ? { onChunkError: hooks.log } : {}),
+          afterChunk: progress,
+        },
+      );
+    }
+  } catch (e) {
+    // A stopped job resumes (or is cancelled) from its checkpoint: its file stays.
+    if (!(e instanceof JobStopped)) {
+      await failUploadStatus(
+        db,
+        blobs,
+        s,
+        e instanceof AppError || e instanceof DeadlineError ? e.message : 'the load failed unexpectedly',
+      );
+    }
+    throw e;
+  }
+
+  const errors = [
+    ...(before?.errors ?? []),
+    ...result.errors.map((e): RowError => {
+      const m = foreign.get(e.row);
+      return m === undefined ? e : { row: e.row, field: 'name', message: m };
+    }),
+  ].slice(0, MAX_LISTED_ERRORS);
+  const invalid = (before?.invalid ?? 0) + result.invalid;
+  const loaded = (before?.loaded ?? 0) + result.inserted + result.updated;
+  const total = (before?.rows ?? 0) + result.total;
+
+  let deleted = 0;
+  let message: string | null = null;
+  if (o.syncOnTargetTable) {
+    if (invalid > 0) {
+      message = `syncOnTargetTable: nothing deleted, because ${invalid} row(s) of the file were not loaded`;
+    } else if (lookup) {
+      deleted = await syncLookupTables(db, principal, type.code, tableIds, mark);
+    } else if (type.metaPerName && names.size === 0) {
+      message = 'syncOnTargetTable: nothing deleted, because the file names no table';
+    } else {
+      const criteria: unknown[] = [{ fieldName: 'lastUpdateDate', operator: 'lessThan', value: mark }];
+      if (type.metaPerName) criteria.push({ fieldName: 'name', operator: 'inSet', value: [...names] });
+      const r = await deleteByFilter(
+        db,
+        principal,
+        type,
+        { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria } },
+        false,
+      );
+      deleted = r.count;
+    }
+  }
+  await db.query(
+    `UPDATE upload_status
+        SET status = 'FINISHED', loaded_records = $3, invalid_records = $4, total_records = $5,
+            deleted_records = $6, errors = $7::jsonb, message = $8, blob_key = NULL, finished_at = now()
+      WHERE partition_id = $1 AND id = $2`,
+    [s.partition_id, s.id, loaded, invalid, total, deleted, JSON.stringify(errors), message],
+  );
+  if (s.blob_key !== null) await blobs.delete(s.partition_id, s.blob_key);
+  return {
+    uploadStatusId: s.id,
+    loadedRecords: loaded,
+    invalidRecords: invalid,
+    totalRecords: total,
+    deletedRecords: deleted,
+  };
+}
