@@ -15,13 +15,9 @@ import type { LoadOptions, LoadResult, RowError } from '../../engine/loaddata.ts
 import { valueCodeOf, type LookupTable } from '../../engine/registry-lookup.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { notFound, validationError } from '../../http/errors.ts';
-import {
-  TABLE_COLUMN,
-  deleteValuesByFilter,
-  loadPermission,
-  loadValues,
-  parseTableId,
-} from '../lookuptables/service.ts';
+import { TABLE_COLUMN, loadPermission, loadValues } from '../lookuptables/load.ts';
+import { parseTableId } from '../lookuptables/tables.ts';
+import { deleteValuesByFilter } from '../lookuptables/values.ts';
 import * as tables from '../lookuptables/store.ts';
 import { chunked } from './rows.ts';
 

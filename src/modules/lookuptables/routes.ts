@@ -11,26 +11,27 @@ import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts'
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
 import { loaddataBodySchema } from '../general/loaddata-routes.ts';
+import { exportValues, writeXlsx } from './export.ts';
+import { loadValues } from './load.ts';
 import {
   addTables,
-  addValues,
   copyTable,
   deleteTables,
+  fetchTables,
+  findReferences,
+  parseTableId,
+  updateTables,
+} from './tables.ts';
+import {
+  addValues,
   deleteValues,
   deleteValuesByFilter,
-  exportValues,
-  fetchTables,
   fetchValues,
-  findReferences,
   integrateValues,
-  loadValues,
   massEditValues,
-  parseTableId,
   resetValueColumn,
-  updateTables,
   updateValues,
-  writeXlsx,
-} from './service.ts';
+} from './values.ts';
 
 const records = { response: { 200: envelopeSchema() } };
 const list = { response: { 200: envelopeSchema({}, true) } };

@@ -1,0 +1,264 @@
+// Bulk loads of lookup table values (`/lookuptablemanager.loaddata/{TypeCode}`, and the file loads
+// of src/modules/files/loadlookups.ts): rows go to one table or, by a `lookupTable` column, table by
+// table, each through the engine's `loadData` on the table's per-table type. Ranges of a RANGE load
+// that overlap are refused row by row in advance (`rangeClashes`); the trigger of migration 008
+// remains the guarantee.
+
+import type { Principal } from '../../access/access.ts';
+import { can } from '../../access/access.ts';
+import type { Permission } from '../../access/catalogue.ts';
+import type { Db } from '../../db/db.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { checkValue } from '../../engine/crud.ts';
+import {
+  loadData,
+  type LoadBody,
+  type LoadLimits,
+  type LoadResult,
+  type RowError,
+} from '../../engine/loaddata.ts';
+import type { TypeDef } from '../../engine/registry.ts';
+import {
+  valueCodeOf,
+  valueDeclaration,
+  valueTypeOf,
+  type LookupTable,
+} from '../../engine/registry-lookup.ts';
+import { coerceValue } from '../../engine/values.ts';
+import * as store from './store.ts';
+import { findTableOrFail, parseTableId } from './tables.ts';
+
+const MAX_ERRORS = 1_000;
+/** The header column that names each row's table (when the table is not given as `?tableId=`). */
+export const TABLE_COLUMN = 'lookupTable';
+
+/** A bulk load adds and updates values: either permission will do (integrations hold the first). */
+export function loadPermission(principal: Principal): Permission {
+  const held = (['LOOKUPTABLEVALUES_INTEGRATE', 'LOOKUPTABLE_ADD'] as const).find((p) => can(principal, p));
+  if (held === undefined) {
+    throw new AppError('FORBIDDEN', 'Permission LOOKUPTABLEVALUES_INTEGRATE or LOOKUPTABLE_ADD required');
+  }
+  return held;
+}
+
+function wrongKind(table: LookupTable, code: string): string | undefined {
+  const expected = valueCodeOf(table.type);
+  return expected === code
+    ? undefined
+    : `${table.uniqueName} is a ${table.type} table: load its values as ${expected}`;
+}
+
+/**
+ * `/lookuptablemanager.loaddata/{TypeCode}`: the rows go to the table `?tableId=`, or to the table
+ * whose id each row holds in a `lookupTable` header column (rows are then loaded table by table).
+ * Each table's rows are one `loadData` call of the engine on its per-table type; row numbers in the
+ * answer are those of the request.
+ */
+export async function loadValues(
+  db: Db,
+  principal: Principal,
+  code: string,
+  tableIdText: string | undefined,
+  body: LoadBody,
+  limits: LoadLimits,
+): Promise<LoadResult> {
+  const write = loadPermission(principal);
+  if (valueDeclaration(code) === undefined) {
+    throw validationError(
+      'typeCode',
+      `${code} is not a lookup value type (LTV, MLTV, MLTV2..MLTV6, JLTV, JLTV2)`,
+    );
+  }
+  if (body.data.length > limits.maxBatchRows) {
+    throw validationError('data', `at most ${limits.maxBatchRows} rows per call (got ${body.data.length})`);
+  }
+  const at = body.header.indexOf(TABLE_COLUMN);
+  if (tableIdText !== undefined) {
+    if (at >= 0)
+      throw validationError('header', `name the table in ?tableId= or in a ${TABLE_COLUMN} column, not both`);
+    const table = await findTableOrFail(db, principal, parseTableId(tableIdText));
+    const problem = wrongKind(table, code);
+    if (problem !== undefined) throw validationError('typeCode', problem);
+    const all = body.data.map((_, i) => i);
+    const part = await loadTable(db, principal, table, write, body, all, limits);
+    return summarise([part], [], body.data.length);
+  }
+  if (at < 0) throw validationError('header', `name the table: ?tableId=<id> or a ${TABLE_COLUMN} column`);
+
+  // Rows by table; a row without a usable table id is an error of its own.
+  const errors: RowError[] = [];
+  const groups = new Map<number, { rows: unknown[][]; index: number[] }>();
+  const header = body.header.filter((_, i) => i !== at);
+  body.data.forEach((raw, row) => {
+    if (!Array.isArray(raw)) return void errors.push({ row, message: 'must be an array of values' });
+    const id = coerceValue('integer', raw[at]);
+    if (typeof id !== 'number' || id <= 0) {
+      return void errors.push({
+        row,
+        field: TABLE_COLUMN,
+        message: `${JSON.stringify(raw[at])} is not a table id`,
+      });
+    }
+    let g = groups.get(id);
+    if (!g) groups.set(id, (g = { rows: [], index: [] }));
+    g.rows.push(raw.filter((_, i) => i !== at));
+    g.index.push(row);
+  });
+  const tables = new Map((await store.tablesByIds(db, principal, [...groups.keys()])).map((t) => [t.id, t]));
+  const parts: LoadPart[] = [];
+  for (const [id, g] of groups) {
+    const table = tables.get(id);
+    const problem = table === undefined ? `no lookup table has id ${id}` : wrongKind(table, code);
+    if (problem !== undefined || table === undefined) {
+      errors.push(...g.index.map((row) => ({ row, field: TABLE_COLUMN, message: problem! })));
+      continue;
+    }
+    parts.push(
+      await loadTable(db, principal, table, write, { ...body, header, data: g.rows }, g.index, limits),
+    );
+  }
+  return summarise(parts, errors, body.data.length);
+}
+
+interface LoadPart {
+  readonly result: LoadResult;
+  /** Errors found before the engine saw the rows (overlapping ranges), in request row numbers. */
+  readonly refused: readonly RowError[];
+}
+
+/** One table's rows through the engine; `index[i]` is the request row number of `body.data[i]`. */
+async function loadTable(
+  db: Db,
+  principal: Principal,
+  table: LookupTable,
+  write: Permission,
+  body: LoadBody,
+  index: readonly number[],
+  limits: LoadLimits,
+): Promise<LoadPart> {
+  const type = valueTypeOf(table, write);
+  let rows = body.data;
+  let rowIndex = index;
+  let refused: RowError[] = [];
+  if (table.type === 'RANGE') {
+    const clashes = await rangeClashes(db, principal, table, type, body);
+    if (clashes.size > 0) {
+      refused = [...clashes].map(([i, e]) => ({ ...e, row: index[i]! }));
+      const kept = body.data.map((_, i) => i).filter((i) => !clashes.has(i));
+      rows = kept.map((i) => body.data[i]);
+      rowIndex = kept.map((i) => index[i]!);
+    }
+  }
+  const result = await loadData(
+    db,
+    principal,
+    type,
+    { ...body, data: rows },
+    { ...limits, maxErrors: MAX_ERRORS },
+  );
+  const errors = result.errors.map((e) => ({ ...e, row: rowIndex[e.row]! }));
+  return { result: { ...result, errors }, refused };
+}
+
+function summarise(parts: readonly LoadPart[], errors: readonly RowError[], total: number): LoadResult {
+  const listed = [...errors, ...parts.flatMap((p) => [...p.refused, ...p.result.errors])].sort(
+    (a, b) => a.row - b.row,
+  );
+  const invalid = errors.length + parts.reduce((n, p) => n + p.refused.length + p.result.invalid, 0);
+  return {
+    inserted: parts.reduce((n, p) => n + p.result.inserted, 0),
+    updated: parts.reduce((n, p) => n + p.result.updated, 0),
+    invalid,
+    total,
+    errors: listed.slice(0, MAX_ERRORS),
+    errorsTruncated: invalid > Math.min(listed.length, MAX_ERRORS),
+  };
+}
+
+interface Interval {
+  readonly lo: number;
+  readonly hi: number;
+  readonly name: string;
+  /** Position in the load (undefined: a stored range). */
+  readonly at?: number;
+}
+
+const show = (iv: Interval) =>
+  `[${iv.lo === -Infinity ? '-inf' : iv.lo}, ${iv.hi === Infinity ? 'inf' : iv.hi}) of ${iv.name}`;
+
+/**
+ * The rows of a RANGE load whose range overlaps a stored range or an earlier-starting range of the
+ * load, as per-row errors (by position in `body.data`). Only rows the engine would accept are
+ * considered, and stored ranges that the load replaces by name (join on name) are left out. The
+ * trigger of migration 008 remains the guarantee; this gives each refused row its own reason.
+ */
+async function rangeClashes(
+  db: Db,
+  principal: Principal,
+  table: LookupTable,
+  type: TypeDef,
+  body: LoadBody,
+): Promise<Map<number, Omit<RowError, 'row'>>> {
+  const fields = body.header.map((n) => type.fields.find((f) => f.name === n));
+  const pos = (n: string) => body.header.indexOf(n);
+  const [nameAt, loAt, hiAt] = [pos('name'), pos('lowerBound'), pos('upperBound')];
+  const options = body.options ?? {};
+  const joinsOnName = options.detectJoinFields === true || (options.joinFields ?? []).includes('name');
+
+  const loaded: Interval[] = [];
+  body.data.forEach((raw, at) => {
+    if (!Array.isArray(raw) || raw.length !== fields.length || nameAt < 0) return;
+    if (fields.some((f, i) => f === undefined || f.system || typeof checkValue(f, raw[i]) === 'string'))
+      return;
+    const bound = (i: number, open: number) => {
+      const v = i < 0 ? undefined : coerceValue('decimal', raw[i]);
+      return v === undefined ? open : Number(v);
+    };
+    const iv = { lo: bound(loAt, -Infinity), hi: bound(hiAt, Infinity), name: String(raw[nameAt]), at };
+    if (iv.lo < iv.hi) loaded.push(iv);
+  });
+  if (loaded.length === 0) return new Map();
+  const replaced = joinsOnName ? new Set(loaded.map((iv) => iv.name)) : new Set<string>();
+  const stored: Interval[] = (await store.rangesOf(db, principal, table))
+    .filter((r) => !replaced.has(r.name))
+    .map((r) => ({
+      lo: r.lowerBound === null ? -Infinity : Number(r.lowerBound),
+      hi: r.upperBound === null ? Infinity : Number(r.upperBound),
+      name: r.name,
+    }));
+
+  const clashes = new Map<number, Omit<RowError, 'row'>>();
+  // Against the stored ranges (disjoint, sorted by lo): only the last one starting before iv.hi can
+  // overlap iv, since every earlier one ends at or before that one's start.
+  for (const iv of loaded) {
+    let lo = 0;
+    let hi = stored.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (stored[mid]!.lo < iv.hi) lo = mid + 1;
+      else hi = mid;
+    }
+    const candidate = stored[lo - 1];
+    if (candidate !== undefined && candidate.hi > iv.lo) {
+      clashes.set(iv.at!, {
+        field: candidate.lo <= iv.lo ? 'lowerBound' : 'upperBound',
+        message: `the range ${show(iv)} overlaps the stored range ${show(candidate)}`,
+      });
+    }
+  }
+  // Among the load: sorted by start, each range must start at or after the end of the last accepted.
+  let last: Interval | undefined;
+  for (const iv of loaded
+    .filter((i) => !clashes.has(i.at!))
+    .sort((a, b) => a.lo - b.lo || a.hi - b.hi || a.at! - b.at!)) {
+    if (last !== undefined && iv.lo < last.hi) {
+      clashes.set(iv.at!, {
+        field: 'lowerBound',
+        message: `the range ${show(iv)} overlaps the range ${show(last)} of row ${last.at!}`,
+      });
+    } else {
+      last = iv;
+    }
+  }
+  return clashes;
+}

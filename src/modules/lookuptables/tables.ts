@@ -1,0 +1,205 @@
+// The lookup table manager (company parameters): its tables (LT) here, their values (LTV, MLTV,
+// MLTV2..MLTV6, JLTV, JLTV2) in values.ts, export.ts and load.ts; logics read tables through their
+// own set-based data port (src/modules/formulas/data.ts). A table's kind never changes, nor its value
+// type while it holds values. Shared with the value files, which this one never imports: `valuesOf`
+// (a table's values as a type, after the operation's permission) and `guarded` (database guards).
+
+import type { Principal } from '../../access/access.ts';
+import type { Permission } from '../../access/catalogue.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
+import {
+  addRecords,
+  checkValue,
+  deleteRecords,
+  fetchOne,
+  fetchRecords,
+  requireAccess,
+  updateRecords,
+  type FetchBody,
+  type FetchResult,
+  type UpdateItem,
+} from '../../engine/crud.ts';
+import type { FieldDef, TypeDef } from '../../engine/registry.ts';
+import { tableTypeFor, valueTypeOf, type LookupTable } from '../../engine/registry-lookup.ts';
+import * as store from './store.ts';
+import { logicsReferencingTable } from '../formulas/service.ts';
+
+export type Obj = Record<string, unknown>;
+export type Row = Record<string, unknown>;
+
+/** The table of reads: `LT` as declared (any user may read company parameters). */
+const TABLES = tableTypeFor('LOOKUPTABLE_UPDATE');
+
+// ---------------------------------------------------------------------------------------------
+// Tables and their values as types
+
+const TABLE_ID = /^\d{1,15}$/;
+
+export function parseTableId(text: string): number {
+  if (!TABLE_ID.test(text)) throw validationError('tableId', `${JSON.stringify(text)} is not a table id`);
+  return Number(text);
+}
+
+export async function findTableOrFail(q: Queryable, principal: Principal, id: number): Promise<LookupTable> {
+  const table = await store.tableById(q, principal, id);
+  if (!table) throw notFound(`Lookup table ${id}`);
+  return table;
+}
+
+/**
+ * The values of table `id` as a type, after the permission of the operation (so a caller without it
+ * learns nothing, not even whether the table exists). Reads pass no permission: the type's own
+ * fetch access applies.
+ */
+export async function valuesOf(
+  q: Queryable,
+  principal: Principal,
+  id: number,
+  write?: Permission,
+): Promise<{ table: LookupTable; type: TypeDef }> {
+  if (write !== undefined) requireAccess(principal, write);
+  const table = await findTableOrFail(q, principal, id);
+  return { table, type: valueTypeOf(table, write) };
+}
+
+/** The database's own guards of lookup values, as catalogue errors naming the field at fault. */
+function translate(err: unknown): unknown {
+  const e = err as { code?: unknown; constraint?: unknown; detail?: unknown; message?: unknown };
+  if (e.code === '23P01' && e.constraint === 'lookup_values_ranges') {
+    // The trigger's message names both ranges (no SQL), and its DETAIL the bound at fault.
+    const field = e.detail === 'upperBound' ? 'upperBound' : 'lowerBound';
+    return new AppError('CONFLICT', String(e.message), { field });
+  }
+  if (e.code === '23514' && e.constraint === 'lookup_values_bounds') {
+    return validationError('upperBound', 'must be greater than lowerBound');
+  }
+  // A value written while its table was being deleted.
+  if (e.code === '23503') return notFound('Lookup table');
+  return err;
+}
+
+export async function guarded<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translate(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+export function fetchTables(
+  db: Db,
+  principal: Principal,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  return fetchRecords(db, principal, TABLES, body, maxPageSize);
+}
+
+/** Creates tables; `valueType` defaults to STRING and `status` to ACTIVE. */
+export function addTables(db: Db, principal: Principal, items: readonly Obj[]): Promise<Row[]> {
+  requireAccess(principal, 'LOOKUPTABLE_ADD');
+  const withDefaults = items.map((d) => ({
+    ...d,
+    valueType: d.valueType ?? 'STRING',
+    status: d.status ?? 'ACTIVE',
+  }));
+  return addRecords(db, principal, tableTypeFor('LOOKUPTABLE_ADD'), withDefaults);
+}
+
+/** The table an update names (typedId, id or uniqueName), if it names one that exists. */
+async function addressedTable(
+  q: Queryable,
+  principal: Principal,
+  data: Obj,
+): Promise<LookupTable | undefined> {
+  const ref = data.typedId ?? data.id;
+  if (ref !== undefined && ref !== null) {
+    const m =
+      typeof ref === 'string' || typeof ref === 'number' ? /^(\d{1,15})(?:\.LT)?$/.exec(String(ref)) : null;
+    return m ? store.tableById(q, principal, Number(m[1])) : undefined;
+  }
+  return typeof data.uniqueName === 'string' ? store.tableByName(q, principal, data.uniqueName) : undefined;
+}
+
+/** Updates tables (version-checked); the kind never changes, the value type only while empty. */
+export async function updateTables(
+  db: Db,
+  principal: Principal,
+  items: readonly UpdateItem[],
+): Promise<Row[]> {
+  requireAccess(principal, 'LOOKUPTABLE_UPDATE');
+  for (const { data } of items) {
+    const table = await addressedTable(db, principal, data);
+    if (!table) continue; // the engine answers the 404 or the -4 of a bad address
+    if (data.type !== undefined && data.type !== table.type) {
+      throw validationError('type', `${table.type} cannot be changed: copy the values into a new table`);
+    }
+    if (
+      data.valueType !== undefined &&
+      data.valueType !== table.valueType &&
+      (await store.hasValues(db, principal, valueTypeOf(table)))
+    ) {
+      throw validationError('valueType', 'cannot be changed while the table holds values');
+    }
+  }
+  return updateRecords(db, principal, tableTypeFor('LOOKUPTABLE_UPDATE'), items, false);
+}
+
+/** Deletes tables named by typedId (or uniqueName); their values go with them (ON DELETE CASCADE). */
+export function deleteTables(db: Db, principal: Principal, items: readonly Obj[]): Promise<Row[]> {
+  requireAccess(principal, 'LOOKUPTABLE_REMOVE');
+  return deleteRecords(db, principal, tableTypeFor('LOOKUPTABLE_REMOVE'), items);
+}
+
+function fieldOf(type: TypeDef, name: string): FieldDef {
+  return type.fields.find((f) => f.name === name)!;
+}
+
+/** Copies a table and its values as `uniqueName` (and `label`, else the original's), in one transaction. */
+export async function copyTable(db: Db, principal: Principal, tableId: number, data: Obj): Promise<Row> {
+  requireAccess(principal, 'LOOKUPTABLE_COPY');
+  const from = await findTableOrFail(db, principal, tableId);
+  const type = tableTypeFor('LOOKUPTABLE_COPY');
+  const name = checkValue(fieldOf(type, 'uniqueName'), data.uniqueName);
+  if (typeof name === 'string') throw validationError('uniqueName', name);
+  const label = 'label' in data ? checkValue(fieldOf(type, 'label'), data.label) : undefined;
+  if (typeof label === 'string') throw validationError('label', label);
+  const uniqueName = name.value as string;
+  return guarded(
+    db.transaction(async (tx) => {
+      if (await store.tableByName(tx, principal, uniqueName)) {
+        throw new AppError(
+          'DUPLICATE_KEY',
+          `Lookup table uniqueName=${JSON.stringify(uniqueName)} already exists`,
+          {
+            field: 'uniqueName',
+          },
+        );
+      }
+      const copy = await store.copyTable(
+        tx,
+        principal,
+        from,
+        type,
+        valueTypeOf(from),
+        uniqueName,
+        label === undefined ? undefined : (label.value as string | null),
+      );
+      return { ...(await fetchOne(tx, principal, TABLES, String(copy.id))), copiedValues: copy.copiedValues };
+    }),
+  );
+}
+
+/**
+ * The logics (and their elements) that reference the table: every `lookup`/`lookupRow` call naming
+ * it, read from the compiled logic (table names are literals there), never by text search.
+ */
+export async function findReferences(db: Db, principal: Principal, tableId: number): Promise<Row[]> {
+  requireAccess(principal, 'LOOKUPTABLE_UPDATE');
+  const table = await findTableOrFail(db, principal, tableId);
+  return logicsReferencingTable(db, principal.partitionId, table.uniqueName);
+}
