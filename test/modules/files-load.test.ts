@@ -194,12 +194,6 @@ describe('file loads', () => {
 
   test('refusals: type, options, permission, no file', async () => {
     assertError(await load('CRCS', 'a\n1\n'), 400, -4);
-    const notYet = await load('CDESC', 'a\n1\n');
-    assertError(notYet, 400, -4);
-    assert.match(
-      notYet.body.response.data,
-      /CDESC is on the interface's file-load list but this type is not implemented/,
-    );
     assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);
     assertError(await load('P', 'sku\nx\n', {}, '', viewer), 403, -3);
     assertError(await send(h, '/loaddata.file/P', { body: form({ detectJoinFields: 'true' }) }), 400, -4);
