@@ -15,7 +15,7 @@ import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { toValue, type LogicDate, type RecordValue, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateEach, evaluateItems, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
-import * as store from './store.ts';
+import { attributeTypesOf, masterRecords, recordOf } from './master-store.ts';
 
 export interface BulkItem {
   readonly sku: string;
@@ -56,8 +56,8 @@ export async function* evaluateBulk(
   const size = Math.max(1, opts.batchSize ?? 5_000);
   const policies = await policiesFor(q, principal.partitionId, logic);
   // One after the other: q may be a transaction's single connection.
-  const productMeta = await store.attributeTypesOf(q, principal, 'P');
-  const customerMeta = await store.attributeTypesOf(q, principal, 'C');
+  const productMeta = await attributeTypesOf(q, principal, 'P');
+  const customerMeta = await attributeTypesOf(q, principal, 'C');
   const productFields = fieldsRead(logic, 'product');
   const customerFields = fieldsRead(logic, 'customer');
   let batch: BulkItem[] = [];
@@ -68,10 +68,10 @@ export async function* evaluateBulk(
     const customerIds = [
       ...new Set(batch.flatMap((i) => (i.customerId === undefined ? [] : [i.customerId]))),
     ];
-    const products = await store.masterRecords(q, principal, 'P', skus, productFields);
+    const products = await masterRecords(q, principal, 'P', skus, productFields);
     const customers =
       customerIds.length > 0
-        ? await store.masterRecords(q, principal, 'C', customerIds, customerFields)
+        ? await masterRecords(q, principal, 'C', customerIds, customerFields)
         : new Map<string, Record<string, unknown>>();
     const out = new Array<BulkResult>(batch.length);
     const failed = (item: BulkItem, error: string): BulkResult => ({
@@ -106,11 +106,11 @@ export async function* evaluateBulk(
       }
       const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
       let p = productRecords.get(item.sku);
-      if (!p) productRecords.set(item.sku, (p = store.recordOf('P', product!, productMeta)));
+      if (!p) productRecords.set(item.sku, (p = recordOf('P', product!, productMeta)));
       roots.product = p;
       if (customer) {
         let c = customerRecords.get(item.customerId!);
-        if (!c) customerRecords.set(item.customerId!, (c = store.recordOf('C', customer, customerMeta)));
+        if (!c) customerRecords.set(item.customerId!, (c = recordOf('C', customer, customerMeta)));
         roots.customer = c;
       }
       const fixed =

@@ -12,7 +12,9 @@ import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic
 import type { CompiledLogic } from '../../logic/logic.ts';
 import type { RoundingPolicy } from '../../logic/rounding.ts';
 import { D, LogicDate, RecordValue, textOf, toValue, type Value } from '../../logic/values.ts';
-import * as store from './store.ts';
+import { competitionRecord, competitionRows } from './competition-store.ts';
+import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
+import { attributeTypesOf, extensionRows, recordOf } from './master-store.ts';
 
 type Row = Record<string, unknown>;
 const SEP = '\u001f';
@@ -46,7 +48,7 @@ function camel(column: string): string {
 }
 
 export class BatchData {
-  private readonly tables = new Map<string, store.TableMeta | null>();
+  private readonly tables = new Map<string, TableMeta | null>();
   private readonly rows = new Map<string, Map<string, FoundRow>>();
   private readonly extensions = new Map<string, Map<string, RecordValue[]>>();
   private readonly pendingTables = new Set<string>();
@@ -98,7 +100,7 @@ export class BatchData {
           return NO_ROW;
         }
         if (meta === null) throw new EvalError(`unknown lookup table ${table}`);
-        const want = store.keyCount(meta.type);
+        const want = keyCount(meta.type);
         if (keys.length !== want)
           throw new EvalError(
             `lookup table ${table} (${meta.type}) takes ${want} key(s), got ${keys.length}`,
@@ -160,7 +162,7 @@ export class BatchData {
   }
 
   /** Metadata of the lookup tables named (read beforehand); a name without one is an unknown table. */
-  knowTables(names: Iterable<string>, metas: readonly store.TableMeta[]): void {
+  knowTables(names: Iterable<string>, metas: readonly TableMeta[]): void {
     for (const n of names) this.tables.set(n, metas.find((t) => t.uniqueName === n) ?? null);
   }
 
@@ -214,13 +216,13 @@ export class BatchData {
       cache.set(key, []);
       return;
     }
-    const meta = await store.attributeTypesOf(
+    const meta = await attributeTypesOf(
       this.q,
       { partitionId: this.partitionId, metaVersion: this.metaVersion },
       code,
       table,
     );
-    cache.set(key, [store.recordOf(code, row, meta)]);
+    cache.set(key, [recordOf(code, row, meta)]);
   }
 
   /**
@@ -250,31 +252,31 @@ export class BatchData {
         this.pendingComp.size >
       0;
     for (const [date, skus] of this.pendingComp) {
-      const rows = await store.competitionRows(this.q, this.partitionId, [...skus], date);
+      const rows = await competitionRows(this.q, this.partitionId, [...skus], date);
       let cache = this.competition.get(date);
       if (!cache) this.competition.set(date, (cache = new Map<string, RecordValue[]>()));
       for (const sku of skus) cache.set(sku, []);
-      for (const r of rows) cache.get(String(r.sku))?.push(store.competitionRecord(r));
+      for (const r of rows) cache.get(String(r.sku))?.push(competitionRecord(r));
     }
     this.pendingComp.clear();
     await this.loadConditions();
     if (this.pendingTables.size > 0) {
       const names = [...this.pendingTables];
       this.pendingTables.clear();
-      const found = await store.tablesByName(this.q, this.partitionId, names);
+      const found = await tablesByName(this.q, this.partitionId, names);
       for (const n of names) this.tables.set(n, found.find((t) => t.uniqueName === n) ?? null);
     }
     // Every table's missing keys in as few statements as the table kinds allow (lookupRowsMany).
-    const requests: { name: string; keys: Set<string>; table: store.TableMeta; keyTuples: string[][] }[] = [];
+    const requests: { name: string; keys: Set<string>; table: TableMeta; keyTuples: string[][] }[] = [];
     for (const [name, keys] of this.pendingKeys) {
       const table = this.tables.get(name);
       if (!table) continue;
-      const want = store.keyCount(table.type);
+      const want = keyCount(table.type);
       const keyTuples = [...keys].map((k) => k.split(SEP)).filter((t) => t.length === want);
       requests.push({ name, keys, table, keyTuples });
     }
     const asked = requests.filter((r) => r.keyTuples.length > 0);
-    const found = await store.lookupRowsMany(
+    const found = await lookupRowsMany(
       this.q,
       this.partitionId,
       asked.map((r) => ({ table: r.table, keys: r.keyTuples })),
@@ -290,18 +292,18 @@ export class BatchData {
     for (const [id, owners] of this.pendingExt) {
       const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
       const code = owner === 'product' ? 'PX' : 'CX';
-      const meta = await store.attributeTypesOf(
+      const meta = await attributeTypesOf(
         this.q,
         { partitionId: this.partitionId, metaVersion: this.metaVersion },
         code,
         table,
       );
-      const rows = await store.extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+      const rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners]);
       let cache = this.extensions.get(id);
       if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
       for (const o of owners) cache.set(o, []);
       for (const r of rows)
-        cache.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(store.recordOf(code, r, meta));
+        cache.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(recordOf(code, r, meta));
     }
     this.pendingExt.clear();
     return anything;
@@ -332,7 +334,7 @@ export class BatchData {
     this.pendingCond.clear();
   }
 
-  private foundRow(meta: store.TableMeta, r: Row): FoundRow {
+  private foundRow(meta: TableMeta, r: Row): FoundRow {
     const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [col, v] of Object.entries(r)) {
       if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)

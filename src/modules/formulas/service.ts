@@ -13,7 +13,17 @@ import { compileLogic, type CompiledLogic, type InputDef } from '../../logic/log
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { asDec, CriteriaValue, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems } from './data.ts';
-import * as store from './store.ts';
+import {
+  allLogics,
+  logicAt,
+  logicById,
+  logicContext,
+  type LogicRow,
+  type LogicVersion,
+  productWithLogic,
+  roundingPolicies,
+} from './logic-store.ts';
+import { attributeTypesOf, recordOf, sellerRecord } from './master-store.ts';
 
 export interface ExecuteData {
   readonly inputs?: Record<string, unknown>;
@@ -39,7 +49,7 @@ const cache = new Map<string, CompiledLogic>();
 /** The logic last run by execute per partition and name ('' for the product's own): see executeLogic. */
 const hints = new Map<string, CompiledLogic>();
 
-export function compiledLogic(partitionId: number, row: store.LogicRow): CompiledLogic {
+export function compiledLogic(partitionId: number, row: LogicRow): CompiledLogic {
   const key = `${partitionId}:${row.id}:${row.version}`;
   let c = cache.get(key);
   if (c === undefined) {
@@ -55,7 +65,7 @@ export function compiledLogic(partitionId: number, row: store.LogicRow): Compile
 
 /** The partition's rounding policies, read only when the logic rounds by policy. */
 export async function policiesFor(q: Queryable, partitionId: number, logic: CompiledLogic) {
-  return rounds(logic) ? store.roundingPolicies(q, partitionId) : [];
+  return rounds(logic) ? roundingPolicies(q, partitionId) : [];
 }
 
 /** The product extension tables a logic reads. */
@@ -141,7 +151,7 @@ export function limitError(err: LimitError): AppError {
 }
 
 export async function loadLogic(q: Queryable, partitionId: number, uniqueName: string, date: LogicDate) {
-  const row = await store.logicAt(q, partitionId, uniqueName, date.iso);
+  const row = await logicAt(q, partitionId, uniqueName, date.iso);
   if (!row) throw notFound(`Logic ${uniqueName} valid at ${date.iso}`);
   return { row, logic: compiledLogic(partitionId, row) };
 }
@@ -171,15 +181,7 @@ export async function executeLogic(
         : { policies: false, tables: [] };
       const customerKey =
         data.customerId !== undefined && data.customerId !== null ? String(data.customerId) : undefined;
-      const found = await store.productWithLogic(
-        tx,
-        principal,
-        sku,
-        uniqueName,
-        targetDate.iso,
-        want,
-        customerKey,
-      );
+      const found = await productWithLogic(tx, principal, sku, uniqueName, targetDate.iso, want, customerKey);
       if (!found) throw notFound(`Product ${sku}`);
       const { product } = found;
       const name = uniqueName ?? (product.formula_name as string | null);
@@ -193,25 +195,25 @@ export async function executeLogic(
       const logic = await compiledVersion(tx, principal.partitionId, version);
       const inputs = checkInputs(logic.inputs, data.inputs);
       const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
-      roots.product = store.recordOf('P', product, await store.attributeTypesOf(tx, principal, 'P'));
+      roots.product = recordOf('P', product, await attributeTypesOf(tx, principal, 'P'));
       let customerId: string | undefined;
       if (customerKey !== undefined) {
         const customer = found.customer;
         if (!customer) throw notFound(`Customer ${customerKey}`);
         customerId = String(customer.customer_id);
-        roots.customer = store.recordOf('C', customer, await store.attributeTypesOf(tx, principal, 'C'));
+        roots.customer = recordOf('C', customer, await attributeTypesOf(tx, principal, 'C'));
       }
       if (data.sellerId !== undefined && data.sellerId !== null) {
-        const seller = await store.sellerRecord(tx, principal, String(data.sellerId));
+        const seller = await sellerRecord(tx, principal, String(data.sellerId));
         if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
-        roots.seller = store.recordOf('SL', seller, await store.attributeTypesOf(tx, principal, 'SL'));
+        roots.seller = recordOf('SL', seller, await attributeTypesOf(tx, principal, 'SL'));
       }
       if (hints.size >= CACHE_SIZE) hints.clear();
       hints.set(hintKey, logic);
       const context =
         logic === hint
           ? found.context
-          : await store.logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
+          : await logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
       const batch = new BatchData(tx, principal.partitionId, context.policies, principal.metaVersion);
       batch.knowTables(logic.tables, context.tables);
       const spec = { sku: String(product.sku), customerId, roots, inputs };
@@ -241,14 +243,10 @@ export async function executeLogic(
 }
 
 /** The compiled logic of a version: from the cache, else read by id and compiled. */
-async function compiledVersion(
-  q: Queryable,
-  partitionId: number,
-  v: store.LogicVersion,
-): Promise<CompiledLogic> {
+async function compiledVersion(q: Queryable, partitionId: number, v: LogicVersion): Promise<CompiledLogic> {
   const hit = cache.get(`${partitionId}:${v.id}:${v.version}`);
   if (hit) return hit;
-  const row = await store.logicById(q, partitionId, v.id);
+  const row = await logicById(q, partitionId, v.id);
   if (!row) throw notFound(`Logic ${v.uniqueName} valid at ${v.validAfter}`);
   return compiledLogic(partitionId, row);
 }
@@ -260,7 +258,7 @@ export async function logicsReferencingTable(
   tableName: string,
 ): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  for (const row of await store.allLogics(q, partitionId)) {
+  for (const row of await allLogics(q, partitionId)) {
     let logic: CompiledLogic;
     try {
       logic = compiledLogic(partitionId, row);

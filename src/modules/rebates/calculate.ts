@@ -18,7 +18,7 @@ import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import type { Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems } from '../formulas/data.ts';
 import { checkInputs, limitError, loadLogic, policiesFor, targetDateOf } from '../formulas/service.ts';
-import { attributeTypesOf, recordOf } from '../formulas/store.ts';
+import { attributeTypesOf, recordOf } from '../formulas/master-store.ts';
 import * as store from './store.ts';
 
 type Obj = Record<string, unknown>;

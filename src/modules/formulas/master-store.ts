@@ -1,0 +1,198 @@
+// Master data as the logic engine reads it: products, customers and sellers by business key or
+// typedId (only those the principal may see), their extension rows (PX/CX) for many owners at once,
+// and the attribute meta that types their custom fields, so a row becomes a logic record (recordOf).
+// Every statement is scoped by partition_id first.
+
+import type { Principal } from '../../access/access.ts';
+import type { Queryable } from '../../db/db.ts';
+import { prepared } from '../../db/prepared.ts';
+import { ident } from '../../db/sql.ts';
+import { findType } from '../../engine/registry.ts';
+import { D, RecordValue, parseIsoDate } from '../../logic/values.ts';
+
+type Row = Record<string, unknown>;
+
+/** Attribute types by field name from the attribute meta of an owner type (P, C, PX/CX per table name). */
+export async function attributeTypes(
+  q: Queryable,
+  partitionId: number,
+  owner: string,
+  name?: string,
+): Promise<Map<string, string>> {
+  const r = await q.query<{ field: string; type: string | null }>(
+    prepared(`SELECT field_name AS field, field_type AS type FROM attribute_meta
+      WHERE partition_id = $1 AND owner_type = $2 AND ($3::text IS NULL OR name = $3::text)`),
+    [partitionId, owner, name ?? null],
+  );
+  return new Map(r.rows.filter((x) => x.type !== null).map((x) => [x.field, x.type!]));
+}
+
+const META_CACHE = new Map<string, Map<string, string>>();
+
+/**
+ * attributeTypes, cached by the partition's attribute-meta version the principal authenticated with
+ * (every meta change bumps it, so a cached entry is never stale); uncached without a version.
+ */
+export async function attributeTypesOf(
+  q: Queryable,
+  principal: Pick<Principal, 'partitionId' | 'metaVersion'>,
+  owner: string,
+  name?: string,
+): Promise<Map<string, string>> {
+  if (principal.metaVersion === undefined) return attributeTypes(q, principal.partitionId, owner, name);
+  const key = `${principal.partitionId}:${principal.metaVersion}:${owner}:${name ?? ''}`;
+  let hit = META_CACHE.get(key);
+  if (!hit) {
+    hit = await attributeTypes(q, principal.partitionId, owner, name);
+    if (META_CACHE.size >= 1_000) META_CACHE.clear();
+    META_CACHE.set(key, hit);
+  }
+  return hit;
+}
+
+/** A stored attribute text as its attribute meta types it (numbers as decimals, dates as dates). */
+function typedAttribute(v: unknown, type: string | undefined): unknown {
+  if (typeof v !== 'string' || type === undefined) return v;
+  switch (type) {
+    case 'NUMERIC':
+    case 'MONEY':
+    case 'PERCENT':
+    case 'INTEGER':
+      try {
+        return new D(v.trim());
+      } catch {
+        return v;
+      }
+    case 'DATE':
+      return parseIsoDate(v.slice(0, 10)) ?? v;
+    case 'BOOLEAN':
+      return v === 'true' ? true : v === 'false' ? false : v;
+    default:
+      return v;
+  }
+}
+
+const FIELD_LISTS = new Map<string, readonly { name: string; column: string; custom: boolean }[]>();
+
+/** The fields of a registered type (API name, column, custom or not), listed once per type. */
+export function fieldsOf(code: string) {
+  let list = FIELD_LISTS.get(code);
+  if (!list) {
+    list = findType(code)!.fields.map((f) => ({ name: f.name, column: f.column, custom: f.custom === true }));
+    FIELD_LISTS.set(code, list);
+  }
+  return list;
+}
+
+/** A database row of a registered type → a logic record under API field names, typed by its meta. */
+export function recordOf(code: string, row: Row, meta: ReadonlyMap<string, string>): RecordValue {
+  // A plain object: fields are only ever read with Object.hasOwn, so its prototype is never reached;
+  // dates and time stamps stay as the driver gave them (toValue makes days of them when read).
+  const fields: Record<string, unknown> = {};
+  for (const f of fieldsOf(code)) {
+    const v = row[f.column];
+    if (v === undefined || v === null) continue;
+    fields[f.name] = f.custom && meta.size > 0 ? typedAttribute(v, meta.get(f.name)) : v;
+  }
+  return new RecordValue(fields, {
+    source: code,
+    typedId: `${String(row.id)}.${code}`,
+    version: Number(row.version),
+  });
+}
+
+/** Visible to the principal: no view group, or one of theirs (admins see all). */
+export function visible(principal: Principal, row: Row): boolean {
+  const g = row.user_group_view_details;
+  return principal.admin || typeof g !== 'string' || g === '' || principal.groups.includes(g);
+}
+
+/** A product or customer by business key or typedId (`12.P`), if it exists and the principal may see it. */
+export async function masterRecord(
+  q: Queryable,
+  principal: Principal,
+  code: 'P' | 'C',
+  key: string,
+): Promise<Row | undefined> {
+  const table = code === 'P' ? 'products' : 'customers';
+  const keyColumn = code === 'P' ? 'sku' : 'customer_id';
+  const byId = new RegExp(`^(\\d{1,15})\\.${code}$`).exec(key);
+  const r = await q.query<Row>(
+    prepared(
+      `SELECT * FROM ${ident(table)} WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : `${ident(keyColumn)} = $2`}`,
+    ),
+    [principal.partitionId, byId ? byId[1] : key],
+  );
+  const row = r.rows[0];
+  return row && visible(principal, row) ? row : undefined;
+}
+
+/** A seller by sellerId or typedId, if the principal may read sellers and see it. */
+export async function sellerRecord(
+  q: Queryable,
+  principal: Principal,
+  key: string,
+): Promise<Row | undefined> {
+  if (!principal.admin && !principal.permissions.has('SELLER_FETCH')) return undefined;
+  const byId = /^(\d{1,15})\.SL$/.exec(key);
+  const r = await q.query<Row>(
+    `SELECT * FROM sellers WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : 'seller_id = $2'}`,
+    [principal.partitionId, byId ? byId[1] : key],
+  );
+  const row = r.rows[0];
+  return row && visible(principal, row) ? row : undefined;
+}
+
+/** Extension rows (PX/CX) of one table for many owners: one statement. */
+export async function extensionRows(
+  q: Queryable,
+  partitionId: number,
+  owner: 'product' | 'customer',
+  name: string,
+  ownerKeys: readonly string[],
+): Promise<Row[]> {
+  const [table, keyColumn] =
+    owner === 'product' ? ['product_extensions', 'sku'] : ['customer_extensions', 'customer_id'];
+  const r = await q.query<Row>(
+    prepared(`SELECT * FROM ${ident(table)}
+      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`),
+    [partitionId, name, ownerKeys],
+  );
+  return r.rows;
+}
+
+/**
+ * Products or customers by business key, many at once (those the principal may see). With `fields`
+ * (API field names), only those columns are read besides the key, id, version and view group: a
+ * bulk run reads what its logic reads, not the 40 columns of each record.
+ */
+export async function masterRecords(
+  q: Queryable,
+  principal: Principal,
+  code: 'P' | 'C',
+  keys: readonly string[],
+  fields?: ReadonlySet<string>,
+): Promise<Map<string, Row>> {
+  const [table, keyColumn] = code === 'P' ? ['products', 'sku'] : ['customers', 'customer_id'];
+  const columns =
+    fields === undefined
+      ? '*'
+      : [
+          ...new Set([
+            'id',
+            'version',
+            keyColumn,
+            'user_group_view_details',
+            ...fieldsOf(code)
+              .filter((f) => fields.has(f.name))
+              .map((f) => f.column),
+          ]),
+        ]
+          .map(ident)
+          .join(', ');
+  const r = await q.query<Row>(
+    `SELECT ${columns} FROM ${ident(table)} WHERE partition_id = $1 AND ${ident(keyColumn)} = ANY($2::text[])`,
+    [principal.partitionId, keys],
+  );
+  return new Map(r.rows.filter((row) => visible(principal, row)).map((row) => [String(row[keyColumn]), row]));
+}
