@@ -1,0 +1,222 @@
+// Criteria stage 3, compile: ResolvedCriteria → an SQL boolean expression, every value through
+// params.add (with an explicit cast), every column through ident. Also a field as a typed SQL
+// expression (`typedColumn`, through the safe casts for typed values kept in text columns).
+
+import { ident, qualified, type Params } from '../../db/sql.ts';
+import type { FieldSpec, FieldType } from '../types.ts';
+import type { Anchor, Comparison } from './operators.ts';
+import { unreachable } from './parse.ts';
+import type { ResolvedCriteria, ResolvedLeaf, ResolvedNode } from './resolve.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3: compile. Every value goes through params.add, every column through ident.
+
+interface Ctx {
+  readonly params: Params;
+  readonly alias: string | undefined;
+  readonly strict: boolean;
+}
+
+export function compileCriteria(resolved: ResolvedCriteria, params: Params, alias?: string): string {
+  return compileNode(resolved.root, { params, alias, strict: resolved.strict });
+}
+
+function compileNode(node: ResolvedNode, ctx: Ctx): string {
+  switch (node.kind) {
+    case 'and':
+      return join(node.children, ' AND ', 'TRUE', ctx);
+    case 'or':
+      return join(node.children, ' OR ', 'FALSE', ctx);
+    case 'not': {
+      if (node.children.length === 0) return 'TRUE';
+      // NOT over a NULL is NULL, which would hide rows that match none of the children; in
+      // non-strict mode a NULL child therefore counts as false.
+      const parts = node.children.map((c) =>
+        ctx.strict ? compileNode(c, ctx) : `coalesce(${compileNode(c, ctx)}, false)`,
+      );
+      return `NOT (${parts.join(' OR ')})`;
+    }
+    case 'compare':
+      return compileCompare(node, ctx);
+    case 'like':
+      return compileLike(node, ctx);
+    case 'regexp': {
+      const a = column(node.field, ctx.alias).sql;
+      return `${a} ${node.ci ? '~*' : '~'} ${param(ctx, node.pattern, 'text')}`;
+    }
+    case 'set': {
+      const a = column(node.field, ctx.alias);
+      if (node.field.elements)
+        return negated(`${a.sql} && ${param(ctx, node.values, 'text[]')}`, node.negate, ctx);
+      // `= ANY($n)` rather than `IN (...)`: one parameter however long the list, the same statement
+      // text for every length, and an empty list is simply false.
+      const any = `${a.sql} = ANY(${param(ctx, node.values, `${a.type}[]`)})`;
+      return negated(node.withNull ? `(${any} OR ${a.sql} IS NULL)` : any, node.negate, ctx);
+    }
+    case 'null': {
+      const a = column(node.field, ctx.alias).sql;
+      // Only text can be empty; a typed value that does not parse is NULL already.
+      if (node.blank && node.field.type === 'string') {
+        return node.negate ? `(${a} IS NOT NULL AND ${a} <> '')` : `(${a} IS NULL OR ${a} = '')`;
+      }
+      return `${a} IS ${node.negate ? 'NOT ' : ''}NULL`;
+    }
+    default:
+      return unreachable(node);
+  }
+}
+
+function join(children: readonly ResolvedNode[], op: string, empty: string, ctx: Ctx): string {
+  const parts = children.map((c) => compileNode(c, ctx));
+  if (parts.length <= 1) return parts[0] ?? empty;
+  return `(${parts.join(op)})`;
+}
+
+/** Negation; outside strict mode a NULL test counts as "no match", so its negation matches
+ * (`notEqual x` finds the NULLs, as do notInSet and the not-text operators). */
+function negated(test: string, negate: boolean, ctx: Ctx): string {
+  if (!negate) return test;
+  return ctx.strict ? `NOT (${test})` : `NOT coalesce(${test}, false)`;
+}
+
+const SQL_CMP: Record<Comparison, string> = { eq: '=', lt: '<', le: '<=', gt: '>', ge: '>=' };
+
+/** Outside strict mode NULL sorts lowest (and equals NULL): what a comparison adds for NULL sides.
+ * `b` can only be NULL when it is a field; a value is never NULL here (resolve made it isNull). */
+const NULLS_LOW: Record<Comparison, (a: string, b: string, bNullable: boolean) => string | undefined> = {
+  eq: (a, b, bn) => (bn ? `(${a} IS NULL AND ${b} IS NULL)` : undefined),
+  lt: (a, b, bn) => (bn ? `(${a} IS NULL AND ${b} IS NOT NULL)` : `${a} IS NULL`),
+  le: (a) => `${a} IS NULL`,
+  gt: (a, b, bn) => (bn ? `(${a} IS NOT NULL AND ${b} IS NULL)` : undefined),
+  ge: (_a, b, bn) => (bn ? `${b} IS NULL` : undefined),
+};
+
+function compileCompare(leaf: Extract<ResolvedLeaf, { kind: 'compare' }>, ctx: Ctx): string {
+  const a = column(leaf.field, ctx.alias);
+  if (leaf.field.elements) {
+    // Resolve lets only `equals` / `notEqual` with a value through (see FieldSpec.elements).
+    const v = 'value' in leaf.rhs ? leaf.rhs.value : null;
+    return negated(`${param(ctx, v, 'text')} = ANY(${a.sql})`, leaf.negate, ctx);
+  }
+  const byField = 'other' in leaf.rhs;
+  const b = 'other' in leaf.rhs ? column(leaf.rhs.other, ctx.alias).sql : param(ctx, leaf.rhs.value, a.type);
+  const [l, r] = leaf.ci ? [`lower(${a.sql})`, `lower(${b})`] : [a.sql, b];
+  const test = `${l} ${SQL_CMP[leaf.cmp]} ${r}`;
+  const nulls = ctx.strict ? undefined : NULLS_LOW[leaf.cmp](a.sql, b, byField);
+  return negated(nulls === undefined ? test : `(${test} OR ${nulls})`, leaf.negate, ctx);
+}
+
+const LIKE_AFFIXES: Record<Anchor, readonly [string, string]> = {
+  whole: ['', ''],
+  start: ['', '%'],
+  end: ['%', ''],
+  anywhere: ['%', '%'],
+};
+
+/** `%`, `_` and `\` match themselves (the pattern escapes them for `ESCAPE '\'`). */
+const escapeLike = (s: string): string => s.replace(/[\\%_]/g, '\\$&');
+/** `*` any run, `?` one character, everything else itself. */
+const globToLike = (s: string): string =>
+  s.replace(/[\\%_*?]/g, (c) => (c === '*' ? '%' : c === '?' ? '_' : `\\${c}`));
+
+function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): string {
+  const a = column(leaf.field, ctx.alias).sql;
+  const [pre, post] = LIKE_AFFIXES[leaf.anchor];
+  let pattern: string;
+  if ('other' in leaf.rhs) {
+    // The other field's text escaped in SQL, as escapeLike does for values.
+    const b = column(leaf.rhs.other, ctx.alias).sql;
+    const escaped = `replace(replace(replace(${b}, '\\', '\\\\'), '%', '\\%'), '_', '\\_')`;
+    pattern = `(${[pre && `'${pre}'`, escaped, post && `'${post}'`].filter((s) => s !== '').join(' || ')})`;
+  } else {
+    const { value, glob } = leaf.rhs;
+    pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
+  }
+  // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
+  // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
+  // match on an indexed column adds the lower() test it implies (lower() maps character by character,
+  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides.
+  const lowered = `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
+  const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
+  const test = leaf.ci ? lowered : leaf.field.searchIndexed ? `(${lowered} AND ${exact})` : exact;
+  return negated(test, leaf.negate, ctx);
+}
+
+/** Parameters carry explicit casts, so PostgreSQL never guesses a type (or an operator). */
+function param(ctx: Ctx, value: unknown, type: string): string {
+  return `${ctx.params.add(value)}::${type}`;
+}
+
+const SQL_TYPE: Record<FieldType, string> = {
+  string: 'text',
+  integer: 'bigint',
+  decimal: 'numeric',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+  json: 'jsonb',
+};
+
+/** The safe cast of a text column holding a typed value (see migration 002_safe_casts.sql). Integers go
+ * through numeric so that a stored "10.0" is still ten. */
+const SAFE_CAST: Record<FieldType, { readonly fn: string; readonly type: string } | undefined> = {
+  string: undefined,
+  json: undefined,
+  integer: { fn: 'rc_try_numeric', type: 'numeric' },
+  decimal: { fn: 'rc_try_numeric', type: 'numeric' },
+  boolean: { fn: 'rc_try_boolean', type: 'boolean' },
+  date: { fn: 'rc_try_date', type: 'date' },
+  datetime: { fn: 'rc_try_timestamptz', type: 'timestamptz' },
+};
+
+/**
+ * A field as a typed SQL expression (a typed custom attribute through its safe cast), for modules
+ * that compose SQL over registry fields themselves (the query API's joins, groups and aggregates).
+ * Without an alias: the expression an index must have to serve the compiled criteria.
+ */
+export function typedColumn(
+  field: FieldSpec,
+  alias: string | undefined,
+): { readonly sql: string; readonly type: string } {
+  return column(field, alias);
+}
+
+/** A key of a jsonb map as an SQL literal; only plain names (logic element names) are accepted. */
+export function jsonKeyLiteral(key: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,99}$/.test(key)) throw new Error(`bad json key ${JSON.stringify(key)}`);
+  return `'${key}'`;
+}
+
+/** A field as a typed SQL expression, with the SQL type its parameters are cast to. */
+function column(
+  field: FieldSpec,
+  alias: string | undefined,
+): { readonly sql: string; readonly type: string } {
+  const col = alias === undefined ? ident(field.column) : qualified(alias, field.column);
+  if (field.jsonKey !== undefined) {
+    const key = jsonKeyLiteral(field.jsonKey);
+    const text = `(${col} ->> ${key})`;
+    const v = `(${col} -> ${key})`;
+    // JSON numbers and booleans convert directly (inline, ~5× cheaper than the plpgsql safe cast);
+    // anything else of another JSON type is NULL, a number kept as text goes through the safe cast.
+    if (field.type === 'decimal' || field.type === 'integer')
+      return {
+        sql: `(CASE jsonb_typeof(${v}) WHEN 'number' THEN ${v}::numeric WHEN 'string' THEN rc_try_numeric(${text}) END)`,
+        type: 'numeric',
+      };
+    if (field.type === 'boolean')
+      return { sql: `(CASE jsonb_typeof(${v}) WHEN 'boolean' THEN ${v}::boolean END)`, type: 'boolean' };
+    const typed = SAFE_CAST[field.type];
+    return typed ? { sql: `${typed.fn}(${text})`, type: typed.type } : { sql: text, type: 'text' };
+  }
+  const cast = field.storedAsText ? SAFE_CAST[field.type] : undefined;
+  return cast ? { sql: `${cast.fn}(${col})`, type: cast.type } : { sql: col, type: SQL_TYPE[field.type] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safe casts for typed values kept in text columns (custom attributes). A stored value that does
+// not parse is NULL, never an error that would fail the whole query. A regular expression screens
+// the obvious non-values first, so the exception block (a subtransaction) runs only for candidates
+// such as 2024-02-30 or 1e999999. Only ISO forms are read, which keeps each function's result
+// independent of DateStyle and TimeZone, so IMMUTABLE is honest; a date-time without an offset is
+// UTC, as in toDatetime above. Runs on PostgreSQL 15+ and PGlite; migration 002_safe_casts.sql creates them.

@@ -1,0 +1,134 @@
+// Criteria stage 1, parse: JSON (AdvancedCriteria or simple criteria) → CriteriaTree. Checks the
+// shape only (operators by name, nesting depth, criteria count); field names and values stay as given
+// until resolve. Also the small value guards and `show` that the later stages share.
+
+import { validationError } from '../../http/errors.ts';
+import { isOperator, type Operator } from './operators.ts';
+
+/** Nesting levels and leaf count a filter may have; beyond them a -4, never a deep recursion. */
+export const MAX_CRITERIA_DEPTH = 32;
+export const MAX_CRITERIA = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: parse. Checks the shape only; field names and values stay as given until resolve.
+
+export type LogicalOperator = 'and' | 'or' | 'not';
+export type TextMatchStyle = 'exact' | 'exactCase' | 'substring' | 'startsWith';
+export type Scalar = string | number | boolean | null;
+
+export type CriteriaNode =
+  | { readonly kind: LogicalOperator; readonly children: readonly CriteriaNode[] }
+  | LeafNode
+  /** One key of simple criteria: equality (or a text match) against any of `values`. */
+  | {
+      readonly kind: 'match';
+      readonly fieldName: string;
+      readonly values: readonly Scalar[];
+      readonly style: TextMatchStyle;
+    };
+
+export interface LeafNode {
+  readonly kind: 'leaf';
+  readonly fieldName: string;
+  readonly operator: Operator;
+  readonly value: unknown;
+  readonly start: unknown;
+  readonly end: unknown;
+}
+
+export interface CriteriaTree {
+  /** strictSQLFiltering of the top-level criteria, inherited by every node. */
+  readonly strict: boolean;
+  readonly root: CriteriaNode;
+}
+
+type Obj = Readonly<Record<string, unknown>>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isArray = (v: unknown): v is readonly unknown[] => Array.isArray(v);
+export const isMissing = (v: unknown): v is null | undefined => v === null || v === undefined;
+const isScalar = (v: unknown): v is Scalar =>
+  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+/** A value quoted for a message, cut short so a hostile input cannot bloat the response. */
+export function show(v: unknown): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+const TEXT_MATCH_STYLES: readonly TextMatchStyle[] = ['exact', 'exactCase', 'substring', 'startsWith'];
+const isTextMatchStyle = (s: string): s is TextMatchStyle =>
+  (TEXT_MATCH_STYLES as readonly string[]).includes(s);
+const MATCH_ALL: CriteriaNode = { kind: 'and', children: [] };
+
+export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: string } = {}): CriteriaTree {
+  const style = opts.textMatchStyle ?? 'exact';
+  if (!isTextMatchStyle(style)) {
+    throw validationError('textMatchStyle', `must be one of ${TEXT_MATCH_STYLES.join(', ')}`);
+  }
+  if (isMissing(input)) return { strict: false, root: MATCH_ALL };
+  if (!isObject(input)) throw validationError('criteria', 'criteria must be an object');
+  const budget = { nodes: 0 };
+  // Simple criteria are `{field: value}`; anything that looks like a criterion is advanced, so a
+  // malformed advanced filter is reported instead of being read as fields called "operator" etc.
+  const advanced =
+    Object.hasOwn(input, '_constructor') ||
+    Object.hasOwn(input, 'criteria') ||
+    (Object.hasOwn(input, 'fieldName') && Object.hasOwn(input, 'operator'));
+  if (!advanced) return { strict: false, root: parseSimple(input, style, budget) };
+  const strict = input.strictSQLFiltering ?? false;
+  if (typeof strict !== 'boolean') throw validationError('strictSQLFiltering', 'must be true or false');
+  return { strict, root: parseNode(input, 1, budget) };
+}
+
+function countNode(budget: { nodes: number }): void {
+  if (++budget.nodes > MAX_CRITERIA) {
+    throw validationError('criteria', `too many criteria (at most ${MAX_CRITERIA})`);
+  }
+}
+
+function parseNode(obj: Obj, depth: number, budget: { nodes: number }): CriteriaNode {
+  if (depth > MAX_CRITERIA_DEPTH) {
+    throw validationError('criteria', `criteria nested too deeply (at most ${MAX_CRITERIA_DEPTH} levels)`);
+  }
+  countNode(budget);
+  if (Object.hasOwn(obj, '_constructor') && obj._constructor !== 'AdvancedCriteria') {
+    throw validationError('criteria', `unknown _constructor ${show(obj._constructor)}`);
+  }
+  if (!Object.hasOwn(obj, 'criteria')) return parseLeaf(obj);
+  const { operator, criteria } = obj;
+  if (operator !== 'and' && operator !== 'or' && operator !== 'not') {
+    throw validationError('criteria', `unknown logical operator ${show(operator)} (use and, or, not)`);
+  }
+  if (!isArray(criteria)) throw validationError('criteria', '"criteria" must be an array');
+  const children = criteria.map((child) => {
+    if (!isObject(child)) throw validationError('criteria', 'each criterion must be an object');
+    return parseNode(child, depth + 1, budget);
+  });
+  return { kind: operator, children };
+}
+
+function parseLeaf(obj: Obj): LeafNode {
+  const { fieldName, operator } = obj;
+  if (typeof fieldName !== 'string' || fieldName === '') {
+    throw validationError('criteria', 'a criterion needs a "fieldName", or "criteria" for a group');
+  }
+  if (typeof operator !== 'string') throw validationError(fieldName, '"operator" must be a string');
+  if (!isOperator(operator)) throw validationError(fieldName, `unknown operator ${show(operator)}`);
+  return { kind: 'leaf', fieldName, operator, value: obj.value, start: obj.start, end: obj.end };
+}
+
+function parseSimple(obj: Obj, style: TextMatchStyle, budget: { nodes: number }): CriteriaNode {
+  const children = Object.entries(obj).map(([fieldName, value]): CriteriaNode => {
+    countNode(budget);
+    const values = isArray(value) ? value : [value];
+    if (!values.every(isScalar)) {
+      throw validationError(fieldName, 'a value must be text, a number, a boolean, null or an array of them');
+    }
+    return { kind: 'match', fieldName, values, style };
+  });
+  return { kind: 'and', children };
+}
+
+export function unreachable(x: never): never {
+  throw new Error(`unhandled criteria node: ${JSON.stringify(x)}`);
+}
