@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { admin, assertError, assertOk, send, slotWith } from '../jobs/helpers.ts';
-import { removeOrphanFiles } from '../../src/modules/files/attachments.ts';
+import { removeOrphanFiles } from '../../src/modules/files/orphan-files.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 
 const json = { 'content-type': 'application/json' };

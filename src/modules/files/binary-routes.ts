@@ -13,14 +13,13 @@ import {
   attachmentView,
   deleteAttachment,
   listAttachments,
-  productImage,
   readableAttachment,
   replaceAttachment,
-  setProductImage,
   storedFileOf,
   updateAttachment,
   type AttachmentChange,
 } from './attachments.ts';
+import { productImage, setProductImage } from './product-images.ts';
 import { sendFile } from './download.ts';
 
 const one = { response: { 200: envelopeSchema() } };

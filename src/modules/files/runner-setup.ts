@@ -11,7 +11,7 @@ import { JobRunner, type JobKinds, type RunnerOptions } from '../../jobs/runner.
 import { LOADDATA_FILE, loadFileJobKind } from './loadfile-job.ts';
 import { closeAbandonedLoads } from './upload-status.ts';
 import { removeExpiredSlots } from './slots.ts';
-import { removeOrphanFiles } from './attachments.ts';
+import { removeOrphanFiles } from './orphan-files.ts';
 import { INDEX_SYNC, indexSyncJobKind } from '../admin/indexes.ts';
 import { DCR_SUBMIT, dcrSubmitJobKind } from '../dcr/apply.ts';
 import { REBATERECORD, rebateRecordJobKind } from '../rebates/submit.ts';
