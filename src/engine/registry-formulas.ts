@@ -6,9 +6,8 @@
 
 import { AppError, type FieldErrors } from '../http/errors.ts';
 import { LOGIC_FUNCTIONS } from '../logic/functions/registry.ts';
-import { ROUND_MODES } from '../logic/functions/math.ts';
 import { compileLogic, NATURES } from '../logic/logic.ts';
-import { ENDING_RULES, endingProblem } from '../logic/rounding.ts';
+import { ENDING_RULES, endingProblem, ROUND_MODES } from '../logic/rounding.ts';
 import type { TypeDef } from './types.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';

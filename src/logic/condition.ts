@@ -4,7 +4,8 @@
 // time limits as logics. Compile once, evaluate many times.
 
 import { AppError } from '../http/errors.ts';
-import { DEFAULT_LIMITS, EvalError, LimitError, newElementState, type Env, type LogicLimits } from './env.ts';
+import { DEFAULT_LIMITS, newElementState, type Env, type LogicLimits } from './env.ts';
+import { EvalError, LimitError } from './failures.ts';
 import { checkExpression, emptyReads } from './expression/check.ts';
 import { compile, type Closure } from './expression/compile.ts';
 import { ExpressionError, parseExpression } from './expression/parse.ts';

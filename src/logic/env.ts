@@ -2,6 +2,7 @@
 // results, inputs, records, the target date), the data port through which look-ups reach prefetched
 // rows, and the optional explanation trace. Pure types and small helpers; no I/O here.
 
+import { LimitError } from './failures.ts';
 import type { RoundingPolicy } from './rounding.ts';
 import type { LogicDate, RecordValue, Value } from './values.ts';
 
@@ -11,22 +12,6 @@ export interface LogicLimits {
   readonly maxMs: number;
 }
 export const DEFAULT_LIMITS: LogicLimits = { maxSteps: 100_000, maxMs: 1_000 };
-
-/** A failure of one element at run time (bad value, division by zero...): the element's CRITICAL alert. */
-export class EvalError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'EvalError';
-  }
-}
-
-/** A step or time limit was hit: the whole evaluation stops. */
-export class LimitError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'LimitError';
-  }
-}
 
 /** Data a collecting pass found missing; the evaluator loads these set-based and runs again. */
 export type DataRequest =

@@ -3,10 +3,9 @@
 // with a CRITICAL alert and the later elements go on; a limit stops the whole evaluation. Element
 // rounding policies are applied here. With `explain`, each element also records what it read.
 
+import { EvalError, LimitError } from './failures.ts';
 import {
   addWarning,
-  EvalError,
-  LimitError,
   newElementState,
   traceEntry,
   type DataPort,

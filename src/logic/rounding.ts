@@ -2,8 +2,27 @@
 // the price onto an ending such as .99, .95 or 9.90 — to the nearest such price, or up, or down.
 // Pure decimal arithmetic; the explanation shows the policy and the value before and after.
 
-import { roundTo, ROUND_MODES, type RoundMode } from './functions/math.ts';
 import { D, type Dec } from './values.ts';
+
+/** The rounding modes of policies and of round(x, places, mode), as decimal.js rounding constants. */
+export const ROUND_MODES = {
+  HALF_UP: D.ROUND_HALF_UP,
+  HALF_DOWN: D.ROUND_HALF_DOWN,
+  HALF_EVEN: D.ROUND_HALF_EVEN,
+  UP: D.ROUND_UP,
+  DOWN: D.ROUND_DOWN,
+  CEILING: D.ROUND_CEIL,
+  FLOOR: D.ROUND_FLOOR,
+} as const;
+export type RoundMode = keyof typeof ROUND_MODES;
+
+export function isRoundMode(m: string): m is RoundMode {
+  return Object.hasOwn(ROUND_MODES, m);
+}
+
+export function roundTo(x: Dec, places: number, mode: RoundMode): Dec {
+  return x.toDecimalPlaces(places, ROUND_MODES[mode]);
+}
 
 export const ENDING_RULES = ['NEAREST', 'UP', 'DOWN'] as const;
 export type EndingRule = (typeof ENDING_RULES)[number];
@@ -85,5 +104,3 @@ export function applyPolicy(x: Dec, p: RoundingPolicy): Dec {
   const stepped = roundToStep(x, p.step, p.mode);
   return p.priceEnding ? applyEnding(stepped, p.priceEnding, p.endingRule) : stepped;
 }
-
-export { roundTo };

@@ -2,8 +2,13 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyEnding, applyPolicy, roundToStep, type RoundingPolicy } from '../../src/logic/rounding.ts';
-import { ROUND_MODES } from '../../src/logic/functions/math.ts';
+import {
+  applyEnding,
+  applyPolicy,
+  ROUND_MODES,
+  roundToStep,
+  type RoundingPolicy,
+} from '../../src/logic/rounding.ts';
 import { D } from '../../src/logic/values.ts';
 
 test('price endings go to the nearest (ties up), up or down', () => {

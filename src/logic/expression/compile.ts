@@ -2,7 +2,8 @@
 // closure does one thing on logic values and counts a step, so hostile text can only ever run the
 // operations this file names, within the step and time limits of `env`.
 
-import { EvalError, step, type Env } from '../env.ts';
+import { step, type Env } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { asDec, compareValues, RecordValue, staticTypeOf, valuesEqual, type Value } from '../values.ts';
 import type { Checked } from './check.ts';
 import type { BinaryOp } from './parse.ts';

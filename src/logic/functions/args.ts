@@ -1,7 +1,8 @@
 // Argument helpers shared by the built-in functions: typed reads with a clear run-time message, and
 // the "null in, null out" rule (a missing value propagates instead of failing the element).
 
-import { EvalError, step, type Env } from '../env.ts';
+import { step, type Env } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { asDec, LogicDate, parseIsoDate, staticTypeOf, textOf, type Dec, type Value } from '../values.ts';
 import type { CallSite } from './types.ts';
 

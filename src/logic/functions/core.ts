@@ -1,7 +1,8 @@
 // General built-ins: null tests, record field access, and the element alerts (`warning`, `critical`)
 // that end up in the result object's `warnings`, `alertType` and `alertMessage`.
 
-import { addWarning, EvalError } from '../env.ts';
+import { addWarning } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { RecordValue, textOf } from '../values.ts';
 import { text } from './args.ts';
 import { fn, type FnDef } from './types.ts';

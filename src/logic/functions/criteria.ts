@@ -3,7 +3,7 @@
 // runs once per request, never once per row. Field names and operators are checked by the compiler
 // (a -4 naming the field), exactly as in a client's own filter.
 
-import { EvalError } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { CriteriaValue, toJson, type Value } from '../values.ts';
 import { spread, text } from './args.ts';
 import { fn, type CallSite, type FnDef } from './types.ts';

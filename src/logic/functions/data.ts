@@ -7,7 +7,7 @@ import { addWarning, traceEntry } from '../env.ts';
 import { applyPolicy } from '../rounding.ts';
 import { LogicDate, toJson, type Value } from '../values.ts';
 import { date, num, text } from './args.ts';
-import { roundTo } from './math.ts';
+import { roundTo } from '../rounding.ts';
 import { fn, type CallSite, type FnDef } from './types.ts';
 
 function keysOf(args: readonly Value[], from: number): Value[] {

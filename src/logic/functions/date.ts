@@ -1,7 +1,7 @@
 // Date built-ins on calendar days (UTC, no time of day). The only clocks a logic sees are
 // `targetDate` and `today()`, both fixed for the whole evaluation.
 
-import { EvalError } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { D, LogicDate, parseIsoDate } from '../values.ts';
 import { date, int, text } from './args.ts';
 import { fn, type FnDef } from './types.ts';

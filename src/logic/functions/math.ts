@@ -1,29 +1,11 @@
 // Arithmetic built-ins: rounding with an explicit mode, floor/ceil, abs, min/max, sum/avg/count.
 // All decimal; null arguments give null (min/max/sum/avg skip nulls, as a spreadsheet does).
 
-import { EvalError } from '../env.ts';
+import { EvalError } from '../failures.ts';
+import { isRoundMode, roundTo, ROUND_MODES, type RoundMode } from '../rounding.ts';
 import { compareValues, D, type Dec, type Value } from '../values.ts';
 import { int, num, spread, text } from './args.ts';
 import { fn, type CallSite, type FnDef } from './types.ts';
-
-export const ROUND_MODES = {
-  HALF_UP: D.ROUND_HALF_UP,
-  HALF_DOWN: D.ROUND_HALF_DOWN,
-  HALF_EVEN: D.ROUND_HALF_EVEN,
-  UP: D.ROUND_UP,
-  DOWN: D.ROUND_DOWN,
-  CEILING: D.ROUND_CEIL,
-  FLOOR: D.ROUND_FLOOR,
-} as const;
-export type RoundMode = keyof typeof ROUND_MODES;
-
-export function isRoundMode(m: string): m is RoundMode {
-  return Object.hasOwn(ROUND_MODES, m);
-}
-
-export function roundTo(x: Dec, places: number, mode: RoundMode): Dec {
-  return x.toDecimalPlaces(places, ROUND_MODES[mode]);
-}
 
 function modeArg(args: readonly Value[], i: number, site: CallSite): RoundMode {
   const m = text(args, i, site) ?? 'HALF_UP';

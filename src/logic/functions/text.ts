@@ -1,6 +1,6 @@
 // Text built-ins. Offsets are 0-based; results are capped so that no expression can build huge text.
 
-import { EvalError } from '../env.ts';
+import { EvalError } from '../failures.ts';
 import { D, textOf } from '../values.ts';
 import { int, spread, text } from './args.ts';
 import { fn, type FnDef } from './types.ts';

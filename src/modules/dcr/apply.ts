@@ -19,7 +19,7 @@ import { whileSubmitting } from './approval.ts';
 import { DCR_SUBMIT, SUBMIT_PARAM, applyByJob, applyWithin, queueApply } from './applytx.ts';
 import { dcrRecord } from './service.ts';
 import * as store from './store.ts';
-import type { Written } from './write.ts';
+import type { Written } from './staged.ts';
 
 type Obj = Record<string, unknown>;
 

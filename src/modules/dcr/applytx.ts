@@ -20,7 +20,8 @@ import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
 import * as store from './store.ts';
 import { findTargets, inTransaction, mayEdit, metaVersionOf, writerFor } from './target.ts';
-import { writeItems, type Written } from './write.ts';
+import type { Written } from './staged.ts';
+import { writeItems } from './write.ts';
 
 export const DCR_SUBMIT = 'DCR_SUBMIT';
 

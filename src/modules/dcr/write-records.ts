@@ -16,7 +16,7 @@ import { toAppError } from '../../http/envelope.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
 import type { MassOpRow } from './store.ts';
 import { keyFieldsOf } from './target.ts';
-import type { StagedRecord, Written } from './write.ts';
+import type { StagedRecord, Written } from './staged.ts';
 
 type Obj = Record<string, unknown>;
 

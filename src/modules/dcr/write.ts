@@ -14,28 +14,8 @@ import type { TypeDef } from '../../engine/registry.ts';
 import { isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
 import type { MassOpRow } from './store.ts';
+import type { StagedRecord, Written } from './staged.ts';
 import { applyMassOps, writeRecordByRecord } from './write-records.ts';
-
-/** One record to write: a DCR item or the grouped changes of an import. */
-export interface StagedRecord {
-  /** Names it in errors (`7.DCRI`, `change 12.IMC`). */
-  readonly ref: string;
-  readonly change_type: 'ADD' | 'UPDATE' | 'DELETE';
-  readonly target_id: number | null;
-  /** UPDATE/DELETE of a DCR item: the target's version as proposed on. */
-  readonly target_version?: number | null;
-  readonly target_key: readonly string[];
-  readonly proposed: Readonly<Record<string, unknown>>;
-  /** UPDATE: the target's values as proposed on (= its current values: locked, version checked). */
-  readonly original: Readonly<Record<string, unknown>> | null;
-}
-
-export interface Written {
-  readonly added: number;
-  readonly updated: number;
-  readonly deleted: number;
-  readonly massEdited: number;
-}
 
 /**
  * One row per ADD/UPDATE item over the union of proposed fields. An UPDATE row fills the fields it

@@ -8,7 +8,8 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
-import { LimitError, type LogicLimits } from '../../logic/env.ts';
+import type { LogicLimits } from '../../logic/env.ts';
+import { LimitError } from '../../logic/failures.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';

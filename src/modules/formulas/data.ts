@@ -7,7 +7,8 @@
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
 import { findConditionRecords, type ConditionRecordItem } from '../conditionrecords/lookup.ts';
-import { EvalError, type DataPort, type FoundRow } from '../../logic/env.ts';
+import type { DataPort, FoundRow } from '../../logic/env.ts';
+import { EvalError } from '../../logic/failures.ts';
 import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import type { RoundingPolicy } from '../../logic/rounding.ts';

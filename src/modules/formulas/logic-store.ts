@@ -7,8 +7,13 @@ import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
-import { isRoundMode, type RoundMode } from '../../logic/functions/math.ts';
-import { ENDING_RULES, type EndingRule, type RoundingPolicy } from '../../logic/rounding.ts';
+import {
+  ENDING_RULES,
+  isRoundMode,
+  type EndingRule,
+  type RoundingPolicy,
+  type RoundMode,
+} from '../../logic/rounding.ts';
 import { D } from '../../logic/values.ts';
 import type { TableMeta } from './lookup-store.ts';
 import { fieldsOf, visible } from './master-store.ts';

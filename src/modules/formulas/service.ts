@@ -6,7 +6,8 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { LimitError, type LogicLimits } from '../../logic/env.ts';
+import type { LogicLimits } from '../../logic/env.ts';
+import { LimitError } from '../../logic/failures.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
 import { LOGIC_FUNCTIONS } from '../../logic/functions/registry.ts';
 import { compileLogic, type CompiledLogic, type InputDef } from '../../logic/logic.ts';

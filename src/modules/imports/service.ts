@@ -30,7 +30,8 @@ import {
   mayEdit,
   resolveTargetType,
 } from '../dcr/target.ts';
-import { writeItems, type StagedRecord } from '../dcr/write.ts';
+import type { StagedRecord } from '../dcr/staged.ts';
+import { writeItems } from '../dcr/write.ts';
 import { chunked, rowsOf } from '../files/rows.ts';
 import { findFilledSlotOrFail } from '../files/slots.ts';
 import * as store from './store.ts';
