@@ -1,0 +1,201 @@
+// Bulk loads, stage 3, the SQL of a chunk, built once per call from the plan (identifiers from the
+// registry only): the temporary staging table, the CSV lines COPY fills it with, then the set-based
+// UPDATE of the matches and INSERT ... ON CONFLICT of the rest, each with its record history.
+
+import type { Principal } from '../../access/access.ts';
+import { Params, ident, qualified } from '../../db/sql.ts';
+import { rowScope, type TypeContext } from '../context.ts';
+import { historyCte, withHistory } from '../history.ts';
+import type { Stored } from './check.ts';
+import type { LoadPlan } from './plan.ts';
+
+export const STAGE = 'rc_load_stage';
+const ROWNUM = 'rownum';
+
+// ---------------------------------------------------------------------------------------------
+// CSV for COPY
+
+/**
+ * One CSV line: `prefix` (numbers: the row number, or partition and audit ids) then every non-null
+ * value quoted (quotes doubled); NULL is an unquoted empty field.
+ */
+export function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
+  let line = typeof prefix === 'number' ? String(prefix) : prefix.join(',');
+  for (const v of values) {
+    line += ',';
+    if (v === null) continue;
+    // checkValue refuses NUL, which no PostgreSQL text can hold.
+    const text = typeof v === 'string' ? v : String(v);
+    line += `"${text.replaceAll('"', '""')}"`;
+  }
+  return line;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merge: the SQL of one chunk (built once per call; identifiers from the registry only)
+
+/** A statement of the merge; with `rowsParam`, `$1` is the chunk's row numbers it works on. */
+export interface Stmt {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+  readonly rowsParam: boolean;
+}
+
+export function paramsOf(stmt: Stmt, rows: readonly number[]): readonly unknown[] {
+  return stmt.rowsParam ? [rows, ...stmt.params.slice(1)] : stmt.params;
+}
+
+export interface MergeSql {
+  readonly create: string;
+  readonly columns: readonly string[];
+  /** Statistics for the join of the update (a fresh temp table has none). */
+  readonly analyze: boolean;
+  /** Join mode: the matches the principal may edit get the header columns (RETURNING rownum). */
+  readonly update: Stmt | undefined;
+  /** The given rows as new records (RETURNING rownum); absent when the header lacks a key field. */
+  readonly insert: Stmt | undefined;
+  /** Of the given rows, those matching a record the principal may not edit (user groups). */
+  readonly matched: Stmt | undefined;
+}
+
+export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal): MergeSql {
+  const { type } = plan;
+  const table = ident(type.table);
+  const stage = ident(STAGE);
+  const rownum = ident(ROWNUM);
+  const cols = plan.header.map((f) => f.column);
+  if (cols.includes(ROWNUM)) throw new Error(`${type.table} has a column named ${ROWNUM}`);
+  const joinCols = plan.join.map((i) => cols[i]!);
+  const keyCols = type.businessKey.map((k) => type.fields.find((f) => f.name === k)!.column);
+  const joinMatch = joinCols.map((c) => `${qualified('t', c)} = ${qualified('s', c)}`).join(' AND ');
+  // Can a match be one the principal may not edit? Only through user groups, for a non-admin; else
+  // "matched" and "updated" are the same rows and the insert needs no anti-join.
+  const restricted = (type.userGroups || type.scopedBy !== undefined) && !principal.admin;
+
+  // Column types of the staging table = those of the target (CTAS copies no constraints), so COPY
+  // parses each value as the column's type and the merge needs no casts.
+  const create = `CREATE TEMP TABLE ${stage} ON COMMIT DROP AS
+    SELECT NULL::int AS ${rownum}, ${cols.map((c) => qualified('t', c)).join(', ')}
+      FROM ${table} t WITH NO DATA`;
+
+  // A record of the partition matching the join fields, whether or not the principal may edit it.
+  const matchExists = (p: Params) =>
+    `EXISTS (SELECT 1 FROM ${table} t WHERE t.partition_id = ${p.add(principal.partitionId)}::bigint${
+      type.fixed ? ` AND ${qualified('t', type.fixed.column)} = ${p.add(type.fixed.value)}::text` : ''
+    } AND ${joinMatch})`;
+
+  let update: Stmt | undefined;
+  let matched: Stmt | undefined;
+  if (joinCols.length > 0) {
+    const p = new Params();
+    const sets = plan.header
+      .filter((f, i) => !f.key && !plan.join.includes(i))
+      .map((f) => `${ident(f.column)} = ${qualified('s', f.column)}`);
+    sets.push(
+      'version = t.version + 1',
+      'last_update_at = now()',
+      `last_update_by = ${p.add(principal.userId)}`,
+    );
+    if (type.deleteMode === 'soft' && plan.replaceSoftDeleted) {
+      // Replaced, not restored: what the row does not carry is emptied on soft-deleted matches.
+      for (const f of type.fields) {
+        if (f.system || f.key || plan.header.includes(f)) continue;
+        sets.push(`${ident(f.column)} = CASE WHEN t.deleted_at IS NULL THEN t.${ident(f.column)} END`);
+      }
+    }
+    if (type.deleteMode === 'soft') sets.push('deleted_at = NULL'); // a soft-deleted match is restored
+    const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
+    // With its record history (src/engine/history.ts): old values from the statement's snapshot.
+    update = {
+      sql: withHistory(
+        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${scope} AND ${joinMatch}`,
+        {
+          tc: base,
+          principal,
+          params: p,
+          kind: 'write',
+          // Only the header's fields can change (all of them when soft-deleted matches are replaced).
+          changing: plan.replaceSoftDeleted ? undefined : plan.header.map((f) => f.name),
+        },
+        `w.${rownum}`,
+        `s.${rownum}`,
+      ),
+      params: p.values,
+      rowsParam: false,
+    };
+    if (restricted) {
+      const m = new Params();
+      const rows = m.add(null);
+      matched = {
+        sql: `SELECT s.${rownum} FROM ${stage} s WHERE s.${rownum} = ANY(${rows}::int[]) AND ${matchExists(m)}`,
+        params: m.values,
+        rowsParam: true,
+      };
+    }
+  }
+
+  let insert: Stmt | undefined;
+  if (plan.missingForInsert === undefined) {
+    const p = new Params();
+    const where: string[] = [];
+    if (joinCols.length > 0) {
+      // Only the rows the update did not take; a row matching a record the principal may not
+      // edit must not become a new record either.
+      where.push(`s.${rownum} = ANY(${p.add(null)}::int[])`);
+      if (restricted) where.push(`NOT ${matchExists(p)}`);
+    }
+    const values = [`${p.add(principal.partitionId)}::bigint`];
+    const targetCols = ['partition_id'];
+    if (type.fixed) {
+      targetCols.push(type.fixed.column);
+      values.push(`${p.add(type.fixed.value)}::text`);
+    }
+    const uid = `${p.add(principal.userId)}::bigint`;
+    targetCols.push('created_by', 'last_update_by', ...cols);
+    values.push(uid, uid, ...cols.map((c) => qualified('src', c)));
+    const distinct = keyCols.map((c) => qualified('s', c)).join(', ');
+    const conflictTarget = ['partition_id', ...type.uniqueColumns].map(ident).join(', ');
+    let conflict = 'DO NOTHING';
+    if (type.deleteMode === 'soft') {
+      // As /add: a new row for the key of a soft-deleted record replaces that record whole.
+      const replace = type.fields
+        .filter((f) => !f.system && !f.key)
+        .map((f) => `${ident(f.column)} = EXCLUDED.${ident(f.column)}`);
+      replace.push(
+        'deleted_at = NULL',
+        'version = t.version + 1',
+        'last_update_at = now()',
+        'last_update_by = EXCLUDED.last_update_by',
+      );
+      const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
+      conflict = `DO UPDATE SET ${replace.join(', ')} WHERE t.deleted_at IS NOT NULL AND ${scope}`;
+    }
+    const keyJoin = keyCols.map((c) => `${qualified('ins', c)} = ${qualified('src', c)}`).join(' AND ');
+    const insertFrom = (source: string) =>
+      `INSERT INTO ${table} AS t (${targetCols.map(ident).join(', ')})
+       SELECT ${values.join(', ')} FROM ${source}
+       ON CONFLICT (${conflictTarget}) ${conflict}
+       RETURNING t.*`;
+    const history = historyCte('h', 'ins', { tc: base, principal, params: p, kind: 'write' });
+    // INSERT ... RETURNING cannot name the staging row, so the inserted keys are joined back to it.
+    // Without join fields the keys of the stage are unique already (checked in JS), and its rows
+    // are in row order as COPY wrote them. With join fields, DISTINCT ON the business key: of rows
+    // sharing a new key the first is inserted and the others are duplicates (ON CONFLICT never
+    // meets the same key twice in one command).
+    const sql =
+      joinCols.length === 0
+        ? `WITH ins AS (${insertFrom(`${stage} src`)}), ${history}
+           SELECT src.${rownum} FROM ${stage} src JOIN ins ON ${keyJoin}`
+        : `WITH src AS (
+             SELECT DISTINCT ON (${distinct}) s.* FROM ${stage} s WHERE ${where.join(' AND ')}
+              ORDER BY ${distinct}, s.${rownum}
+           ), ins AS (${insertFrom(`(SELECT * FROM src ORDER BY src.${rownum}) src`)}), ${history}
+           SELECT src.${rownum} FROM src JOIN ins ON ${keyJoin}`;
+    insert = {
+      sql,
+      params: p.values,
+      rowsParam: joinCols.length > 0,
+    };
+  }
+  return { create, columns: [ROWNUM, ...cols], analyze: joinCols.length > 0, update, insert, matched };
+}

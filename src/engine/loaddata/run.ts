@@ -1,0 +1,316 @@
+// Bulk loads, stage 4, run: the whole flow of a load (`loadData`, `loadDataStream`): permission,
+// plan, then chunk by chunk check in JS and write in one transaction (COPY straight into the table
+// when no key exists yet, else the staged merge); counts and row errors, capped, in the LoadResult.
+
+import type { Principal } from '../../access/access.ts';
+import type { Db, Tx } from '../../db/db.ts';
+import { Params, ident, qualified } from '../../db/sql.ts';
+import { AppError } from '../../http/errors.ts';
+import { DeadlineError } from '../../db/deadline.ts';
+import { loadTypeContext, type TypeContext } from '../context.ts';
+import { requireAccess } from '../access-check.ts';
+import { historyCte, historyEnabled } from '../history.ts';
+import type { FieldDef, TypeDef } from '../registry.ts';
+import { wroteRows } from '../statistics.ts';
+import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
+import { Contexts, checkChunk, nameOf, type RowError, type ValidRow } from './check.ts';
+import { STAGE, buildMergeSql, csvLine, paramsOf, type MergeSql } from './merge-sql.ts';
+
+export interface LoadResult {
+  readonly inserted: number;
+  readonly updated: number;
+  readonly invalid: number;
+  readonly total: number;
+  readonly errors: readonly RowError[];
+  readonly errorsTruncated: boolean;
+}
+
+export interface LoadLimits {
+  /** Most rows in one call (config `maxBatchRows`). */
+  readonly maxBatchRows: number;
+  /** Rows per transaction; 10,000 unless given. */
+  readonly chunkRows?: number;
+  /** Most row errors listed in the answer (all are counted); 1,000 unless given. */
+  readonly maxErrors?: number;
+  /** Told about a chunk whose SQL failed (the route logs it; the answer holds no SQL text). */
+  readonly onChunkError?: (err: unknown, firstRow: number, lastRow: number) => void;
+}
+
+const CHUNK_ROWS = 10_000;
+const MAX_ERRORS = 1_000;
+
+// ---------------------------------------------------------------------------------------------
+// Run: the whole flow of a load
+
+/** Row errors in row order, at most `cap` of them listed, all of them counted. */
+class ErrorList {
+  readonly listed: RowError[] = [];
+  count = 0;
+  private readonly cap: number;
+
+  constructor(cap: number) {
+    this.cap = cap;
+  }
+
+  /** Errors of one chunk; chunks come in row order, so the list stays sorted. */
+  addChunk(errors: RowError[]): void {
+    this.count += errors.length;
+    errors.sort((a, b) => a.row - b.row);
+    for (const e of errors) {
+      if (this.listed.length >= this.cap) return;
+      this.listed.push(e);
+    }
+  }
+}
+
+interface ChunkOutcome {
+  readonly updated: number;
+  readonly inserted: number;
+  readonly errors: RowError[];
+}
+
+/**
+ * `/loaddata/{TC}`: permission, plan, then chunk by chunk: check in JS, merge in one transaction.
+ * Counts are exact (`invalid` = every row not written); `errors` lists the first `maxErrors`.
+ */
+export async function loadData(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  body: LoadBody,
+  limits: LoadLimits,
+): Promise<LoadResult> {
+  requireAccess(principal, type.access.write);
+  const plan = planLoad(type, body, limits.maxBatchRows);
+  const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
+  function* chunks() {
+    for (let start = 0; start < body.data.length; start += chunkRows) {
+      yield body.data.slice(start, start + chunkRows);
+    }
+  }
+  return runLoad(db, principal, plan, chunks(), { ...limits, dedupeAcrossChunks: true });
+}
+
+/** What a streamed load has done so far (counted from its `firstRow`). */
+export interface LoadProgress {
+  readonly rows: number;
+  readonly inserted: number;
+  readonly updated: number;
+  readonly invalid: number;
+}
+
+export interface StreamLimits extends Omit<LoadLimits, 'maxBatchRows' | 'chunkRows'> {
+  /** File row number of the first row given (a resumed load keeps the file's numbering). */
+  readonly firstRow?: number;
+  /** Told after each chunk; may throw to stop the load between chunks (cancellation). */
+  readonly afterChunk?: (done: LoadProgress) => Promise<void>;
+}
+
+/**
+ * File loads: the same plan, checks and merge as `loadData`, over rows that arrive as an async
+ * iterable of chunks (each chunk one transaction), without the per-call row limit. Memory stays
+ * bounded by a chunk: a row repeating the key of a row of an earlier chunk is not refused in JS but
+ * meets that row in the database (an update, or a duplicate-key row error without join fields).
+ */
+export async function loadDataStream(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  head: Omit<LoadBody, 'data'>,
+  chunks: AsyncIterable<readonly unknown[]>,
+  limits: StreamLimits,
+): Promise<LoadResult> {
+  requireAccess(principal, type.access.write);
+  const plan = planLoad(type, { ...head, data: [] }, Number.POSITIVE_INFINITY);
+  return runLoad(db, principal, plan, chunks, { ...limits, dedupeAcrossChunks: false });
+}
+
+async function runLoad(
+  db: Db,
+  principal: Principal,
+  plan: LoadPlan,
+  chunks: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+  limits: StreamLimits & { readonly dedupeAcrossChunks: boolean },
+): Promise<LoadResult> {
+  const base = await loadTypeContext(db, principal, plan.type);
+  const contexts = new Contexts(db, principal, base);
+  const sql = buildMergeSql(plan, base, principal);
+  const errors = new ErrorList(limits.maxErrors ?? MAX_ERRORS);
+  let seen = new Set<string>();
+  let inserted = 0;
+  let updated = 0;
+  let start = limits.firstRow ?? 0;
+
+  for await (const raw of chunks) {
+    if (!limits.dedupeAcrossChunks) seen = new Set<string>();
+    await contexts.prepare(raw.map((r) => nameOf(plan, r)));
+    const { valid, errors: chunkErrors } = checkChunk(plan, contexts, raw, start, seen);
+    if (valid.length > 0) {
+      const write = async (): Promise<ChunkOutcome> =>
+        (plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, valid) : undefined) ??
+        runChunk(db, plan, sql, valid);
+      const outcome = await write().catch((err: unknown): ChunkOutcome => {
+        // Past the request's deadline the whole call stops (503); committed chunks stay whole.
+        if (err instanceof DeadlineError) throw err;
+        // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
+        if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
+        limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
+        const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
+        return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
+      });
+      inserted += outcome.inserted;
+      updated += outcome.updated;
+      chunkErrors.push(...outcome.errors);
+    }
+    errors.addChunk(chunkErrors);
+    start += raw.length;
+    const rows = start - (limits.firstRow ?? 0);
+    await limits.afterChunk?.({ rows, inserted, updated, invalid: errors.count });
+  }
+  // Fresh planner statistics once the load settles (a large share of the table may be new).
+  wroteRows(db, plan.type.table, inserted + updated);
+  return {
+    inserted,
+    updated,
+    invalid: errors.count,
+    total: start - (limits.firstRow ?? 0),
+    errors: errors.listed,
+    errorsTruncated: errors.count > errors.listed.length,
+  };
+}
+
+/** A failed chunk's reason without SQL text: our own message, or the SQLSTATE. */
+function reasonOf(err: unknown): string {
+  if (err instanceof AppError) return err.message;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? `database error ${code}` : 'database error';
+}
+
+const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
+  string: 'text[]',
+  integer: 'bigint[]',
+  decimal: 'numeric[]',
+  boolean: 'boolean[]',
+  date: 'date[]',
+  datetime: 'timestamptz[]',
+  json: 'jsonb[]',
+};
+
+/**
+ * The fast path of an insert-only chunk (no join fields): when none of its business keys exists yet
+ * (live or soft-deleted), COPY the rows straight into the target — no staging table, no merge.
+ * Answers undefined when the chunk needs the merge path instead: a key exists, or a concurrent
+ * insert of the same key won the race (the unique violation rolls this attempt back whole).
+ */
+async function insertDirectly(
+  db: Db,
+  plan: LoadPlan,
+  principal: Principal,
+  base: TypeContext,
+  rows: readonly ValidRow[],
+): Promise<ChunkOutcome | undefined> {
+  const { type } = plan;
+  if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
+  /** The rows of the table with the chunk's business keys. */
+  const ofChunk = (p: Params) => {
+    const partition = p.add(principal.partitionId);
+    const keys = plan.key.map((i) => {
+      const f = plan.header[i]!;
+      return {
+        col: qualified('t', f.column),
+        list: p.add(rows.map((r) => r.values[i])),
+        type: ARRAY_TYPE[f.type],
+      };
+    });
+    return `${ident(type.table)} t
+     WHERE t.partition_id = ${partition} AND (${keys.map((k) => k.col).join(', ')}) IN
+           (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')}))`;
+  };
+  const params = new Params();
+  const existing = `SELECT 1 FROM ${ofChunk(params)} LIMIT 1`;
+  // After the COPY, the chunk's rows (all new) are read back once for their record history.
+  const history = new Params();
+  const recorded = `WITH w AS (SELECT t.* FROM ${ofChunk(history)}),
+    ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
+    SELECT count(*)::int AS n FROM w`;
+  const prefix = [principal.partitionId, principal.userId, principal.userId];
+  let csv = '';
+  for (const r of rows) csv += `${csvLine(prefix, r.values)}\n`;
+  try {
+    return await db.transaction(async (tx: Tx) => {
+      if ((await tx.query(existing, params.values)).rows.length > 0) return undefined;
+      const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
+      await tx.copyFrom(type.table, columns, csv);
+      if (historyEnabled()) await tx.query(recorded, history.values);
+      return { inserted: rows.length, updated: 0, errors: [] };
+    });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '23505') return undefined;
+    throw err;
+  }
+}
+
+/** One chunk in one transaction: stage by COPY, update the matches, insert the rest. */
+async function runChunk(
+  db: Db,
+  plan: LoadPlan,
+  sql: MergeSql,
+  rows: readonly ValidRow[],
+): Promise<ChunkOutcome> {
+  // One CSV text per chunk: memory stays proportional to the chunk, not to the call.
+  let csv = '';
+  for (const r of rows) csv += `${csvLine(r.row, r.values)}\n`;
+
+  return db.transaction(async (tx: Tx) => {
+    await tx.query(sql.create);
+    await tx.copyFrom(STAGE, sql.columns, csv);
+    if (sql.analyze) await tx.query(`ANALYZE ${ident(STAGE)}`);
+    let left = rows.map((r) => r.row);
+    let updated = 0;
+    if (sql.update) {
+      const r = await tx.query<{ rownum: number }>(sql.update.sql, sql.update.params);
+      // A row whose join fields match several records updates them all; it counts once.
+      const done = new Set(r.rows.map((u) => u.rownum));
+      updated = done.size;
+      left = left.filter((n) => !done.has(n));
+    }
+    let inserted = 0;
+    if (sql.insert && left.length > 0) {
+      const r = await tx.query<{ rownum: number }>(sql.insert.sql, paramsOf(sql.insert, left));
+      const done = new Set(r.rows.map((u) => u.rownum));
+      inserted = done.size;
+      left = left.filter((n) => !done.has(n));
+    }
+    let matched = new Set<number>();
+    if (sql.matched && left.length > 0) {
+      const r = await tx.query<{ rownum: number }>(sql.matched.sql, paramsOf(sql.matched, left));
+      matched = new Set(r.rows.map((m) => m.rownum));
+    }
+    const byRow = new Map(rows.map((r) => [r.row, r]));
+    return {
+      updated,
+      inserted,
+      errors: left.map((n) => refusal(plan, byRow.get(n)!, matched.has(n))),
+    };
+  });
+}
+
+/** Why a valid row was neither an update nor an insert. */
+function refusal(plan: LoadPlan, r: ValidRow, matched: boolean): RowError {
+  const { type } = plan;
+  if (matched)
+    return { row: r.row, message: `not allowed to change the matching ${type.label} (user group)` };
+  if (plan.missingForInsert !== undefined) {
+    return {
+      row: r.row,
+      field: plan.missingForInsert.name,
+      message: `no ${type.label} matches the join fields, and a new record needs ${plan.missingForInsert.name}`,
+    };
+  }
+  const key = plan.key.map((i) => `${plan.header[i]!.name}=${JSON.stringify(r.values[i])}`).join(', ');
+  return {
+    row: r.row,
+    field: plan.header[plan.key.at(-1)!]!.name,
+    message: `duplicate key: a ${type.label} with ${key} already exists or is loaded by an earlier row`,
+  };
+}
