@@ -330,6 +330,16 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     assert.deepEqual(await seen(plain), ['NONE-1', 'OPEN-1', 'RO-1']);
     expectError(await call(`/fetch/CDESC/${hidden.id}`, undefined, integrator), 404, -1);
     expectError(await call(`/fetch/CDESC/${hidden.id}/history`, undefined, integrator), 404, -1);
+    // Its history rows carry the customer's view group, so /history.fetch hides them alike.
+    const groups = await h.db.query<{ g: string | null }>(
+      `SELECT user_group_view_details AS g FROM record_history
+        WHERE partition_id = $1 AND type_code = 'CDESC' AND record_id = $2`,
+      [h.partitionId, hidden.id],
+    );
+    assert.deepEqual(
+      groups.rows.map((r) => r.g),
+      ['SECRET'],
+    );
 
     // Writing follows the customer's edit group: read-only and hidden customers are refused.
     const add = (customerId: string) =>
