@@ -191,6 +191,14 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
         ['K-2', null],
       ],
     );
+
+    // A load that leaves out a field with a default on add (a to-do's status) inserts, as /add does.
+    const todos = await call(`/loaddata/${TODO_CODE}`, {
+      data: { header: ['uniqueName', 'label'], data: [['LD-1', 'loaded without status']] },
+    });
+    assert.equal(todos.status, 200, todos.text);
+    const [todo] = okData(await call(`/fetch/${TODO_CODE}`, { data: adv(eq('uniqueName', 'LD-1')) }));
+    assert.equal(todo.status, 'OPEN');
   });
 
   for (const c of CASES) {

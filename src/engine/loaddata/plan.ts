@@ -95,8 +95,13 @@ export function planLoad(type: TypeDef, body: LoadBody, maxBatchRows: number): L
   }
 
   const key = type.businessKey.map((k) => at(k));
+  // A field with a default on add (a to-do's status, an item's open validity end) may be left out,
+  // as on /add: new rows take the column's default.
   const missingForInsert = type.fields.find(
-    (f) => (f.required || type.businessKey.includes(f.name)) && !f.system && at(f.name) === undefined,
+    (f) =>
+      ((f.required && !f.defaultOnAdd) || type.businessKey.includes(f.name)) &&
+      !f.system &&
+      at(f.name) === undefined,
   );
   if (join.length === 0 && missingForInsert !== undefined) {
     throw validationError(
