@@ -119,13 +119,18 @@ export function rowScope(
   return parts.join(' AND ');
 }
 
-/** No record of the parent table that this row describes is hidden from (or not editable by) the principal. */
-function parentScope(
+/**
+ * No record of the parent table that this row describes is hidden from (or not editable by) the
+ * principal. `partition` is the SQL of the row's partition id (default: its `partition_id`; a
+ * staging row of a load has none).
+ */
+export function parentScope(
   by: NonNullable<TypeDef['scopedBy']>,
   principal: Principal,
   params: Params,
   alias: string,
   opts: { forEdit?: boolean },
+  partition = qualified(alias, 'partition_id'),
 ): string {
   // NOT EXISTS of a hidden parent rather than EXISTS of a visible one: a row whose parent is not
   // stored (yet) stays the concern of its own type's access, as for any row keyed by text.
@@ -139,7 +144,7 @@ function parentScope(
     ? `${allowed('user_group_view_details')} AND ${allowed('user_group_edit')}`
     : allowed('user_group_view_details');
   return `NOT EXISTS (SELECT 1 FROM ${ident(by.table)} ${ident(p)}
-     WHERE ${qualified(p, 'partition_id')} = ${qualified(alias, 'partition_id')}
+     WHERE ${qualified(p, 'partition_id')} = ${partition}
        AND ${qualified(p, by.parentColumn)} = ${qualified(alias, by.column)} AND NOT (${visible}))`;
 }
 

@@ -390,6 +390,41 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     assert.deepEqual([file.loadedRecords, file.invalidRecords], [0, 2]);
     const [still] = okData(await call(`/fetch/CDESC/${hidden.id}`));
     assert.equal(still.label, 'geheim');
+
+    // New descriptions by a load, as by /add: refused for hidden and read-only customers, named.
+    for (const join of [{}, { detectJoinFields: true }]) {
+      const lang = 'detectJoinFields' in join ? 'it' : 'es';
+      const loaded = okData(
+        await call(
+          '/loaddata/CDESC',
+          {
+            data: {
+              header: ['customerId', 'language', 'label'],
+              data: [
+                ['HID-1', lang, 'leaked'],
+                ['RO-1', lang, 'over'],
+                ['OPEN-1', lang, 'fine'],
+              ],
+              options: join,
+            },
+          },
+          integrator,
+        ),
+      )[0];
+      assert.deepEqual([loaded.inserted, loaded.invalid], [1, 2], JSON.stringify(loaded));
+      assert.deepEqual(
+        loaded.errors.map((e: { row: number; field: string }) => [e.row, e.field]),
+        [
+          [0, 'customerId'],
+          [1, 'customerId'],
+        ],
+      );
+      const stored = okData(await call('/fetch/CDESC', { data: adv(eq('language', lang)) }));
+      assert.deepEqual(
+        stored.map((r) => r.customerId),
+        ['OPEN-1'],
+      );
+    }
   });
 
   test('another partition sees none of the rows', async () => {

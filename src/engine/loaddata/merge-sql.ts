@@ -4,7 +4,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
-import { rowScope, type TypeContext } from '../context.ts';
+import { parentScope, rowScope, type TypeContext } from '../context.ts';
 import { historyCte, withHistory } from '../history.ts';
 import type { Stored } from './check.ts';
 import type { LoadPlan } from './plan.ts';
@@ -56,6 +56,8 @@ export interface MergeSql {
   readonly insert: Stmt | undefined;
   /** Of the given rows, those matching a record the principal may not edit (user groups). */
   readonly matched: Stmt | undefined;
+  /** Of the given rows, those describing a parent record the principal may not edit (`scopedBy`). */
+  readonly parentRefused: Stmt | undefined;
 }
 
 export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Principal): MergeSql {
@@ -71,6 +73,18 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
   // Can a match be one the principal may not edit? Only through user groups, for a non-admin; else
   // "matched" and "updated" are the same rows and the insert needs no anti-join.
   const restricted = (type.userGroups || type.scopedBy !== undefined) && !principal.admin;
+  // A new row describing a parent record (scopedBy) needs that parent editable, as on /add.
+  const parentOk = (p: Params, alias: string) =>
+    type.scopedBy && !principal.admin
+      ? parentScope(
+          type.scopedBy,
+          principal,
+          p,
+          alias,
+          { forEdit: true },
+          `${p.add(principal.partitionId)}::bigint`,
+        )
+      : undefined;
 
   // Column types of the staging table = those of the target (CTAS copies no constraints), so COPY
   // parses each value as the column's type and the merge needs no casts.
@@ -144,6 +158,8 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
       where.push(`s.${rownum} = ANY(${p.add(null)}::int[])`);
       if (restricted) where.push(`NOT ${matchExists(p)}`);
     }
+    const parentWhere = parentOk(p, 's');
+    if (parentWhere !== undefined) where.push(parentWhere);
     const values = [`${p.add(principal.partitionId)}::bigint`];
     const targetCols = ['partition_id'];
     if (type.fixed) {
@@ -182,9 +198,11 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     // are in row order as COPY wrote them. With join fields, DISTINCT ON the business key: of rows
     // sharing a new key the first is inserted and the others are duplicates (ON CONFLICT never
     // meets the same key twice in one command).
+    const stageRows =
+      where.length === 0 ? `${stage} src` : `(SELECT * FROM ${stage} s WHERE ${where.join(' AND ')}) src`;
     const sql =
       joinCols.length === 0
-        ? `WITH ins AS (${insertFrom(`${stage} src`)}), ${history}
+        ? `WITH ins AS (${insertFrom(stageRows)}), ${history}
            SELECT src.${rownum} FROM ${stage} src JOIN ins ON ${keyJoin}`
         : `WITH src AS (
              SELECT DISTINCT ON (${distinct}) s.* FROM ${stage} s WHERE ${where.join(' AND ')}
@@ -197,5 +215,24 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
       rowsParam: joinCols.length > 0,
     };
   }
-  return { create, columns: [ROWNUM, ...cols], analyze: joinCols.length > 0, update, insert, matched };
+  let parentRefused: Stmt | undefined;
+  const r = new Params();
+  const rows = r.add(null);
+  const allowed = parentOk(r, 's');
+  if (allowed !== undefined) {
+    parentRefused = {
+      sql: `SELECT s.${rownum} FROM ${stage} s WHERE s.${rownum} = ANY(${rows}::int[]) AND NOT (${allowed})`,
+      params: r.values,
+      rowsParam: true,
+    };
+  }
+  return {
+    create,
+    columns: [ROWNUM, ...cols],
+    analyze: joinCols.length > 0,
+    update,
+    insert,
+    matched,
+    parentRefused,
+  };
 }

@@ -14,7 +14,7 @@ import type { FieldDef, TypeDef } from '../registry.ts';
 import { wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
 import { Contexts, checkChunk, nameOf, type RowError, type ValidRow } from './check.ts';
-import { STAGE, buildMergeSql, csvLine, paramsOf, type MergeSql } from './merge-sql.ts';
+import { STAGE, buildMergeSql, csvLine, paramsOf, type MergeSql, type Stmt } from './merge-sql.ts';
 
 export interface LoadResult {
   readonly inserted: number;
@@ -210,7 +210,9 @@ async function insertDirectly(
   rows: readonly ValidRow[],
 ): Promise<ChunkOutcome | undefined> {
   const { type } = plan;
-  if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
+  // Rows describing a parent record (scopedBy) are checked against it in the merge's SQL.
+  const parentChecked = type.scopedBy !== undefined && !principal.admin;
+  if (plan.missingForInsert !== undefined || type.fixed !== undefined || parentChecked) return undefined;
   /** The rows of the table with the chunk's business keys. */
   const ofChunk = (p: Params) => {
     const partition = p.add(principal.partitionId);
@@ -281,25 +283,37 @@ async function runChunk(
       inserted = done.size;
       left = left.filter((n) => !done.has(n));
     }
-    let matched = new Set<number>();
-    if (sql.matched && left.length > 0) {
-      const r = await tx.query<{ rownum: number }>(sql.matched.sql, paramsOf(sql.matched, left));
-      matched = new Set(r.rows.map((m) => m.rownum));
-    }
+    const rowsOf = async (stmt: Stmt | undefined): Promise<Set<number>> => {
+      if (!stmt || left.length === 0) return new Set();
+      const r = await tx.query<{ rownum: number }>(stmt.sql, paramsOf(stmt, left));
+      return new Set(r.rows.map((m) => m.rownum));
+    };
+    const matched = await rowsOf(sql.matched);
+    const parentRefused = await rowsOf(sql.parentRefused);
     const byRow = new Map(rows.map((r) => [r.row, r]));
     return {
       updated,
       inserted,
-      errors: left.map((n) => refusal(plan, byRow.get(n)!, matched.has(n))),
+      errors: left.map((n) => refusal(plan, byRow.get(n)!, matched.has(n), parentRefused.has(n))),
     };
   });
 }
 
 /** Why a valid row was neither an update nor an insert. */
-function refusal(plan: LoadPlan, r: ValidRow, matched: boolean): RowError {
+function refusal(plan: LoadPlan, r: ValidRow, matched: boolean, parentRefused: boolean): RowError {
   const { type } = plan;
   if (matched)
     return { row: r.row, message: `not allowed to change the matching ${type.label} (user group)` };
+  const by = type.scopedBy;
+  if (parentRefused && by) {
+    const field = type.fields.find((f) => f.column === by.column)!;
+    const at = plan.header.indexOf(field);
+    return {
+      row: r.row,
+      field: field.name,
+      message: `not allowed to change the record ${JSON.stringify(r.values[at])} this ${type.label} describes (user group)`,
+    };
+  }
   if (plan.missingForInsert !== undefined) {
     return {
       row: r.row,
