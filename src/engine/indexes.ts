@@ -1,5 +1,5 @@
 // Indexes on custom attributes, kept in step with the attribute meta's `indexed` flag. An index
-// matches exactly the SQL the criteria compiler (criteria.ts) emits for the attribute's declared type:
+// matches exactly the SQL the criteria compiler (criteria/compile.ts) emits for the attribute's declared type:
 //   TEXT / LINK          (partition_id, col)                          equals, inSet, ranges, sort
 //                        (partition_id, lower(col) text_pattern_ops)  iEquals, (i)StartsWith
 //                        gin (lower(col) gin_trgm_ops)                (i)Contains, (i)EndsWith

@@ -36,7 +36,7 @@ export interface FieldSpec {
   /**
    * The field is the value under this key of the `jsonb` map in `column` (calculation grid results:
    * `result.ListPrice` is `results -> 'ListPrice'`), compared as `type`: JSON numbers and booleans
-   * directly, anything else through the safe casts (criteria.ts `column`).
+   * directly, anything else through the safe casts (criteria/compile.ts `column`).
    * Such fields are filter, sort and output fields only, left out of the default output.
    */
   readonly jsonKey?: string;
