@@ -55,10 +55,6 @@ const ITEM_COLUMNS = [
   'version',
 ];
 
-const SET_SQL = prepared(
-  'SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
-);
-
 const FOUND_COLUMNS = [
   'id',
   'valid_from',
@@ -69,18 +65,32 @@ const FOUND_COLUMNS = [
   'price_unit',
   'version',
 ];
-/** Sets without wildcards: one probe of the key index per signature; found items only. */
-const EXACT_SQL = prepared(`
-  SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
-    FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
-   CROSS JOIN LATERAL (
-      SELECT ${[...FOUND_COLUMNS, ...ATTRS].join(', ')} FROM condition_records c
-       WHERE c.partition_id = $1 AND c.condition_record_set_id = $2 AND c.key_sig = q.sig
-         AND c.valid_from <= $4::date AND c.valid_to >= $4::date
-       -- At most one item is valid on a day: the latest start on or before it.
-       ORDER BY c.valid_from DESC
-       LIMIT 1
-    ) c`);
+/**
+ * The set by its unique name and, if it has no wildcards, its items: one probe of the key index per
+ * signature. One row per found item, each with the set's columns; one row with a null `n` when the
+ * set has none of them (or has wildcards: WILDCARD_SQL runs next); no row when there is no such set.
+ * The set and its items in one statement: a single item's look-up (/formulamanager.execute) is one
+ * round trip.
+ */
+const SET_AND_EXACT_SQL = prepared(`
+  WITH s AS (
+    SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
+  )
+  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, x.*
+    FROM s
+    LEFT JOIN LATERAL (
+      SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
+        FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
+       CROSS JOIN LATERAL (
+          SELECT ${[...FOUND_COLUMNS, ...ATTRS].join(', ')} FROM condition_records c
+           WHERE c.partition_id = $1 AND c.condition_record_set_id = s.id AND c.key_sig = q.sig
+             AND c.valid_from <= $4::date AND c.valid_to >= $4::date
+           -- At most one item is valid on a day: the latest start on or before it.
+           ORDER BY c.valid_from DESC
+           LIMIT 1
+        ) c
+       WHERE NOT s.wildcard_keys
+    ) x ON true`);
 
 /**
  * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 014):
@@ -145,7 +155,8 @@ const WILDCARD_SQL = prepared(`
    ORDER BY q.n`);
 
 interface Row extends Record<string, unknown> {
-  n: number | string;
+  /** The tuple's number (1-based); null on the set's own row of SET_AND_EXACT_SQL. */
+  n: number | string | null;
 }
 
 /** Checks the date (`YYYY-MM-DD`, or a date-time at midnight) and answers the day. */
@@ -156,8 +167,8 @@ export function lookupDate(date: unknown, field = 'date'): string {
 }
 
 /**
- * The item valid at `date` for each tuple (null where none), in order, in one SQL statement after
- * the set's. A tuple must have as many keys as the set's `keySize`; an unknown set is a 404 naming it.
+ * The item valid at `date` for each tuple (null where none), in order: one SQL statement with the
+ * set's (two for a set with wildcards). A tuple must have as many keys as the set's `keySize`; an unknown set is a 404 naming it.
  */
 export async function findConditionRecords(
   q: Queryable,
@@ -176,14 +187,16 @@ export async function findConditionRecords(
       if (typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
     });
   });
-  const sr = await q.query<{ id: number | string; key_size: number; wildcard_keys: boolean }>(SET_SQL, [
-    partitionId,
-    setUniqueName,
-  ]);
-  const set = sr.rows[0];
+  const run = (sql: string, params: unknown[]) =>
+    tuples.length <= JIT_FREE_BELOW
+      ? q.query<Row>(sql, params)
+      : inJitFreeScope(q, (tx) => tx.query<Row>(sql, params));
+  const sigs = tuples.map(conditionKeySig);
+  const r = await run(SET_AND_EXACT_SQL, [partitionId, setUniqueName, sigs, day]);
+  const set = r.rows[0];
   if (!set) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
-  const keySize = set.key_size;
-  const setId = Number(set.id);
+  const keySize = Number(set.key_size);
+  const setId = Number(set.set_id);
   const wrong = tuples.findIndex((t) => t.length !== keySize);
   if (wrong >= 0) {
     throw validationError(
@@ -191,23 +204,19 @@ export async function findConditionRecords(
       `set ${setUniqueName} has ${keySize} keys, the tuple ${tuples[wrong]!.length}`,
     );
   }
-  if (tuples.length === 0) return [];
-  const run = (sql: string, params: unknown[]) =>
-    tuples.length <= JIT_FREE_BELOW
-      ? q.query<Row>(sql, params)
-      : inJitFreeScope(q, (tx) => tx.query<Row>(sql, params));
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
-  if (!set.wildcard_keys) {
-    const r = await run(EXACT_SQL, [partitionId, setId, tuples.map(conditionKeySig), day]);
+  if (set.wildcard_keys !== true) {
     for (const row of r.rows) {
+      if (row.n === null) continue;
       const i = Number(row.n) - 1;
       out[i] = toItem(row, setId, tuples[i]!, attributesOf(row));
     }
     return out;
   }
+  if (tuples.length === 0) return out;
   const columns: (string | null)[][] = KEYS.map((_, k) => tuples.map((t) => t[k] ?? null));
-  const r = await run(WILDCARD_SQL, [partitionId, setId, day, ...columns]);
-  for (const row of r.rows) {
+  const w = await run(WILDCARD_SQL, [partitionId, setId, day, ...columns]);
+  for (const row of w.rows) {
     if (row.found === null) continue;
     const keys = KEYS.slice(0, keySize).map((k) => row[k] as string);
     out[Number(row.n) - 1] = toItem(row, setId, keys, attributesOf(row));
