@@ -115,6 +115,9 @@ describe('data change requests on condition record items', () => {
     );
     expectError(await propose({ ...fresh, conditionRecordSetId: 987654 }), 400, -4, 'conditionRecordSetId');
     expectError(await propose({ typedId: '987654.CRCI2', conditionValue: 1 }), 404, -1);
+    // Rules across fields, over the item as it would be: validTo before validFrom.
+    expectError(await propose({ ...fresh, validTo: '2025-12-31' }), 400, -4, 'validTo');
+    expectError(await propose([fresh, { typedId: b.typedId, validTo: '2025-12-31' }]), 400, -4, '1.validTo');
     assert.equal(okData(await call(`/dcrmanager.fetch/${dcr.id}`, {})).length, 0);
 
     const items = okData(

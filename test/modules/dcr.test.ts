@@ -815,6 +815,58 @@ describe('data change requests', () => {
     assert.equal((await productBySku('W-6')).label, 'denied');
   });
 
+  test('product descriptions, references and cross-references as targets', async () => {
+    okData(await call('/add/PDESC', { data: { sku: 'D-1', language: 'de', label: 'alt' } }));
+    okData(await call('/add/PR', { data: { sku: 'D-1', relationType: 'SUCCESSOR', targetSku: 'D-2' } }));
+    okData(await call('/add/PXREF', { data: { sku: 'D-1', referenceType: 'EAN', externalId: '400' } }));
+    for (const targetType of ['PDESC', 'PR', 'PXREF']) {
+      okData(await call('/add/DCRT', { data: { uniqueName: `t-${targetType}`, targetType } }));
+    }
+    const propose = async (targetType: string, items: object[]) => {
+      const dcr = await newDcr(`t-${targetType}`);
+      okData(await call(`/dcrmanager.add/${dcr.id}`, { data: items }));
+      return okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status;
+    };
+    assert.equal(
+      await propose('PDESC', [
+        { changeType: 'UPDATE', sku: 'D-1', language: 'de', label: 'neu' },
+        { changeType: 'ADD', sku: 'D-1', language: 'fr', label: 'nouveau' },
+      ]),
+      'APPLIED',
+    );
+    assert.equal(
+      await propose('PR', [
+        { changeType: 'DELETE', sku: 'D-1', relationType: 'SUCCESSOR', targetSku: 'D-2' },
+      ]),
+      'APPLIED',
+    );
+    assert.equal(
+      await propose('PXREF', [
+        { changeType: 'UPDATE', sku: 'D-1', referenceType: 'EAN', externalId: '400', partner: 'GS1' },
+      ]),
+      'APPLIED',
+    );
+    const labels = okData(await call('/fetch/PDESC', { data: { sku: 'D-1' }, sortBy: 'language' }));
+    assert.deepEqual(
+      labels.map((d) => [d.language, d.label]),
+      [
+        ['de', 'neu'],
+        ['fr', 'nouveau'],
+      ],
+    );
+    assert.equal(okData(await call('/fetch/PR', { data: { sku: 'D-1' } })).length, 0);
+    assert.equal(okData(await call('/fetch/PXREF', { data: { sku: 'D-1' } }))[0].partner, 'GS1');
+    // A proposal is checked as the type's own writes are: a product does not refer to itself.
+    const dcr = await newDcr('t-PR');
+    expectError(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: { changeType: 'ADD', sku: 'D-1', relationType: 'SUBSTITUTE', targetSku: 'D-1' },
+      }),
+      400,
+      -4,
+    );
+  });
+
   test("user groups: an item for a record outside the user's edit groups is refused", async () => {
     await product('G-1', { userGroupEdit: 'buyers' });
     await product('G-2');

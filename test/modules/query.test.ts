@@ -523,6 +523,68 @@ describe('query API', () => {
     assert.deepEqual(await joined(list, QUERY_READER), [2, [{ 'p.sku': 'P-100' }, { 'p.sku': 'P-20' }]]);
   });
 
+  test("descriptions, references and cross-references as sources; a customer's groups hide its descriptions", async () => {
+    const load = async (code: string, header: string[], data: string[][]) =>
+      okData(await h.call(`/loaddata/${code}`, { basic: QUERY_ADMIN, body: { data: { header, data } } }));
+    await load(
+      'C',
+      ['customerId', 'name', 'userGroupViewDetails'],
+      [
+        ['QC-open', 'Open', ''],
+        ['QC-hidden', 'Hidden', 'secret'],
+      ],
+    );
+    await load(
+      'CDESC',
+      ['customerId', 'language', 'label'],
+      [
+        ['QC-open', 'de', 'Offen'],
+        ['QC-hidden', 'de', 'Geheim'],
+      ],
+    );
+    await load(
+      'PDESC',
+      ['sku', 'language', 'label'],
+      [
+        ['P-1', 'de', 'Eins'],
+        ['P-20', 'de', 'Zwanzig'],
+      ],
+    );
+    await load('PR', ['sku', 'relationType', 'targetSku'], [['P-1', 'SUCCESSOR', 'P-20']]);
+    await load('PXREF', ['sku', 'referenceType', 'externalId'], [['P-20', 'EAN', '4000000000020']]);
+
+    const successors = {
+      source: 'PR',
+      join: [
+        { source: 'PDESC', as: 'd', on: { targetSku: 'sku' } },
+        { source: 'PXREF', as: 'x', type: 'left', on: { targetSku: 'sku' } },
+      ],
+      select: ['sku', 'relationType', 'd.label', 'x.externalId'],
+      filter: { fieldName: 'd.language', operator: 'equals', value: 'de' },
+    };
+    const expected = [
+      { sku: 'P-1', relationType: 'SUCCESSOR', 'd.label': 'Zwanzig', 'x.externalId': '4000000000020' },
+    ];
+    assert.deepEqual(await rows(successors), expected);
+    assert.deepEqual(await rows(successors, QUERY_READER), expected);
+
+    const descriptions = {
+      source: 'CDESC',
+      join: [{ source: 'C', as: 'c', type: 'left', on: { customerId: 'customerId' } }],
+      select: ['customerId', 'label', 'c.name'],
+      filter: { fieldName: 'customerId', operator: 'startsWith', value: 'QC-' },
+      sortBy: 'customerId',
+    };
+    assert.deepEqual(await rows(descriptions), [
+      { customerId: 'QC-hidden', label: 'Geheim', 'c.name': 'Hidden' },
+      { customerId: 'QC-open', label: 'Offen', 'c.name': 'Open' },
+    ]);
+    // The reader is not in "secret": neither the customer nor its description is read.
+    assert.deepEqual(await rows(descriptions, QUERY_READER), [
+      { customerId: 'QC-open', label: 'Offen', 'c.name': 'Open' },
+    ]);
+  });
+
   test('null means absent for every optional field of a pipeline (execute and meta)', async () => {
     const r = await run({ source: 'P', startRow: null, endRow: null });
     assert.equal(r.status, 200, r.text);

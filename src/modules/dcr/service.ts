@@ -19,6 +19,8 @@ import * as store from './store.ts';
 import {
   allowedFields,
   checkProposal,
+  checkRecordRules,
+  keyData,
   findTargets,
   keyFieldsOf,
   keyText,
@@ -212,6 +214,7 @@ export async function addItems(
         if (guard) await prefixed(prefix, () => guard(tx, principal, p.values));
         const tc = await proposalContext(tx, principal, s, p.values, contexts);
         const proposed = checkProposal(tc, s.allowed, p.values, prefix);
+        checkRecordRules(s.type, p.values, prefix);
         for (const f of tc.fields.values()) {
           if (
             f.required &&
@@ -256,6 +259,7 @@ export async function addItems(
           : {};
       const original: Obj = {};
       for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
+      if (p.changeType === 'UPDATE') checkRecordRules(s.type, { ...original, ...proposed }, prefix);
       items.push({
         changeType: p.changeType,
         targetId: Number(row.id),
@@ -418,6 +422,8 @@ export async function updateItems(
         contexts,
       );
       const proposed = { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
+      const key = keyData(s.type, item.target_key);
+      checkRecordRules(s.type, { ...item.original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed);
     }
     return wanted;

@@ -156,6 +156,15 @@ export function keyFieldsOf(type: TypeDef, rec: Readonly<Row>): readonly string[
   ];
 }
 
+/** The item's key as fields: `target_key` in the order `keyFieldsOf` gives (CRCI: by its length). */
+export function keyData(type: TypeDef, key: readonly string[]): Row {
+  const probe: Row = {};
+  // A CRCI key is [set, key1..key<n>, validFrom]: name n keys so keyFieldsOf counts them.
+  for (let k = 1; k <= key.length - 2; k++) probe[`key${k}`] = key[k];
+  const fields = keyFieldsOf(type, probe);
+  return Object.fromEntries(fields.map((f, i) => [f, key[i]]));
+}
+
 /** A stored row's key texts, in the order of `keyFieldsOf`. */
 export function targetKeyOf(type: TypeDef, row: Readonly<Row>): string[] {
   return keyFieldsOf(type, row).map((k) => keyTextOfStored(row[k]));
@@ -237,6 +246,23 @@ export function checkProposal(
     out[name] = f.type === 'json' && v.value !== null ? raw : v.value;
   }
   return out;
+}
+
+/**
+ * The target type's rules across fields (`TypeDef.validate`, e.g. a product reference that names
+ * its own sku) over the record as the item would leave it: a -4 naming the fields with the batch
+ * prefix, when proposed rather than only when applied.
+ */
+export function checkRecordRules(
+  type: TypeDef,
+  record: Readonly<Record<string, unknown>>,
+  prefix: string,
+): void {
+  const problem = type.validate?.(record);
+  const first = problem && Object.entries(problem)[0];
+  if (!first) return;
+  const errors = Object.fromEntries(Object.entries(problem).map(([f, e]) => [prefix + f, e]));
+  throw new AppError('VALIDATION', `${prefix + first[0]}: ${first[1].errorMessage}`, { errors });
 }
 
 /** Two stored values are the same (numbers and dates compared by their text). */

@@ -15,19 +15,8 @@ import { addRecords, deleteRecords, updateRecords } from '../../engine/write.ts'
 import { toAppError } from '../../http/envelope.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
 import type { MassOpRow } from './store.ts';
-import { keyFieldsOf } from './target.ts';
+import { keyData } from './target.ts';
 import type { StagedRecord, Written } from './staged.ts';
-
-type Obj = Record<string, unknown>;
-
-/** The item's key as fields: `target_key` in the order `keyFieldsOf` gives (CRCI: by its length). */
-function keyData(type: TypeDef, key: readonly string[]): Obj {
-  const probe: Obj = {};
-  // A CRCI key is [set, key1..key<n>, validFrom]: name n keys so keyFieldsOf counts them.
-  for (let k = 1; k <= key.length - 2; k++) probe[`key${k}`] = key[k];
-  const fields = keyFieldsOf(type, probe);
-  return Object.fromEntries(fields.map((f, i) => [f, key[i]]));
-}
 
 /** The engine's refusal of one item, naming the item: nothing of the DCR is written. */
 function refusedItem(ref: string, err: unknown): AppError {

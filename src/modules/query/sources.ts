@@ -1,10 +1,11 @@
 // The sources a query pipeline reads: a type code of the registry (`P`, `C`, `SL`, `PBOME`,
-// `PCOMP`), an extension table (`PX:<name>`, `CX:<name>`, `SX:<name>`), the values of a lookup
-// table (`LTV:<uniqueName>`, any kind), or the items of a condition record set (`CRCI:<set>`, and
-// their history `CRCIH:<set>`; a set the caller's user groups do not show is unknown). Each resolves to a registry declaration as the partition
-// sees it (custom attributes typed by the attribute meta) plus its row scope: partition, fixed
-// column, soft delete, record-level user groups and, for extension tables, the table name. The
-// source's fetch permission is checked here, so no pipeline reads a source its caller may not fetch.
+// `PCOMP`, `PDESC`, `CDESC`, `PR`, `PXREF`), an extension table (`PX:<name>`, `CX:<name>`,
+// `SX:<name>`), the values of a lookup table (`LTV:<uniqueName>`, any kind), or the items of a
+// condition record set (`CRCI:<set>`, and their history `CRCIH:<set>`; a set the caller's user
+// groups do not show is unknown). Each resolves to a registry declaration as the partition sees it
+// (custom attributes typed by the attribute meta) plus its row scope: partition, fixed column, soft
+// delete, record-level user groups and, for extension tables, the table name. The source's fetch
+// permission is checked here, so no pipeline reads a source its caller may not fetch.
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
@@ -17,7 +18,7 @@ import { HISTORY_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 
 /** Type codes read as they are. */
-const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP'] as const;
+const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP', 'PDESC', 'CDESC', 'PR', 'PXREF'] as const;
 /** Type codes read one named table at a time (the `name` field). */
 const EXTENSION_KINDS = ['PX', 'CX', 'SX'] as const;
 const LOOKUP_KINDS = ['LTV'] as const;
