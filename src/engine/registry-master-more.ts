@@ -1,7 +1,8 @@
 // The rest of the interface's file-load list: product and customer descriptions (PDESC, CDESC),
 // product references (PR), product cross-references (PXREF) and to-do items. The spec names only
-// their codes; fields, keys and rules are ours (README "More master data types"). All are master
-// types (./registry-master.ts: attribute1..30, mass-editable, bulk-loadable), hard-deleted.
+// their codes; fields, keys and rules are ours (README "Descriptions, product references,
+// cross-references and to-do items"). All are master types (./registry-master.ts: attribute1..30,
+// mass-editable, bulk-loadable), hard-deleted.
 
 import type { Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
