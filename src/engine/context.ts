@@ -6,6 +6,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
+import { AppError } from '../http/errors.ts';
 import { jsonKeyLiteral } from './criteria.ts';
 import { ATTRIBUTE_TYPES, type FieldDef, type TypeDef } from './registry.ts';
 import type { FieldType } from './types.ts';
@@ -146,6 +147,42 @@ export function parentScope(
   return `NOT EXISTS (SELECT 1 FROM ${ident(by.table)} ${ident(p)}
      WHERE ${qualified(p, 'partition_id')} = ${partition}
        AND ${qualified(p, by.parentColumn)} = ${qualified(alias, by.column)} AND NOT (${visible}))`;
+}
+
+/**
+ * A new record that describes a parent record (`scopedBy`, e.g. a customer's description) may be
+ * written only by one who may change that parent (its user groups), as every stored row of the type
+ * is scoped; a parent not stored (yet) does not stop it. The loader applies the same `parentScope`
+ * in its SQL.
+ */
+export async function requireParentEditable(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  data: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  const by = type.scopedBy;
+  if (!by || principal.admin) return;
+  const field = type.fields.find((f) => f.column === by.column)!;
+  const value = data[field.name];
+  if (typeof value !== 'string') return;
+  const p = new Params();
+  const row = `(SELECT ${p.add(value)}::text AS ${ident(by.column)}) r`;
+  const allowed = parentScope(
+    by,
+    principal,
+    p,
+    'r',
+    { forEdit: true },
+    `${p.add(principal.partitionId)}::bigint`,
+  );
+  const r = await q.query<{ ok: boolean }>(`SELECT ${allowed} AS ok FROM ${row}`, p.values);
+  if (r.rows[0]?.ok !== true) {
+    throw new AppError(
+      'FORBIDDEN',
+      `Not allowed to change the record ${JSON.stringify(value)} this ${type.label} describes (user group)`,
+    );
+  }
 }
 
 /** For `metaPerName` types: the meta name a record carries (its `name`, or `metaNameField`). */

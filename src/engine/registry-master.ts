@@ -25,8 +25,8 @@ const SEARCH_INDEXED: ReadonlySet<string> = new Set([
   'product_references.target_sku',
   'product_cross_references.sku',
   'product_cross_references.external_id',
-  'todo_items.unique_name',
-  'todo_items.label',
+  'to_do_items.unique_name',
+  'to_do_items.label',
 ]);
 
 export function masterType(

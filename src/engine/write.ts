@@ -9,7 +9,15 @@ import { preparedShape } from '../db/prepared.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, requireAddress, selectOne } from './addressing.ts';
-import { loadTypeContext, metaNameOf, rowScope, selectList, toRecord, type TypeContext } from './context.ts';
+import {
+  loadTypeContext,
+  metaNameOf,
+  requireParentEditable,
+  rowScope,
+  selectList,
+  toRecord,
+  type TypeContext,
+} from './context.ts';
 import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { prepareValues } from './value-check.ts';
@@ -72,6 +80,12 @@ export async function countWritten(tx: Queryable, sql: string, params: Params): 
   return r.rows[0]!.n;
 }
 
+/** The checks of a record about to be inserted: its parent's user groups (`scopedBy`), then the type's guard. */
+async function guardInsert(q: Queryable, principal: Principal, type: TypeDef, data: Obj): Promise<void> {
+  await requireParentEditable(q, principal, type, data);
+  await type.beforeInsert?.(q, principal, data);
+}
+
 export async function addRecords(
   db: Db,
   principal: Principal,
@@ -82,7 +96,7 @@ export async function addRecords(
   const add = async (q: Queryable, ctx: ReturnType<typeof contextCache>, data: Obj): Promise<Row> => {
     const tc = await ctx(data);
     const values = prepareValues(tc, data, 'add');
-    await type.beforeInsert?.(q, principal, data);
+    await guardInsert(q, principal, type, data);
     const row = await insertRow(q, tc, principal, values, 'revive-deleted');
     if (!row) throw duplicate(type, data);
     return toRecord(tc, row);
@@ -252,7 +266,7 @@ export async function integrateRecords(
     // own: no BEGIN/COMMIT round trips.
     const tc = await contextCache(db, principal, type)(only);
     const values = prepareValues(tc, only, 'add');
-    await type.beforeInsert?.(db, principal, only);
+    await guardInsert(db, principal, type, only);
     const row = await insertRow(db, tc, principal, values, 'merge');
     if (!row)
       throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
@@ -284,7 +298,7 @@ export async function integrateRecords(
       }
       const tc = await ctx(data);
       const values = prepareValues(tc, data, 'add');
-      await type.beforeInsert?.(tx, principal, data);
+      await guardInsert(tx, principal, type, data);
       const row = await insertRow(tx, tc, principal, values, 'merge');
       if (!row)
         throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);

@@ -21,7 +21,7 @@ import {
 import type { JobRunner } from '../../src/jobs/runner.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 import { FILE_LOAD_CODES } from '../../src/modules/files/loadfile.ts';
-import { TODO_CODE } from '../../src/engine/registry-master-more.ts';
+import { TO_DO_CODE } from '../../src/engine/registry-master-more.ts';
 
 const M = '/lookuptablemanager';
 
@@ -321,7 +321,7 @@ describe('file loads of lookup table values', () => {
       PXREF: [`sku,referenceType,externalId\n${x},EAN,4006381333931\n`],
       SL: [`sellerId\n${x}\n`],
       SX: [`name,sellerId\n${x},${x}\n`],
-      [TODO_CODE]: [`uniqueName,label,status\n${x},check,OPEN\n`],
+      [TO_DO_CODE]: [`uniqueName,label,status\n${x},check,OPEN\n`],
       UG: [`uniqueName\n${x}\n`],
     };
     assert.deepEqual(Object.keys(files).sort(), [...FILE_LOAD_CODES].sort());

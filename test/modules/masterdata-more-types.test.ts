@@ -11,7 +11,7 @@ import ExcelJS from 'exceljs';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
 import { assertOk, form, send } from '../jobs/helpers.ts';
-import { TODO_CODE } from '../../src/engine/registry-master-more.ts';
+import { TO_DO_CODE } from '../../src/engine/registry-master-more.ts';
 
 interface Who {
   readonly user: string;
@@ -71,7 +71,7 @@ const CASES: readonly Case[] = [
     csv: { header: 'sku,referenceType,externalId,label', rows: ['F-1,EAN,4006381333931,a', 'F-1,SUPPLIER,S-9,b'], bad: 'F-1,EAN,,c', badField: 'externalId' },
   },
   {
-    code: TODO_CODE,
+    code: TO_DO_CODE,
     keys: ['uniqueName'],
     add: { uniqueName: 'T-1', label: 'Check prices', assignee: 'plain', dueDate: '2027-01-31', priority: 2, refTypedId: '1.P' },
     change: { status: 'IN_PROGRESS', priority: 1 },
@@ -120,7 +120,7 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
       for (const [k, v] of Object.entries(c.add)) assert.deepEqual(added[k], v, k);
       assert.equal(added.version, 0);
       assert.equal(added.typedId, `${added.id}.${c.code}`);
-      if (c.code === TODO_CODE) assert.equal(added.status, 'OPEN');
+      if (c.code === TO_DO_CODE) assert.equal(added.status, 'OPEN');
 
       const found = okData(await call(`/fetch/${c.code}`, { data: adv(eq(...c.filter)) }));
       assert.deepEqual(
@@ -193,12 +193,12 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     );
 
     // A load that leaves out a field with a default on add (a to-do's status) inserts, as /add does.
-    const todos = await call(`/loaddata/${TODO_CODE}`, {
+    const loadedItems = await call(`/loaddata/${TO_DO_CODE}`, {
       data: { header: ['uniqueName', 'label'], data: [['LD-1', 'loaded without status']] },
     });
-    assert.equal(todos.status, 200, todos.text);
-    const [todo] = okData(await call(`/fetch/${TODO_CODE}`, { data: adv(eq('uniqueName', 'LD-1')) }));
-    assert.equal(todo.status, 'OPEN');
+    assert.equal(loadedItems.status, 200, loadedItems.text);
+    const [item] = okData(await call(`/fetch/${TO_DO_CODE}`, { data: adv(eq('uniqueName', 'LD-1')) }));
+    assert.equal(item.status, 'OPEN');
   });
 
   for (const c of CASES) {
@@ -238,45 +238,48 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     await refused('PR', { sku: 'V-1', relationType: 'SUCCESSOR', targetSku: 'V-1' }, 'targetSku');
     await refused('PR', { sku: 'V-1', targetSku: 'V-2' }, 'relationType');
     await refused('PXREF', { sku: 'V-1', referenceType: 'EAN' }, 'externalId');
-    await refused(TODO_CODE, { uniqueName: 'V-1', label: 'x', status: 'LATER' }, 'status');
-    await refused(TODO_CODE, { uniqueName: 'V-1', label: 'x', priority: 6 }, 'priority');
-    await refused(TODO_CODE, { uniqueName: 'V-1', label: 'x', priority: 0 }, 'priority');
-    await refused(TODO_CODE, { uniqueName: 'V-1', label: 'x', dueDate: 'soon' }, 'dueDate');
-    await refused(TODO_CODE, { uniqueName: 'V-1' }, 'label');
-    await refused(TODO_CODE, { label: 'x' }, 'uniqueName');
-    assert.equal(okData(await call(`/fetch/${TODO_CODE}`, { data: adv(eq('uniqueName', 'V-1')) })).length, 0);
+    await refused(TO_DO_CODE, { uniqueName: 'V-1', label: 'x', status: 'LATER' }, 'status');
+    await refused(TO_DO_CODE, { uniqueName: 'V-1', label: 'x', priority: 6 }, 'priority');
+    await refused(TO_DO_CODE, { uniqueName: 'V-1', label: 'x', priority: 0 }, 'priority');
+    await refused(TO_DO_CODE, { uniqueName: 'V-1', label: 'x', dueDate: 'soon' }, 'dueDate');
+    await refused(TO_DO_CODE, { uniqueName: 'V-1' }, 'label');
+    await refused(TO_DO_CODE, { label: 'x' }, 'uniqueName');
+    assert.equal(
+      okData(await call(`/fetch/${TO_DO_CODE}`, { data: adv(eq('uniqueName', 'V-1')) })).length,
+      0,
+    );
 
     // Status is never emptied; priority stays in 1..5 also through massedit arithmetic.
     const [t] = okData(
-      await call(`/add/${TODO_CODE}`, { data: { uniqueName: 'V-2', label: 'x', priority: 5 } }),
+      await call(`/add/${TO_DO_CODE}`, { data: { uniqueName: 'V-2', label: 'x', priority: 5 } }),
     );
     const change = (data: object) =>
-      call(`/update/${TODO_CODE}`, { data: { typedId: t.typedId, ...data }, oldValues: { version: 0 } });
+      call(`/update/${TO_DO_CODE}`, { data: { typedId: t.typedId, ...data }, oldValues: { version: 0 } });
     expectError(await change({ status: null }), 400, -4, 'status');
     expectError(await change({ status: 'done' }), 400, -4, 'status');
     const byName = adv(eq('uniqueName', 'V-2'));
-    const bump = await call(`/massedit/${TODO_CODE}`, {
+    const bump = await call(`/massedit/${TO_DO_CODE}`, {
       filterCriteria: byName,
       massEditRecords: [{ fieldName: 'priority', massEditOperator: '+', fieldValue: 1 }],
     });
     expectError(bump, 400, -4);
-    const clear = await call(`/massedit/${TODO_CODE}`, {
+    const clear = await call(`/massedit/${TO_DO_CODE}`, {
       filterCriteria: byName,
       massEditRecords: [{ fieldName: 'status', massEditOperator: 'null' }],
     });
     expectError(clear, 400, -4);
-    const [still] = okData(await call(`/fetch/${TODO_CODE}/${t.id}`));
+    const [still] = okData(await call(`/fetch/${TO_DO_CODE}/${t.id}`));
     assert.deepEqual([still.priority, still.status, still.version], [5, 'OPEN', 0]);
   });
 
   test('reading is open to every user; writing needs the type’s permission', async () => {
-    okData(await call(`/add/${TODO_CODE}`, { data: { uniqueName: 'P-1', label: 'read me' } }));
+    okData(await call(`/add/${TO_DO_CODE}`, { data: { uniqueName: 'P-1', label: 'read me' } }));
     const writes: [string, object][] = [
       ['PDESC', { sku: 'P-1', language: 'de' }],
       ['CDESC', { customerId: 'P-1', language: 'de' }],
       ['PR', { sku: 'P-1', relationType: 'SUBSTITUTE', targetSku: 'P-2' }],
       ['PXREF', { sku: 'P-1', referenceType: 'EAN', externalId: '1' }],
-      [TODO_CODE, { uniqueName: 'P-2', label: 'x' }],
+      [TO_DO_CODE, { uniqueName: 'P-2', label: 'x' }],
     ];
     for (const [code, data] of writes) {
       expectError(await call(`/add/${code}`, { data }, plain), 403, -3);
@@ -290,15 +293,15 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
       assert.equal(file.status, 403, JSON.stringify(file.body));
       okData(await call(`/fetch/${code}`, {}, plain));
     }
-    const todos = okData(await call(`/fetch/${TODO_CODE}`, { data: adv(eq('uniqueName', 'P-1')) }, plain));
-    assert.equal(todos.length, 1);
+    const visible = okData(await call(`/fetch/${TO_DO_CODE}`, { data: adv(eq('uniqueName', 'P-1')) }, plain));
+    assert.equal(visible.length, 1);
     // The price shop role and the integration role may write to-do items; the plain user may not.
-    okData(await call(`/add/${TODO_CODE}`, { data: { uniqueName: 'P-3', label: 'by shop' } }, shop));
+    okData(await call(`/add/${TO_DO_CODE}`, { data: { uniqueName: 'P-3', label: 'by shop' } }, shop));
     okData(
-      await call(`/add/${TODO_CODE}`, { data: { uniqueName: 'P-4', label: 'by integrator' } }, integrator),
+      await call(`/add/${TO_DO_CODE}`, { data: { uniqueName: 'P-4', label: 'by integrator' } }, integrator),
     );
-    expectError(await call('/delete/' + TODO_CODE, { data: { uniqueName: 'P-3' } }, plain), 403, -3);
-    const anon = await h.call(`/fetch/${TODO_CODE}`, { body: {} });
+    expectError(await call('/delete/' + TO_DO_CODE, { data: { uniqueName: 'P-3' } }, plain), 403, -3);
+    const anon = await h.call(`/fetch/${TO_DO_CODE}`, { body: {} });
     assert.equal(anon.status, 401);
   });
 
@@ -433,7 +436,7 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
       ['CDESC', { customerId: 'ISO-1', language: 'de' }],
       ['PR', { sku: 'ISO-1', relationType: 'SUBSTITUTE', targetSku: 'ISO-2' }],
       ['PXREF', { sku: 'ISO-1', referenceType: 'EAN', externalId: 'ISO' }],
-      [TODO_CODE, { uniqueName: 'ISO-1', label: 'mine' }],
+      [TO_DO_CODE, { uniqueName: 'ISO-1', label: 'mine' }],
     ];
     for (const [code, data] of mine) {
       const [row] = okData(await call(`/add/${code}`, { data }));

@@ -7,15 +7,15 @@ import type { Principal } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { valueDeclaration } from '../../engine/registry-lookup.ts';
-import { TODO_CODE } from '../../engine/registry-master-more.ts';
+import { TO_DO_CODE } from '../../engine/registry-master-more.ts';
 import { validationError } from '../../http/errors.ts';
 import { DELIMITERS } from './rows.ts';
 import { isLookupFileCode, requireLookupLoadAccess } from './loadlookups.ts';
 
-/** The type codes of the interface's file bulk-load list, verbatim (TODO_CODE: to-do items). */
+/** The type codes of the interface's file bulk-load list, verbatim (TO_DO_CODE: to-do items). */
 export const FILE_LOAD_CODES: readonly string[] = [
   'C', 'CDESC', 'CX', 'JLTV', 'LTV', 'MLTV', 'P', 'PBOME', 'PCOMP', 'PDESC', 'PR', 'PX', 'PXREF', 'SL', 'SX',
-  TODO_CODE, 'UG',
+  TO_DO_CODE, 'UG',
 ]; // prettier-ignore
 
 /**
