@@ -14,7 +14,7 @@ import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { toValue, type LogicDate, type RecordValue, type Value } from '../../logic/values.ts';
-import { BatchData, evaluateEach, evaluateItems, type ItemSpec } from './data.ts';
+import { BatchData, evaluateEach, evaluateItems, type BatchRows, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import { attributeTypesOf, masterRecords, recordOf } from './master-store.ts';
 
@@ -61,10 +61,18 @@ export async function* evaluateBulk(
   const customerMeta = await attributeTypesOf(q, principal, 'C');
   const productFields = fieldsRead(logic, 'product');
   const customerFields = fieldsRead(logic, 'customer');
-  let batch: BulkItem[] = [];
   // One data cache for the whole run: look-up rows carry over, per-item rows are dropped per batch.
   const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
-  const run = async (): Promise<BulkResult[]> => {
+  const competitionAt = logic.competition ? opts.targetDate : undefined;
+  const failed = (item: BulkItem, error: string): BulkResult => ({
+    sku: item.sku,
+    customerId: item.customerId ?? null,
+    results: null,
+    error,
+  });
+
+  /** Reads a batch's products, customers and per-item rows, and makes its items' evaluation specs. */
+  const prepare = async (batch: readonly BulkItem[]): Promise<Prepared> => {
     const skus = [...new Set(batch.map((i) => i.sku))];
     const customerIds = [
       ...new Set(batch.flatMap((i) => (i.customerId === undefined ? [] : [i.customerId]))),
@@ -75,12 +83,6 @@ export async function* evaluateBulk(
         ? await masterRecords(q, principal, 'C', customerIds, customerFields)
         : new Map<string, Record<string, unknown>>();
     const out = new Array<BulkResult>(batch.length);
-    const failed = (item: BulkItem, error: string): BulkResult => ({
-      sku: item.sku,
-      customerId: item.customerId ?? null,
-      results: null,
-      error,
-    });
     const specs: ItemSpec[] = [];
     const at: number[] = [];
     // One record per product and customer of the batch, however many items name it.
@@ -125,8 +127,13 @@ export async function* evaluateBulk(
       );
       at.push(n);
     });
-    data.nextBatch();
-    await data.prefetchExtensions(logic.extensions, specs, logic.competition ? opts.targetDate : undefined);
+    const rows = await data.batchRows(logic.extensions, specs, competitionAt);
+    return { batch, out, specs, at, rows };
+  };
+
+  /** Evaluates a prepared batch (its look-ups loaded set-based between passes). */
+  const run = async ({ batch, out, specs, at, rows }: Prepared): Promise<BulkResult[]> => {
+    data.nextBatch(rows);
     // Each item's result objects are made as soon as its outcomes are final (the outcomes die young).
     await evaluateSafely(logic, specs, data, opts, (k, o) => {
       const n = at[k]!;
@@ -143,14 +150,47 @@ export async function* evaluateBulk(
     });
     return out;
   };
-  for await (const item of items) {
-    batch.push(item);
-    if (batch.length >= size) {
-      yield await run();
+
+  // A pipeline of two batches: the next batch's reads are issued before the current one is evaluated,
+  // so the database works while this process evaluates (on one connection the statements just queue).
+  // Memory: at most two batches' rows at once. A read's failure surfaces when its batch comes up.
+  let next: Promise<Prepared> | undefined;
+  const start = (batch: BulkItem[]) => {
+    const p = prepare(batch);
+    p.catch(() => {}); // handled where it is awaited; not an unhandled rejection meanwhile
+    return p;
+  };
+  try {
+    let batch: BulkItem[] = [];
+    for await (const item of items) {
+      batch.push(item);
+      if (batch.length < size) continue;
+      const current = next;
+      next = start(batch);
       batch = [];
+      if (current) yield await run(await current);
     }
+    const current = next;
+    next = batch.length > 0 ? start(batch) : undefined;
+    if (current) yield await run(await current);
+    if (next) {
+      const last = next;
+      next = undefined;
+      yield await run(await last);
+    }
+  } finally {
+    // A caller that stops early: the reads in flight end before the generator does (no statement
+    // of this run is left running on a connection the caller goes on using).
+    if (next) await next.catch(() => {});
   }
-  if (batch.length > 0) yield await run();
+}
+
+interface Prepared {
+  readonly batch: readonly BulkItem[];
+  readonly out: BulkResult[];
+  readonly specs: ItemSpec[];
+  readonly at: number[];
+  readonly rows: BatchRows;
 }
 
 type Outcome = { outcomes: ElementOutcome[] } | { error: string };

@@ -189,17 +189,81 @@ export class BatchData {
     }
     for (const ext of extensions) {
       const [owner, table] = ext.split(/:(.*)/s) as ['product' | 'customer', string];
-      const keys = new Set(
-        items.flatMap((i) => {
-          const k = owner === 'product' ? i.sku : i.customerId;
-          return k === undefined ? [] : [k];
-        }),
-      );
+      const keys = ownerKeys(owner, items);
       const known = this.extensions.get(`${owner}${SEP}${table}`);
       if (known) for (const k of known.keys()) keys.delete(k);
       if (keys.size > 0) this.pendingExt.set(`${owner}${SEP}${table}`, keys);
     }
     await this.load();
+  }
+
+  /**
+   * The per-item rows of a coming batch (extension rows of its owners, competition rows of its
+   * products), read without touching the batch being evaluated: the bulk evaluator reads batch n+1
+   * while it evaluates batch n, then hands the rows over with `nextBatch(rows)`.
+   */
+  async batchRows(
+    extensions: ReadonlySet<string>,
+    items: readonly ItemKeys[],
+    competitionAt?: LogicDate,
+  ): Promise<BatchRows> {
+    const ext = new Map<string, Map<string, RecordValue[]>>();
+    const comp = new Map<string, Map<string, RecordValue[]>>();
+    if (competitionAt !== undefined) {
+      const skus = ownerKeys('product', items);
+      if (skus.size > 0) comp.set(competitionAt.iso, await this.competitionOf(skus, competitionAt.iso));
+    }
+    for (const e of extensions) {
+      const [owner, table] = e.split(/:(.*)/s) as ['product' | 'customer', string];
+      const keys = ownerKeys(owner, items);
+      if (keys.size > 0) ext.set(`${owner}${SEP}${table}`, await this.extensionsOf(owner, table, keys));
+    }
+    return { extensions: ext, competition: comp };
+  }
+
+  private readonly metas = new Map<string, Promise<Map<string, string>>>();
+
+  /** Attribute meta of an extension table, read once per BatchData (one bulk run or one execute). */
+  private metaOf(code: 'PX' | 'CX', table: string): Promise<Map<string, string>> {
+    const key = `${code}${SEP}${table}`;
+    let meta = this.metas.get(key);
+    if (!meta) {
+      meta = attributeTypesOf(
+        this.q,
+        { partitionId: this.partitionId, metaVersion: this.metaVersion },
+        code,
+        table,
+      );
+      this.metas.set(key, meta);
+      // A failed read is not kept: the next batch asks again (the error reaches the caller).
+      meta.catch(() => this.metas.delete(key));
+    }
+    return meta;
+  }
+
+  /** One table's extension records of these owners (none: an empty list), one statement. */
+  private async extensionsOf(
+    owner: 'product' | 'customer',
+    table: string,
+    owners: ReadonlySet<string>,
+  ): Promise<Map<string, RecordValue[]>> {
+    const code = owner === 'product' ? 'PX' : 'CX';
+    const meta = await this.metaOf(code, table);
+    const rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+    const out = new Map<string, RecordValue[]>();
+    for (const o of owners) out.set(o, []);
+    for (const r of rows)
+      out.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(recordOf(code, r, meta));
+    return out;
+  }
+
+  /** The competition records of these products at the date, one statement. */
+  private async competitionOf(skus: ReadonlySet<string>, date: string): Promise<Map<string, RecordValue[]>> {
+    const rows = await competitionRows(this.q, this.partitionId, [...skus], date);
+    const out = new Map<string, RecordValue[]>();
+    for (const sku of skus) out.set(sku, []);
+    for (const r of rows) out.get(String(r.sku))?.push(competitionRecord(r));
+    return out;
   }
 
   /** Extension rows read beforehand (with the product): the row of each owner key, or none. */
@@ -217,13 +281,7 @@ export class BatchData {
       cache.set(key, []);
       return;
     }
-    const meta = await attributeTypesOf(
-      this.q,
-      { partitionId: this.partitionId, metaVersion: this.metaVersion },
-      code,
-      table,
-    );
-    cache.set(key, [recordOf(code, row, meta)]);
+    cache.set(key, [recordOf(code, row, await this.metaOf(code, table))]);
   }
 
   /**
@@ -231,9 +289,13 @@ export class BatchData {
    * once they grow past a bound: memory stays constant per batch, while look-ups the next batch
    * repeats (the same table keys, the same condition records) need no second pass.
    */
-  nextBatch(): void {
+  nextBatch(rows?: BatchRows): void {
     this.extensions.clear();
     this.competition.clear();
+    if (rows !== undefined) {
+      for (const [id, m] of rows.extensions) this.extensions.set(id, m);
+      for (const [date, m] of rows.competition) this.competition.set(date, m);
+    }
     let cached = 0;
     for (const m of this.rows.values()) cached += m.size;
     for (const m of this.conditions.values()) cached += m.size;
@@ -253,11 +315,10 @@ export class BatchData {
         this.pendingComp.size >
       0;
     for (const [date, skus] of this.pendingComp) {
-      const rows = await competitionRows(this.q, this.partitionId, [...skus], date);
+      const found = await this.competitionOf(skus, date);
       let cache = this.competition.get(date);
       if (!cache) this.competition.set(date, (cache = new Map<string, RecordValue[]>()));
-      for (const sku of skus) cache.set(sku, []);
-      for (const r of rows) cache.get(String(r.sku))?.push(competitionRecord(r));
+      for (const [sku, records] of found) cache.set(sku, records);
     }
     this.pendingComp.clear();
     await this.loadConditions();
@@ -292,19 +353,10 @@ export class BatchData {
     this.pendingKeys.clear();
     for (const [id, owners] of this.pendingExt) {
       const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
-      const code = owner === 'product' ? 'PX' : 'CX';
-      const meta = await attributeTypesOf(
-        this.q,
-        { partitionId: this.partitionId, metaVersion: this.metaVersion },
-        code,
-        table,
-      );
-      const rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+      const found = await this.extensionsOf(owner, table, owners);
       let cache = this.extensions.get(id);
       if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
-      for (const o of owners) cache.set(o, []);
-      for (const r of rows)
-        cache.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(recordOf(code, r, meta));
+      for (const [o, records] of found) cache.set(o, records);
     }
     this.pendingExt.clear();
     return anything;
@@ -363,6 +415,22 @@ export class BatchData {
         : row.get(matrix ? 'attribute1' : 'value');
     return { row, value };
   }
+}
+
+/** The per-item rows of one batch (BatchData.batchRows), by `owner<US>table` and by date. */
+export interface BatchRows {
+  readonly extensions: ReadonlyMap<string, Map<string, RecordValue[]>>;
+  readonly competition: ReadonlyMap<string, Map<string, RecordValue[]>>;
+}
+
+/** The distinct product or customer keys of the items. */
+function ownerKeys(owner: 'product' | 'customer', items: readonly ItemKeys[]): Set<string> {
+  const out = new Set<string>();
+  for (const i of items) {
+    const k = owner === 'product' ? i.sku : i.customerId;
+    if (k !== undefined) out.add(k);
+  }
+  return out;
 }
 
 function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null {

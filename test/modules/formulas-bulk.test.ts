@@ -1,0 +1,243 @@
+// The bulk evaluator's pipeline and passes on both databases: batches read ahead while the previous
+// one is evaluated keep item order and per-item errors (the same results whatever the batch size);
+// items whose look-up rows and condition records are missing in the first pass come out as when
+// everything was loaded beforehand; a caller that stops early leaves no statement running.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
+import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import type { Queryable } from '../../src/db/db.ts';
+import { bulkLogic, evaluateBulk, type BulkItem, type BulkResult } from '../../src/modules/formulas/bulk.ts';
+import type { CompiledLogic } from '../../src/logic/logic.ts';
+import { LogicDate } from '../../src/logic/values.ts';
+import { okData } from '../helpers/envelope.ts';
+
+const ELEMENTS = [
+  { elementName: 'Cost', expression: 'product.attribute1' },
+  { elementName: 'Ext', expression: 'productExtension("Costs")', displayOptions: 0 },
+  { elementName: 'ExtCost', expression: 'coalesce(Ext.attribute1, Cost)' },
+  { elementName: 'Margin', expression: 'lookup("Margins", customer.attribute1)' },
+  { elementName: 'Disc', expression: 'lookup("QtyDiscount", input.Qty)' },
+  {
+    elementName: 'Cond',
+    expression: 'conditionRecord("SalesDiscount", customer.customerId)',
+    displayOptions: 0,
+  },
+  { elementName: 'CondDisc', expression: 'coalesce(Cond.conditionValue, 0)' },
+  { elementName: 'Base', expression: 'max(Cost, ExtCost) * (1 + coalesce(Margin, 0.1))' },
+  { elementName: 'Net', expression: 'Base * (1 - coalesce(Disc, 0)) * (1 - CondDisc)' },
+  { elementName: 'PerUnit', expression: 'Net / input.Qty' },
+  { elementName: 'Price', expression: 'Net', rounding: 'EUR99', formatType: 'MONEY' },
+];
+
+const SKUS = 40;
+const targetDate = new LogicDate('2026-06-01');
+const limits = { maxSteps: 10_000, maxMs: 5_000 };
+
+/** Items over every case: customers with and without rows, unknown products and customers, bad inputs. */
+function itemsOf(n: number, offset = 0): BulkItem[] {
+  const out: BulkItem[] = [];
+  for (let k = 0; k < n; k++) {
+    const i = k + offset;
+    const sku = i % 37 === 5 ? 'NOPE' : `BK-${i % SKUS}`;
+    const customerId = [undefined, 'C-1', 'C-2', 'C-3', 'C-9'][i % 5];
+    const qty = i % 23 === 7 ? 'many' : i % 25; // 'many' is not a number; 0 divides by zero
+    out.push({ sku, ...(customerId === undefined ? {} : { customerId }), inputs: { Qty: qty } });
+  }
+  return out;
+}
+
+async function bulk(
+  q: Queryable,
+  principal: Principal,
+  logic: CompiledLogic,
+  items: readonly BulkItem[],
+  batchSize: number,
+): Promise<BulkResult[][]> {
+  const batches: BulkResult[][] = [];
+  for await (const b of evaluateBulk(q, principal, logic, items, { targetDate, limits, batchSize }))
+    batches.push(b);
+  return batches;
+}
+
+describe('bulk evaluator: pipeline and passes', () => {
+  let h: Harness;
+  let api: Client;
+  let principal: Principal;
+  let logic: CompiledLogic;
+  before(async () => {
+    h = await startHarness();
+    api = await clientOf(h);
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute1', label: 'Cost', fieldType: 'MONEY' } }));
+    const skus = Array.from({ length: SKUS }, (_, i) => i);
+    okData(
+      await api('/loaddata/P', {
+        data: { header: ['sku', 'attribute1'], data: skus.map((i) => [`BK-${i}`, `${10 + i}.25`]) },
+      }),
+    );
+    // Every third product has a Costs extension row.
+    okData(
+      await api('/loaddata/PX', {
+        data: {
+          header: ['name', 'sku', 'attribute1'],
+          data: skus.filter((i) => i % 3 === 0).map((i) => ['Costs', `BK-${i}`, String(12 + i)]),
+        },
+      }),
+    );
+    for (const [customerId, attribute1] of [
+      ['C-1', 'EU'],
+      ['C-2', 'US'],
+      ['C-3', 'CH'],
+    ])
+      okData(await api('/add/C', { data: { customerId, attribute1 } }));
+    const [margins] = okData(
+      await api('/lookuptablemanager.add', {
+        data: { uniqueName: 'Margins', type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await api(`/lookuptablemanager.add/${margins.id}`, [
+        { data: { name: 'EU', value: 0.25 } },
+        { data: { name: 'US', value: 0.3 } },
+      ]),
+    );
+    const [qty] = okData(
+      await api('/lookuptablemanager.add', {
+        data: { uniqueName: 'QtyDiscount', type: 'RANGE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await api(`/lookuptablemanager.add/${qty.id}`, [
+        { data: { name: 'small', upperBound: 10, value: 0 } },
+        { data: { name: 'large', lowerBound: 10, upperBound: 20, value: 0.05 } },
+      ]),
+    );
+    const [set] = okData(await api('/add/CRCS', { data: { uniqueName: 'SalesDiscount', keySize: 1 } }));
+    for (const [key1, conditionValue] of [
+      ['C-1', '0.02'],
+      ['C-2', '0.035'],
+    ])
+      okData(
+        await api('/add/CRCI1', {
+          data: {
+            conditionRecordSetId: set.id,
+            key1,
+            validFrom: '2026-01-01',
+            validTo: '2026-12-31',
+            conditionValue,
+          },
+        }),
+      );
+    okData(
+      await api('/add/RP', {
+        data: { uniqueName: 'EUR99', currency: 'EUR', step: 0.01, priceEnding: '.99' },
+      }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'BulkPrice',
+          validAfter: '2026-01-01',
+          inputs: [{ name: 'Qty', type: 'NUMBER', required: true }],
+          elements: ELEMENTS,
+        },
+      }),
+    );
+    principal = {
+      partitionId: h.partitionId,
+      partition: h.partition,
+      userId: 1,
+      loginName: 'admin',
+      roles: ['ADMIN'],
+      groups: [],
+      admin: true,
+      permissions: permissionsOfRoles(['ADMIN']),
+      via: 'basic',
+      restriction: null,
+    };
+    ({ logic } = await bulkLogic(h.db, principal, 'BulkPrice', targetDate));
+  });
+  after(() => h.close());
+
+  test('batches read ahead keep item order and per-item errors: the same results at every batch size', async () => {
+    const items = itemsOf(300);
+    const whole = (await bulk(h.db, principal, logic, items, 1_000)).flat();
+    assert.equal(whole.length, 300);
+    for (const size of [1, 7, 64]) {
+      const batches = await bulk(h.db, principal, logic, items, size);
+      assert.equal(batches.length, Math.ceil(300 / size));
+      assert.deepEqual(batches.flat(), whole, `batches of ${size}`);
+    }
+    // Spot checks by hand, in item order.
+    const byName = (r: BulkResult) => Object.fromEntries(r.results!.map((x) => [x.resultName, x]));
+    const field = (v: unknown, name: string) => (v as Record<string, unknown>)[name];
+    assert.equal(whole[5]!.error, 'product NOPE not found');
+    assert.equal(whole[4]!.error, 'customer C-9 not found');
+    assert.match(whole[7]!.error!, /inputs.Qty: "many" is not a number/);
+    assert.equal(whole[0]!.sku, 'BK-0');
+    const first = byName(whole[0]!); // no customer, Qty 0: no margin row, a division by zero
+    assert.equal(field(first.Ext!.result, 'attribute1'), '12');
+    assert.equal(first.Base!.result, 13.2, 'max(10.25, 12) × 1.1');
+    assert.equal(first.PerUnit!.result, null);
+    assert.equal(first.PerUnit!.alertType, 'CRITICAL');
+    const one = byName(whole[1]!); // C-1 (EU, 2 %), Qty 1, BK-1 without extension row
+    assert.equal(one.Ext!.result, null);
+    assert.equal(one.Net!.result, 13.78125, '11.25 × 1.25 × 1 × 0.98');
+    assert.equal(one.Price!.result, 13.99);
+    const twelve = byName(whole[12]!); // C-2 (US, 3.5 %), Qty 12 (5 %), BK-12 with 24 in Costs
+    assert.equal(twelve.Net!.result, 28.6026, '24 × 1.3 × 0.95 × 0.965');
+    assert.equal(field(twelve.Cond!.result, 'conditionValue'), 0.035);
+  });
+
+  test('items missing look-up rows and condition records in the first pass: as when all was loaded', async () => {
+    const items = itemsOf(120, 1_000);
+    const counting = () => {
+      const lookups: string[] = [];
+      const q: Queryable = {
+        query: (sql: string, params?: readonly unknown[]) => {
+          if (/condition_record|lookup_values/.test(sql)) lookups.push(sql);
+          return h.db.query(sql, params);
+        },
+      };
+      return { q, lookups };
+    };
+    // One run of the items: the first pass misses every look-up, later passes load them.
+    const once = counting();
+    const [cold] = await bulk(once.q, principal, logic, items, items.length);
+    assert.ok(once.lookups.length > 0);
+    // The same items twice in one run: the second batch finds every row loaded (no look-up statement).
+    const twice = counting();
+    const [first, warm] = await bulk(twice.q, principal, logic, [...items, ...items], items.length);
+    assert.equal(twice.lookups.length, once.lookups.length, 'the second batch read no look-up rows');
+    assert.deepEqual(warm, cold);
+    assert.deepEqual(first, cold);
+  });
+
+  test('a caller that stops after the first batch leaves no statement running', async () => {
+    let running = 0;
+    const q: Queryable = {
+      query: async (sql, params) => {
+        running++;
+        try {
+          // Extension rows come slowly: the next batch's read is still running at the first yield.
+          if (/product_extensions/.test(sql)) await new Promise((r) => setTimeout(r, 50));
+          return await h.db.query(sql, params);
+        } finally {
+          running--;
+        }
+      },
+    };
+    let seen = 0;
+    for await (const b of evaluateBulk(q, principal, logic, itemsOf(100), {
+      targetDate,
+      limits,
+      batchSize: 10,
+    })) {
+      seen += b.length;
+      break;
+    }
+    assert.equal(seen, 10);
+    assert.equal(running, 0);
+  });
+});
