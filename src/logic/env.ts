@@ -84,6 +84,18 @@ export function newElementState(explain: boolean): ElementState {
   return { warnings: NO_WARNINGS, alertType: null, alertMessage: null, trace: explain ? [] : undefined };
 }
 
+/**
+ * Makes `state` the fresh state of the next element (what newElementState gives): one state object
+ * serves every element of an evaluation. The outcome of the element before keeps its own warnings
+ * and trace arrays (they are replaced here, never cleared).
+ */
+export function resetElementState(state: ElementState, explain: boolean): void {
+  state.warnings = NO_WARNINGS;
+  state.alertType = null;
+  state.alertMessage = null;
+  state.trace = explain ? [] : undefined;
+}
+
 /** Adds a warning to the current element (its own list is made on the first one). */
 export function addWarning(env: Env, message: string): void {
   if (env.element.warnings === NO_WARNINGS) env.element.warnings = [];

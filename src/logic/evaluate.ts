@@ -7,6 +7,7 @@ import { EvalError, LimitError } from './failures.ts';
 import {
   addWarning,
   newElementState,
+  resetElementState,
   traceEntry,
   type DataPort,
   type Env,
@@ -54,7 +55,7 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
   };
   const out: ElementOutcome[] = [];
   for (const el of logic.elements) {
-    env.element = newElementState(item.explain);
+    resetElementState(env.element, item.explain);
     let value: Value;
     try {
       if (item.fixed !== undefined && item.fixed.has(el.def.elementName)) {

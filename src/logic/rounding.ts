@@ -2,7 +2,7 @@
 // the price onto an ending such as .99, .95 or 9.90 — to the nearest such price, or up, or down.
 // Pure decimal arithmetic; the explanation shows the policy and the value before and after.
 
-import { D, type Dec } from './values.ts';
+import { D, placesOfDec, scaledInteger, type Dec } from './values.ts';
 
 /** The rounding modes of policies and of round(x, places, mode), as decimal.js rounding constants. */
 export const ROUND_MODES = {
@@ -49,18 +49,30 @@ export function endingProblem(ending: string): string | undefined {
     : 'must be digits with at most one point, e.g. .99 or 9.90';
 }
 
-const ENDINGS = new Map<string, { e: Dec; m: Dec; inverse: Dec }>();
+interface Ending {
+  readonly e: Dec;
+  readonly m: Dec;
+  readonly inverse: Dec;
+  /** Digits before the point (M = 10^whole) and decimal places of E, for the integer path. */
+  readonly whole: number;
+  readonly places: number | undefined;
+}
+
+const ENDINGS = new Map<string, Ending>();
 
 /** The ending as (value E, block M): candidates are k·M + E. `.99` → (0.99, 1); `9.90` → (9.9, 10). */
-function endingOf(ending: string): { e: Dec; m: Dec; inverse: Dec } {
+function endingOf(ending: string): Ending {
   let found = ENDINGS.get(ending);
   if (!found) {
     const whole = ending.includes('.') ? ending.slice(0, ending.indexOf('.')) : ending;
+    const e = new D(ending.startsWith('.') ? `0${ending}` : ending);
     found = {
-      e: new D(ending.startsWith('.') ? `0${ending}` : ending),
+      e,
       m: new D(10).pow(whole.length),
       // M is a power of ten: y / M is y × 10^-n, exact, and far cheaper than a division.
       inverse: new D(`1e-${whole.length}`),
+      whole: whole.length,
+      places: placesOfDec(e),
     };
     if (ENDINGS.size < 1_000) ENDINGS.set(ending, found);
   }
@@ -86,7 +98,41 @@ export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {
 }
 
 export function applyEnding(y: Dec, ending: string, rule: EndingRule): Dec {
-  const { e, m, inverse } = endingOf(ending);
+  const found = endingOf(ending);
+  // A positive price of a few digits (every price): the same candidates in exact integer arithmetic,
+  // one decimal built instead of about ten.
+  if (y.s > 0 && !y.isZero()) {
+    const fast = endingByIntegers(y, found, rule);
+    if (fast !== undefined) return fast;
+  }
+  return endingByDecimals(y, found, rule);
+}
+
+/** applyEnding for y > 0 on integers at a common scale, or undefined when they would not be exact. */
+function endingByIntegers(y: Dec, { e, whole, places }: Ending, rule: EndingRule): Dec | undefined {
+  const yPlaces = placesOfDec(y);
+  if (yPlaces === undefined || places === undefined) return undefined;
+  const scale = Math.max(yPlaces, places);
+  if (scale + whole > 15) return undefined;
+  const Y = scaledInteger(y, scale);
+  const E = scaledInteger(e, scale);
+  if (Y === undefined || E === undefined) return undefined;
+  const M = 10 ** (whole + scale);
+  if (Y + E + 2 * M > Number.MAX_SAFE_INTEGER) return undefined;
+  // Y ≥ 0: Y - Y % M is floor(Y / M) · M, exactly.
+  const inBlock = Y - (Y % M) + E;
+  const below = inBlock > Y ? inBlock - M : inBlock;
+  const up = below === Y ? below : below + M;
+  let out: number;
+  if (rule === 'UP' || below < 0) out = up;
+  else if (rule === 'DOWN') out = below;
+  else out = up - Y <= Y - below ? up : below;
+  return new D(scale === 0 ? String(out) : `${out}e-${scale}`);
+}
+
+/** applyEnding in decimal arithmetic (any value: negative, zero, many digits). */
+export function endingByDecimals(y: Dec, ending: string | Ending, rule: EndingRule): Dec {
+  const { e, m, inverse } = typeof ending === 'string' ? endingOf(ending) : ending;
   // The candidates k·M + E just below (or at) y and just above it.
   const inBlock = y.times(inverse).floor().times(m).plus(e);
   const below = inBlock.gt(y) ? inBlock.minus(m) : inBlock;

@@ -40,6 +40,26 @@ export class RecordValue {
   get(name: string): Value {
     return Object.hasOwn(this.fields, name) ? toValue(this.fields[name]) : null;
   }
+  /** toJson of this record: kept (frozen) from its second conversion on, for a record many items share. */
+  private json: unknown = undefined;
+  private converted = false;
+  toJson(): unknown {
+    if (this.json !== undefined) return this.json;
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(this.fields)) out[k] = toJson(this.get(k));
+    if (this.converted) this.json = deepFreeze(out);
+    this.converted = true;
+    return out;
+  }
+}
+
+/** Freezes a JSON value (objects and arrays, all the way down). */
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
 }
 
 /** An AdvancedCriteria built by a FILTER logic (`filter(...)`, `and(...)`, `or(...)`). */
@@ -129,11 +149,7 @@ export function toJson(v: Value): unknown {
     return v.toFixed();
   }
   if (v instanceof LogicDate) return v.iso;
-  if (v instanceof RecordValue) {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(v.fields)) out[k] = toJson(v.get(k));
-    return out;
-  }
+  if (v instanceof RecordValue) return v.toJson();
   if (v instanceof CriteriaValue) return v.criteria;
   if (Array.isArray(v)) return (v as readonly Value[]).map(toJson);
   return null;
@@ -141,16 +157,23 @@ export function toJson(v: Value): unknown {
 
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i); // exact doubles up to 1e22
 
+// The last decimal split by digitsOf: value = ±DIGITS × 10^POWER (module state, so no allocation).
+let DIGITS = 0;
+let POWER = 0;
+
 /**
- * The double nearest to a decimal of at most 15 significant digits, computed from decimal.js's
- * base-1e7 limbs without building its text (the same double as `toNumber()`: the digits form an
- * integer M below 2^53 and M / 10^k or M × 10^k with both exact is correctly rounded by IEEE
- * arithmetic). Undefined when the decimal has more digits or needs a power of ten past 1e22.
+ * Splits a decimal of at most 15 significant digits into DIGITS (an integer below 2^53, no trailing
+ * zeros) and POWER, from decimal.js's base-1e7 limbs without building its text; false when it has
+ * more digits (or is zero: DIGITS 0, POWER 0, true).
  */
-export function smallDecToNumber(v: Dec): number | undefined {
+function digitsOf(v: Dec): boolean {
   const d = v.d as number[] | undefined;
-  if (!d || d.length === 0 || d.length > 3) return undefined;
-  if (d.length === 1 && d[0] === 0) return 0;
+  if (!d || d.length === 0 || d.length > 3) return false;
+  if (d.length === 1 && d[0] === 0) {
+    DIGITS = 0;
+    POWER = 0;
+    return true;
+  }
   // M = the limbs' digits with the last limb's trailing zeros dropped; digits = its length.
   let last = d[d.length - 1]!;
   let lastDigits = 7;
@@ -172,10 +195,44 @@ export function smallDecToNumber(v: Dec): number | undefined {
     m = last;
     digits = firstDigits - (7 - lastDigits);
   }
-  if (digits > 15) return undefined;
-  const p = v.e - digits + 1; // value = M × 10^p
+  if (digits > 15) return false;
+  DIGITS = m;
+  POWER = v.e - digits + 1; // value = M × 10^p
+  return true;
+}
+
+/**
+ * The double nearest to a decimal of at most 15 significant digits (the same double as
+ * `toNumber()`: the digits form an integer M below 2^53 and M / 10^k or M × 10^k with both exact is
+ * correctly rounded by IEEE arithmetic). Undefined when the decimal has more digits or needs a power
+ * of ten past 1e22.
+ */
+export function smallDecToNumber(v: Dec): number | undefined {
+  if (!digitsOf(v)) return undefined;
+  if (DIGITS === 0) return 0;
+  const p = POWER;
+  const m = DIGITS;
   const n = p >= 0 ? (p > 22 ? undefined : m * POW10[p]!) : -p > 22 ? undefined : m / POW10[-p]!;
   return n === undefined ? undefined : v.s < 0 ? -n : n;
+}
+
+/**
+ * |v| × 10^scale as an exact integer when that is a safe integer (|v| has at most `scale` decimal
+ * places and 15 significant digits); else undefined. For exact integer arithmetic on prices.
+ */
+export function scaledInteger(v: Dec, scale: number): number | undefined {
+  if (!digitsOf(v)) return undefined;
+  if (DIGITS === 0) return 0;
+  const shift = POWER + scale;
+  if (shift < 0 || shift > 15) return undefined;
+  const n = DIGITS * POW10[shift]!;
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** Decimal places of v when it has at most 15 significant digits (0 for integers), else undefined. */
+export function placesOfDec(v: Dec): number | undefined {
+  if (!digitsOf(v)) return undefined;
+  return POWER < 0 ? -POWER : 0;
 }
 
 /** Value equality as `==` sees it: decimals numerically, dates by day, numeric text against numbers. */

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { D, smallDecToNumber, toJson } from '../../src/logic/values.ts';
+import { D, RecordValue, smallDecToNumber, toJson } from '../../src/logic/values.ts';
 
 test('smallDecToNumber equals toNumber() on 100,000 decimals (a fixed pseudo-random series)', () => {
   let seed = 42;
@@ -47,4 +47,31 @@ test('toJson: numbers up to 15 significant digits, exact text beyond', () => {
   assert.equal(toJson(new D('1234567890123456')), '1234567890123456');
   assert.equal(toJson(new D('17.91666666666666666666666666666667')), '17.91666666666666666666666666666667');
   assert.equal(toJson(new D('1e20')), '100000000000000000000');
+});
+
+test('a record converted again answers the same JSON, shared and frozen from the second time on', () => {
+  const rec = new RecordValue({
+    id: 7,
+    keys: ['C-1', 'P-2'],
+    conditionValue: new D('0.02'),
+    validFrom: '2026-01-01',
+    at: new Date('2026-03-04T23:30:00Z'),
+    nested: new RecordValue({ n: 1.5 }),
+  });
+  const first = toJson(rec) as Record<string, unknown>;
+  const want = {
+    id: 7,
+    keys: ['C-1', 'P-2'],
+    conditionValue: 0.02,
+    validFrom: '2026-01-01',
+    at: '2026-03-04',
+    nested: { n: 1.5 },
+  };
+  assert.deepEqual(first, want);
+  assert.equal(Object.isFrozen(first), false, 'the first conversion is the caller’s own');
+  first.id = 8;
+  const second = toJson(rec) as Record<string, unknown>;
+  assert.deepEqual(second, want);
+  assert.equal(toJson(rec), second, 'kept');
+  assert.ok(Object.isFrozen(second) && Object.isFrozen(second.keys) && Object.isFrozen(second.nested));
 });
