@@ -218,27 +218,29 @@ export function typedIdSql(type: TypeDef, alias = 't'): string {
   return `(${qualified(alias, 'id')}::text || '.${type.code}')`;
 }
 
+/** The output fields of a fetch: those given, or all of them (typedId first, no jsonKey fields). */
+export function outputNames(tc: TypeContext, names?: readonly string[]): readonly string[] {
+  return names ?? ['typedId', ...[...tc.fields.values()].filter((f) => !f.jsonKey).map((f) => f.name)];
+}
+
+/** The SQL expression of one output field (`typedId` or a field name) over the row alias. */
+export function outputSql(tc: TypeContext, name: string, alias = 't'): string {
+  if (name === 'typedId') return typedIdSql(tc.type, alias);
+  const f = tc.fields.get(name)!;
+  if (f.readSql !== undefined) return f.readSql(alias);
+  if (f.jsonKey !== undefined) return `(${qualified(alias, f.column)} -> ${jsonKeyLiteral(f.jsonKey)})`;
+  return qualified(alias, f.column);
+}
+
 /** `"t"."col" AS "apiName"` for the given fields (all of them by default), typedId included. */
 export function selectList(tc: TypeContext, names?: readonly string[], alias = 't'): string {
-  const wanted = names ?? [
-    'typedId',
-    ...[...tc.fields.values()].filter((f) => !f.jsonKey).map((f) => f.name),
-  ];
-  return wanted
-    .map((name) => {
-      if (name === 'typedId') return `${typedIdSql(tc.type, alias)} AS "typedId"`;
-      const f = tc.fields.get(name)!;
-      if (f.readSql !== undefined) return `${f.readSql(alias)} AS "${safeAlias(f.name)}"`;
-      if (f.jsonKey !== undefined) {
-        return `(${qualified(alias, f.column)} -> ${jsonKeyLiteral(f.jsonKey)}) AS "${safeAlias(f.name)}"`;
-      }
-      return `${qualified(alias, f.column)} AS "${safeAlias(f.name)}"`;
-    })
+  return outputNames(tc, names)
+    .map((name) => `${outputSql(tc, name, alias)} AS "${safeAlias(name)}"`)
     .join(', ');
 }
 
 /** API names are registry constants (or `result.<element>`); only plain names become a quoted alias. */
-function safeAlias(name: string): string {
+export function safeAlias(name: string): string {
   if (!/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?$/.test(name))
     throw new Error(`bad field name ${name}`);
   return name;

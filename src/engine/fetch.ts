@@ -150,14 +150,27 @@ export function planFetch(
   return { tc, principal, start, end, names, asArrays, distinct, sortBy: body.sortBy, filters };
 }
 
-export function compileFetch(plan: FetchPlan): CompiledFetch {
+/** The pieces every form of a plan's SQL shares: filter, paging parameters and the count. */
+export interface FetchParts {
+  readonly params: Params;
+  /** The filter's parameters alone (before LIMIT and OFFSET): what the count by itself binds. */
+  readonly countParams: readonly unknown[];
+  /** `table t WHERE <scope and filters>`. */
+  readonly from: string;
+  readonly limit: string;
+  readonly offset: string;
+  readonly countSql: string;
+  /** The count as a select-list item `(...) AS "__total"`. */
+  readonly total: string;
+}
+
+export function compileParts(plan: FetchPlan): FetchParts {
   const { tc, names } = plan;
   const params = new Params();
   const where = [
     rowScope(tc, plan.principal, params),
     ...plan.filters.map((f) => compileCriteria(f, params, 't')),
   ].join(' AND ');
-  // The filter's parameters alone (before LIMIT and OFFSET): what the count by itself binds.
   const countParams = params.values.slice();
   const limit = params.add(plan.end - plan.start);
   const offset = params.add(plan.start);
@@ -167,7 +180,12 @@ export function compileFetch(plan: FetchPlan): CompiledFetch {
   // to use an index-only or bitmap scan — so page and count still take one round trip.
   const counted = plan.distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
   const countSql = `SELECT count(*) AS n FROM ${counted}`;
-  const total = `(${countSql}) AS "__total"`;
+  return { params, countParams, from, limit, offset, countSql, total: `(${countSql}) AS "__total"` };
+}
+
+export function compileFetch(plan: FetchPlan): CompiledFetch {
+  const { tc, names } = plan;
+  const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);
   const sql = plan.distinct
     ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
     : `SELECT ${selectList(tc, names)}, ${total} FROM ${from}
@@ -200,13 +218,25 @@ export async function fetchRecords(
   maxPageSize: number,
   restrict?: Obj,
 ): Promise<FetchResult> {
+  const plan = await prepareFetch(db, principal, type, body, maxPageSize, restrict);
+  return runFetch(db, plan, compileFetch(plan));
+}
+
+/** Permission, the type as the partition sees it (its extension table's meta), and the plan. */
+export async function prepareFetch(
+  db: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  body: FetchBody,
+  maxPageSize: number,
+  restrict?: Obj,
+): Promise<FetchPlan> {
   requireAccess(principal, type.access.fetch);
   const field = type.metaNameField ?? 'name';
   const id = metaNameIsId(type);
   const extName = extensionNameOf(restrict, field, id) ?? extensionNameOf(body.data, field, id);
   const tc = await loadTypeContext(db, principal, type, extName);
-  const plan = planFetch(tc, principal, body, maxPageSize, restrict);
-  return runFetch(db, plan, compileFetch(plan));
+  return planFetch(tc, principal, body, maxPageSize, restrict);
 }
 
 /** The stored columns behind the requested fields (typedId is the id). */

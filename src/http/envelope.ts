@@ -34,6 +34,18 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
   return { response };
 }
 
+/**
+ * The text of a success envelope whose `data` items are JSON texts already (a fetch whose rows the
+ * database wrote as JSON): the same members as `ok` with `list`, without parsing or serializing rows.
+ */
+export function okText(req: FastifyRequest, itemsJson: readonly string[], list: ListInfo): string {
+  const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
+  return (
+    `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,"data":[${itemsJson.join(',')}],` +
+    `"startRow":${list.startRow},"endRow":${list.endRow},"totalRows":${list.totalRows}${csrf}}}`
+  );
+}
+
 /** JSON schema of a success envelope whose `data` items are `item` (open objects by default). */
 export function envelopeSchema(
   item: object = { type: 'object', additionalProperties: true },

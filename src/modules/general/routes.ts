@@ -5,14 +5,13 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, ok, okText } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   addRecords,
   deleteByFilter,
   deleteRecords,
   fetchOne,
-  fetchRecords,
   integrateRecords,
   massEdit,
   resetColumn,
@@ -21,6 +20,7 @@ import {
   type UpdateItem,
 } from '../../engine/crud.ts';
 import { describeType, listTypes } from '../../engine/describe.ts';
+import { fetchForAnswer } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, queueIndexSync } from '../admin/indexes.ts';
@@ -126,9 +126,11 @@ export function generalRoutes(app: FastifyInstance): void {
   app.post(
     '/fetch/:typeCode',
     opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }),
-    async (req) => {
-      const r = await fetchRecords(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
-      return ok(req, r.rows, r);
+    async (req, reply) => {
+      const r = await fetchForAnswer(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
+      if ('rows' in r) return ok(req, r.rows, r);
+      // Rows the database wrote as JSON go into the envelope as they are (src/engine/fetch-json.ts).
+      return reply.type('application/json; charset=utf-8').send(okText(req, r.rowsJson, r));
     },
   );
 

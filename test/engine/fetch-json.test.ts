@@ -1,0 +1,151 @@
+// `/fetch/{TC}` answers rows the database wrote as JSON (src/engine/fetch-json.ts). These tests hold
+// that answer, value by value, to what the JavaScript path (`fetchRecords`: driver values, `toRecord`,
+// JSON.stringify) makes of the same request: typed custom attributes (including stored texts their
+// type cannot read), numeric and timestamp columns, jsonb, text arrays, valueFields, paging past the
+// end. (User groups in the answer: test/engine/crud.test.ts.)
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
+import type { Principal } from '../../src/access/access.ts';
+import { fetchRecords, type FetchBody } from '../../src/engine/fetch.ts';
+import { fetchForAnswer } from '../../src/engine/fetch-json.ts';
+import { findType } from '../../src/engine/registry.ts';
+
+let h: Harness;
+let api: Client;
+before(async () => {
+  h = await startHarness();
+  api = await clientOf(h);
+});
+after(() => h.close());
+
+const ok = (r: { status: number; body: any }) => {
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.response.status, 0, JSON.stringify(r.body));
+  return r.body.response;
+};
+
+const admin = () =>
+  ({ partitionId: h.partitionId, userId: 1, admin: true, groups: [] }) as unknown as Principal;
+
+/** The JavaScript path's answer to the same request, as a client parses it. */
+async function viaJavaScript(code: string, body: FetchBody) {
+  const r = await fetchRecords(h.db, admin(), findType(code)!, body, 1000);
+  return JSON.parse(JSON.stringify(r)) as {
+    rows: unknown[];
+    totalRows: number;
+    startRow: number;
+    endRow: number;
+  };
+}
+
+async function sameAnswer(code: string, body: FetchBody, call: Client = api) {
+  // The database wrote the rows (not the JavaScript path taken as a fallback).
+  const direct = await fetchForAnswer(h.db, admin(), findType(code)!, body, 1000);
+  assert.ok('rowsJson' in direct, `${code}: answered through the JavaScript path`);
+  const http = ok(await call(`/fetch/${code}`, body));
+  const js = await viaJavaScript(code, body);
+  assert.deepEqual(
+    direct.rowsJson.map((t) => JSON.parse(t) as unknown),
+    js.rows,
+  );
+  assert.deepEqual(http.data, js.rows);
+  assert.equal(http.totalRows, js.totalRows);
+  assert.equal(http.startRow, js.startRow);
+  assert.equal(http.endRow, js.endRow);
+  return http;
+}
+
+test('products with typed attributes: the same values as the JavaScript path', async () => {
+  // Texts written while the attributes were untyped, then typed: some cannot be read as their type.
+  const odd = [
+    {
+      sku: 'FJ-1',
+      label: 'plain',
+      attribute2: '12.50',
+      attribute3: '7',
+      attribute4: 'true',
+      attribute5: '2026-03-01',
+    },
+    {
+      sku: 'FJ-2',
+      label: 'odd',
+      attribute2: 'abc',
+      attribute3: ' 5 ',
+      attribute4: 'maybe',
+      attribute5: 'someday',
+    },
+    {
+      sku: 'FJ-3',
+      label: 'quote " and \\ and \u00e9',
+      attribute2: '-0.001',
+      attribute3: '1e3',
+      attribute4: 'false',
+    },
+    { sku: 'FJ-4', label: null, attribute2: '1e400', attribute3: '99999999999999999999', attribute4: '' },
+    { sku: 'FJ-5', label: 'nulls' },
+  ];
+  ok(
+    await api(
+      '/add/P',
+      odd.map((data) => ({ data })),
+    ),
+  );
+  for (const [fieldName, fieldType] of [
+    ['attribute2', 'NUMERIC'],
+    ['attribute3', 'INTEGER'],
+    ['attribute4', 'BOOLEAN'],
+    ['attribute5', 'DATE'],
+  ]) {
+    ok(await api('/add/PAM', { data: { fieldName, fieldType } }));
+  }
+  const filter = {
+    data: { operator: 'and', criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'FJ-' }] },
+  };
+  const page = await sameAnswer('P', { ...filter, sortBy: ['sku'] });
+  assert.equal(page.data.length, 5);
+  const [plain, odd2, , big] = page.data;
+  // The values a client sees, spelled out once.
+  assert.equal(plain.attribute2, 12.5);
+  assert.equal(plain.attribute3, 7);
+  assert.equal(plain.attribute4, true);
+  assert.equal(plain.attribute5, '2026-03-01');
+  assert.equal(odd2.attribute2, 'abc');
+  assert.equal(odd2.attribute3, 5);
+  assert.equal(odd2.attribute4, 'maybe');
+  assert.equal(big.attribute2, '1e400');
+  assert.match(plain.createDate, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.equal(typeof plain.id, 'number');
+  assert.equal(plain.typedId, `${plain.id}.P`);
+
+  await sameAnswer('P', { ...filter, sortBy: ['-attribute2'], startRow: 1, endRow: 3 });
+  await sameAnswer('P', { ...filter, valueFields: ['sku', 'attribute2', 'attribute4', 'lastUpdateDate'] });
+  await sameAnswer('P', { ...filter, resultFields: ['typedId', 'attribute3'] });
+  const past = await sameAnswer('P', { ...filter, startRow: 50, endRow: 60 });
+  assert.deepEqual(past.data, []);
+  assert.equal(past.totalRows, 5);
+});
+
+test('other types: numeric, date and bigint columns, condition record items', async () => {
+  ok(await api('/add/C', [{ data: { customerId: 'FJ-C1', name: 'Customer 1', attribute1: 'x' } }]));
+  ok(await api('/update/P', [{ data: { sku: 'FJ-1', label: 'changed' } }]));
+  const [set] = ok(await api('/add/CRCS', { data: { uniqueName: 'FJ-SET', label: 'set', keySize: 1 } })).data;
+  ok(
+    await api('/add/CRCI1', [
+      {
+        data: {
+          conditionRecordSetId: set.id,
+          key1: 'K',
+          validFrom: '2026-01-01',
+          validTo: '2026-06-30',
+          conditionValue: '12.3400',
+        },
+      },
+    ]),
+  );
+  for (const code of ['C', 'PAM', 'CRCS', 'CRCI1']) await sameAnswer(code, {});
+  const [item] = ok(await api('/fetch/CRCI1', {})).data;
+  assert.equal(item.conditionValue, '12.3400');
+  assert.equal(item.validTo, '2026-06-30');
+});
