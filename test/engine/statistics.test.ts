@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
-import { wroteRows } from '../../src/engine/statistics.ts';
+import { loadRunning, wroteRows } from '../../src/engine/statistics.ts';
 
 let h: Harness;
 before(async () => {
@@ -48,6 +48,23 @@ test('a few rows leave the statistics alone', async () => {
     wroteRows(h.db, table, 500, 10);
     await new Promise((r) => setTimeout(r, 300));
     assert.ok((await reltuples(table)) <= 0);
+  } finally {
+    await h.db.query(`DROP TABLE ${table}`);
+  }
+});
+
+test('a table is not analyzed while a load runs on it; the end of the load analyzes it once', async () => {
+  const table = await tableWith(5000);
+  try {
+    const ended = loadRunning(h.db, table);
+    wroteRows(h.db, table, 5000, 20); // one call of a load of several, the next already running
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok((await reltuples(table)) <= 0, 'not analyzed while the load runs');
+    ended();
+    const deadline = Date.now() + 10_000;
+    while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await reltuples(table), 5000);
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
   }

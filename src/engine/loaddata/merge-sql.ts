@@ -48,8 +48,12 @@ export function paramsOf(stmt: Stmt, rows: readonly number[]): readonly unknown[
 export interface MergeSql {
   readonly create: string;
   readonly columns: readonly string[];
-  /** Statistics for the join of the update (a fresh temp table has none). */
-  readonly analyze: boolean;
+  /**
+   * Statistics for the join of the update (a fresh temp table has none): `ANALYZE` of the columns
+   * the statements join, filter and group the stage by (all 30-odd columns took ~0.1 s per 10,000-row
+   * chunk on PostgreSQL; these a few ms), or undefined without join fields.
+   */
+  readonly analyze: string | undefined;
   /** Join mode: the matches the principal may edit get the header columns (RETURNING rownum). */
   readonly update: Stmt | undefined;
   /** The given rows as new records (RETURNING rownum); absent when the header lacks a key field. */
@@ -229,7 +233,10 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
   return {
     create,
     columns: [ROWNUM, ...cols],
-    analyze: joinCols.length > 0,
+    analyze:
+      joinCols.length > 0
+        ? `ANALYZE ${stage} (${[...new Set([ROWNUM, ...joinCols, ...keyCols.filter((c) => cols.includes(c))])].map(ident).join(', ')})`
+        : undefined,
     update,
     insert,
     matched,

@@ -11,7 +11,7 @@ import { loadTypeContext, type TypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
 import { historyCte, historyEnabled } from '../history.ts';
 import type { FieldDef, TypeDef } from '../registry.ts';
-import { wroteRows } from '../statistics.ts';
+import { loadRunning, wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
 import { Contexts, checkChunk, nameOf, type RowError, type ValidRow } from './check.ts';
 import { STAGE, buildMergeSql, csvLine, paramsOf, type MergeSql, type Stmt } from './merge-sql.ts';
@@ -125,12 +125,31 @@ export async function loadDataStream(
   return runLoad(db, principal, plan, chunks, { ...limits, dedupeAcrossChunks: false });
 }
 
+type Chunks = Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>;
+type RunLimits = StreamLimits & { readonly dedupeAcrossChunks: boolean };
+
+/** The load, marked as running on its table (statistics wait for the end of a many-call load). */
 async function runLoad(
   db: Db,
   principal: Principal,
   plan: LoadPlan,
-  chunks: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
-  limits: StreamLimits & { readonly dedupeAcrossChunks: boolean },
+  chunks: Chunks,
+  limits: RunLimits,
+): Promise<LoadResult> {
+  const ended = loadRunning(db, plan.type.table);
+  try {
+    return await loadChunks(db, principal, plan, chunks, limits);
+  } finally {
+    ended();
+  }
+}
+
+async function loadChunks(
+  db: Db,
+  principal: Principal,
+  plan: LoadPlan,
+  chunks: Chunks,
+  limits: RunLimits,
 ): Promise<LoadResult> {
   const base = await loadTypeContext(db, principal, plan.type);
   const contexts = new Contexts(db, principal, base);
@@ -266,7 +285,7 @@ async function runChunk(
   return db.transaction(async (tx: Tx) => {
     await tx.query(sql.create);
     await tx.copyFrom(STAGE, sql.columns, csv);
-    if (sql.analyze) await tx.query(`ANALYZE ${ident(STAGE)}`);
+    if (sql.analyze !== undefined) await tx.query(sql.analyze);
     let left = rows.map((r) => r.row);
     let updated = 0;
     if (sql.update) {
