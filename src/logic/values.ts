@@ -46,11 +46,24 @@ export class RecordValue {
   toJson(): unknown {
     if (this.json !== undefined) return this.json;
     const out: Record<string, unknown> = {};
-    for (const k of Object.keys(this.fields)) out[k] = toJson(this.get(k));
+    for (const k of Object.keys(this.fields)) out[k] = jsonOfField(this.fields[k]);
     if (this.converted) this.json = deepFreeze(out);
     this.converted = true;
     return out;
   }
+}
+
+/**
+ * toJson(toValue(v)) for a stored field, without making the logic value of the common kinds: text,
+ * booleans, integers of up to 15 digits (a decimal of them is the same number) and driver dates
+ * (the day in UTC, as a LogicDate of them shows).
+ */
+function jsonOfField(v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 1e15) return v === 0 ? 0 : v;
+  if (v instanceof Date) return utcDay(v) ?? null;
+  return toJson(toValue(v));
 }
 
 /** Freezes a JSON value (objects and arrays, all the way down). */
@@ -102,8 +115,10 @@ export function toValue(v: unknown): Value {
       if (v instanceof D || v instanceof LogicDate || v instanceof RecordValue || v instanceof CriteriaValue)
         return v;
       if (v instanceof Decimal) return new D(v.toString());
-      if (v instanceof Date)
-        return Number.isNaN(v.getTime()) ? null : new LogicDate(v.toISOString().slice(0, 10));
+      if (v instanceof Date) {
+        const day = utcDay(v);
+        return day === undefined ? null : new LogicDate(day);
+      }
       if (Array.isArray(v)) return v.map(toValue);
       return new RecordValue(v as Record<string, unknown>);
     case 'undefined':
@@ -112,6 +127,25 @@ export function toValue(v: unknown): Value {
       return null;
   }
   return null;
+}
+
+const DAY_MS = 86_400_000;
+let lastDay = Number.NaN;
+let lastDayText = '';
+
+/**
+ * The UTC day of a date as `YYYY-MM-DD` (as `toISOString()` writes it), or undefined for an invalid
+ * date. The last day is remembered: rows written together share their time stamps' day.
+ */
+export function utcDay(d: Date): string | undefined {
+  const t = d.getTime();
+  if (Number.isNaN(t)) return undefined;
+  const day = Math.floor(t / DAY_MS);
+  if (day !== lastDay) {
+    lastDayText = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    lastDay = day;
+  }
+  return lastDayText;
 }
 
 export function isDec(v: Value): v is Dec {
@@ -157,21 +191,25 @@ export function toJson(v: Value): unknown {
 
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i); // exact doubles up to 1e22
 
-// The last decimal split by digitsOf: value = ±DIGITS × 10^POWER (module state, so no allocation).
-let DIGITS = 0;
-let POWER = 0;
+/** Digits of a limb (an integer from 1 to 9,999,999), without making its text. */
+function digitCount(n: number): number {
+  return n < 1e3 ? (n < 10 ? 1 : n < 100 ? 2 : 3) : n < 1e5 ? (n < 1e4 ? 4 : 5) : n < 1e6 ? 6 : 7;
+}
+
+/** The last decimal split by splitDec: |value| = digits × 10^power (shared state, so no allocation). */
+const SPLIT = { digits: 0, power: 0 };
 
 /**
- * Splits a decimal of at most 15 significant digits into DIGITS (an integer below 2^53, no trailing
- * zeros) and POWER, from decimal.js's base-1e7 limbs without building its text; false when it has
- * more digits (or is zero: DIGITS 0, POWER 0, true).
+ * Splits a decimal of at most 15 significant digits into SPLIT.digits (an integer below 2^53, no
+ * trailing zeros) and SPLIT.power, from decimal.js's base-1e7 limbs without building its text; false
+ * when it has more digits or is not finite (zero: digits 0, power 0, true). Read SPLIT at once.
  */
-function digitsOf(v: Dec): boolean {
+function splitDec(v: Dec): boolean {
   const d = v.d as number[] | undefined;
   if (!d || d.length === 0 || d.length > 3) return false;
   if (d.length === 1 && d[0] === 0) {
-    DIGITS = 0;
-    POWER = 0;
+    SPLIT.digits = 0;
+    SPLIT.power = 0;
     return true;
   }
   // M = the limbs' digits with the last limb's trailing zeros dropped; digits = its length.
@@ -181,7 +219,7 @@ function digitsOf(v: Dec): boolean {
     last /= 10;
     lastDigits--;
   }
-  const firstDigits = String(d[0]).length;
+  const firstDigits = digitCount(d[0]!);
   let m = d[0]!;
   let digits = firstDigits;
   if (d.length > 1) {
@@ -196,8 +234,8 @@ function digitsOf(v: Dec): boolean {
     digits = firstDigits - (7 - lastDigits);
   }
   if (digits > 15) return false;
-  DIGITS = m;
-  POWER = v.e - digits + 1; // value = M × 10^p
+  SPLIT.digits = m;
+  SPLIT.power = v.e - digits + 1; // value = M × 10^p
   return true;
 }
 
@@ -208,10 +246,10 @@ function digitsOf(v: Dec): boolean {
  * of ten past 1e22.
  */
 export function smallDecToNumber(v: Dec): number | undefined {
-  if (!digitsOf(v)) return undefined;
-  if (DIGITS === 0) return 0;
-  const p = POWER;
-  const m = DIGITS;
+  if (!splitDec(v)) return undefined;
+  if (SPLIT.digits === 0) return 0;
+  const p = SPLIT.power;
+  const m = SPLIT.digits;
   const n = p >= 0 ? (p > 22 ? undefined : m * POW10[p]!) : -p > 22 ? undefined : m / POW10[-p]!;
   return n === undefined ? undefined : v.s < 0 ? -n : n;
 }
@@ -221,18 +259,18 @@ export function smallDecToNumber(v: Dec): number | undefined {
  * places and 15 significant digits); else undefined. For exact integer arithmetic on prices.
  */
 export function scaledInteger(v: Dec, scale: number): number | undefined {
-  if (!digitsOf(v)) return undefined;
-  if (DIGITS === 0) return 0;
-  const shift = POWER + scale;
+  if (!splitDec(v)) return undefined;
+  if (SPLIT.digits === 0) return 0;
+  const shift = SPLIT.power + scale;
   if (shift < 0 || shift > 15) return undefined;
-  const n = DIGITS * POW10[shift]!;
+  const n = SPLIT.digits * POW10[shift]!;
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** Decimal places of v when it has at most 15 significant digits (0 for integers), else undefined. */
 export function placesOfDec(v: Dec): number | undefined {
-  if (!digitsOf(v)) return undefined;
-  return POWER < 0 ? -POWER : 0;
+  if (!splitDec(v)) return undefined;
+  return SPLIT.power < 0 ? -SPLIT.power : 0;
 }
 
 /** Value equality as `==` sees it: decimals numerically, dates by day, numeric text against numbers. */

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { D, RecordValue, smallDecToNumber, toJson } from '../../src/logic/values.ts';
+import { D, RecordValue, smallDecToNumber, toJson, toValue, utcDay } from '../../src/logic/values.ts';
 
 test('smallDecToNumber equals toNumber() on 100,000 decimals (a fixed pseudo-random series)', () => {
   let seed = 42;
@@ -74,4 +74,47 @@ test('a record converted again answers the same JSON, shared and frozen from the
   assert.deepEqual(second, want);
   assert.equal(toJson(rec), second, 'kept');
   assert.ok(Object.isFrozen(second) && Object.isFrozen(second.keys) && Object.isFrozen(second.nested));
+});
+
+test('a record as JSON: each stored field as toJson of its logic value', () => {
+  const fields: Record<string, unknown> = {
+    text: 'x',
+    yes: true,
+    none: null,
+    missing: undefined,
+    int: 123456789012345,
+    big: 1234567890123456,
+    negative: -42,
+    minusZero: -0,
+    fraction: 0.1 + 0.2,
+    nan: Number.NaN,
+    day: new Date('2026-03-04T23:30:00Z'),
+    badDay: new Date('nope'),
+    dec: new D('1.50'),
+    list: [1, 'a', null],
+    bigint: 12n,
+    object: { a: 1 },
+  };
+  const json = toJson(new RecordValue(fields)) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(fields)) assert.deepEqual(json[k], toJson(toValue(v)), k);
+  assert.equal(Object.is(json.minusZero, 0), true);
+  assert.equal(json.big, '1234567890123456');
+});
+
+test('utcDay: the day toISOString() writes, for times on both sides of midnight and far years', () => {
+  const times = [
+    '2026-03-04T23:59:59.999Z',
+    '2026-03-05T00:00:00.000Z',
+    '2026-03-04T00:00:00.000Z',
+    '1969-12-31T23:59:59.999Z',
+    '1970-01-01T00:00:00.000Z',
+    '0001-01-01T12:00:00.000Z',
+    '+020000-06-01T00:00:00.000Z',
+    '-000500-06-01T08:00:00.000Z',
+  ];
+  for (const t of [...times, ...times.slice().reverse()]) {
+    const d = new Date(t);
+    assert.equal(utcDay(d), d.toISOString().slice(0, 10), t);
+  }
+  assert.equal(utcDay(new Date('nope')), undefined);
 });
