@@ -45,7 +45,8 @@ function txOf(client: pg.PoolClient): Tx {
       const stream = client.query(
         copyFromStream(`COPY ${ident(table)} (${cols}) FROM STDIN WITH (FORMAT csv)`),
       );
-      await pipeline(Readable.from([csv]), stream);
+      // Pieces of an iterable are made while the server parses the earlier ones.
+      await pipeline(Readable.from(typeof csv === 'string' ? [csv] : csv), stream);
       return stream.rowCount ?? 0;
     },
   };

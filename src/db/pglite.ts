@@ -36,10 +36,14 @@ function wrap(q: PgliteQueryable): Tx {
     async execScript(sql: string): Promise<void> {
       await q.exec(sql);
     },
-    async copyFrom(table: string, columns: readonly string[], csv: string): Promise<number> {
+    async copyFrom(
+      table: string,
+      columns: readonly string[],
+      csv: string | Iterable<string>,
+    ): Promise<number> {
       const cols = columns.map(ident).join(', ');
       const r = await q.query(`COPY ${ident(table)} (${cols}) FROM '/dev/blob' WITH (FORMAT csv)`, [], {
-        blob: new Blob([csv]),
+        blob: new Blob(typeof csv === 'string' ? [csv] : [...csv]),
       });
       return r.affectedRows ?? 0;
     },

@@ -17,7 +17,7 @@ export interface Tx extends Queryable {
    * Bulk-loads one chunk of CSV text (no header, `FORMAT csv`, NULL as an unquoted empty field)
    * into `table(columns)` with COPY. Names come from the registry; the caller checks them.
    */
-  copyFrom(table: string, columns: readonly string[], csv: string): Promise<number>;
+  copyFrom(table: string, columns: readonly string[], csv: string | Iterable<string>): Promise<number>;
 }
 
 export interface PoolStats {

@@ -15,9 +15,12 @@ const ROWNUM = 'rownum';
 // ---------------------------------------------------------------------------------------------
 // CSV for COPY
 
+/** A value that must be quoted in CSV: empty (unquoted, it would read as NULL) or with `"` `,` CR LF. */
+const NEEDS_QUOTES = /^$|[",\r\n]/;
+
 /**
  * One CSV line: `prefix` (numbers: the row number, or partition and audit ids) then every non-null
- * value quoted (quotes doubled); NULL is an unquoted empty field.
+ * value, quoted (quotes doubled) where CSV needs it; NULL is an unquoted empty field.
  */
 export function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
   let line = typeof prefix === 'number' ? String(prefix) : prefix.join(',');
@@ -26,9 +29,29 @@ export function csvLine(prefix: number | readonly number[], values: readonly Sto
     if (v === null) continue;
     // checkValue refuses NUL, which no PostgreSQL text can hold.
     const text = typeof v === 'string' ? v : String(v);
-    line += `"${text.replaceAll('"', '""')}"`;
+    line += NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
   }
   return line;
+}
+
+/** Rows per piece of `csvPieces`. */
+const PIECE_ROWS = 500;
+
+/**
+ * The CSV of rows in pieces of PIECE_ROWS lines, made as COPY asks for them: PostgreSQL parses and
+ * indexes the first pieces while the later ones are written (the encoding took ~60 ms of a
+ * 10,000-row chunk whose COPY took ~250 ms, one after the other).
+ */
+export function* csvPieces<R>(
+  rows: readonly R[],
+  line: (row: R) => string,
+): Generator<string, void, undefined> {
+  for (let start = 0; start < rows.length; start += PIECE_ROWS) {
+    let piece = '';
+    const end = Math.min(rows.length, start + PIECE_ROWS);
+    for (let i = start; i < end; i++) piece += `${line(rows[i]!)}\n`;
+    yield piece;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

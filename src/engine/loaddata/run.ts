@@ -14,7 +14,7 @@ import type { FieldDef, TypeDef } from '../registry.ts';
 import { loadRunning, wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
 import { Contexts, checkChunk, nameOf, type RowError, type ValidRow } from './check.ts';
-import { STAGE, buildMergeSql, csvLine, paramsOf, type MergeSql, type Stmt } from './merge-sql.ts';
+import { STAGE, buildMergeSql, csvLine, csvPieces, paramsOf, type MergeSql, type Stmt } from './merge-sql.ts';
 
 export interface LoadResult {
   readonly inserted: number;
@@ -265,12 +265,14 @@ async function insertDirectly(
     ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
     SELECT count(*)::int AS n FROM w`;
   const prefix = [principal.partitionId, principal.userId, principal.userId];
-  let csv = '';
-  for (const r of rows) csv += `${csvLine(prefix, r.values)}\n`;
   try {
     return await db.transaction(async (tx: Tx) => {
       const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
-      await tx.copyFrom(type.table, columns, csv);
+      await tx.copyFrom(
+        type.table,
+        columns,
+        csvPieces(rows, (r) => csvLine(prefix, r.values)),
+      );
       if (historyEnabled()) await tx.query(recorded, history.values);
       return { inserted: rows.length, updated: 0, errors: [] };
     });
@@ -287,13 +289,14 @@ async function runChunk(
   sql: MergeSql,
   rows: readonly ValidRow[],
 ): Promise<ChunkOutcome> {
-  // One CSV text per chunk: memory stays proportional to the chunk, not to the call.
-  let csv = '';
-  for (const r of rows) csv += `${csvLine(r.row, r.values)}\n`;
-
   return db.transaction(async (tx: Tx) => {
     await tx.query(sql.create);
-    await tx.copyFrom(STAGE, sql.columns, csv);
+    // Memory stays proportional to the chunk, not to the call.
+    await tx.copyFrom(
+      STAGE,
+      sql.columns,
+      csvPieces(rows, (r) => csvLine(r.row, r.values)),
+    );
     if (sql.analyze !== undefined) await tx.query(sql.analyze);
     let left = rows.map((r) => r.row);
     let updated = 0;
