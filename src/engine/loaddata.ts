@@ -1,6 +1,6 @@
 // Bulk loads' public entry point, a facade only: the code lives in src/engine/loaddata/, one file per
 // stage — `planLoad` (header + options → LoadPlan, no database, plan.ts) → per chunk of rows
-// `checkChunk` (check.ts) → `runChunk` (run.ts: one transaction, COPY into a staging table, then the
+// `ChunkCheck` (check.ts) → `runChunk` (run.ts: one transaction, COPY into a staging table, then the
 // UPDATE and INSERT ... ON CONFLICT of merge-sql.ts `buildMergeSql`). `loadData` and `loadDataStream`
 // (run.ts) show the whole flow. The stage files import each other directly, never this file.
 

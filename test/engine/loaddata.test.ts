@@ -212,6 +212,31 @@ describe('loaddata', () => {
     assert.equal((await products(['nj-1'])).get('nj-1')!.label, 'original');
   });
 
+  test('an existing key among many rows: the COPY that checked part of the chunk gives way to the merge', async () => {
+    // The fast path checks rows while COPY takes the first ones (pieces of 500); the existing key in
+    // the first piece fails it, and the merge path gets every row checked, the later ones included.
+    await loadOk('P', { header: ['sku', 'label'], data: [['big-5', 'original']] });
+    const data: unknown[][] = Array.from({ length: 1200 }, (_, i) => [`big-${i}`, `row ${i}`]);
+    data[900] = ['big-10', 'repeats row 10'];
+    data[1100] = ['big-1100', 'x'.repeat(1001)];
+    const res = await loadOk('P', { header: ['sku', 'label'], data });
+    assert.equal(res.total, 1200);
+    assert.equal(res.inserted, 1197);
+    assert.deepEqual(
+      res.errors.map((e: any) => [e.row, e.field]),
+      [
+        [5, 'sku'],
+        [900, 'sku'],
+        [1100, 'label'],
+      ],
+    );
+    const rows = await products(['big-5', 'big-10', 'big-1199', 'big-1100']);
+    assert.equal(rows.get('big-5')!.label, 'original');
+    assert.equal(rows.get('big-10')!.label, 'row 10');
+    assert.equal(rows.get('big-1199')!.label, 'row 1199');
+    assert.equal(rows.has('big-1100'), false);
+  });
+
   test('duplicates within one call: the later rows are errors', async () => {
     const plain = await loadOk('P', {
       header: ['sku', 'label'],

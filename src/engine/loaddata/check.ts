@@ -97,32 +97,78 @@ function checkRow(plan: LoadPlan, contexts: Contexts, raw: unknown, row: number)
   return { row, values };
 }
 
-/** Checks the rows of one chunk; `seen` holds the dedupe keys of the call's earlier valid rows. */
-export function checkChunk(
-  plan: LoadPlan,
-  contexts: Contexts,
-  raw: readonly unknown[],
-  start: number,
-  seen: Set<string>,
-): { valid: ValidRow[]; errors: RowError[] } {
-  const valid: ValidRow[] = [];
-  const errors: RowError[] = [];
-  const identity = plan.join.length > 0 ? plan.join : plan.key;
-  raw.forEach((r, i) => {
-    const checked = checkRow(plan, contexts, r, start + i);
-    if (!('values' in checked)) return void errors.push(checked);
+/**
+ * The check of one chunk's rows, row by row in order, as far as asked: `valid` and `errors` grow as
+ * rows are checked; `all()` checks the rest. A COPY can so take the first rows' CSV while later rows
+ * are still to be checked (`pieces`). `seen` holds the dedupe keys of the call's earlier valid rows.
+ */
+export class ChunkCheck {
+  readonly valid: ValidRow[] = [];
+  readonly errors: RowError[] = [];
+  private next = 0;
+  private readonly plan: LoadPlan;
+  private readonly contexts: Contexts;
+  private readonly raw: readonly unknown[];
+  private readonly start: number;
+  private readonly seen: Set<string>;
+
+  constructor(plan: LoadPlan, contexts: Contexts, raw: readonly unknown[], start: number, seen: Set<string>) {
+    this.plan = plan;
+    this.contexts = contexts;
+    this.raw = raw;
+    this.start = start;
+    this.seen = seen;
+  }
+
+  /** Checks every row not checked yet. */
+  all(): { valid: ValidRow[]; errors: RowError[] } {
+    while (this.next < this.raw.length) this.step();
+    return { valid: this.valid, errors: this.errors };
+  }
+
+  /**
+   * The CSV lines of the valid rows in pieces of `rowsPerPiece`, checking the rows as the pieces are
+   * asked for; once it is done, every row is checked.
+   */
+  *pieces(line: (row: ValidRow) => string, rowsPerPiece: number): Generator<string, void, undefined> {
+    let piece = '';
+    let n = 0;
+    while (this.next < this.raw.length) {
+      const v = this.step();
+      if (v === undefined) continue;
+      piece += `${line(v)}\n`;
+      if (++n === rowsPerPiece) {
+        yield piece;
+        piece = '';
+        n = 0;
+      }
+    }
+    if (piece !== '') yield piece;
+  }
+
+  /** Checks the next row: the valid row, or undefined (its error recorded). */
+  private step(): ValidRow | undefined {
+    const { plan } = this;
+    const i = this.next++;
+    const checked = checkRow(plan, this.contexts, this.raw[i], this.start + i);
+    if (!('values' in checked)) {
+      this.errors.push(checked);
+      return undefined;
+    }
     const key = dedupeKey(plan, checked.values);
-    if (key !== undefined && seen.has(key)) {
-      return void errors.push({
+    if (key !== undefined && this.seen.has(key)) {
+      const identity = plan.join.length > 0 ? plan.join : plan.key;
+      this.errors.push({
         row: checked.row,
         field: plan.header[identity.at(-1)!]!.name,
         message: `repeats the ${plan.join.length > 0 ? 'join fields' : 'business key'} of an earlier row`,
       });
+      return undefined;
     }
-    if (key !== undefined) seen.add(key);
-    valid.push(checked);
-  });
-  return { valid, errors };
+    if (key !== undefined) this.seen.add(key);
+    this.valid.push(checked);
+    return checked;
+  }
 }
 
 /** The identity of a row for "duplicate within the call": its join key, or its business key. */

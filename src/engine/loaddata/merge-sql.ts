@@ -34,8 +34,8 @@ export function csvLine(prefix: number | readonly number[], values: readonly Sto
   return line;
 }
 
-/** Rows per piece of `csvPieces`. */
-const PIECE_ROWS = 500;
+/** Rows per piece of the CSV a COPY is fed (`csvPieces`, `ChunkCheck.pieces`). */
+export const PIECE_ROWS = 500;
 
 /**
  * The CSV of rows in pieces of PIECE_ROWS lines, made as COPY asks for them: PostgreSQL parses and

@@ -13,8 +13,17 @@ import { historyCte, historyEnabled } from '../history.ts';
 import type { FieldDef, TypeDef } from '../registry.ts';
 import { loadRunning, wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
-import { Contexts, checkChunk, nameOf, type RowError, type ValidRow } from './check.ts';
-import { STAGE, buildMergeSql, csvLine, csvPieces, paramsOf, type MergeSql, type Stmt } from './merge-sql.ts';
+import { ChunkCheck, Contexts, nameOf, type RowError, type ValidRow } from './check.ts';
+import {
+  PIECE_ROWS,
+  STAGE,
+  buildMergeSql,
+  csvLine,
+  csvPieces,
+  paramsOf,
+  type MergeSql,
+  type Stmt,
+} from './merge-sql.ts';
 
 export interface LoadResult {
   readonly inserted: number;
@@ -163,20 +172,28 @@ async function loadChunks(
   for await (const raw of chunks) {
     if (!limits.dedupeAcrossChunks) seen = new Set<string>();
     await contexts.prepare(raw.map((r) => nameOf(plan, r)));
-    const { valid, errors: chunkErrors } = checkChunk(plan, contexts, raw, start, seen);
-    if (valid.length > 0) {
-      const write = async (): Promise<ChunkOutcome> =>
-        (plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, valid) : undefined) ??
-        runChunk(db, plan, sql, valid);
-      const outcome = await write().catch((err: unknown): ChunkOutcome => {
-        // Past the request's deadline the whole call stops (503); committed chunks stay whole.
-        if (err instanceof DeadlineError) throw err;
-        // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
-        if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
-        limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
-        const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
-        return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
-      });
+    const check = new ChunkCheck(plan, contexts, raw, start, seen);
+    const write = async (): Promise<ChunkOutcome | undefined> => {
+      // The fast path checks the rows while COPY takes the first ones; the merge path checks first.
+      const direct =
+        plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, check) : undefined;
+      if (direct !== undefined) return direct;
+      const { valid } = check.all();
+      return valid.length > 0 ? runChunk(db, plan, sql, valid) : undefined;
+    };
+    const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
+      // Past the request's deadline the whole call stops (503); committed chunks stay whole.
+      if (err instanceof DeadlineError) throw err;
+      // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
+      if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
+      const { valid } = check.all();
+      if (valid.length === 0) throw err;
+      limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
+      const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
+      return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
+    });
+    const { errors: chunkErrors } = check.all();
+    if (outcome !== undefined) {
       inserted += outcome.inserted;
       updated += outcome.updated;
       chunkErrors.push(...outcome.errors);
@@ -228,7 +245,7 @@ async function insertDirectly(
   plan: LoadPlan,
   principal: Principal,
   base: TypeContext,
-  rows: readonly ValidRow[],
+  check: ChunkCheck,
 ): Promise<ChunkOutcome | undefined> {
   const { type } = plan;
   // Rows describing a parent record (scopedBy) are checked against it in the merge's SQL.
@@ -242,7 +259,7 @@ async function insertDirectly(
    * 10,000 fresh rows, `EXISTS ... IN (unnest ...) LIMIT 1` ran 36 s as a nested loop over the table
    * and the key list, and a hash join reads the whole partition per chunk.
    */
-  const ofChunk = (p: Params) => {
+  const ofChunk = (p: Params, rows: readonly ValidRow[]) => {
     const partition = p.add(principal.partitionId);
     const keys = plan.key.map((i, n) => {
       const f = plan.header[i]!;
@@ -260,8 +277,8 @@ async function insertDirectly(
            AND ${keys.map((k) => `${qualified('x', k.col)} = k.${k.name}`).join(' AND ')} OFFSET 0) t`;
   };
   // After the COPY, the chunk's rows (all new) are read back once for their record history.
-  const history = new Params();
-  const recorded = `WITH w AS (SELECT t.* FROM ${ofChunk(history)}),
+  const recorded = (history: Params, rows: readonly ValidRow[]) =>
+    `WITH w AS (SELECT t.* FROM ${ofChunk(history, rows)}),
     ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
     SELECT count(*)::int AS n FROM w`;
   const prefix = [principal.partitionId, principal.userId, principal.userId];
@@ -271,9 +288,13 @@ async function insertDirectly(
       await tx.copyFrom(
         type.table,
         columns,
-        csvPieces(rows, (r) => csvLine(prefix, r.values)),
+        check.pieces((r) => csvLine(prefix, r.values), PIECE_ROWS),
       );
-      if (historyEnabled()) await tx.query(recorded, history.values);
+      const rows = check.valid; // every row is checked once the COPY has taken its pieces
+      if (historyEnabled() && rows.length > 0) {
+        const history = new Params();
+        await tx.query(recorded(history, rows), history.values);
+      }
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {
