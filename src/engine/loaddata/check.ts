@@ -127,21 +127,24 @@ export class ChunkCheck {
   }
 
   /**
-   * The CSV lines of the valid rows in pieces of `rowsPerPiece`, checking the rows as the pieces are
-   * asked for; once it is done, every row is checked.
+   * The CSV lines of the valid rows in pieces of `rowsPerPiece`: those checked already, then the
+   * others as the pieces are asked for. Once it is done, every row is checked.
    */
   *pieces(line: (row: ValidRow) => string, rowsPerPiece: number): Generator<string, void, undefined> {
     let piece = '';
     let n = 0;
-    while (this.next < this.raw.length) {
-      const v = this.step();
-      if (v === undefined) continue;
-      piece += `${line(v)}\n`;
-      if (++n === rowsPerPiece) {
-        yield piece;
-        piece = '';
-        n = 0;
+    let sent = 0;
+    for (;;) {
+      while (sent < this.valid.length) {
+        piece += `${line(this.valid[sent++]!)}\n`;
+        if (++n === rowsPerPiece) {
+          yield piece;
+          piece = '';
+          n = 0;
+        }
       }
+      if (this.next >= this.raw.length) break;
+      this.step();
     }
     if (piece !== '') yield piece;
   }

@@ -19,7 +19,6 @@ import {
   STAGE,
   buildMergeSql,
   csvLine,
-  csvPieces,
   paramsOf,
   type MergeSql,
   type Stmt,
@@ -174,12 +173,11 @@ async function loadChunks(
     await contexts.prepare(raw.map((r) => nameOf(plan, r)));
     const check = new ChunkCheck(plan, contexts, raw, start, seen);
     const write = async (): Promise<ChunkOutcome | undefined> => {
-      // The fast path checks the rows while COPY takes the first ones; the merge path checks first.
+      // Both paths check the rows while COPY takes the first ones.
       const direct =
         plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, check) : undefined;
       if (direct !== undefined) return direct;
-      const { valid } = check.all();
-      return valid.length > 0 ? runChunk(db, plan, sql, valid) : undefined;
+      return runChunk(db, plan, sql, check);
     };
     const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
       // Past the request's deadline the whole call stops (503); committed chunks stay whole.
@@ -303,21 +301,20 @@ async function insertDirectly(
   }
 }
 
-/** One chunk in one transaction: stage by COPY, update the matches, insert the rest. */
-async function runChunk(
-  db: Db,
-  plan: LoadPlan,
-  sql: MergeSql,
-  rows: readonly ValidRow[],
-): Promise<ChunkOutcome> {
+/**
+ * One chunk in one transaction: stage by COPY (the rows checked as it takes them), update the
+ * matches, insert the rest. Memory stays proportional to the chunk, not to the call.
+ */
+async function runChunk(db: Db, plan: LoadPlan, sql: MergeSql, check: ChunkCheck): Promise<ChunkOutcome> {
   return db.transaction(async (tx: Tx) => {
     await tx.query(sql.create);
-    // Memory stays proportional to the chunk, not to the call.
     await tx.copyFrom(
       STAGE,
       sql.columns,
-      csvPieces(rows, (r) => csvLine(r.row, r.values)),
+      check.pieces((r) => csvLine(r.row, r.values), PIECE_ROWS),
     );
+    const rows = check.valid;
+    if (rows.length === 0) return { updated: 0, inserted: 0, errors: [] };
     if (sql.analyze !== undefined) await tx.query(sql.analyze);
     let left = rows.map((r) => r.row);
     let updated = 0;
