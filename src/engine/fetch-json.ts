@@ -17,9 +17,13 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
-import { ident } from '../db/sql.ts';
+import { Params, ident } from '../db/sql.ts';
+import { preparedShape } from '../db/prepared.ts';
+import { notFound } from '../http/errors.ts';
+import { requireAccess } from './access-check.ts';
+import { parseId } from './addressing.ts';
 import { compileSort } from './criteria.ts';
-import { outputNames, outputSql, safeAlias, type TypeContext } from './context.ts';
+import { loadTypeContext, outputNames, outputSql, rowScope, safeAlias, type TypeContext } from './context.ts';
 import {
   compileFetch,
   compileParts,
@@ -109,12 +113,12 @@ async function outputTypes(
 /** Most arguments json_build_array takes. */
 const MAX_ARRAY_FIELDS = 100;
 
-/** The page as JSON texts, or undefined when the plan needs the JavaScript path (see the top). */
-async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undefined> {
-  const { tc } = plan;
-  if (plan.distinct) return undefined;
-  const names = outputNames(tc, plan.names);
-  if (plan.asArrays && names.length > MAX_ARRAY_FIELDS) return undefined;
+/** `<json form> AS "name"` for each output, or undefined when one has no JSON form here. */
+async function jsonItems(
+  db: Queryable,
+  tc: TypeContext,
+  names: readonly string[],
+): Promise<string[] | undefined> {
   const types = await outputTypes(db, tc, names);
   const items: string[] = [];
   for (const [i, name] of names.entries()) {
@@ -126,6 +130,17 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
     if (json === undefined) return undefined;
     items.push(`${json} AS "${safeAlias(name)}"`);
   }
+  return items;
+}
+
+/** The page as JSON texts, or undefined when the plan needs the JavaScript path (see the top). */
+async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undefined> {
+  const { tc } = plan;
+  if (plan.distinct) return undefined;
+  const names = outputNames(tc, plan.names);
+  if (plan.asArrays && names.length > MAX_ARRAY_FIELDS) return undefined;
+  const items = await jsonItems(db, tc, names);
+  if (items === undefined) return undefined;
   const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);
   const row = plan.asArrays
     ? `json_build_array(${names.map((n) => `x."${safeAlias(n)}"`).join(', ')})::text`
@@ -157,4 +172,36 @@ export async function fetchForAnswer(
 ): Promise<JsonPage | FetchResult> {
   const plan = await prepareFetch(db, principal, type, body, maxPageSize);
   return (await runJson(db, plan)) ?? runFetch(db, plan, compileFetch(plan));
+}
+
+/**
+ * `/fetch/{TC}/{id}` as one JSON text (the record as `fetchOne` answers it); undefined when the
+ * type needs the JavaScript path: extension rows, typed by their own table's meta, or an output
+ * without a JSON form here. Not found is a 404, as from `fetchOne`.
+ */
+export async function fetchOneJson(
+  db: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  idText: string,
+): Promise<string | undefined> {
+  if (type.metaPerName) return undefined;
+  requireAccess(principal, type.access.fetch);
+  const id = parseId(type, idText, 'id');
+  const tc = await loadTypeContext(db, principal, type);
+  const items = await jsonItems(db, tc, outputNames(tc));
+  if (items === undefined) return undefined;
+  const params = new Params();
+  const scope = rowScope(tc, principal, params);
+  // Prepared (PostgreSQL): one text per type, a lookup by the primary key.
+  const r = await db.query<{ j: string }>(
+    preparedShape(
+      `SELECT row_to_json(x)::text AS j
+         FROM (SELECT ${items.join(', ')} FROM ${ident(type.table)} t WHERE ${scope} AND t.id = ${params.add(id)}) x`,
+    ),
+    params.values,
+  );
+  const row = r.rows[0];
+  if (!row) throw notFound(`${type.label} ${idText}`);
+  return row.j;
 }

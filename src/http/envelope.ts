@@ -36,13 +36,17 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
 
 /**
  * The text of a success envelope whose `data` items are JSON texts already (a fetch whose rows the
- * database wrote as JSON): the same members as `ok` with `list`, without parsing or serializing rows.
+ * database wrote as JSON): the same members as `ok`, without parsing or serializing rows.
  */
-export function okText(req: FastifyRequest, itemsJson: readonly string[], list: ListInfo): string {
+export function okText(req: FastifyRequest, itemsJson: readonly string[], list?: ListInfo): string {
   const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
+  const paging =
+    list === undefined
+      ? ''
+      : `,"startRow":${list.startRow},"endRow":${list.endRow},"totalRows":${list.totalRows}`;
   return (
-    `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,"data":[${itemsJson.join(',')}],` +
-    `"startRow":${list.startRow},"endRow":${list.endRow},"totalRows":${list.totalRows}${csrf}}}`
+    `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,` +
+    `"data":[${itemsJson.join(',')}]${paging}${csrf}}}`
   );
 }
 

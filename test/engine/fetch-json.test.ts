@@ -8,8 +8,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import type { Principal } from '../../src/access/access.ts';
-import { fetchRecords, type FetchBody } from '../../src/engine/fetch.ts';
-import { fetchForAnswer } from '../../src/engine/fetch-json.ts';
+import { fetchOne, fetchRecords, type FetchBody } from '../../src/engine/fetch.ts';
+import { fetchForAnswer, fetchOneJson } from '../../src/engine/fetch-json.ts';
 import { findType } from '../../src/engine/registry.ts';
 
 let h: Harness;
@@ -148,4 +148,33 @@ test('other types: numeric, date and bigint columns, condition record items', as
   const [item] = ok(await api('/fetch/CRCI1', {})).data;
   assert.equal(item.conditionValue, '12.3400');
   assert.equal(item.validTo, '2026-06-30');
+});
+
+test('one record by id: the same values as the JavaScript path; unknown ids and extension rows', async () => {
+  const filter = {
+    data: { operator: 'and', criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'FJ-' }] },
+  };
+  const page = ok(await api('/fetch/P', filter));
+  assert.ok(page.data.length >= 5);
+  for (const p of page.data) {
+    for (const id of [String(p.id), p.typedId]) {
+      const direct = await fetchOneJson(h.db, admin(), findType('P')!, id);
+      assert.ok(direct !== undefined, 'answered by the database');
+      const js = JSON.parse(JSON.stringify(await fetchOne(h.db, admin(), findType('P')!, id))) as unknown;
+      assert.deepEqual(JSON.parse(direct), js);
+      const http = ok(await api(`/fetch/P/${id}`));
+      assert.deepEqual(http.data, [js]);
+      assert.equal(http.totalRows, undefined);
+    }
+  }
+  const missing = await api('/fetch/P/999999999');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.response.status, -1);
+  const bad = await api('/fetch/P/not-an-id');
+  assert.equal(bad.status, 400);
+  // Extension rows are typed by their own table's meta: the JavaScript path answers them.
+  ok(await api('/add/PX', { data: { name: 'fj_ext', sku: 'FJ-1', attribute1: 'x' } }));
+  const [row] = ok(await api('/fetch/PX', { data: { name: 'fj_ext' } })).data;
+  assert.equal(await fetchOneJson(h.db, admin(), findType('PX')!, String(row.id)), undefined);
+  assert.deepEqual(ok(await api(`/fetch/PX/${row.id}`)).data, [row]);
 });

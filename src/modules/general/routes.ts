@@ -20,7 +20,7 @@ import {
   type UpdateItem,
 } from '../../engine/crud.ts';
 import { describeType, listTypes } from '../../engine/describe.ts';
-import { fetchForAnswer } from '../../engine/fetch-json.ts';
+import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, queueIndexSync } from '../admin/indexes.ts';
@@ -141,15 +141,14 @@ export function generalRoutes(app: FastifyInstance): void {
       querystring: { type: 'object', properties: { asOf: { type: 'string', maxLength: 64 } } },
       ...records,
     }),
-    async (req) => {
+    async (req, reply) => {
       const { id } = req.params as { id: string };
       const { asOf } = req.query as { asOf?: string };
       const type = typeOf(req);
-      return ok(req, [
-        asOf === undefined
-          ? await fetchOne(app.db, req.principal!, type, id)
-          : await fetchOneAsOf(app.db, req.principal!, type, id, asOf),
-      ]);
+      if (asOf !== undefined) return ok(req, [await fetchOneAsOf(app.db, req.principal!, type, id, asOf)]);
+      const json = await fetchOneJson(app.db, req.principal!, type, id);
+      if (json === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
+      return reply.type('application/json; charset=utf-8').send(okText(req, [json]));
     },
   );
 
