@@ -2,7 +2,7 @@
 // the price onto an ending such as .99, .95 or 9.90 — to the nearest such price, or up, or down.
 // Pure decimal arithmetic; the explanation shows the policy and the value before and after.
 
-import { D, placesOfDec, scaledInteger, type Dec } from './values.ts';
+import { D, placesOfDec, scaledInteger, SPLIT, splitDec, type Dec } from './values.ts';
 
 /** The rounding modes of policies and of round(x, places, mode), as decimal.js rounding constants. */
 export const ROUND_MODES = {
@@ -109,25 +109,63 @@ export function applyEnding(y: Dec, ending: string, rule: EndingRule): Dec {
 }
 
 /** applyEnding for y > 0 on integers at a common scale, or undefined when they would not be exact. */
-function endingByIntegers(y: Dec, { e, whole, places }: Ending, rule: EndingRule): Dec | undefined {
+function endingByIntegers(y: Dec, ending: Ending, rule: EndingRule): Dec | undefined {
   const yPlaces = placesOfDec(y);
-  if (yPlaces === undefined || places === undefined) return undefined;
-  const scale = Math.max(yPlaces, places);
-  if (scale + whole > 15) return undefined;
-  const Y = scaledInteger(y, scale);
+  if (yPlaces === undefined) return undefined;
+  const Y = scaledInteger(y, yPlaces);
+  return Y === undefined ? undefined : endingOnIntegers(Y, yPlaces, ending, rule);
+}
+
+/** The ending applied to y = Y × 10^-yScale (Y > 0 a safe integer), or undefined when not exact. */
+function endingOnIntegers(Y: number, yScale: number, { e, whole, places }: Ending, rule: EndingRule) {
+  if (places === undefined) return undefined;
+  const scale = Math.max(yScale, places);
+  if (scale + whole > 15 || scale - yScale > 15) return undefined;
+  const y = Y * 10 ** (scale - yScale);
   const E = scaledInteger(e, scale);
-  if (Y === undefined || E === undefined) return undefined;
+  if (E === undefined) return undefined;
   const M = 10 ** (whole + scale);
-  if (Y + E + 2 * M > Number.MAX_SAFE_INTEGER) return undefined;
-  // Y ≥ 0: Y - Y % M is floor(Y / M) · M, exactly.
-  const inBlock = Y - (Y % M) + E;
-  const below = inBlock > Y ? inBlock - M : inBlock;
-  const up = below === Y ? below : below + M;
+  if (y + E + 2 * M > Number.MAX_SAFE_INTEGER) return undefined;
+  // y ≥ 0: y - y % M is floor(y / M) · M, exactly.
+  const inBlock = y - (y % M) + E;
+  const below = inBlock > y ? inBlock - M : inBlock;
+  const up = below === y ? below : below + M;
   let out: number;
   if (rule === 'UP' || below < 0) out = up;
   else if (rule === 'DOWN') out = below;
-  else out = up - Y <= Y - below ? up : below;
+  else out = up - y <= y - below ? up : below;
   return new D(scale === 0 ? String(out) : `${out}e-${scale}`);
+}
+
+/**
+ * x > 0 rounded to `places` decimals by a decimal.js rounding mode, as an integer at that scale
+ * (x.toDecimalPlaces(places, mode) × 10^places), or undefined when x has more than 15 digits or the
+ * result would not be a positive safe integer.
+ */
+export function roundedInteger(x: Dec, places: number, mode: number): number | undefined {
+  if (!splitDec(x) || SPLIT.digits === 0) return undefined;
+  const m = SPLIT.digits;
+  const p = SPLIT.power;
+  if (-p <= places) {
+    if (p + places > 15) return undefined;
+    const n = m * 10 ** (p + places);
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+  const drop = -p - places;
+  if (drop > 15) return undefined;
+  const unit = 10 ** drop;
+  const rem = m % unit;
+  const q = (m - rem) / unit;
+  const twice = 2 * rem;
+  const away =
+    rem !== 0 &&
+    (mode === D.ROUND_UP ||
+      mode === D.ROUND_CEIL ||
+      (mode === D.ROUND_HALF_UP && twice >= unit) ||
+      (mode === D.ROUND_HALF_DOWN && twice > unit) ||
+      (mode === D.ROUND_HALF_EVEN && (twice > unit || (twice === unit && q % 2 === 1))));
+  const n = away ? q + 1 : q;
+  return n > 0 ? n : undefined;
 }
 
 /** applyEnding in decimal arithmetic (any value: negative, zero, many digits). */
@@ -147,6 +185,15 @@ export function endingByDecimals(y: Dec, ending: string | Ending, rule: EndingRu
 
 /** The policy applied to x: step rounding, then the price ending if any. */
 export function applyPolicy(x: Dec, p: RoundingPolicy): Dec {
+  // A positive price, a power-of-ten step and an ending (the usual policy): both steps on one
+  // integer, one decimal built at the end.
+  const places = p.priceEnding ? placesOf(p.step) : undefined;
+  if (places !== undefined && x.s > 0) {
+    const Y = roundedInteger(x, places, ROUND_MODES[p.mode]);
+    const fast =
+      Y === undefined ? undefined : endingOnIntegers(Y, places, endingOf(p.priceEnding!), p.endingRule);
+    if (fast !== undefined) return fast;
+  }
   const stepped = roundToStep(x, p.step, p.mode);
   return p.priceEnding ? applyEnding(stepped, p.priceEnding, p.endingRule) : stepped;
 }

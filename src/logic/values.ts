@@ -197,14 +197,14 @@ function digitCount(n: number): number {
 }
 
 /** The last decimal split by splitDec: |value| = digits × 10^power (shared state, so no allocation). */
-const SPLIT = { digits: 0, power: 0 };
+export const SPLIT = { digits: 0, power: 0 };
 
 /**
  * Splits a decimal of at most 15 significant digits into SPLIT.digits (an integer below 2^53, no
  * trailing zeros) and SPLIT.power, from decimal.js's base-1e7 limbs without building its text; false
  * when it has more digits or is not finite (zero: digits 0, power 0, true). Read SPLIT at once.
  */
-function splitDec(v: Dec): boolean {
+export function splitDec(v: Dec): boolean {
   const d = v.d as number[] | undefined;
   if (!d || d.length === 0 || d.length > 3) return false;
   if (d.length === 1 && d[0] === 0) {

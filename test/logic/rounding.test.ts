@@ -6,6 +6,7 @@ import {
   applyEnding,
   applyPolicy,
   endingByDecimals,
+  roundedInteger,
   ROUND_MODES,
   roundToStep,
   type RoundingPolicy,
@@ -91,4 +92,70 @@ test('price endings on integers (positive prices) equal the decimal arithmetic, 
         applyEnding(new D(y), '.99', rule).toFixed(),
         endingByDecimals(new D(y), '.99', rule).toFixed(),
       );
+});
+
+test('a policy on integers (positive prices, power-of-ten steps) equals step rounding then the decimal ending', () => {
+  let seed = 777;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  const modes = ['HALF_UP', 'HALF_DOWN', 'HALF_EVEN', 'UP', 'DOWN', 'CEILING', 'FLOOR'] as const;
+  const endings = ['.99', '.95', '9.90', '99', '.5', '0', '.999'];
+  const steps = ['0.01', '0.1', '1', '0.001', '0.05'];
+  const policy = (
+    step: string,
+    mode: RoundingPolicy['mode'],
+    ending: string,
+    rule: RoundingPolicy['endingRule'],
+  ) => ({
+    id: 1,
+    uniqueName: 'p',
+    currency: 'EUR',
+    channel: null,
+    customerGroup: null,
+    step: new D(step),
+    mode,
+    priceEnding: ending,
+    endingRule: rule,
+    version: 0,
+  });
+  // Exact halves at the step first, then a fixed pseudo-random series of prices.
+  const halves = ['13.475', '13.485', '0.005', '2.5', '9.995', '0.0049', '17.8749'];
+  for (let i = 0; i < 20_000; i++) {
+    const x =
+      i < halves.length
+        ? new D(halves[i]!)
+        : new D(`${String(next() * 1e6 + next()).slice(0, 1 + (next() % 14))}e-${next() % 8}`);
+    const p = policy(
+      steps[next() % steps.length]!,
+      modes[next() % modes.length]!,
+      endings[next() % endings.length]!,
+      (['NEAREST', 'UP', 'DOWN'] as const)[next() % 3]!,
+    );
+    const want = endingByDecimals(roundToStep(x, p.step, p.mode), p.priceEnding, p.endingRule);
+    assert.equal(
+      applyPolicy(x, p).toFixed(),
+      want.toFixed(),
+      `${x.toFixed()} ${JSON.stringify({ ...p, step: p.step.toFixed() })}`,
+    );
+  }
+});
+
+test('step rounding on integers equals toDecimalPlaces in every mode, exact halves included', () => {
+  let seed = 4242;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  const halves = ['13.475', '13.485', '0.005', '2.5', '3.5', '9.995', '0.125', '0.135', '1234567.5'];
+  for (let i = 0; i < 20_000; i++) {
+    const x =
+      i < halves.length * 4
+        ? new D(halves[i % halves.length]!)
+        : new D(`${String(next() * 1e6 + next()).slice(0, 1 + (next() % 15))}e-${next() % 9}`);
+    // The halves at the places that make them ties (and one fewer), the series at any.
+    const places = i < halves.length * 4 ? Math.max(0, (x.decimalPlaces() - 1 - (i % 2)) | 0) : next() % 8;
+    for (const [name, mode] of Object.entries(ROUND_MODES)) {
+      const got = roundedInteger(x, places, mode);
+      const want = x.toDecimalPlaces(places, mode).times(new D(10).pow(places));
+      if (got === undefined)
+        assert.ok(want.isZero() || !want.lt(2 ** 53), `${x.toFixed()} ${places} ${name}`);
+      else assert.equal(String(got), want.toFixed(), `${x.toFixed()} to ${places} places ${name}`);
+    }
+  }
 });
