@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { OID, parseInt8 } from './parse.ts';
 import type { ChangeFeed, Db, QueryResult, Tx } from './types.ts';
-import { ident } from './sql.ts';
+import { copyFormat, ident } from './sql.ts';
 import { preparedName } from './prepared.ts';
 import { checkDeadline, remainingMs } from './deadline.ts';
 
@@ -40,13 +40,13 @@ function txOf(client: pg.PoolClient): Tx {
     async execScript(sql) {
       await client.query(sql);
     },
-    async copyFrom(table, columns, csv) {
+    async copyFrom(table, columns, data, format = 'csv') {
       const cols = columns.map(ident).join(', ');
       const stream = client.query(
-        copyFromStream(`COPY ${ident(table)} (${cols}) FROM STDIN WITH (FORMAT csv)`),
+        copyFromStream(`COPY ${ident(table)} (${cols}) FROM STDIN WITH (FORMAT ${copyFormat(format)})`),
       );
       // Pieces of an iterable are made while the server parses the earlier ones.
-      await pipeline(Readable.from(typeof csv === 'string' ? [csv] : csv), stream);
+      await pipeline(Readable.from(typeof data === 'string' ? [data] : data), stream);
       return stream.rowCount ?? 0;
     },
   };

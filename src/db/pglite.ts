@@ -8,8 +8,8 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
 import { OID, parseInt8 } from './parse.ts';
-import type { Db, QueryResult, Tx } from './types.ts';
-import { ident } from './sql.ts';
+import type { CopyFormat, Db, QueryResult, Tx } from './types.ts';
+import { copyFormat, ident } from './sql.ts';
 import { checkDeadline } from './deadline.ts';
 
 const parsers = {
@@ -39,11 +39,13 @@ function wrap(q: PgliteQueryable): Tx {
     async copyFrom(
       table: string,
       columns: readonly string[],
-      csv: string | Iterable<string>,
+      data: string | Iterable<string>,
+      format: CopyFormat = 'csv',
     ): Promise<number> {
       const cols = columns.map(ident).join(', ');
-      const r = await q.query(`COPY ${ident(table)} (${cols}) FROM '/dev/blob' WITH (FORMAT csv)`, [], {
-        blob: new Blob(typeof csv === 'string' ? [csv] : [...csv]),
+      const sql = `COPY ${ident(table)} (${cols}) FROM '/dev/blob' WITH (FORMAT ${copyFormat(format)})`;
+      const r = await q.query(sql, [], {
+        blob: new Blob(typeof data === 'string' ? [data] : [...data]),
       });
       return r.affectedRows ?? 0;
     },

@@ -19,6 +19,23 @@ export function ident(name: string): string {
   return `"${name}"`;
 }
 
+/** The FORMAT option of a COPY (a closed set: never text from a request). */
+export function copyFormat(format: 'csv' | 'text'): string {
+  if (format !== 'csv' && format !== 'text') throw new Error(`unknown COPY format ${String(format)}`);
+  return format;
+}
+
+/**
+ * A value as one field of COPY's text format: backslash, tab, newline and carriage return escaped;
+ * NULL is `\N`.
+ */
+export function copyTextField(v: string | null): string {
+  if (v === null) return '\\N';
+  return /[\\\t\n\r]/.test(v)
+    ? v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'))
+    : v;
+}
+
 /** `a.b` with both parts checked. */
 export function qualified(alias: string, column: string): string {
   return `${ident(alias)}.${ident(column)}`;

@@ -14,11 +14,20 @@ export interface Tx extends Queryable {
   /** Runs a script of several statements without parameters (migrations). */
   execScript(sql: string): Promise<void>;
   /**
-   * Bulk-loads one chunk of CSV text (no header, `FORMAT csv`, NULL as an unquoted empty field)
-   * into `table(columns)` with COPY. Names come from the registry; the caller checks them.
+   * Bulk-loads one chunk of CSV text (no header, `FORMAT csv`, NULL as an unquoted empty field) —
+   * or, with `format: 'text'`, of COPY's text format (tab-separated, `\N` for NULL, backslash
+   * escapes) — into `table(columns)` with COPY. Names come from the registry; the caller checks them.
    */
-  copyFrom(table: string, columns: readonly string[], csv: string | Iterable<string>): Promise<number>;
+  copyFrom(
+    table: string,
+    columns: readonly string[],
+    data: string | Iterable<string>,
+    format?: CopyFormat,
+  ): Promise<number>;
 }
+
+/** COPY's input formats the adapters take. */
+export type CopyFormat = 'csv' | 'text';
 
 export interface PoolStats {
   readonly total: number;

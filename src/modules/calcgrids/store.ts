@@ -4,6 +4,7 @@
 // INSERT ... ON CONFLICT DO UPDATE). Every statement is scoped by partition.
 
 import type { Db, Queryable } from '../../db/db.ts';
+import { copyTextField } from '../../db/sql.ts';
 
 export interface GridRow {
   readonly id: number;
@@ -221,8 +222,14 @@ const STAGE_COLUMNS = [
   'input_hash',
 ];
 
-function csvField(v: string | null): string {
-  return v === null ? '' : `"${v.replaceAll('"', '""')}"`;
+/**
+ * A JSON text as a field of COPY's text format: JSON.stringify writes no raw tab, newline or
+ * carriage return, so only backslashes (of its escapes) need doubling — most results have none, and
+ * go as they are (quoting them for CSV doubled every quote of every result object).
+ */
+function jsonField(v: string | null): string {
+  if (v === null) return '\\N';
+  return v.includes('\\') ? v.replaceAll('\\', '\\\\') : v;
 }
 
 /** Columns a fresh batch is copied into directly (after the per-row ones of the stage). */
@@ -251,22 +258,18 @@ export async function writeItems(
   if (rows.length === 0) return;
   const prefix =
     mode === 'insert'
-      ? `${[grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId, grid.userId, new Date().toISOString()].join(',')},`
+      ? `${[grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId, grid.userId, new Date().toISOString()].join('\t')}\t`
       : '';
-  let csv = '';
+  let text = '';
   for (const r of rows) {
-    csv += `${prefix}${[
-      ...r.keys.map(csvField),
-      csvField(r.calculationResults),
-      csvField(r.results),
-      csvField(r.warnings),
-      csvField(r.alerts),
-      csvField(r.error),
-      csvField(r.inputHash),
-    ].join(',')}\n`;
+    let line = prefix;
+    for (let k = 0; k < KEY_COLUMNS.length; k++) line += `${copyTextField(r.keys[k] ?? null)}\t`;
+    line += `${jsonField(r.calculationResults)}\t${jsonField(r.results)}\t${jsonField(r.warnings)}\t`;
+    line += `${jsonField(r.alerts)}\t${copyTextField(r.error)}\t${copyTextField(r.inputHash)}\n`;
+    text += line;
   }
   if (mode === 'insert') {
-    await db.transaction((tx) => tx.copyFrom('calc_grid_items', DIRECT_COLUMNS, csv));
+    await db.transaction((tx) => tx.copyFrom('calc_grid_items', DIRECT_COLUMNS, text, 'text'));
     return;
   }
   await db.transaction(async (tx) => {
@@ -275,7 +278,7 @@ export async function writeItems(
          calculation_results jsonb, results jsonb, warnings jsonb, alerts jsonb, error text, input_hash text)
        ON COMMIT DROP`,
     );
-    await tx.copyFrom(STAGE, STAGE_COLUMNS, csv);
+    await tx.copyFrom(STAGE, STAGE_COLUMNS, text, 'text');
     await tx.query(
       `INSERT INTO calc_grid_items AS t (partition_id, grid_id, key_number, key1, key2, key3, key4, key5, key6,
               calculation_results, results, warnings, alerts, error, input_hash, run_id, calculation_date,
