@@ -44,7 +44,7 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
     steps: 0,
     maxSteps: item.limits.maxSteps,
     deadline: performance.now() + item.limits.maxMs,
-    values: [],
+    values: new Array<Value>(logic.elements.length),
     inputs: item.inputs,
     roots: item.roots,
     targetDate: item.targetDate,
@@ -53,7 +53,7 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
     explain: item.explain,
     element: newElementState(false),
   };
-  const out: ElementOutcome[] = [];
+  const out = new Array<ElementOutcome>(logic.elements.length);
   for (const el of logic.elements) {
     resetElementState(env.element, item.explain);
     let value: Value;
@@ -76,13 +76,13 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
     }
     env.values[el.index] = value;
     if (item.explain) explainReads(env, el.reads, logic);
-    out.push({
+    out[el.index] = {
       value,
       warnings: env.element.warnings,
       alertType: env.element.alertType,
       alertMessage: env.element.alertMessage,
       trace: env.element.trace,
-    });
+    };
   }
   return out;
 }

@@ -44,6 +44,38 @@ export function isVisible(def: ElementDef): boolean {
   return (def.displayOptions ?? 1) !== 0;
 }
 
+/** What every result object of an element shares, worked out once per compiled logic. */
+interface ElementStatics {
+  readonly resultName: string;
+  readonly resultLabel: string;
+  readonly formatType: string | undefined;
+  readonly suffix: string | null;
+  readonly overridable: boolean;
+  readonly resultGroup: string | null;
+  readonly displayOptions: number;
+  readonly visible: boolean;
+}
+
+const STATICS = new WeakMap<CompiledLogic, readonly ElementStatics[]>();
+
+function staticsOf(logic: CompiledLogic): readonly ElementStatics[] {
+  let statics = STATICS.get(logic);
+  if (!statics) {
+    statics = logic.elements.map(({ def }) => ({
+      resultName: def.elementName,
+      resultLabel: def.label ?? def.elementName,
+      formatType: def.formatType,
+      suffix: def.suffix ?? null,
+      overridable: def.overridable ?? false,
+      resultGroup: def.resultGroup ?? null,
+      displayOptions: def.displayOptions ?? 1,
+      visible: isVisible(def),
+    }));
+    STATICS.set(logic, statics);
+  }
+  return statics;
+}
+
 export function resultObjects(
   logic: CompiledLogic,
   outcomes: readonly ElementOutcome[],
@@ -52,34 +84,40 @@ export function resultObjects(
   includeHidden = explain,
 ): ResultObject[] {
   const out: ResultObject[] = [];
-  logic.elements.forEach((el, i) => {
+  const statics = staticsOf(logic);
+  for (let i = 0; i < statics.length; i++) {
     const o = outcomes[i];
-    if (!o || (!includeHidden && !isVisible(el.def))) return;
-    const def = el.def;
+    const st = statics[i]!;
+    if (!o || (!includeHidden && !st.visible)) continue;
+    const value = o.value;
     // A plain literal (no spread) when not explaining: built many thousand times per bulk batch.
     const result: ResultObject = {
-      resultName: def.elementName,
-      resultLabel: def.label ?? def.elementName,
-      result: toJson(o.value),
-      resultType: RESULT_TYPES[staticTypeOf(o.value)] ?? 'ANY',
-      formatType: def.formatType ?? defaultFormat(o.value),
-      suffix: def.suffix ?? null,
+      resultName: st.resultName,
+      resultLabel: st.resultLabel,
+      result: toJson(value),
+      resultType: RESULT_TYPES[staticTypeOf(value)] ?? 'ANY',
+      formatType: st.formatType ?? defaultFormat(value),
+      suffix: st.suffix,
       alertType: o.alertType,
       alertMessage: o.alertMessage,
       warnings: o.warnings,
-      overridable: def.overridable ?? false,
+      overridable: st.overridable,
       overridden: false,
-      resultGroup: def.resultGroup ?? null,
-      displayOptions: def.displayOptions ?? 1,
+      resultGroup: st.resultGroup,
+      displayOptions: st.displayOptions,
     };
     out.push(
       explain
         ? {
             ...result,
-            explanation: { hidden: !isVisible(def), expression: def.expression, reads: o.trace ?? [] },
+            explanation: {
+              hidden: !st.visible,
+              expression: logic.elements[i]!.def.expression,
+              reads: o.trace ?? [],
+            },
           }
         : result,
     );
-  });
+  }
   return out;
 }

@@ -11,6 +11,12 @@ import type { Queryable } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk, type BulkItem, type BulkResult } from '../../src/modules/formulas/bulk.ts';
 import type { CompiledLogic } from '../../src/logic/logic.ts';
 import { LogicDate } from '../../src/logic/values.ts';
+import {
+  attributeTypesOf,
+  masterFields,
+  masterRecords,
+  recordOf,
+} from '../../src/modules/formulas/master-store.ts';
 import { okData } from '../helpers/envelope.ts';
 
 const ELEMENTS = [
@@ -239,5 +245,20 @@ describe('bulk evaluator: pipeline and passes', () => {
     }
     assert.equal(seen, 10);
     assert.equal(running, 0);
+  });
+
+  test('a record of the columns a logic reads, made from those fields only, is the record of all fields', async () => {
+    const meta = await attributeTypesOf(h.db, principal, 'P');
+    for (const fields of [new Set(['attribute1']), new Set(['attribute1', 'label', 'sku']), undefined]) {
+      const rows = await masterRecords(h.db, principal, 'P', ['BK-1', 'BK-2'], fields);
+      assert.equal(rows.size, 2);
+      for (const row of rows.values()) {
+        const all = recordOf('P', row, meta);
+        const few = recordOf('P', row, meta, masterFields('P', fields));
+        assert.deepEqual(few, all);
+        assert.deepEqual(Object.keys(few.fields), Object.keys(all.fields), 'the same field order');
+      }
+    }
+    assert.ok(masterFields('P', new Set(['attribute1'])).length < 10);
   });
 });

@@ -16,7 +16,7 @@ import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { toValue, type LogicDate, type RecordValue, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateEach, evaluateItems, type BatchRows, type ItemSpec } from './data.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
-import { attributeTypesOf, masterRecords, recordOf } from './master-store.ts';
+import { attributeTypesOf, masterFields, masterRecords, recordOf } from './master-store.ts';
 
 export interface BulkItem {
   readonly sku: string;
@@ -61,6 +61,8 @@ export async function* evaluateBulk(
   const customerMeta = await attributeTypesOf(q, principal, 'C');
   const productFields = fieldsRead(logic, 'product');
   const customerFields = fieldsRead(logic, 'customer');
+  const productColumns = masterFields('P', productFields);
+  const customerColumns = masterFields('C', customerFields);
   // One data cache for the whole run: look-up rows carry over, per-item rows are dropped per batch.
   const data = new BatchData(q, principal.partitionId, policies, principal.metaVersion);
   const competitionAt = logic.competition ? opts.targetDate : undefined;
@@ -108,11 +110,12 @@ export async function* evaluateBulk(
         return;
       }
       let p = productRecords.get(item.sku);
-      if (!p) productRecords.set(item.sku, (p = recordOf('P', product!, productMeta)));
+      if (!p) productRecords.set(item.sku, (p = recordOf('P', product!, productMeta, productColumns)));
       let c: RecordValue | undefined;
       if (customer) {
         c = customerRecords.get(item.customerId!);
-        if (!c) customerRecords.set(item.customerId!, (c = recordOf('C', customer, customerMeta)));
+        if (!c)
+          customerRecords.set(item.customerId!, (c = recordOf('C', customer, customerMeta, customerColumns)));
       }
       // A literal of fixed keys (roots are read with Object.hasOwn only): cheaper than a null-prototype
       // object, which V8 keeps as a dictionary.

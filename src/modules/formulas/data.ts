@@ -116,10 +116,10 @@ export class BatchData {
       },
       conditionRecord: (set, keys, date) => {
         if (keys.some((k) => k === null)) return null;
-        const group = [set, date.iso, String(keys.length)].join(SEP);
+        const group = this.groupOf(set, date.iso, keys.length);
         const problem = this.condProblems.get(group);
         if (problem !== undefined) throw new EvalError(problem);
-        const k = keys.map(textOf).join(SEP);
+        const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
         const found = this.conditions.get(group)?.get(k);
         if (found !== undefined) return found;
         let pending = this.pendingCond.get(group);
@@ -160,6 +160,16 @@ export class BatchData {
       },
     };
     return port;
+  }
+
+  private lastGroup = { set: '', iso: '', count: 0, group: '' };
+
+  /** The condition-record group key (set, date, key count); the last one is kept (items repeat it). */
+  private groupOf(set: string, iso: string, count: number): string {
+    const last = this.lastGroup;
+    if (last.set !== set || last.iso !== iso || last.count !== count)
+      this.lastGroup = { set, iso, count, group: `${set}${SEP}${iso}${SEP}${count}` };
+    return this.lastGroup.group;
   }
 
   /** Metadata of the lookup tables named (read beforehand); a name without one is an unknown table. */
@@ -486,7 +496,17 @@ export async function evaluateEach(
   done: (index: number, outcomes: ElementOutcome[]) => void,
 ): Promise<void> {
   const today = new LogicDate(new Date().toISOString().slice(0, 10));
-  const context = opts;
+  // One context object for every item in turn (evaluateItem reads it while it runs, keeps nothing).
+  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = {
+    targetDate: opts.targetDate,
+    explain: opts.explain,
+    limits: opts.limits,
+    today,
+    inputs: {},
+    roots: {},
+    data: data.portFor({}),
+    fixed: undefined,
+  };
   let todo = items.map((_, i) => i);
   for (let pass = 1; todo.length > 0; pass++) {
     const again: number[] = [];
@@ -495,16 +515,11 @@ export async function evaluateEach(
     for (const i of todo) {
       const item = items[i]!;
       const port = data.portFor(item);
-      const outcomes = evaluateItem(logic, {
-        targetDate: context.targetDate,
-        explain: context.explain,
-        limits: context.limits,
-        today,
-        inputs: item.inputs,
-        roots: item.roots,
-        data: port,
-        fixed: item.fixed,
-      });
+      context.inputs = item.inputs;
+      context.roots = item.roots;
+      context.data = port;
+      context.fixed = item.fixed;
+      const outcomes = evaluateItem(logic, context);
       if (port.missing && !last) {
         again.push(i);
         pending.push([i, outcomes]);

@@ -72,7 +72,13 @@ function typedAttribute(v: unknown, type: string | undefined): unknown {
   }
 }
 
-const FIELD_LISTS = new Map<string, readonly { name: string; column: string; custom: boolean }[]>();
+interface FieldOf {
+  readonly name: string;
+  readonly column: string;
+  readonly custom: boolean;
+}
+
+const FIELD_LISTS = new Map<string, readonly FieldOf[]>();
 
 /** The fields of a registered type (API name, column, custom or not), listed once per type. */
 export function fieldsOf(code: string) {
@@ -85,16 +91,22 @@ export function fieldsOf(code: string) {
 }
 
 /** A database row of a registered type → a logic record under API field names, typed by its meta. */
-export function recordOf(code: string, row: Row, meta: ReadonlyMap<string, string>): RecordValue {
+export function recordOf(
+  code: string,
+  row: Row,
+  meta: ReadonlyMap<string, string>,
+  /** The type's fields the row can hold (masterFields of the columns read): fewer to look at. */
+  fields: readonly FieldOf[] = fieldsOf(code),
+): RecordValue {
   // A plain object: fields are only ever read with Object.hasOwn, so its prototype is never reached;
   // dates and time stamps stay as the driver gave them (toValue makes days of them when read).
-  const fields: Record<string, unknown> = {};
-  for (const f of fieldsOf(code)) {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
     const v = row[f.column];
     if (v === undefined || v === null) continue;
-    fields[f.name] = f.custom && meta.size > 0 ? typedAttribute(v, meta.get(f.name)) : v;
+    out[f.name] = f.custom && meta.size > 0 ? typedAttribute(v, meta.get(f.name)) : v;
   }
-  return new RecordValue(fields, {
+  return new RecordValue(out, {
     source: code,
     typedId: `${String(row.id)}.${code}`,
     version: Number(row.version),
@@ -174,25 +186,40 @@ export async function masterRecords(
   fields?: ReadonlySet<string>,
 ): Promise<Map<string, Row>> {
   const [table, keyColumn] = code === 'P' ? ['products', 'sku'] : ['customers', 'customer_id'];
-  const columns =
-    fields === undefined
-      ? '*'
-      : [
-          ...new Set([
-            'id',
-            'version',
-            keyColumn,
-            'user_group_view_details',
-            ...fieldsOf(code)
-              .filter((f) => fields.has(f.name))
-              .map((f) => f.column),
-          ]),
-        ]
-          .map(ident)
-          .join(', ');
+  const read = columnsRead(code, fields);
+  const columns = read === undefined ? '*' : read.map(ident).join(', ');
   const r = await q.query<Row>(
     `SELECT ${columns} FROM ${ident(table)} WHERE partition_id = $1 AND ${ident(keyColumn)} = ANY($2::text[])`,
     [principal.partitionId, keys],
   );
   return new Map(r.rows.filter((row) => visible(principal, row)).map((row) => [String(row[keyColumn]), row]));
+}
+
+/** The columns masterRecords reads for these fields (undefined: all of them). */
+function columnsRead(code: 'P' | 'C', fields: ReadonlySet<string> | undefined): string[] | undefined {
+  if (fields === undefined) return undefined;
+  const keyColumn = code === 'P' ? 'sku' : 'customer_id';
+  return [
+    ...new Set([
+      'id',
+      'version',
+      keyColumn,
+      'user_group_view_details',
+      ...fieldsOf(code)
+        .filter((f) => fields.has(f.name))
+        .map((f) => f.column),
+    ]),
+  ];
+}
+
+/**
+ * The fields of a type that rows of masterRecords(…, fields) can hold, in the type's order: recordOf
+ * of such a row looks at these only (the same record as looking at all of them, whose other
+ * columns are absent).
+ */
+export function masterFields(code: 'P' | 'C', fields: ReadonlySet<string> | undefined): readonly FieldOf[] {
+  const read = columnsRead(code, fields);
+  if (read === undefined) return fieldsOf(code);
+  const columns = new Set(read);
+  return fieldsOf(code).filter((f) => columns.has(f.column));
 }
