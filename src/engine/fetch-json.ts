@@ -27,6 +27,7 @@ import { loadTypeContext, outputNames, outputSql, rowScope, safeAlias, type Type
 import {
   compileFetch,
   compileParts,
+  pageTotal,
   prepareFetch,
   runFetch,
   type FetchBody,
@@ -150,11 +151,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
                  FROM (SELECT ${items.join(', ')} FROM ${from}
                         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
   const r = await db.query<{ __total: unknown; __json: string }>(sql, params.values);
-  let totalRows = Number(r.rows[0]?.__total ?? 0);
-  if (r.rows.length === 0 && plan.start > 0) {
-    const n = await db.query<{ n: unknown }>(countSql, countParams);
-    totalRows = Number(n.rows[0]!.n);
-  }
+  const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
   const rowsJson = r.rows.map((x) => x.__json);
   return { rowsJson, startRow: plan.start, endRow: plan.start + rowsJson.length, totalRows };
 }

@@ -193,14 +193,24 @@ export function compileFetch(plan: FetchPlan): CompiledFetch {
   return { sql, params: params.values, countSql, countParams };
 }
 
+/**
+ * totalRows of a page whose rows carry it in `__total`; past the last page there is no row to carry
+ * it: then the count alone (same filter, same parameters).
+ */
+export async function pageTotal(
+  db: Queryable,
+  plan: FetchPlan,
+  rows: readonly { __total?: unknown }[],
+  c: Pick<CompiledFetch, 'countSql' | 'countParams'>,
+): Promise<number> {
+  if (rows.length > 0 || plan.start === 0) return Number(rows[0]?.__total ?? 0);
+  const n = await db.query<{ n: unknown }>(c.countSql, c.countParams);
+  return Number(n.rows[0]!.n);
+}
+
 export async function runFetch(db: Queryable, plan: FetchPlan, c: CompiledFetch): Promise<FetchResult> {
   const r = await db.query<Row>(c.sql, c.params);
-  let total = Number(r.rows[0]?.__total ?? 0);
-  if (r.rows.length === 0 && plan.start > 0) {
-    // Past the last page there is no row to carry the count: count alone (same filter, same params).
-    const n = await db.query<{ n: unknown }>(c.countSql, c.countParams);
-    total = Number(n.rows[0]!.n);
-  }
+  const total = await pageTotal(db, plan, r.rows, c);
   const rows = r.rows.map((row) => {
     delete row.__total;
     const rec = toRecord(plan.tc, row);
