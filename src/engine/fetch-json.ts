@@ -114,24 +114,64 @@ async function outputTypes(
 /** Most arguments json_build_array takes. */
 const MAX_ARRAY_FIELDS = 100;
 
-/** `<json form> AS "name"` for each output, or undefined when one has no JSON form here. */
+/** Letters of the field types in `itemsKey` (custom attributes are typed per partition). */
+const TYPE_LETTER: Readonly<Record<string, string>> = {
+  string: 's',
+  integer: 'i',
+  decimal: 'n',
+  boolean: 'b',
+  date: 'd',
+  datetime: 't',
+  json: 'j',
+};
+
+/**
+ * What the select list of a context's outputs depends on: the type, the outputs asked for and the
+ * types of its custom attributes; undefined for types whose fields come from the database
+ * (`extraFields`: calculation grid results), whose lists are built each time.
+ */
+function itemsKey(tc: TypeContext, names: readonly string[] | undefined): string | undefined {
+  if (tc.type.extraFields) return undefined;
+  let types = '';
+  for (const f of tc.fields.values()) if (f.custom) types += TYPE_LETTER[f.type] ?? '?';
+  return `${tc.type.code}\u0000${names === undefined ? '*' : names.join(',')}\u0000${types}`;
+}
+
+/** Select lists by itemsKey (null: no JSON form), so that a request builds none of them again. */
+const itemsOf = new Map<string, readonly string[] | null>();
+
+/**
+ * `<json form> AS "name"` for each output (`names`, or all of them), or undefined when one has no
+ * JSON form here.
+ */
 async function jsonItems(
   db: Queryable,
   tc: TypeContext,
-  names: readonly string[],
-): Promise<string[] | undefined> {
-  const types = await outputTypes(db, tc, names);
-  const items: string[] = [];
-  for (const [i, name] of names.entries()) {
+  names: readonly string[] | undefined,
+): Promise<readonly string[] | undefined> {
+  const key = itemsKey(tc, names);
+  const known = key === undefined ? undefined : itemsOf.get(key);
+  if (known !== undefined) return known ?? undefined;
+  const all = outputNames(tc, names);
+  const types = await outputTypes(db, tc, all);
+  let items: string[] | null = [];
+  for (const [i, name] of all.entries()) {
     const json = jsonSql(
       types[i]!,
       name === 'typedId' ? undefined : tc.fields.get(name),
       outputSql(tc, name),
     );
-    if (json === undefined) return undefined;
+    if (json === undefined) {
+      items = null;
+      break;
+    }
     items.push(`${json} AS "${safeAlias(name)}"`);
   }
-  return items;
+  if (key !== undefined) {
+    if (itemsOf.size >= MAX_LISTS) itemsOf.clear();
+    itemsOf.set(key, items);
+  }
+  return items ?? undefined;
 }
 
 /** The page as JSON texts, or undefined when the plan needs the JavaScript path (see the top). */
@@ -140,7 +180,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   if (plan.distinct) return undefined;
   const names = outputNames(tc, plan.names);
   if (plan.asArrays && names.length > MAX_ARRAY_FIELDS) return undefined;
-  const items = await jsonItems(db, tc, names);
+  const items = await jsonItems(db, tc, plan.names);
   if (items === undefined) return undefined;
   const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);
   const row = plan.asArrays
@@ -186,7 +226,7 @@ export async function fetchOneJson(
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');
   const tc = await loadTypeContext(db, principal, type);
-  const items = await jsonItems(db, tc, outputNames(tc));
+  const items = await jsonItems(db, tc, undefined);
   if (items === undefined) return undefined;
   const params = new Params();
   const scope = rowScope(tc, principal, params);

@@ -92,6 +92,12 @@ test('products with typed attributes: the same values as the JavaScript path', a
       odd.map((data) => ({ data })),
     ),
   );
+  const filter = {
+    data: { operator: 'and', criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'FJ-' }] },
+  };
+  // Untyped first: the select list kept for this answer must not serve the typed ones below.
+  const untyped = await sameAnswer('P', { ...filter, sortBy: ['sku'] });
+  assert.equal(untyped.data[0].attribute2, '12.50');
   for (const [fieldName, fieldType] of [
     ['attribute2', 'NUMERIC'],
     ['attribute3', 'INTEGER'],
@@ -100,9 +106,6 @@ test('products with typed attributes: the same values as the JavaScript path', a
   ]) {
     ok(await api('/add/PAM', { data: { fieldName, fieldType } }));
   }
-  const filter = {
-    data: { operator: 'and', criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'FJ-' }] },
-  };
   const page = await sameAnswer('P', { ...filter, sortBy: ['sku'] });
   assert.equal(page.data.length, 5);
   const [plain, odd2, , big] = page.data;
