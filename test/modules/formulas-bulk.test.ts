@@ -10,9 +10,10 @@ import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import type { Queryable } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk, type BulkItem, type BulkResult } from '../../src/modules/formulas/bulk.ts';
 import type { CompiledLogic } from '../../src/logic/logic.ts';
-import { LogicDate } from '../../src/logic/values.ts';
+import { LogicDate, toJson } from '../../src/logic/values.ts';
 import {
   attributeTypesOf,
+  extensionRows,
   masterFields,
   masterRecords,
   recordOf,
@@ -260,5 +261,43 @@ describe('bulk evaluator: pipeline and passes', () => {
       }
     }
     assert.ok(masterFields('P', new Set(['attribute1'])).length < 10);
+  });
+
+  test('extension rows with time stamps read as epoch milliseconds: the records of SELECT * rows', async () => {
+    // Time stamps on the edges: microseconds, just before 1970, just before midnight, infinity.
+    const stamps: [string, string, string][] = [
+      ['BK-0', '2026-03-04 23:59:59.999999+00', '1969-12-31 23:59:59.9995+00'],
+      ['BK-3', '1970-01-01 00:00:00+00', 'infinity'],
+      ['BK-6', '2026-11-26 12:34:56.123456+01', '-infinity'],
+    ];
+    for (const [sku, created, updated] of stamps)
+      await h.db.query(
+        `UPDATE product_extensions SET created_at = $3::timestamptz, last_update_at = $4::timestamptz
+          WHERE partition_id = $1 AND sku = $2`,
+        [h.partitionId, sku, created, updated],
+      );
+    const skus = ['BK-0', 'BK-3', 'BK-6', 'BK-9'];
+    const meta = new Map<string, string>();
+    const fast = await extensionRows(h.db, h.partitionId, 'product', 'Costs', skus);
+    const all = await h.db.query<Record<string, unknown>>(
+      'SELECT * FROM product_extensions WHERE partition_id = $1 AND name = $2 AND sku = ANY($3::text[]) ORDER BY sku',
+      [h.partitionId, 'Costs', skus],
+    );
+    assert.equal(fast.length, 4);
+    for (const row of all.rows) {
+      const want = recordOf('PX', row, meta);
+      const got = recordOf(
+        'PX',
+        fast.find((r) => r.sku === row.sku)!,
+        meta,
+      );
+      assert.deepEqual(toJson(got), toJson(want), String(row.sku));
+      assert.deepEqual(Object.keys(got.fields), Object.keys(want.fields));
+      for (const name of Object.keys(want.fields)) assert.deepEqual(got.get(name), want.get(name), name);
+      for (const name of ['createDate', 'lastUpdateDate']) {
+        const w = want.fields[name];
+        if (w instanceof Date) assert.equal((got.fields[name] as Date).getTime(), w.getTime(), name);
+      }
+    }
   });
 });
