@@ -6,18 +6,18 @@
 
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
-import { findConditionRecords, type ConditionRecordItem } from '../conditionrecords/lookup.ts';
+import { findConditionRecords } from '../conditionrecords/lookup.ts';
 import type { DataPort, FoundRow } from '../../logic/env.ts';
 import { EvalError } from '../../logic/failures.ts';
 import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import type { RoundingPolicy } from '../../logic/rounding.ts';
-import { D, LogicDate, RecordValue, textOf, toValue, type Value } from '../../logic/values.ts';
+import { LogicDate, RecordValue, textOf, type Value } from '../../logic/values.ts';
 import { competitionRecord, competitionRows } from './competition-store.ts';
+import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
 import { attributeTypesOf, extensionRows, recordOf } from './master-store.ts';
 
-type Row = Record<string, unknown>;
 const SEP = '\u001f';
 const MAX_PASSES = 8;
 
@@ -32,21 +32,6 @@ export interface DataPortFor extends DataPort {
 }
 
 const NO_ROW: FoundRow = { row: null, value: null };
-
-function typedValue(valueType: string, v: unknown): Value {
-  if (typeof v === 'string' && (valueType === 'REAL' || valueType === 'INT')) {
-    try {
-      return new D(v);
-    } catch {
-      return v;
-    }
-  }
-  return toValue(v);
-}
-
-function camel(column: string): string {
-  return column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-}
 
 export class BatchData {
   private readonly tables = new Map<string, TableMeta | null>();
@@ -357,7 +342,7 @@ export class BatchData {
       let cache = this.rows.get(r.name);
       if (!cache) this.rows.set(r.name, (cache = new Map<string, FoundRow>()));
       const got = found[asked.indexOf(r)] ?? [];
-      for (const row of got) cache.set(String(row.k), this.foundRow(r.table, row));
+      for (const row of got) cache.set(String(row.k), foundRowOf(r.table, row));
       for (const k of r.keys) if (!cache.has(k)) cache.set(k, NO_ROW);
     }
     this.pendingKeys.clear();
@@ -396,35 +381,6 @@ export class BatchData {
     }
     this.pendingCond.clear();
   }
-
-  private foundRow(meta: TableMeta, r: Row): FoundRow {
-    const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-    for (const [col, v] of Object.entries(r)) {
-      if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)
-        continue;
-      fields[camel(col)] = /^attribute\d+$|^value$/.test(col) ? typedValue(meta.valueType, v) : v;
-    }
-    const matrix = meta.type.startsWith('MATRIX');
-    const code = matrix
-      ? meta.type === 'MATRIX'
-        ? 'MLTV'
-        : `MLTV${meta.type.slice(6)}`
-      : meta.type === 'JSON'
-        ? 'JLTV'
-        : meta.type === 'JSON2'
-          ? 'JLTV2'
-          : 'LTV';
-    const row = new RecordValue(fields, {
-      source: meta.uniqueName,
-      typedId: `${String(r.id)}.${code}`,
-      version: Number(r.version),
-    });
-    const value: Value =
-      meta.type === 'JSON' || meta.type === 'JSON2'
-        ? toValue(r.json_value)
-        : row.get(matrix ? 'attribute1' : 'value');
-    return { row, value };
-  }
 }
 
 /** The per-item rows of one batch (BatchData.batchRows), by `owner<US>table` and by date. */
@@ -441,27 +397,6 @@ function ownerKeys(owner: 'product' | 'customer', items: readonly ItemKeys[]): S
     if (k !== undefined) out.add(k);
   }
   return out;
-}
-
-function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null {
-  if (item === null) return null;
-  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  Object.assign(fields, {
-    id: item.id,
-    typedId: item.typedId,
-    conditionRecordSetId: item.conditionRecordSetId,
-    keys: item.keys,
-    validFrom: item.validFrom,
-    validTo: item.validTo,
-    conditionValue: item.conditionValue === null ? null : new D(item.conditionValue),
-    unitOfMeasure: item.unitOfMeasure,
-    currency: item.currency,
-    priceUnit: item.priceUnit,
-    version: item.version,
-  });
-  item.keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
-  for (const [a, v] of Object.entries(item.attributes)) fields[a] = v;
-  return new RecordValue(fields, { source: 'CRCI', typedId: item.typedId, version: item.version });
 }
 
 export interface ItemSpec extends ItemKeys {

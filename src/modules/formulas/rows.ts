@@ -1,0 +1,76 @@
+// Rows the logic engine's data port reads, as logic records: a lookup-table row (with the value a
+// look-up answers) and a condition record. Typed as their table's value type declares.
+
+import type { ConditionRecordItem } from '../conditionrecords/lookup.ts';
+import type { FoundRow } from '../../logic/env.ts';
+import { D, RecordValue, toValue, type Value } from '../../logic/values.ts';
+import type { TableMeta } from './lookup-store.ts';
+
+type Row = Record<string, unknown>;
+
+function typedValue(valueType: string, v: unknown): Value {
+  if (typeof v === 'string' && (valueType === 'REAL' || valueType === 'INT')) {
+    try {
+      return new D(v);
+    } catch {
+      return v;
+    }
+  }
+  return toValue(v);
+}
+
+function camel(column: string): string {
+  return column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** A lookup-table row as the record and value a look-up answers. */
+export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
+  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [col, v] of Object.entries(r)) {
+    if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)
+      continue;
+    fields[camel(col)] = /^attribute\d+$|^value$/.test(col) ? typedValue(meta.valueType, v) : v;
+  }
+  const matrix = meta.type.startsWith('MATRIX');
+  const code = matrix
+    ? meta.type === 'MATRIX'
+      ? 'MLTV'
+      : `MLTV${meta.type.slice(6)}`
+    : meta.type === 'JSON'
+      ? 'JLTV'
+      : meta.type === 'JSON2'
+        ? 'JLTV2'
+        : 'LTV';
+  const row = new RecordValue(fields, {
+    source: meta.uniqueName,
+    typedId: `${String(r.id)}.${code}`,
+    version: Number(r.version),
+  });
+  const value: Value =
+    meta.type === 'JSON' || meta.type === 'JSON2'
+      ? toValue(r.json_value)
+      : row.get(matrix ? 'attribute1' : 'value');
+  return { row, value };
+}
+
+/** A condition record item as a logic record (null: none valid). */
+export function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null {
+  if (item === null) return null;
+  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  Object.assign(fields, {
+    id: item.id,
+    typedId: item.typedId,
+    conditionRecordSetId: item.conditionRecordSetId,
+    keys: item.keys,
+    validFrom: item.validFrom,
+    validTo: item.validTo,
+    conditionValue: item.conditionValue === null ? null : new D(item.conditionValue),
+    unitOfMeasure: item.unitOfMeasure,
+    currency: item.currency,
+    priceUnit: item.priceUnit,
+    version: item.version,
+  });
+  item.keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
+  for (const [a, v] of Object.entries(item.attributes)) fields[a] = v;
+  return new RecordValue(fields, { source: 'CRCI', typedId: item.typedId, version: item.version });
+}
