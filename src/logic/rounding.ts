@@ -79,12 +79,16 @@ function endingOf(ending: string): Ending {
   return found;
 }
 
-/** Decimal places of a step that is a power of ten (0.01 → 2, 1 → 0, 100 → -2), else undefined. */
+/**
+ * Decimal places of a positive step that is a power of ten up to 1 (0.01 → 2, 1 → 0), else
+ * undefined (0.05, 100, a negative step). By the step's digits: decimal.js's first limb of 0.01 is
+ * 100000, not 1.
+ */
 const POWER_STEPS = new WeakMap<Dec, number | null>();
-function placesOf(step: Dec): number | undefined {
+export function placesOfStep(step: Dec): number | undefined {
   let places = POWER_STEPS.get(step);
   if (places === undefined) {
-    places = step.sd() === 1 && step.d[0] === 1 && step.e <= 0 ? -step.e : null;
+    places = step.s > 0 && splitDec(step) && SPLIT.digits === 1 && SPLIT.power <= 0 ? 0 - SPLIT.power : null;
     POWER_STEPS.set(step, places);
   }
   return places ?? undefined;
@@ -92,7 +96,7 @@ function placesOf(step: Dec): number | undefined {
 
 export function roundToStep(x: Dec, step: Dec, mode: RoundMode): Dec {
   // A step of 0.01 (or 0.1, 1) is rounding to that many decimal places: the same value, no division.
-  const places = placesOf(step);
+  const places = placesOfStep(step);
   if (places !== undefined) return x.toDecimalPlaces(places, ROUND_MODES[mode]);
   return x.div(step).toDecimalPlaces(0, ROUND_MODES[mode]).times(step);
 }
@@ -187,7 +191,7 @@ export function endingByDecimals(y: Dec, ending: string | Ending, rule: EndingRu
 export function applyPolicy(x: Dec, p: RoundingPolicy): Dec {
   // A positive price, a power-of-ten step and an ending (the usual policy): both steps on one
   // integer, one decimal built at the end.
-  const places = p.priceEnding ? placesOf(p.step) : undefined;
+  const places = p.priceEnding ? placesOfStep(p.step) : undefined;
   if (places !== undefined && x.s > 0) {
     const Y = roundedInteger(x, places, ROUND_MODES[p.mode]);
     const fast =

@@ -6,6 +6,7 @@ import {
   applyEnding,
   applyPolicy,
   endingByDecimals,
+  placesOfStep,
   roundedInteger,
   ROUND_MODES,
   roundToStep,
@@ -158,4 +159,22 @@ test('step rounding on integers equals toDecimalPlaces in every mode, exact halv
       else assert.equal(String(got), want.toFixed(), `${x.toFixed()} to ${places} places ${name}`);
     }
   }
+});
+
+test('power-of-ten steps are known by their digits (0.01 is a limb of 100000 in decimal.js)', () => {
+  const cases: [string, number | undefined][] = [
+    ['0.01', 2],
+    ['0.1', 1],
+    ['1', 0],
+    ['0.0000001', 7],
+    ['1e-12', 12],
+    ['0.010', 2],
+    ['0.05', undefined],
+    ['0.25', undefined],
+    ['10', undefined],
+    ['100', undefined],
+    ['-0.01', undefined],
+    ['0.11', undefined],
+  ];
+  for (const [step, places] of cases) assert.equal(placesOfStep(new D(step)), places, step);
 });
