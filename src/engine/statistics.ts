@@ -1,12 +1,16 @@
 // Planner statistics after bulk writes. A bulk load can change a large part of a table within
 // seconds; until the table is analyzed the planner keeps planning with the old row counts (a fresh
 // table "has" no rows, so every filter looks cheap as a sequential scan). PostgreSQL's autovacuum
-// catches up within a minute or so; PGlite has none. So the loaders report what they wrote, and
-// once a table has been quiet for `QUIET_MS` with no load running on it (a load of many calls is
-// analyzed once, at its end) and
-// the writes are a large part of it (autovacuum's rule: at least 10 % and 1,000 rows), it is
-// analyzed in the background, outside any request's transaction. Losing a pending ANALYZE (the
-// process stops) costs only plan quality until autovacuum or the next load; nothing depends on it.
+// catches up within a minute or so; PGlite has none. So the loaders report what they wrote:
+// - once a table has been quiet for `QUIET_MS` with no load running on it (a load of many calls is
+//   analyzed once, at its end) and the writes are a large part of it (autovacuum's rule: at least
+//   10 % and 1,000 rows), it is analyzed in the background, outside any request's transaction;
+// - while a load runs, each time the rows it wrote have doubled, only the columns its statements
+//   look rows up by (the partition and the key: `keyColumns`) are analyzed, so that the load's next
+//   chunks are not planned as if its partition were empty (a plan that took a partition-leading
+//   index of another column read the whole partition once per key), at a tenth of the full cost.
+// Losing a pending ANALYZE (the process stops) costs only plan quality until autovacuum or the next
+// load; nothing depends on it.
 
 import type { Db } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
@@ -19,22 +23,39 @@ interface Pending {
   rows: number;
   quietMs: number;
   timer: NodeJS.Timeout | undefined;
+  /** Rows written when the key columns were last analyzed (0: not yet). */
+  keysAt: number;
 }
 
 const pending = new WeakMap<Db, Map<string, Pending>>();
 /** Loads running per table: a table is not analyzed while one writes to it. */
 const running = new WeakMap<Db, Map<string, number>>();
 
-/** Counts `rows` written into `table` by a bulk operation; analyzes the table once writes settle. */
-export function wroteRows(db: Db, table: string, rows: number, quietMs = QUIET_MS): void {
+/**
+ * Counts `rows` written into `table` by a bulk operation; analyzes the table once writes settle,
+ * and its `keyColumns` whenever the rows written since the last full analysis have doubled.
+ */
+export function wroteRows(
+  db: Db,
+  table: string,
+  rows: number,
+  opts: { quietMs?: number; keyColumns?: readonly string[] } = {},
+): void {
   if (rows <= 0) return;
   ident(table);
   let tables = pending.get(db);
   if (!tables) pending.set(db, (tables = new Map<string, Pending>()));
-  const p = tables.get(table) ?? { rows: 0, quietMs, timer: undefined };
+  const p = tables.get(table) ?? { rows: 0, quietMs: QUIET_MS, timer: undefined, keysAt: 0 };
   tables.set(table, p);
   p.rows += rows;
-  p.quietMs = quietMs;
+  p.quietMs = opts.quietMs ?? QUIET_MS;
+  if (opts.keyColumns !== undefined && p.rows >= MIN_ROWS && p.rows >= 2 * p.keysAt) {
+    p.keysAt = p.rows;
+    const columns = [...new Set(['partition_id', ...opts.keyColumns])].map(ident).join(', ');
+    void db.query(`ANALYZE ${ident(table)} (${columns})`).catch(() => {
+      // As for the full analysis: the statistics stay as they were.
+    });
+  }
   arm(db, tables, table, p);
 }
 

@@ -31,8 +31,8 @@ test('a bulk write of many rows gets the table analyzed once writes settle', asy
   const table = await tableWith(5000);
   try {
     assert.ok((await reltuples(table)) <= 0);
-    wroteRows(h.db, table, 3000, 20);
-    wroteRows(h.db, table, 2000, 20); // the same load's next call: one ANALYZE after both
+    wroteRows(h.db, table, 3000, { quietMs: 20 });
+    wroteRows(h.db, table, 2000, { quietMs: 20 }); // the same load's next call: one ANALYZE after both
     const deadline = Date.now() + 10_000;
     while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
@@ -45,7 +45,7 @@ test('a bulk write of many rows gets the table analyzed once writes settle', asy
 test('a few rows leave the statistics alone', async () => {
   const table = await tableWith(500);
   try {
-    wroteRows(h.db, table, 500, 10);
+    wroteRows(h.db, table, 500, { quietMs: 10 });
     await new Promise((r) => setTimeout(r, 300));
     assert.ok((await reltuples(table)) <= 0);
   } finally {
@@ -57,7 +57,7 @@ test('a table is not analyzed while a load runs on it; the end of the load analy
   const table = await tableWith(5000);
   try {
     const ended = loadRunning(h.db, table);
-    wroteRows(h.db, table, 5000, 20); // one call of a load of several, the next already running
+    wroteRows(h.db, table, 5000, { quietMs: 20 }); // one call of a load of several, the next already running
     await new Promise((r) => setTimeout(r, 300));
     assert.ok((await reltuples(table)) <= 0, 'not analyzed while the load runs');
     ended();
@@ -65,6 +65,34 @@ test('a table is not analyzed while a load runs on it; the end of the load analy
     while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     assert.equal(await reltuples(table), 5000);
+  } finally {
+    await h.db.query(`DROP TABLE ${table}`);
+  }
+});
+
+test('while a load runs, the key columns are analyzed as its rows double; the other columns wait', async () => {
+  const table = uniqueName('stats');
+  await h.db.query(`CREATE TABLE ${table} (partition_id int, k text, other text)`);
+  await h.db.query(`INSERT INTO ${table} SELECT 1, 'k' || g, 'o' || g FROM generate_series(1, 4000) g`);
+  const analyzed = async () =>
+    (
+      await h.db.query<{ attname: string }>(
+        'SELECT attname FROM pg_stats WHERE tablename = $1 ORDER BY attname',
+        [table],
+      )
+    ).rows.map((r) => r.attname);
+  try {
+    const ended = loadRunning(h.db, table);
+    wroteRows(h.db, table, 4000, { quietMs: 20, keyColumns: ['k'] });
+    const deadline = Date.now() + 10_000;
+    while ((await analyzed()).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await analyzed(), ['k', 'partition_id']);
+    assert.equal(await reltuples(table), 4000);
+    ended();
+    while ((await analyzed()).length < 3 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await analyzed(), ['k', 'other', 'partition_id'], 'all columns once the load ended');
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
   }
