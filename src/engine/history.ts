@@ -155,6 +155,11 @@ export interface HistorySource {
    * ~50 others per row was most of its cost). Default: every tracked field.
    */
   readonly changing?: readonly string[];
+  /**
+   * For 'add': the names of the fields set, when the writer knows them to be the same for every row
+   * (a parameter of `params`, `text[]`), instead of testing each field of each row in SQL.
+   */
+  readonly setFields?: string;
 }
 
 /** `array_remove(ARRAY[CASE WHEN <test> THEN 'name' END, ...], NULL)`: the names passing a test. */
@@ -172,7 +177,7 @@ function namesWhere(fields: readonly FieldDef[], test: (f: FieldDef) => string):
  */
 export function historyCte(name: string, written: string, source: HistorySource): string {
   if (!enabled) return `${ident(name)} AS (SELECT 1)`;
-  const { tc, principal, params, kind, changing } = source;
+  const { tc, principal, params, kind, changing, setFields } = source;
   const { type } = tc;
   const tracked = trackedFields(type);
   const fields =
@@ -190,7 +195,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
     // Bulk-inserted records: the names of the fields set, not their values (which are the record's
     // own until a later change records them as "old"); the reading side rebuilds them
     // (history-read.ts), so a 100,000-row load does not write its data twice.
-    [action, changed, changes] = [`'ADD'`, present('w'), `'{}'::jsonb`];
+    [action, changed, changes] = [`'ADD'`, setFields ?? present('w'), `'{}'::jsonb`];
   } else if (kind === 'delete') {
     [action, changed, changes] = [`'DELETE'`, present('w'), deleted('w')];
   } else {

@@ -9,7 +9,7 @@ import { AppError } from '../../http/errors.ts';
 import { DeadlineError } from '../../db/deadline.ts';
 import { loadTypeContext, type TypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
-import { historyCte, historyEnabled } from '../history.ts';
+import { historyCte, historyEnabled, trackedFields } from '../history.ts';
 import type { FieldDef, TypeDef } from '../registry.ts';
 import { loadRunning, wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
@@ -232,6 +232,53 @@ const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
 };
 
 /**
+ * Columns a new row can get a value in without the writer: those with a default (identity and
+ * generated ones too), by table; every column (`'*'`) for a table with a BEFORE INSERT row trigger,
+ * which may set any of them. The schema changes only with migrations.
+ */
+const defaultsOf = new Map<string, Set<string>>();
+
+async function columnsWithDefaults(db: Db, table: string): Promise<Set<string>> {
+  let known = defaultsOf.get(table);
+  if (known === undefined) {
+    const r = await db.query<{ c: string }>(
+      `SELECT column_name AS c FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = $1
+          AND (column_default IS NOT NULL OR is_identity = 'YES' OR is_generated <> 'NEVER')
+       UNION ALL
+       SELECT '*' FROM pg_trigger
+        WHERE tgrelid = to_regclass($1) AND NOT tgisinternal AND tgtype & 7 = 7`,
+      [table],
+    );
+    known = new Set(r.rows.map((x) => x.c));
+    defaultsOf.set(table, known);
+  }
+  return known;
+}
+
+/**
+ * The names of the tracked fields a COPY of these rows sets (non-null), in the order record history
+ * lists them, when they are the same for every row and no tracked field outside the header has a
+ * default; else undefined (the history's SQL then tests each field of each row).
+ */
+function sameFieldsSet(
+  plan: LoadPlan,
+  rows: readonly ValidRow[],
+  defaulted: ReadonlySet<string>,
+): string[] | undefined {
+  const tracked = trackedFields(plan.type);
+  const at = new Map(plan.header.map((f, i) => [f.name, i]));
+  if (defaulted.has('*') || tracked.some((f) => !at.has(f.name) && defaulted.has(f.column))) return undefined;
+  const columns = tracked.flatMap((f) => (at.has(f.name) ? [at.get(f.name)!] : []));
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  for (const r of rows) {
+    for (const i of columns) if ((r.values[i] === null) !== (first.values[i] === null)) return undefined;
+  }
+  return tracked.filter((f) => at.has(f.name) && first.values[at.get(f.name)!] !== null).map((f) => f.name);
+}
+
+/**
  * The fast path of an insert-only chunk (no join fields): COPY the rows straight into the target —
  * no staging table, no merge. A business key that exists already (live or soft-deleted, or just
  * inserted by a concurrent load) fails the COPY with a unique violation, which rolls this attempt
@@ -271,10 +318,14 @@ async function insertDirectly(
            (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')}))`;
   };
   // After the COPY, the chunk's rows (all new) are read back once for their record history.
-  const recorded = (history: Params, rows: readonly ValidRow[]) =>
-    `WITH w AS (SELECT t.* FROM ${ofChunk(history, rows)}),
-    ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add' })}
+  const defaulted = historyEnabled() ? await columnsWithDefaults(db, type.table) : new Set<string>();
+  const recorded = (history: Params, rows: readonly ValidRow[]) => {
+    const names = sameFieldsSet(plan, rows, defaulted);
+    const setFields = names === undefined ? undefined : `${history.add(names)}::text[]`;
+    return `WITH w AS (SELECT t.* FROM ${ofChunk(history, rows)}),
+    ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add', setFields })}
     SELECT count(*)::int AS n FROM w`;
+  };
   const prefix = [principal.partitionId, principal.userId, principal.userId];
   try {
     return await db.transaction(async (tx: Tx) => {
