@@ -6,8 +6,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
-import type { Principal } from '../../src/access/access.ts';
+import { adminPrincipal, clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import { fetchOne, fetchRecords, type FetchBody } from '../../src/engine/fetch.ts';
 import { fetchForAnswer, fetchOneJson } from '../../src/engine/fetch-json.ts';
 import { findType } from '../../src/engine/registry.ts';
@@ -26,12 +25,9 @@ const ok = (r: { status: number; body: any }) => {
   return r.body.response;
 };
 
-const admin = () =>
-  ({ partitionId: h.partitionId, userId: 1, admin: true, groups: [] }) as unknown as Principal;
-
 /** The JavaScript path's answer to the same request, as a client parses it. */
 async function viaJavaScript(code: string, body: FetchBody) {
-  const r = await fetchRecords(h.db, admin(), findType(code)!, body, 1000);
+  const r = await fetchRecords(h.db, adminPrincipal(h), findType(code)!, body, 1000);
   return JSON.parse(JSON.stringify(r)) as {
     rows: unknown[];
     totalRows: number;
@@ -42,7 +38,7 @@ async function viaJavaScript(code: string, body: FetchBody) {
 
 async function sameAnswer(code: string, body: FetchBody, call: Client = api) {
   // The database wrote the rows (not the JavaScript path taken as a fallback).
-  const direct = await fetchForAnswer(h.db, admin(), findType(code)!, body, 1000);
+  const direct = await fetchForAnswer(h.db, adminPrincipal(h), findType(code)!, body, 1000);
   assert.ok('rowsJson' in direct, `${code}: answered through the JavaScript path`);
   const http = ok(await call(`/fetch/${code}`, body));
   const js = await viaJavaScript(code, body);
@@ -161,9 +157,11 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   assert.ok(page.data.length >= 5);
   for (const p of page.data) {
     for (const id of [String(p.id), p.typedId]) {
-      const direct = await fetchOneJson(h.db, admin(), findType('P')!, id);
+      const direct = await fetchOneJson(h.db, adminPrincipal(h), findType('P')!, id);
       assert.ok(direct !== undefined, 'answered by the database');
-      const js = JSON.parse(JSON.stringify(await fetchOne(h.db, admin(), findType('P')!, id))) as unknown;
+      const js = JSON.parse(
+        JSON.stringify(await fetchOne(h.db, adminPrincipal(h), findType('P')!, id)),
+      ) as unknown;
       assert.deepEqual(JSON.parse(direct), js);
       const http = ok(await api(`/fetch/P/${id}`));
       assert.deepEqual(http.data, [js]);
@@ -178,6 +176,6 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   // Extension rows are typed by their own table's meta: the JavaScript path answers them.
   ok(await api('/add/PX', { data: { name: 'fj_ext', sku: 'FJ-1', attribute1: 'x' } }));
   const [row] = ok(await api('/fetch/PX', { data: { name: 'fj_ext' } })).data;
-  assert.equal(await fetchOneJson(h.db, admin(), findType('PX')!, String(row.id)), undefined);
+  assert.equal(await fetchOneJson(h.db, adminPrincipal(h), findType('PX')!, String(row.id)), undefined);
   assert.deepEqual(ok(await api(`/fetch/PX/${row.id}`)).data, [row]);
 });

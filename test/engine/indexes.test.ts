@@ -6,10 +6,9 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness } from '../helpers/app.ts';
+import { adminPrincipal, startHarness, type Harness } from '../helpers/app.ts';
 import { runnerFor } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
-import type { Principal } from '../../src/access/access.ts';
 import { Params } from '../../src/db/sql.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../src/engine/criteria.ts';
 import { loadTypeContext, rowScope } from '../../src/engine/context.ts';
@@ -98,7 +97,7 @@ const WANTED = [
 
 /** The filter as the engine compiles it for /fetch/P (row scope included), for EXPLAIN and plan tests. */
 async function compiled(h: Harness, criteria: object): Promise<{ where: string; params: unknown[] }> {
-  const principal = { partitionId: h.partitionId, admin: true, groups: [] } as unknown as Principal;
+  const principal = adminPrincipal(h);
   const tc = await loadTypeContext(h.db, principal, P);
   const params = new Params();
   const { criteria: resolved } = resolveCriteria(parseCriteria(criteria), tc.fields);
@@ -304,7 +303,7 @@ describe(
     ];
 
     test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {
-      const principal = { partitionId: h.partitionId, admin: true, groups: [] } as unknown as Principal;
+      const principal = adminPrincipal(h);
       const tc = await loadTypeContext(h.db, principal, P);
       for (const [name, filter] of FILTERS) {
         const body = { data: adv(filter), startRow: 0, endRow: 100 };

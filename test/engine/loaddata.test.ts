@@ -4,11 +4,17 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import {
+  adminPrincipal,
+  ADMIN,
+  ADMIN_PASSWORD,
+  startHarness,
+  uniqueName,
+  type Harness,
+} from '../helpers/app.ts';
 import { createPartition } from '../../src/modules/admin/partitions.ts';
 import { loadData, planLoad } from '../../src/engine/loaddata.ts';
 import { findType } from '../../src/engine/registry.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 import { AppError } from '../../src/http/errors.ts';
 import type { Db, Tx } from '../../src/db/db.ts';
 
@@ -42,20 +48,6 @@ describe('loaddata', () => {
   after(() => h.close());
 
   /** The partition's admin, for calls straight into the engine. */
-  function adminPrincipal(): Principal {
-    return {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: adminId,
-      loginName: ADMIN,
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
-  }
   async function load(code: string, body: Load, who = admin) {
     return h.call(`/loaddata/${code}`, { basic: who, body: { data: body } });
   }
@@ -628,7 +620,7 @@ describe('loaddata', () => {
           return fn(broken);
         }),
     };
-    const principal = adminPrincipal();
+    const principal = adminPrincipal(h, adminId);
     const logged: number[] = [];
     const res = await loadData(
       failing,
@@ -651,7 +643,7 @@ describe('loaddata', () => {
   });
 
   test('duplicates are found across chunks of one call', async () => {
-    const principal = adminPrincipal();
+    const principal = adminPrincipal(h, adminId);
     const opts = { maxBatchRows: 100, chunkRows: 2 };
     const plain = await loadData(
       h.db,

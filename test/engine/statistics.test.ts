@@ -27,15 +27,19 @@ async function tableWith(rows: number): Promise<string> {
   return table;
 }
 
+/** Waits (up to 10 s) for a background ANALYZE to show; the assertion after it says what failed. */
+async function until(done: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
 test('a bulk write of many rows gets the table analyzed once writes settle', async () => {
   const table = await tableWith(5000);
   try {
     assert.ok((await reltuples(table)) <= 0);
     wroteRows(h.db, table, 3000, { quietMs: 20 });
     wroteRows(h.db, table, 2000, { quietMs: 20 }); // the same load's next call: one ANALYZE after both
-    const deadline = Date.now() + 10_000;
-    while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await reltuples(table)) === 5000);
     assert.equal(await reltuples(table), 5000);
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
@@ -61,9 +65,7 @@ test('a table is not analyzed while a load runs on it; the end of the load analy
     await new Promise((r) => setTimeout(r, 300));
     assert.ok((await reltuples(table)) <= 0, 'not analyzed while the load runs');
     ended();
-    const deadline = Date.now() + 10_000;
-    while ((await reltuples(table)) !== 5000 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await reltuples(table)) === 5000);
     assert.equal(await reltuples(table), 5000);
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
@@ -84,14 +86,11 @@ test('while a load runs, the key columns are analyzed as its rows double; the ot
   try {
     const ended = loadRunning(h.db, table);
     wroteRows(h.db, table, 4000, { quietMs: 20, keyColumns: ['k'] });
-    const deadline = Date.now() + 10_000;
-    while ((await analyzed()).length === 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await analyzed()).length > 0);
     assert.deepEqual(await analyzed(), ['k', 'partition_id']);
     assert.equal(await reltuples(table), 4000);
     ended();
-    while ((await analyzed()).length < 3 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await analyzed()).length === 3);
     assert.deepEqual(await analyzed(), ['k', 'other', 'partition_id'], 'all columns once the load ended');
   } finally {
     await h.db.query(`DROP TABLE ${table}`);

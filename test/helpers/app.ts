@@ -10,6 +10,7 @@ import { buildApp, type PartitionModule } from '../../src/app.ts';
 import { createPartition } from '../../src/modules/admin/partitions.ts';
 import { hashPassword } from '../../src/auth/password.ts';
 import type { FastifyInstance } from 'fastify';
+import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
 
 export const ADMIN = 'admin';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -56,6 +57,25 @@ export async function clientOf(h: Harness, user?: string, password?: string): Pr
       headers: { 'X-Ratecard-jwt': token, ...headers },
       ...(body === undefined ? {} : { body }),
     });
+}
+
+/**
+ * The partition's admin as the engine sees an authenticated request of theirs, for tests that call
+ * engine or module functions in process (`userId`: the admin's user id where a test checks it).
+ */
+export function adminPrincipal(h: Pick<Harness, 'partitionId' | 'partition'>, userId = 1): Principal {
+  return {
+    partitionId: h.partitionId,
+    partition: h.partition,
+    userId,
+    loginName: ADMIN,
+    roles: ['ADMIN'],
+    groups: [],
+    admin: true,
+    permissions: permissionsOfRoles(['ADMIN']),
+    via: 'basic',
+    restriction: null,
+  };
 }
 
 export function uniqueName(prefix = 't'): string {

@@ -31,8 +31,14 @@ test('price endings go to the nearest (ties up), up or down', () => {
     assert.equal(applyEnding(new D(y), ending, rule).toFixed(), want, `${y} ${ending} ${rule}`);
 });
 
-test('a policy rounds to its step by its mode before the ending', () => {
-  const p = (step: string, mode: RoundingPolicy['mode'], priceEnding: string | null): RoundingPolicy => ({
+/** A rounding policy record of the step, mode and price ending given. */
+function policy(
+  step: string,
+  mode: RoundingPolicy['mode'],
+  priceEnding: string | null,
+  endingRule: RoundingPolicy['endingRule'] = 'NEAREST',
+): RoundingPolicy {
+  return {
     id: 1,
     uniqueName: 'p',
     currency: 'EUR',
@@ -41,13 +47,16 @@ test('a policy rounds to its step by its mode before the ending', () => {
     step: new D(step),
     mode,
     priceEnding,
-    endingRule: 'NEAREST',
+    endingRule,
     version: 0,
-  });
-  assert.equal(applyPolicy(new D('17.8749'), p('0.05', 'HALF_UP', null)).toFixed(), '17.85');
-  assert.equal(applyPolicy(new D('17.825'), p('0.05', 'DOWN', null)).toFixed(), '17.8');
-  assert.equal(applyPolicy(new D('17.825'), p('1', 'CEILING', null)).toFixed(), '18');
-  assert.equal(applyPolicy(new D('14.725'), p('0.01', 'HALF_UP', '.99')).toFixed(), '14.99');
+  };
+}
+
+test('a policy rounds to its step by its mode before the ending', () => {
+  assert.equal(applyPolicy(new D('17.8749'), policy('0.05', 'HALF_UP', null)).toFixed(), '17.85');
+  assert.equal(applyPolicy(new D('17.825'), policy('0.05', 'DOWN', null)).toFixed(), '17.8');
+  assert.equal(applyPolicy(new D('17.825'), policy('1', 'CEILING', null)).toFixed(), '18');
+  assert.equal(applyPolicy(new D('14.725'), policy('0.01', 'HALF_UP', '.99')).toFixed(), '14.99');
 });
 
 test('a power-of-ten step rounds to places: the same as dividing by the step, in every mode', () => {
@@ -101,23 +110,6 @@ test('a policy on integers (positive prices, power-of-ten steps) equals step rou
   const modes = ['HALF_UP', 'HALF_DOWN', 'HALF_EVEN', 'UP', 'DOWN', 'CEILING', 'FLOOR'] as const;
   const endings = ['.99', '.95', '9.90', '99', '.5', '0', '.999'];
   const steps = ['0.01', '0.1', '1', '0.001', '0.05'];
-  const policy = (
-    step: string,
-    mode: RoundingPolicy['mode'],
-    ending: string,
-    rule: RoundingPolicy['endingRule'],
-  ) => ({
-    id: 1,
-    uniqueName: 'p',
-    currency: 'EUR',
-    channel: null,
-    customerGroup: null,
-    step: new D(step),
-    mode,
-    priceEnding: ending,
-    endingRule: rule,
-    version: 0,
-  });
   // Exact halves at the step first, then a fixed pseudo-random series of prices.
   const halves = ['13.475', '13.485', '0.005', '2.5', '9.995', '0.0049', '17.8749'];
   for (let i = 0; i < 20_000; i++) {
@@ -125,13 +117,14 @@ test('a policy on integers (positive prices, power-of-ten steps) equals step rou
       i < halves.length
         ? new D(halves[i]!)
         : new D(`${String(next() * 1e6 + next()).slice(0, 1 + (next() % 14))}e-${next() % 8}`);
+    const ending = endings[next() % endings.length]!;
     const p = policy(
       steps[next() % steps.length]!,
       modes[next() % modes.length]!,
-      endings[next() % endings.length]!,
-      (['NEAREST', 'UP', 'DOWN'] as const)[next() % 3]!,
+      ending,
+      (['NEAREST', 'UP', 'DOWN'] as const)[next() % 3],
     );
-    const want = endingByDecimals(roundToStep(x, p.step, p.mode), p.priceEnding, p.endingRule);
+    const want = endingByDecimals(roundToStep(x, p.step, p.mode), ending, p.endingRule);
     assert.equal(
       applyPolicy(x, p).toFixed(),
       want.toFixed(),

@@ -5,8 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import { adminPrincipal, clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
+import type { Principal } from '../../src/access/access.ts';
 import type { Queryable } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk, type BulkItem, type BulkResult } from '../../src/modules/formulas/bulk.ts';
 import type { CompiledLogic } from '../../src/logic/logic.ts';
@@ -151,18 +151,7 @@ describe('bulk evaluator: pipeline and passes', () => {
         },
       }),
     );
-    principal = {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: 1,
-      loginName: 'admin',
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
+    principal = adminPrincipal(h);
     ({ logic } = await bulkLogic(h.db, principal, 'BulkPrice', targetDate));
   });
   after(() => h.close());

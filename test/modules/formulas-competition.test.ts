@@ -5,8 +5,14 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import {
+  adminPrincipal,
+  clientOf,
+  startHarness,
+  type Client,
+  type Harness,
+  type Reply,
+} from '../helpers/app.ts';
 import type { Queryable, Tx } from '../../src/db/db.ts';
 import { bulkLogic, evaluateBulk } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
@@ -32,21 +38,6 @@ const ELEMENTS = [
     expression: 'if(isNull(Lowest), product.attribute1, min(product.attribute1, Lowest - 0.01))',
   },
 ];
-
-function adminOf(h: Harness): Principal {
-  return {
-    partitionId: h.partitionId,
-    partition: h.partition,
-    userId: 1,
-    loginName: 'admin',
-    roles: ['ADMIN'],
-    groups: [],
-    admin: true,
-    permissions: permissionsOfRoles(['ADMIN']),
-    via: 'basic',
-    restriction: null,
-  };
-}
 
 describe('logics: competition data', () => {
   let h: Harness;
@@ -152,7 +143,7 @@ describe('logics: competition data', () => {
   });
 
   test('bulk: competition rows prefetched set-based (one statement per batch, none per item)', async () => {
-    const principal = adminOf(h);
+    const principal = adminPrincipal(h);
     const date = new LogicDate('2026-03-01');
     const { logic } = await bulkLogic(h.db, principal, 'Compete', date);
     const statements: string[] = [];
@@ -180,7 +171,7 @@ describe('logics: competition data', () => {
   });
 
   test('bulk: products read with the columns the logic reads; a field named at run time reads all', async () => {
-    const principal = adminOf(h);
+    const principal = adminPrincipal(h);
     const date = new LogicDate('2026-03-01');
     okData(
       await api('/add/F', {

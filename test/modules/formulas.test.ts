@@ -7,8 +7,15 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import {
+  adminPrincipal,
+  clientOf,
+  startHarness,
+  type Client,
+  type Harness,
+  type Reply,
+} from '../helpers/app.ts';
+import type { Principal } from '../../src/access/access.ts';
 import { bulkLogic, evaluateBulk, type BulkItem } from '../../src/modules/formulas/bulk.ts';
 import { LogicDate } from '../../src/logic/values.ts';
 import { okData } from '../helpers/envelope.ts';
@@ -691,18 +698,7 @@ describe('pricing logics', () => {
   });
 
   test('bulk evaluator: many items, set-based reads (no SQL per item), per-item errors', async () => {
-    const principal: Principal = {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: 1,
-      loginName: 'admin',
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
+    const principal: Principal = adminPrincipal(h);
     const targetDate = new LogicDate('2026-03-01');
     const { logic } = await bulkLogic(h.db, principal, 'Price', targetDate);
     const items: BulkItem[] = [];

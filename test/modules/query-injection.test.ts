@@ -6,8 +6,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness } from '../helpers/app.ts';
-import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
+import { adminPrincipal, startHarness, type Harness } from '../helpers/app.ts';
+import type { Principal } from '../../src/access/access.ts';
 import { compileQuery, planQuery } from '../../src/modules/query/pipeline.ts';
 import { QUERY_ADMIN, seedQueryData } from './query-seed.ts';
 
@@ -161,18 +161,7 @@ describe('query API injection', () => {
       "SELECT id FROM users WHERE partition_id = $1 AND login_name = 'admin'",
       [h.partitionId],
     );
-    const principal: Principal = {
-      partitionId: h.partitionId,
-      partition: h.partition,
-      userId: r.rows[0]!.id,
-      loginName: 'admin',
-      roles: ['ADMIN'],
-      groups: [],
-      admin: true,
-      permissions: permissionsOfRoles(['ADMIN']),
-      via: 'basic',
-      restriction: null,
-    };
+    const principal: Principal = adminPrincipal(h, r.rows[0]!.id);
     const plan = await planQuery(
       h.db,
       principal,
