@@ -87,10 +87,6 @@ function jsonSql(sqlType: string, field: FieldDef | undefined, e: string): strin
   }
 }
 
-/** SQL types of select lists, by table and list (a registry's lists: a bounded set per process). */
-const typesOf = new Map<string, readonly string[]>();
-const MAX_LISTS = 1_000;
-
 /** The SQL type of each output (`pg_typeof` over an empty result, so an empty table answers too). */
 async function outputTypes(
   db: Queryable,
@@ -98,17 +94,11 @@ async function outputTypes(
   names: readonly string[],
 ): Promise<readonly string[]> {
   const list = names.map((n, i) => `${outputSql(tc, n)} AS "c${i}"`).join(', ');
-  const key = `${tc.type.table}\u0000${list}`;
-  const known = typesOf.get(key);
-  if (known !== undefined) return known;
   const r = await db.query<Record<string, string>>(
     `SELECT ${names.map((_, i) => `pg_typeof(x."c${i}")::text AS "c${i}"`).join(', ')}
        FROM (SELECT 1) one LEFT JOIN (SELECT ${list} FROM ${ident(tc.type.table)} t LIMIT 0) x ON true`,
   );
-  const types = names.map((_, i) => r.rows[0]![`c${i}`]!);
-  if (typesOf.size >= MAX_LISTS) typesOf.clear();
-  typesOf.set(key, types);
-  return types;
+  return names.map((_, i) => r.rows[0]![`c${i}`]!);
 }
 
 /** Most arguments json_build_array takes. */
@@ -126,19 +116,23 @@ const TYPE_LETTER: Readonly<Record<string, string>> = {
 };
 
 /**
- * What the select list of a context's outputs depends on: the type, the outputs asked for and the
- * types of its custom attributes; undefined for types whose fields come from the database
- * (`extraFields`: calculation grid results), whose lists are built each time.
+ * What the select list of a context's outputs depends on: the type, the outputs asked for, the
+ * types of its custom attributes and the fields the database adds (`extraFields`: calculation grid
+ * results, after the registry's fields in the context).
  */
-function itemsKey(tc: TypeContext, names: readonly string[] | undefined): string | undefined {
-  if (tc.type.extraFields) return undefined;
-  let types = '';
-  for (const f of tc.fields.values()) if (f.custom) types += TYPE_LETTER[f.type] ?? '?';
-  return `${tc.type.code}\u0000${names === undefined ? '*' : names.join(',')}\u0000${types}`;
+function itemsKey(tc: TypeContext, names: readonly string[] | undefined): string {
+  let sig = '';
+  let n = 0;
+  for (const f of tc.fields.values()) {
+    if (n++ >= tc.type.fields.length) sig += `|${f.name}:${f.type}:${f.jsonKey ?? ''}`;
+    else if (f.custom) sig += TYPE_LETTER[f.type] ?? '?';
+  }
+  return `${tc.type.code}\u0000${names === undefined ? '*' : names.join(',')}\u0000${sig}`;
 }
 
 /** Select lists by itemsKey (null: no JSON form), so that a request builds none of them again. */
 const itemsOf = new Map<string, readonly string[] | null>();
+const MAX_LISTS = 1_000;
 
 /**
  * `<json form> AS "name"` for each output (`names`, or all of them), or undefined when one has no
@@ -150,7 +144,7 @@ async function jsonItems(
   names: readonly string[] | undefined,
 ): Promise<readonly string[] | undefined> {
   const key = itemsKey(tc, names);
-  const known = key === undefined ? undefined : itemsOf.get(key);
+  const known = itemsOf.get(key);
   if (known !== undefined) return known ?? undefined;
   const all = outputNames(tc, names);
   const types = await outputTypes(db, tc, all);
@@ -167,10 +161,8 @@ async function jsonItems(
     }
     items.push(`${json} AS "${safeAlias(name)}"`);
   }
-  if (key !== undefined) {
-    if (itemsOf.size >= MAX_LISTS) itemsOf.clear();
-    itemsOf.set(key, items);
-  }
+  if (itemsOf.size >= MAX_LISTS) itemsOf.clear();
+  itemsOf.set(key, items);
   return items ?? undefined;
 }
 
