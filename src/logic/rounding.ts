@@ -2,7 +2,7 @@
 // the price onto an ending such as .99, .95 or 9.90 — to the nearest such price, or up, or down.
 // Pure decimal arithmetic; the explanation shows the policy and the value before and after.
 
-import { D, placesOfDec, scaledInteger, SPLIT, splitDec, type Dec } from './values.ts';
+import { D, decOfScaled, placesOfDec, scaledInteger, SPLIT, splitDec, type Dec } from './values.ts';
 
 /** The rounding modes of policies and of round(x, places, mode), as decimal.js rounding constants. */
 export const ROUND_MODES = {
@@ -138,7 +138,7 @@ function endingOnIntegers(Y: number, yScale: number, { e, whole, places }: Endin
   if (rule === 'UP' || below < 0) out = up;
   else if (rule === 'DOWN') out = below;
   else out = up - y <= y - below ? up : below;
-  return new D(scale === 0 ? String(out) : `${out}e-${scale}`);
+  return decOfScaled(out, scale);
 }
 
 /**

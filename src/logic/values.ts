@@ -152,12 +152,28 @@ export function isDec(v: Value): v is Dec {
   return v instanceof D;
 }
 
+const NUMERIC_TEXT = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+
+/**
+ * Numeric texts parsed lately (short ones only), so the same text read by every item of a bulk run
+ * (an untyped attribute, an input) is parsed once: decimals are immutable, one instance serves all.
+ */
+const PARSED = new Map<string, Dec>();
+const PARSED_MAX = 10_000;
+
 /** A number from a value: decimals as they are, numeric text (untyped attributes) parsed; else undefined. */
 export function asDec(v: Value): Dec | undefined {
   if (v instanceof D) return v;
-  if (typeof v === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(v))
-    return new D(v.trim());
-  return undefined;
+  if (typeof v !== 'string') return undefined;
+  let d = PARSED.get(v);
+  if (d !== undefined) return d;
+  if (!NUMERIC_TEXT.test(v)) return undefined;
+  d = new D(v.trim());
+  if (v.length <= 40) {
+    if (PARSED.size >= PARSED_MAX) PARSED.clear();
+    PARSED.set(v, d);
+  }
+  return d;
 }
 
 export function staticTypeOf(v: Value): StaticType {
@@ -190,6 +206,49 @@ export function toJson(v: Value): unknown {
 }
 
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i); // exact doubles up to 1e22
+
+/**
+ * n × 10^-scale as a decimal, for n a positive safe integer: the limbs decimal.js would make of the
+ * text `${n}e-${scale}`, computed from the integer without building or parsing that text.
+ */
+export function decOfScaled(n: number, scale: number): Dec {
+  if (!(n > 0 && Number.isSafeInteger(n))) return new D(`${n}e${-scale}`);
+  let m = n;
+  let s = scale;
+  while (m % 10 === 0) {
+    m /= 10;
+    s--;
+  }
+  let k = 1; // digits of m
+  while (k < 16 && m >= POW10[k]!) k++;
+  const e = k - 1 - s; // exponent of the leading digit
+  const first = (((e % 7) + 7) % 7) + 1; // digits of the first limb (decimal.js aligns limbs on e)
+  let d: number[];
+  if (k <= first) d = [m * POW10[first - k]!];
+  else {
+    // Limbs from the left, 7 digits each after the first; the last one padded with zeros.
+    let rest = k - first;
+    let unit = POW10[rest]!;
+    let r = m % unit;
+    d = [(m - r) / unit];
+    m = r;
+    while (rest > 7) {
+      rest -= 7;
+      unit = POW10[rest]!;
+      r = m % unit;
+      d.push((m - r) / unit);
+      m = r;
+    }
+    d.push(m * POW10[7 - rest]!);
+  }
+  // A fresh instance (the constructor's fast path for 0) given the value's fields: the same fields, in
+  // the same order, as the constructor sets, so the instance is like every other one.
+  const x = new D(0);
+  const fields = x as { e: number; d: number[] };
+  fields.e = e;
+  fields.d = d;
+  return x;
+}
 
 /** Digits of a limb (an integer from 1 to 9,999,999), without making its text. */
 function digitCount(n: number): number {

@@ -3,7 +3,16 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { D, RecordValue, smallDecToNumber, toJson, toValue, utcDay } from '../../src/logic/values.ts';
+import {
+  asDec,
+  D,
+  decOfScaled,
+  RecordValue,
+  smallDecToNumber,
+  toJson,
+  toValue,
+  utcDay,
+} from '../../src/logic/values.ts';
 
 test('smallDecToNumber equals toNumber() on 100,000 decimals (a fixed pseudo-random series)', () => {
   let seed = 42;
@@ -117,4 +126,43 @@ test('utcDay: the day toISOString() writes, for times on both sides of midnight 
     assert.equal(utcDay(d), d.toISOString().slice(0, 10), t);
   }
   assert.equal(utcDay(new Date('nope')), undefined);
+});
+
+test('decOfScaled builds the decimal the text n e-scale parses to: sign, exponent, limbs and fields', () => {
+  let seed = 7;
+  const rnd = (k: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % k;
+  };
+  const same = (n: number, scale: number) => {
+    const got = decOfScaled(n, scale);
+    const want = new D(`${n}e${-scale}`);
+    assert.deepEqual([got.s, got.e, got.d], [want.s, want.e, want.d], `${n}e${-scale}`);
+    assert.deepEqual(Object.keys(got), Object.keys(want));
+    assert.equal(got.toFixed(), want.toFixed());
+    assert.ok(got.times(3).eq(want.times(3)) && got.plus(1).eq(want.plus(1)));
+  };
+  for (let scale = -4; scale <= 24; scale++) for (let n = 1; n <= 1200; n++) same(n, scale);
+  for (const n of [Number.MAX_SAFE_INTEGER, 9e15, 1e15, 1234567, 12345678, 1e7, 9999999, 99999999999999])
+    for (let scale = -3; scale <= 24; scale++) same(n, scale);
+  for (let i = 0; i < 50_000; i++) {
+    const n = Math.floor((1 + rnd(2 ** 30)) * 10 ** rnd(7)) * 10 ** rnd(3);
+    if (Number.isSafeInteger(n)) same(n, rnd(30) - 5);
+  }
+  // Not a positive safe integer: parsed from its text as before.
+  assert.ok(decOfScaled(0, 2).isZero());
+});
+
+test('asDec: numeric text parsed (the same decimal for the same text), anything else undefined', () => {
+  assert.equal(asDec('12.50')?.toFixed(), '12.5');
+  assert.equal(asDec('12.50'), asDec('12.50'));
+  assert.equal(asDec(' -3e2 ')?.toFixed(), '-300');
+  assert.equal(asDec('.5')?.toFixed(), '0.5');
+  for (const bad of ['', 'x', '1,5', '1e', '--1', 'Infinity', 'NaN'])
+    assert.equal(asDec(bad), undefined, bad);
+  // Long texts are parsed every time, not kept.
+  const long = `1.${'1'.repeat(60)}`;
+  assert.equal(asDec(long)?.toFixed(), long);
+  assert.notEqual(asDec(long), asDec(long));
+  for (let i = 0; i < 10_050; i++) assert.equal(asDec(String(i))?.toNumber(), i);
 });
