@@ -186,6 +186,36 @@ describe('bulk evaluator: pipeline and passes', () => {
     assert.equal(field(twelve.Cond!.result, 'conditionValue'), 0.035);
   });
 
+  test('items from an async iterable or a generator: the batches of the same items in an array', async () => {
+    const items = itemsOf(150);
+    const run = async (source: Iterable<BulkItem> | AsyncIterable<BulkItem>) => {
+      const batches: BulkResult[][] = [];
+      for await (const b of evaluateBulk(h.db, principal, logic, source, {
+        targetDate,
+        limits,
+        batchSize: 64,
+      }))
+        batches.push(b);
+      return batches;
+    };
+    const fromArray = await run(items);
+    assert.deepEqual(
+      fromArray.map((b) => b.length),
+      [64, 64, 22],
+    );
+    async function* slowly() {
+      for (const item of items) {
+        await new Promise((r) => setImmediate(r));
+        yield item;
+      }
+    }
+    function* lazily() {
+      yield* items;
+    }
+    assert.deepEqual(await run(slowly()), fromArray);
+    assert.deepEqual(await run(lazily()), fromArray);
+  });
+
   test('items missing look-up rows and condition records in the first pass: as when all was loaded', async () => {
     const items = itemsOf(120, 1_000);
     const counting = () => {

@@ -165,18 +165,11 @@ export async function* evaluateBulk(
     return p;
   };
   try {
-    let batch: BulkItem[] = [];
-    for await (const item of items) {
-      batch.push(item);
-      if (batch.length < size) continue;
+    for await (const batch of batchesOf(items, size)) {
       const current = next;
       next = start(batch);
-      batch = [];
       if (current) yield await run(await current);
     }
-    const current = next;
-    next = batch.length > 0 ? start(batch) : undefined;
-    if (current) yield await run(await current);
     if (next) {
       const last = next;
       next = undefined;
@@ -187,6 +180,33 @@ export async function* evaluateBulk(
     // of this run is left running on a connection the caller goes on using).
     if (next) await next.catch(() => {});
   }
+}
+
+/**
+ * The items in batches of `size` (the last one shorter). A plain iterable is read with `for ... of`:
+ * `for await` would wrap every item in a promise and cost a microtask per item.
+ */
+async function* batchesOf(
+  items: Iterable<BulkItem> | AsyncIterable<BulkItem>,
+  size: number,
+): AsyncGenerator<BulkItem[]> {
+  let batch: BulkItem[] = [];
+  if (Symbol.iterator in items) {
+    for (const item of items) {
+      batch.push(item);
+      if (batch.length < size) continue;
+      yield batch;
+      batch = [];
+    }
+  } else {
+    for await (const item of items) {
+      batch.push(item);
+      if (batch.length < size) continue;
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
 }
 
 interface Prepared {

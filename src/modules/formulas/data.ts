@@ -245,10 +245,17 @@ export class BatchData {
     const code = owner === 'product' ? 'PX' : 'CX';
     const meta = await this.metaOf(code, table);
     const rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+    // Rows first, each owner's list made at its first row (a literal of one: a list grown from empty
+    // would reserve room for 17); owners without rows then get an empty list.
     const out = new Map<string, RecordValue[]>();
-    for (const o of owners) out.set(o, []);
-    for (const r of rows)
-      out.get(String(owner === 'product' ? r.sku : r.customer_id))?.push(recordOf(code, r, meta));
+    for (const r of rows) {
+      const o = String(owner === 'product' ? r.sku : r.customer_id);
+      if (!owners.has(o)) continue;
+      const list = out.get(o);
+      if (list === undefined) out.set(o, [recordOf(code, r, meta)]);
+      else list.push(recordOf(code, r, meta));
+    }
+    if (out.size < owners.size) for (const o of owners) if (!out.has(o)) out.set(o, []);
     return out;
   }
 
