@@ -73,6 +73,21 @@ export async function* evaluateBulk(
     error,
   });
 
+  // Checked inputs by their raw values: the items of a run mostly give the same inputs (a grid's), and
+  // one checked object (read only) serves them all instead of one kept per item for its batch.
+  const inputsSeen = new Map<string, Record<string, Value>>();
+  const checkedInputs = (raw: Record<string, unknown> | undefined): Record<string, Value> => {
+    const key = inputsKey(raw);
+    if (key === undefined) return checkInputs(logic.inputs, raw);
+    let found = inputsSeen.get(key);
+    if (found === undefined) {
+      found = checkInputs(logic.inputs, raw);
+      if (inputsSeen.size >= 1_000) inputsSeen.clear();
+      inputsSeen.set(key, found);
+    }
+    return found;
+  };
+
   /** Reads a batch's products, customers and per-item rows, and makes its items' evaluation specs. */
   const prepare = async (batch: readonly BulkItem[]): Promise<Prepared> => {
     const skus = [...new Set(batch.map((i) => i.sku))];
@@ -99,7 +114,7 @@ export async function* evaluateBulk(
       let inputs: Record<string, Value> = {};
       if (error === undefined) {
         try {
-          inputs = checkInputs(logic.inputs, item.inputs);
+          inputs = checkedInputs(item.inputs);
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
           error = err.message;
@@ -207,6 +222,36 @@ async function* batchesOf(
     }
   }
   if (batch.length > 0) yield batch;
+}
+
+/**
+ * A key telling raw inputs apart by what checkInputs reads of them (own names, which are declared
+ * input names when the inputs pass; each value's type and value), or undefined when a value is not a short text, a number, a boolean or null (checked each
+ * time then).
+ */
+function inputsKey(raw: Record<string, unknown> | undefined): string | undefined {
+  if (raw === undefined) return '';
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  let key = '';
+  for (const name in raw) {
+    if (!Object.hasOwn(raw, name)) return undefined;
+    const v = raw[name];
+    const kind =
+      v === null
+        ? 'z'
+        : v === undefined
+          ? 'u'
+          : typeof v === 'number'
+            ? 'n'
+            : typeof v === 'boolean'
+              ? 'b'
+              : typeof v === 'string' && v.length <= 100
+                ? `s${v.length}:` // the length first: a text holding the separators is no other key
+                : undefined;
+    if (kind === undefined) return undefined;
+    key += `${name}\u001f${kind}${String(v)}\u001e`;
+  }
+  return key.length <= 2_000 ? key : undefined;
 }
 
 interface Prepared {
