@@ -67,7 +67,11 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     // them). Not for correctness any more: the safe casts are PARALLEL UNSAFE (migration 035), so a
     // session that turns parallel plans on gets them wherever they are safe. Index builds may use
     // parallel workers (the cast-expression indexes build serially, their functions being unsafe).
-    options: '-c max_parallel_workers_per_gather=0',
+    // No JIT compilation either: the engine's statements carry long expression lists (a 30-field
+    // update with its record history, a spliced condition-record load), and once a chunk's estimated
+    // cost passes jit_above_cost PostgreSQL spent 0.2–1.1 s compiling them (auto_explain, a 10,000-row
+    // chunk) for statements that run in less.
+    options: '-c max_parallel_workers_per_gather=0 -c jit=off',
     // Every pooled connection listens before its first use (see listenForAuthChanges). pg-pool awaits
     // the promise (its types say void).
     // eslint-disable-next-line @typescript-eslint/no-misused-promises
