@@ -17,15 +17,21 @@ import { DATA_FIELDS, KEYS, type Checked, type Plan, type Splicing } from './spl
 const STAGE = 'rc_crcp_stage';
 
 const dataColumns = DATA_FIELDS.map((f) => f.column);
-const STAGE_COLUMNS = [
-  'rownum',
-  'condition_record_set_id',
-  'key_size_ref',
-  ...dataColumns,
-  'user_group_edit',
-  'user_group_view_details',
-  'key_sig',
-];
+
+const STAGE_COLUMNS_BEFORE = ['rownum', 'condition_record_set_id', 'key_size_ref'];
+const STAGE_COLUMNS_AFTER = ['user_group_edit', 'user_group_view_details', 'key_sig'];
+
+/**
+ * The item fields a load stages and inserts: those of its header, and the validity (validTo is set
+ * when left out). The others are NULL in every row (checkRows): the INSERT leaves them to the
+ * table, whose columns have no other default — so a load of 7 columns copies and writes 7, not 52.
+ */
+function stagedFields(plan: Plan): { readonly column: string; readonly at: number }[] {
+  const named = new Set(plan.header.map((f) => f.name));
+  return DATA_FIELDS.flatMap((f, at) =>
+    named.has(f.name) || f.name === 'validFrom' || f.name === 'validTo' ? [{ column: f.column, at }] : [],
+  );
+}
 
 export interface ChunkCounts {
   inserted: number;
@@ -50,31 +56,47 @@ export async function runChunk(
     `SELECT pg_advisory_xact_lock(hashtextextended('rc_crc:' || $1::text || ':' || s::text, 0)) FROM unnest($2::bigint[]) s ORDER BY s`,
     [p, sets],
   );
-  await tx.query(`SELECT set_config('rc.crci_checked', 'on', true), set_config('rc.actor', $1, true)`, [
-    String(principal.userId),
-  ]);
+  // JIT off: the chunk's statements are estimated costly enough to be compiled (seconds of LLVM
+  // for plans that run in milliseconds; cf. lookup.ts). PGlite has no JIT: the setting is harmless.
+  await tx.query(
+    `SELECT set_config('rc.crci_checked', 'on', true), set_config('rc.actor', $1, true),
+            set_config('jit', 'off', true)`,
+    [String(principal.userId)],
+  );
+  const staged = stagedFields(plan);
+  const stagedColumns = staged.map((f) => f.column);
   await tx.query(`CREATE TEMP TABLE ${STAGE} ON COMMIT DROP AS
-    SELECT NULL::int AS rownum, condition_record_set_id, key_size_ref, ${dataColumns.map(ident).join(', ')},
+    SELECT NULL::int AS rownum, condition_record_set_id, key_size_ref, ${stagedColumns.map(ident).join(', ')},
            user_group_edit, user_group_view_details, key_sig
       FROM condition_records WITH NO DATA`);
   let csv = '';
   for (const r of rows) {
     const sig = conditionKeySig(r.keys);
-    csv += `${csvLine([r.row, r.set.id], [String(r.set.keySize), ...r.values, r.set.edit, r.set.view, sig])}\n`;
+    const values = staged.map((f) => r.values[f.at]!);
+    csv += `${csvLine([r.row, r.set.id], [String(r.set.keySize), ...values, r.set.edit, r.set.view, sig])}\n`;
   }
-  await tx.copyFrom(STAGE, STAGE_COLUMNS, csv);
+  await tx.copyFrom(STAGE, STAGE_COLUMNS_BEFORE.concat(stagedColumns, STAGE_COLUMNS_AFTER), csv);
   // Existing items each new row overlaps (partition, set, key signature, validity): one probe of
-  // the key index per staged row — LATERAL, so no plan can turn it around into a scan of the table
-  // (the stage has no statistics; the key signature is computed as the database does, lookup.ts).
+  // the key index per staged row (the key signature is computed as the database does, lookup.ts).
+  // A plain LATERAL was pulled up into a hash join over every item of the partition (the planner's
+  // pick with statistics: linear in the table, ~1 s a chunk at 1,000,000 items); `OFFSET 0` keeps
+  // the subquery a per-row probe. Which index probes it is still the planner's pick, and without
+  // fresh statistics of condition_records (a table just bulk-loaded) it took the key1 index and
+  // filtered the whole set per row (minutes). `ORDER BY valid_from` with sorting disabled leaves one
+  // plan without a sort: the key index (partition, set, key_sig, valid_from). Deterministic on both
+  // databases, whatever the statistics.
+  await tx.query(`SELECT set_config('enable_sort', 'off', true)`);
   await tx.query(
     `CREATE TEMP TABLE rc_crcp_hit ON COMMIT DROP AS
     SELECT c.id, c.valid_from AS e_from, c.valid_to AS e_to, s.valid_from AS n_from, s.valid_to AS n_to, s.rownum
       FROM ${STAGE} s CROSS JOIN LATERAL (
         SELECT c.id, c.valid_from, c.valid_to FROM condition_records c
          WHERE c.partition_id = $1 AND c.condition_record_set_id = s.condition_record_set_id
-           AND c.key_sig = s.key_sig AND c.valid_from <= s.valid_to AND c.valid_to >= s.valid_from) c`,
+           AND c.key_sig = s.key_sig AND c.valid_from <= s.valid_to AND c.valid_to >= s.valid_from
+         ORDER BY c.valid_from OFFSET 0) c`,
     [p],
   );
+  await tx.query(`SELECT set_config('enable_sort', 'on', true)`);
   // Temporary tables have no statistics until analysed: without them the planner joined the pieces
   // to condition_records by nested loops over a scan (minutes for 10,000 pieces instead of ms).
   await tx.query('ANALYZE rc_crcp_hit');
@@ -100,7 +122,7 @@ export async function runChunk(
   const cols = [
     'condition_record_set_id',
     'key_size_ref',
-    ...dataColumns,
+    ...stagedColumns,
     'user_group_edit',
     'user_group_view_details',
   ];
