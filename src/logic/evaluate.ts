@@ -79,10 +79,20 @@ function envFor(logic: CompiledLogic, item: ItemContext): MutableEnv {
   return env;
 }
 
-/** The element outcomes in element order; throws `LimitError` when a limit is hit. */
-export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOutcome[] {
+type MutableOutcome = { -readonly [K in keyof ElementOutcome]: ElementOutcome[K] };
+
+/**
+ * The element outcomes in element order; throws `LimitError` when a limit is hit. With `into` (a list
+ * the caller keeps for this logic), the outcomes are written into its objects and it is returned: a
+ * caller evaluating many items reads each item's outcomes before the next evaluation overwrites them.
+ */
+export function evaluateItem(
+  logic: CompiledLogic,
+  item: ItemContext,
+  into?: ElementOutcome[],
+): ElementOutcome[] {
   const env = envFor(logic, item);
-  const out = new Array<ElementOutcome>(logic.elements.length);
+  const out = into ?? new Array<ElementOutcome>(logic.elements.length);
   for (const el of logic.elements) {
     resetElementState(env.element, item.explain);
     let value: Value;
@@ -105,13 +115,21 @@ export function evaluateItem(logic: CompiledLogic, item: ItemContext): ElementOu
     }
     env.values[el.index] = value;
     if (item.explain) explainReads(env, el.reads, logic);
-    out[el.index] = {
-      value,
-      warnings: env.element.warnings,
-      alertType: env.element.alertType,
-      alertMessage: env.element.alertMessage,
-      trace: env.element.trace,
-    };
+    const kept: MutableOutcome | undefined = into?.[el.index];
+    if (kept !== undefined) {
+      kept.value = value;
+      kept.warnings = env.element.warnings;
+      kept.alertType = env.element.alertType;
+      kept.alertMessage = env.element.alertMessage;
+      kept.trace = env.element.trace;
+    } else
+      out[el.index] = {
+        value,
+        warnings: env.element.warnings,
+        alertType: env.element.alertType,
+        alertMessage: env.element.alertMessage,
+        trace: env.element.trace,
+      };
   }
   env.values.fill(null);
   spare = env;

@@ -83,8 +83,10 @@ export function resultObjects(
   /** Hidden elements too (explanations always include them; bulk callers may ask). */
   includeHidden = explain,
 ): ResultObject[] {
-  const out: ResultObject[] = [];
   const statics = staticsOf(logic);
+  // Sized once (a list grown from empty reserves room for 17), cut to the results made.
+  const out = new Array<ResultObject>(includeHidden ? statics.length : visibleCount(statics));
+  let n = 0;
   for (let i = 0; i < statics.length; i++) {
     const o = outcomes[i];
     const st = statics[i]!;
@@ -106,18 +108,23 @@ export function resultObjects(
       resultGroup: st.resultGroup,
       displayOptions: st.displayOptions,
     };
-    out.push(
-      explain
-        ? {
-            ...result,
-            explanation: {
-              hidden: !st.visible,
-              expression: logic.elements[i]!.def.expression,
-              reads: o.trace ?? [],
-            },
-          }
-        : result,
-    );
+    out[n++] = explain
+      ? {
+          ...result,
+          explanation: {
+            hidden: !st.visible,
+            expression: logic.elements[i]!.def.expression,
+            reads: o.trace ?? [],
+          },
+        }
+      : result;
   }
+  if (n < out.length) out.length = n;
   return out;
+}
+
+function visibleCount(statics: readonly ElementStatics[]): number {
+  let n = 0;
+  for (const st of statics) if (st.visible) n++;
+  return n;
 }

@@ -154,16 +154,16 @@ export async function* evaluateBulk(
   const run = async ({ batch, out, specs, at, rows }: Prepared): Promise<BulkResult[]> => {
     data.nextBatch(rows);
     // Each item's result objects are made as soon as its outcomes are final (the outcomes die young).
-    await evaluateSafely(logic, specs, data, opts, (k, o) => {
+    await evaluateSafely(logic, specs, data, opts, (k, outcomes, error) => {
       const n = at[k]!;
       const item = batch[n]!;
       out[n] =
-        'error' in o
-          ? failed(item, o.error)
+        outcomes === null
+          ? failed(item, error!)
           : {
               sku: item.sku,
               customerId: item.customerId ?? null,
-              results: resultObjects(logic, o.outcomes, false, true),
+              results: resultObjects(logic, outcomes, false, true),
               error: null,
             };
     });
@@ -262,7 +262,10 @@ interface Prepared {
   readonly rows: BatchRows;
 }
 
-type Outcome = { outcomes: ElementOutcome[] } | { error: string };
+/**
+ * An item's outcomes (read at once: the list is reused for the next item), or null and its error.
+ */
+type Done = (index: number, outcomes: readonly ElementOutcome[] | null, error: string | null) => void;
 
 /** Evaluates the batch; when a limit stops one item, the batch is evaluated again one by one. */
 async function evaluateSafely(
@@ -270,11 +273,11 @@ async function evaluateSafely(
   specs: readonly ItemSpec[],
   data: BatchData,
   opts: BulkOptions,
-  done: (index: number, outcome: Outcome) => void,
+  done: Done,
 ): Promise<void> {
   const options = { targetDate: opts.targetDate, explain: false, limits: opts.limits };
   try {
-    await evaluateEach(logic, specs, data, options, (i, outcomes) => done(i, { outcomes }));
+    await evaluateEach(logic, specs, data, options, (i, outcomes) => done(i, outcomes, null), true);
     return;
   } catch (err) {
     if (!(err instanceof LimitError)) throw err;
@@ -282,10 +285,10 @@ async function evaluateSafely(
   for (const [i, spec] of specs.entries()) {
     try {
       const [outcomes] = await evaluateItems(logic, [spec], data, options);
-      done(i, { outcomes: outcomes ?? [] });
+      done(i, outcomes ?? [], null);
     } catch (err) {
       if (!(err instanceof LimitError)) throw err;
-      done(i, { error: `logic stopped: ${err.message}` });
+      done(i, null, `logic stopped: ${err.message}`);
     }
   }
 }

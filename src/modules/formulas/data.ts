@@ -436,6 +436,11 @@ export async function evaluateEach(
   data: BatchData,
   opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
   done: (index: number, outcomes: ElementOutcome[]) => void,
+  /**
+   * `done` reads the outcomes at once and keeps nothing of the list: one list of outcome objects then
+   * serves every item, overwritten by the next evaluation (outcomes kept for a later pass are copied).
+   */
+  reuse = false,
 ): Promise<void> {
   const today = new LogicDate(new Date().toISOString().slice(0, 10));
   // One context object for every item in turn (evaluateItem reads it while it runs, keeps nothing).
@@ -449,6 +454,7 @@ export async function evaluateEach(
     data: data.portFor({}),
     fixed: undefined,
   };
+  const scratch = reuse ? new Array<ElementOutcome>(logic.elements.length) : undefined;
   let todo = items.map((_, i) => i);
   for (let pass = 1; todo.length > 0; pass++) {
     const again: number[] = [];
@@ -461,10 +467,10 @@ export async function evaluateEach(
       context.roots = item.roots;
       context.data = port;
       context.fixed = item.fixed;
-      const outcomes = evaluateItem(logic, context);
+      const outcomes = evaluateItem(logic, context, scratch);
       if (port.missing && !last) {
         again.push(i);
-        pending.push([i, outcomes]);
+        pending.push([i, scratch ? outcomes.map((o) => ({ ...o })) : outcomes]);
       } else done(i, outcomes);
     }
     // Nothing more to load: what missed stays missing (read as null), so those outcomes are final.
