@@ -66,57 +66,132 @@ export async function fetchRecordHistory(
     operator: 'and',
     criteria: [equals('typeCode', type.code), equals('recordId', id)],
   };
-  return presented(q, principal, await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize, restrict));
+  return presentedFetch(q, principal, body, (b) =>
+    fetchRecords(q, principal, HISTORY_TYPE, b, maxPageSize, restrict),
+  );
 }
 
 type StoredChanges = { old?: Record<string, unknown>; new?: Record<string, unknown> } | null;
 
 const storedOf = (v: unknown): StoredChanges => (typeof v === 'object' && v !== null ? v : null);
 
-/** History rows as the API shows them: `changes` as {field: {old, new}}. */
-async function presented(q: Queryable, principal: Principal, r: FetchResult): Promise<FetchResult> {
-  for (const row of r.rows) {
-    if (typeof row !== 'object' || row === null || Array.isArray(row)) continue;
-    const rec = row as Row;
+/** The fields presentation reads from every history row; added to the request when left out. */
+const NEEDED = ['id', 'typeCode', 'recordId', 'action', 'field', 'changes'];
+
+/**
+ * Fetches history rows and presents them: `changes` as {field: {old, new}}. New values that are not
+ * stored (an UPDATE/RESTORE keeps the old ones, a bulk ADD the names) are rebuilt (`valuesAfter`).
+ * When the client names its fields, the ones presentation needs are fetched too and dropped after.
+ */
+async function presentedFetch(
+  q: Queryable,
+  principal: Principal,
+  body: FetchBody,
+  fetch: (body: FetchBody) => Promise<FetchResult>,
+): Promise<FetchResult> {
+  const asked = body.valueFields ?? body.resultFields;
+  if (asked === undefined) {
+    const r = await fetch(body);
+    await present(q, principal, r.rows as Row[]);
+    return r;
+  }
+  if (!asked.includes('changes')) return fetch(body);
+  const names = [...asked, ...NEEDED.filter((n) => !asked.includes(n))];
+  const arrays = body.valueFields !== undefined;
+  const r = await fetch({ ...body, [arrays ? 'valueFields' : 'resultFields']: names });
+  const rows = r.rows.map((row) =>
+    Array.isArray(row) ? Object.fromEntries(names.map((n, i) => [n, (row as unknown[])[i]])) : (row as Row),
+  );
+  await present(q, principal, rows);
+  const out = rows.map((rec) =>
+    arrays ? asked.map((n) => rec[n]) : Object.fromEntries(asked.map((n) => [n, rec[n]])),
+  );
+  return { ...r, rows: out };
+}
+
+/** Rewrites each row's stored `changes` into {field: {old, new}}. */
+async function present(q: Queryable, principal: Principal, rows: Row[]): Promise<void> {
+  const rebuild = rows.filter((rec) => {
+    const stored = storedOf(rec.changes);
+    return (
+      rec.action !== 'DELETE' && stored?.new === undefined && Array.isArray(rec.field) && rec.field.length > 0
+    );
+  });
+  const after = await valuesAfter(q, principal, rebuild);
+  for (const rec of rows) {
     if (rec.changes === undefined) continue;
     const stored = storedOf(rec.changes);
     const fields = Array.isArray(rec.field)
       ? rec.field.map(String)
       : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
-    if (rec.action === 'ADD' && stored?.new === undefined && fields.length > 0) {
-      // A bulk-inserted record's ADD keeps the names only: its values are rebuilt here.
-      const values = await valuesAtAdd(q, principal, rec);
-      rec.changes = presentChanges(fields, { new: values });
-    } else {
-      rec.changes = presentChanges(fields, stored);
-    }
+    const values = after.get(rec);
+    rec.changes = presentChanges(fields, values === undefined ? stored : { ...stored, new: values });
   }
-  return r;
 }
 
 /**
- * The values a record was added with: its stored row (or nothing, when hard-deleted) with every later
- * change undone, newest first (UPDATE/RESTORE give back old values, a DELETE the last values).
+ * The values of each entry's record right after that entry: the stored row (or nothing, when
+ * hard-deleted) with every later change undone, newest first (each change's "old" values are what
+ * they were before it). One query per type for the records and their later history.
  */
-async function valuesAtAdd(q: Queryable, principal: Principal, rec: Row): Promise<Record<string, unknown>> {
-  const type = findType(String(rec.typeCode));
-  if (!type || typeof rec.recordId !== 'number' || typeof rec.id !== 'number') return {};
-  const r = await q.query<{ row: Row | null; later: { f: string[]; c: NonNullable<StoredChanges> }[] }>(
-    `SELECT (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = $2) AS row,
-            coalesce((SELECT jsonb_agg(jsonb_build_object('f', h.changed_fields, 'c', h.changes) ORDER BY h.id DESC)
-                        FROM record_history h
-                       WHERE h.partition_id = $1 AND h.type_code = $3 AND h.record_id = $2 AND h.id > $4), '[]') AS later`,
-    [principal.partitionId, rec.recordId, type.code, rec.id],
-  );
-  const column = new Map(type.fields.map((f) => [f.name, f.column]));
-  const state: Row = { ...(r.rows[0]?.row ?? {}) };
-  for (const e of r.rows[0]?.later ?? []) {
-    for (const [name, change] of Object.entries(presentChanges(e.f, e.c))) {
-      const col = column.get(name);
-      if (col !== undefined) state[col] = change.old;
+async function valuesAfter(
+  q: Queryable,
+  principal: Principal,
+  entries: readonly Row[],
+): Promise<Map<Row, Record<string, unknown>>> {
+  const out = new Map<Row, Record<string, unknown>>();
+  const byType = new Map<string, Row[]>();
+  for (const e of entries) {
+    if (typeof e.recordId !== 'number' || typeof e.id !== 'number') continue;
+    const list = byType.get(String(e.typeCode)) ?? [];
+    list.push(e);
+    byType.set(String(e.typeCode), list);
+  }
+  for (const [code, list] of byType) {
+    const type = findType(code);
+    if (!type) continue;
+    const ids = [...new Set(list.map((e) => e.recordId as number))];
+    const from = Math.min(...list.map((e) => e.id as number));
+    const r = await q.query<{
+      id: number;
+      row: Row | null;
+      later: { id: number; f: string[]; c: StoredChanges }[];
+    }>(
+      `SELECT r.id, (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = r.id) AS row,
+              coalesce((SELECT jsonb_agg(jsonb_build_object('id', h.id, 'f', h.changed_fields, 'c', h.changes) ORDER BY h.id DESC)
+                          FROM record_history h
+                         WHERE h.partition_id = $1 AND h.type_code = $3 AND h.record_id = r.id AND h.id > $4), '[]') AS later
+         FROM unnest($2::bigint[]) AS r(id)`,
+      [principal.partitionId, ids, type.code, from],
+    );
+    const column = new Map(type.fields.map((f) => [f.name, f.column]));
+    for (const rec of r.rows) {
+      // The record's entries of this page, newest first, each read off the state once every later
+      // change is undone.
+      const wanted = list
+        .filter((e) => e.recordId === Number(rec.id))
+        .sort((a, b) => (b.id as number) - (a.id as number));
+      const state: Row = { ...(rec.row ?? {}) };
+      let next = 0;
+      const snapshot = (upTo: number) => {
+        for (; next < wanted.length && (wanted[next]!.id as number) >= upTo; next++) {
+          out.set(
+            wanted[next]!,
+            Object.fromEntries([...column].map(([name, col]) => [name, state[col] ?? null])),
+          );
+        }
+      };
+      for (const later of rec.later) {
+        snapshot(later.id);
+        for (const [name, change] of Object.entries(presentChanges(later.f, later.c))) {
+          const col = column.get(name);
+          if (col !== undefined) state[col] = change.old;
+        }
+      }
+      snapshot(-Infinity);
     }
   }
-  return Object.fromEntries([...column].map(([name, col]) => [name, state[col] ?? null]));
+  return out;
 }
 
 /** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH). */
@@ -126,7 +201,7 @@ export async function fetchHistory(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  return presented(q, principal, await fetchRecords(q, principal, HISTORY_TYPE, body, maxPageSize));
+  return presentedFetch(q, principal, body, (b) => fetchRecords(q, principal, HISTORY_TYPE, b, maxPageSize));
 }
 
 interface Entry {

@@ -1,9 +1,10 @@
 // Record history (issue 12): every change of every record, who made it, through which call or job.
 // One table, `record_history` (migration 013): a row per changed record per write, with only the
-// fields that changed ({"field": {"old": v, "new": v}}, API names, values as to_jsonb of the
+// fields that changed (read as {"field": {"old": v, "new": v}}, API names, values as to_jsonb of the
 // column), their names again in `changed_fields` (text[], for filtering), the action, the record's
-// new version (a hard delete: the last one + 1), the actor and the origin. History is written in the same transaction — in the same
-// statement where possible — as the change, so a failed or rolled-back write leaves none.
+// new version (a hard delete: the last one + 1), the actor and the origin. History is written in
+// the same transaction — in the same statement where possible — as the change, so a failed or
+// rolled-back write leaves none.
 //
 // API for code that writes records (the engine's crud and loaddata use it; so must any module that
 // writes with its own SQL, inside its own transaction):
@@ -171,14 +172,18 @@ function namesWhere(fields: readonly FieldDef[], test: (f: FieldDef) => string):
 /**
  * The CTE `name AS (INSERT INTO record_history ...)` recording the rows of CTE `written` (which
  * returns `t.*` of the type's table), old values from the statement's snapshot of the table.
- * Stored form of `changes`: {"old": {changed fields' old values}, "new": {their new values}} (an ADD
- * has no "old", a DELETE no "new"); per-field comparisons are plain SQL on the typed columns, so a
+ * Stored form of `changes`: {"old": {changed fields' old values}} for an UPDATE or RESTORE,
+ * {"new": {values}} for a single ADD, {"old": {last values}} for a DELETE, `{}` for a bulk ADD; a
+ * new value not stored is the record's own until the next change of that field, whose "old" it is
+ * (history-read.ts rebuilds it). Per-field comparisons are plain SQL on the typed columns, so a
  * chunk of 10,000 rows costs one pass (the reading side presents {field: {old, new}}).
  */
 export function historyCte(name: string, written: string, source: HistorySource): string {
   if (!enabled) return `${ident(name)} AS (SELECT 1)`;
   const { tc, principal, params, kind, changing, setFields } = source;
   const { type } = tc;
+  // (`OFFSET 0` below keeps the subquery whole: pulled up, its field list was computed twice per
+  // row, once for the filter and once for the insert.)
   const tracked = trackedFields(type);
   const fields =
     kind === 'write' && changing !== undefined ? tracked.filter((f) => changing.includes(f.name)) : tracked;
@@ -201,7 +206,9 @@ export function historyCte(name: string, written: string, source: HistorySource)
   } else {
     const differs = (f: FieldDef) => `${col('o', f)} IS DISTINCT FROM ${col('w', f)}`;
     const diff = namesWhere(fields, differs);
-    const updated = `jsonb_build_object('old', ${presentJsonSql(fields, 'o', differs)}, 'new', ${presentJsonSql(fields, 'w', differs)})`;
+    // An update stores the old values only: the new ones are the record's until a later change
+    // records them as its "old" (history-read.ts rebuilds them), so each change is written once.
+    const updated = `jsonb_build_object('old', ${presentJsonSql(fields, 'o', differs)})`;
     const isDelete = '(o.deleted_at IS NULL AND w.deleted_at IS NOT NULL)';
     action = soft
       ? `CASE WHEN o.id IS NULL THEN 'ADD' WHEN o.deleted_at IS NOT NULL AND w.deleted_at IS NULL THEN 'RESTORE'
@@ -239,7 +246,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
            ${actor.join(', ')}
       FROM (SELECT w.partition_id, w.id, ${keyExpr} AS business_key, ${action} AS action,
                    ${changed} AS fields, ${changes} AS changes, ${version} AS version, ${group} AS grp
-              FROM ${ident(written)} w ${join}) c
+              FROM ${ident(written)} w ${join} OFFSET 0) c
      WHERE c.fields <> '{}' OR c.action <> 'UPDATE')`;
 }
 

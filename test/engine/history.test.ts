@@ -378,6 +378,70 @@ describe('record history', () => {
     assert.equal(okData(await api(`/fetch/PX/${x.id}?asOf=${encodeURIComponent(added)}`))[0].attribute1, 'v');
   });
 
+  test('an update stores its old values only; the new ones are read back from later changes', async () => {
+    const [p] = okData(await api('/add/P', { data: { sku: 'HN-1', label: 'a', attribute1: 'x' } }));
+    okData(await api('/update/P', { data: { typedId: p.typedId, label: 'b' } }));
+    okData(await api('/integrate/P', { data: { sku: 'HN-1', attribute1: 'y', attribute2: 'z' } }));
+    const load = await api('/loaddata/P', {
+      data: { header: ['sku', 'label'], data: [['HN-1', 'c']], options: { detectJoinFields: true } },
+    });
+    assert.equal(load.status, 200, load.text);
+    okData(await api('/update/P', { data: { typedId: p.typedId, label: null, attribute2: 'w' } }));
+    const stored = await h.db.query<{ changes: Record<string, unknown> }>(
+      `SELECT changes FROM record_history WHERE partition_id = $1 AND type_code = 'P' AND record_id = $2
+        ORDER BY id`,
+      [h.partitionId, p.id],
+    );
+    assert.deepEqual(stored.rows[1]!.changes, { old: { label: 'a' } });
+    const expected = [
+      [
+        'ADD',
+        {
+          sku: { old: null, new: 'HN-1' },
+          label: { old: null, new: 'a' },
+          attribute1: { old: null, new: 'x' },
+        },
+      ],
+      ['UPDATE', { label: { old: 'a', new: 'b' } }],
+      ['UPDATE', { attribute1: { old: 'x', new: 'y' }, attribute2: { old: null, new: 'z' } }],
+      ['UPDATE', { label: { old: 'b', new: 'c' } }],
+      ['UPDATE', { label: { old: 'c', new: null }, attribute2: { old: 'z', new: 'w' } }],
+    ];
+    assert.deepEqual(
+      (await historyOf('P', p.id)).map((r) => [r.action, r.changes]),
+      expected,
+    );
+    // Newest first, one row a page, and with the client's own fields (as objects or arrays): the
+    // same values, and only the fields asked for.
+    for (let start = 0; start < 5; start++) {
+      const [row] = await historyOf('P', p.id, { sortBy: '-id', startRow: start, endRow: start + 1 });
+      assert.deepEqual(row.changes, expected[4 - start]![1]);
+    }
+    const asked = await historyOf('P', p.id, { resultFields: ['changes'] });
+    assert.deepEqual(
+      asked,
+      expected.map(([, changes]) => ({ changes })),
+    );
+    const arrays = await historyOf('P', p.id, { valueFields: ['action', 'changes'] });
+    assert.deepEqual(arrays, expected);
+    // Across types, and after the record is gone (its DELETE holds the last values).
+    okData(await api('/delete/P', { data: { typedId: p.typedId } }));
+    const across = okData(
+      await api('/history.fetch', {
+        data: adv(
+          { fieldName: 'typeCode', operator: 'equals', value: 'P' },
+          { fieldName: 'recordId', operator: 'equals', value: p.id },
+          { fieldName: 'action', operator: 'equals', value: 'UPDATE' },
+        ),
+        sortBy: 'id',
+      }),
+    );
+    assert.deepEqual(
+      across.map((r) => r.changes),
+      expected.slice(1).map(([, changes]) => changes),
+    );
+  });
+
   test('user groups and permissions apply to history; HISTORY_FETCH for /history.fetch', async () => {
     const g = await h.db.query<{ id: number }>(
       `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'hsales') RETURNING id`,
