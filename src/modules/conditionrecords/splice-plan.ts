@@ -28,6 +28,10 @@ export const KEYS = Array.from({ length: MAX_KEY_SIZE }, (_, i) => `key${i + 1}`
 const FIXED = new Set(['conditionRecordSetId', ...KEYS, 'validFrom', 'validTo']);
 /** Every writable item field, in stage column order after rownum, set, key size. */
 export const DATA_FIELDS = ITEM_TYPE.fields.filter((f) => !f.system && f.name !== 'conditionRecordSetId');
+const slot = (name: string) => DATA_FIELDS.findIndex((f) => f.name === name);
+const FROM_SLOT = slot('validFrom');
+const TO_SLOT = slot('validTo');
+const KEY_SLOTS = KEYS.map(slot);
 
 export type Obj = Record<string, unknown>;
 export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -142,10 +146,36 @@ export function checkRows(
 ): Checked[] {
   const member = (g: string | null) =>
     principal.admin || g === null || g === '' || principal.groups.includes(g);
+  // Per load, not per row: each header column's place among DATA_FIELDS, each set's typed fields
+  // of the header, and for date columns the answers already given (a load repeats a few dates).
+  const width = plan.header.length;
+  const slotOf = plan.header.map((f) => DATA_FIELDS.findIndex((d) => d.name === f.name));
+  const typedOf = new Map<number, FieldDef[]>();
+  const headerFields = (set: SetInfo): FieldDef[] => {
+    let typed = typedOf.get(set.id);
+    if (typed === undefined) {
+      const fields = fieldsOf(set);
+      typed = plan.header.map((f) => fields.get(f.name)!);
+      typedOf.set(set.id, typed);
+    }
+    return typed;
+  };
+  const known = new Map<FieldDef, Map<string, ReturnType<typeof checkValue>>>();
+  const check = (f: FieldDef, v: unknown): ReturnType<typeof checkValue> => {
+    if (f.type !== 'date' || typeof v !== 'string') return checkValue(f, v);
+    let seen = known.get(f);
+    if (seen === undefined) known.set(f, (seen = new Map<string, ReturnType<typeof checkValue>>()));
+    let checked = seen.get(v);
+    if (checked === undefined) {
+      checked = checkValue(f, v);
+      if (seen.size < 10_000) seen.set(v, checked);
+    }
+    return checked;
+  };
   const out: Checked[] = [];
   rows.forEach((raw, row) => {
-    if (!Array.isArray(raw) || raw.length !== plan.header.length) {
-      return void errors.push({ row, message: `must be an array of ${plan.header.length} values` });
+    if (!Array.isArray(raw) || raw.length !== width) {
+      return void errors.push({ row, message: `must be an array of ${width} values` });
     }
     const set = setOf(raw[plan.setAt]);
     if (!set || !member(set.view)) {
@@ -170,49 +200,49 @@ export function checkRows(
       });
     }
     // Custom attributes typed by the set's own attribute meta (CRCIAM rows of the set).
-    const fields = fieldsOf(set);
-    const byName = new Map<string, Stored>();
-    for (let i = 0; i < plan.header.length; i++) {
-      const f = fields.get(plan.header[i]!.name)!;
+    const fields = headerFields(set);
+    const values: Stored[] = new Array<Stored>(DATA_FIELDS.length).fill(null);
+    for (let i = 0; i < width; i++) {
       if (i === plan.setAt) continue;
+      const f = fields[i]!;
       // An empty validTo is an open-ended item, as is a load without the column.
       const given: unknown = raw[i];
-      const v = f.name === 'validTo' && (given === null || given === '') ? OPEN_END : given;
-      const checked = checkValue(f, v);
+      const v = slotOf[i] === TO_SLOT && (given === null || given === '') ? OPEN_END : given;
+      const checked = check(f, v);
       if (typeof checked === 'string') return void errors.push({ row, field: f.name, message: checked });
-      byName.set(f.name, checked.value as Stored);
+      if (slotOf[i]! >= 0) values[slotOf[i]!] = (checked.value as Stored) ?? null;
     }
-    for (let k = 1; k <= MAX_KEY_SIZE; k++) {
-      const v = byName.get(`key${k}`);
+    for (let k = 0; k < MAX_KEY_SIZE; k++) {
+      const v = values[KEY_SLOTS[k]!];
       const given = v !== undefined && v !== null && v !== '';
-      if (k <= set.keySize && !given)
+      if (k < set.keySize && !given)
         return void errors.push({
           row,
-          field: `key${k}`,
+          field: KEYS[k]!,
           message: `is required (set ${set.name} has ${set.keySize} keys)`,
         });
-      if (k > set.keySize && given)
+      if (k >= set.keySize && given)
         return void errors.push({
           row,
-          field: `key${k}`,
+          field: KEYS[k]!,
           message: `must be empty (set ${set.name} has ${set.keySize} keys)`,
         });
     }
-    const from = byName.get('validFrom');
-    const given = byName.get('validTo');
+    const from = values[FROM_SLOT];
     if (typeof from !== 'string')
       return void errors.push({ row, field: 'validFrom', message: 'is required' });
+    const given = values[TO_SLOT];
     const to = typeof given === 'string' ? given : OPEN_END;
-    byName.set('validTo', to);
+    values[TO_SLOT] = to;
     if (to < from)
       return void errors.push({ row, field: 'validTo', message: `must not be before validFrom (${from})` });
     out.push({
       row,
       set,
-      keys: KEYS.slice(0, set.keySize).map((k) => byName.get(k) as string),
+      keys: KEY_SLOTS.slice(0, set.keySize).map((at) => values[at] as string),
       from,
       to,
-      values: DATA_FIELDS.map((f) => byName.get(f.name) ?? null),
+      values,
     });
   });
   return out;
@@ -222,7 +252,8 @@ export function checkRows(
 export function dropOverlapsWithinLoad(rows: readonly Checked[], errors: RowError[]): Checked[] {
   const groups = new Map<string, Checked[]>();
   for (const r of rows) {
-    const k = JSON.stringify([r.set.id, r.keys]);
+    // checkValue refuses NUL in text: joined with it, set and keys name one group each.
+    const k = `${r.set.id}\u0000${r.keys.join('\u0000')}`;
     const g = groups.get(k);
     if (g) g.push(r);
     else groups.set(k, [r]);
