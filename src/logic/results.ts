@@ -4,7 +4,7 @@
 
 import type { ElementOutcome } from './evaluate.ts';
 import type { CompiledLogic, ElementDef } from './logic.ts';
-import { staticTypeOf, toJson, type Value } from './values.ts';
+import { RecordValue, staticTypeOf, toJson, type Value } from './values.ts';
 
 export interface ResultObject {
   readonly resultName: string;
@@ -82,6 +82,11 @@ export function resultObjects(
   explain: boolean,
   /** Hidden elements too (explanations always include them; bulk callers may ask). */
   includeHidden = explain,
+  /**
+   * Results of an element equal to one made before (bulk callers): that object again, frozen. Read
+   * only; their JSON is the same as unshared ones'.
+   */
+  share = false,
 ): ResultObject[] {
   const statics = staticsOf(logic);
   // Sized once (a list grown from empty reserves room for 17), cut to the results made.
@@ -92,11 +97,26 @@ export function resultObjects(
     const st = statics[i]!;
     if (!o || (!includeHidden && !st.visible)) continue;
     const value = o.value;
+    const json = toJson(value);
+    // A result like one made before for this element (the same value, no alert, no warning): that
+    // object again, e.g. a margin or discount every item of a bulk run shares.
+    const shared =
+      !share || explain || o.alertType !== null || o.warnings.length > 0 ? undefined : sharingOf(logic, i);
+    const key = shared === undefined ? undefined : shareKey(value, json);
+    if (key !== undefined) {
+      const found = shared!.results.get(key);
+      shared!.lookups++;
+      if (found !== undefined) {
+        shared!.hits++;
+        out[n++] = found;
+        continue;
+      }
+    }
     // A plain literal (no spread) when not explaining: built many thousand times per bulk batch.
     const result: ResultObject = {
       resultName: st.resultName,
       resultLabel: st.resultLabel,
-      result: toJson(value),
+      result: json,
       resultType: RESULT_TYPES[staticTypeOf(value)] ?? 'ANY',
       formatType: st.formatType ?? defaultFormat(value),
       suffix: st.suffix,
@@ -108,6 +128,7 @@ export function resultObjects(
       resultGroup: st.resultGroup,
       displayOptions: st.displayOptions,
     };
+    if (key !== undefined) keep(shared!, key, result);
     out[n++] = explain
       ? {
           ...result,
@@ -127,4 +148,56 @@ function visibleCount(statics: readonly ElementStatics[]): number {
   let n = 0;
   for (const st of statics) if (st.visible) n++;
   return n;
+}
+
+/**
+ * Result objects of one element kept for sharing, by shareKey. Sharing stops (and the kept objects
+ * are dropped) for an element whose results seldom repeat: after 4,096 look-ups with fewer than half
+ * of them found.
+ */
+interface Sharing {
+  readonly results: Map<unknown, ResultObject>;
+  lookups: number;
+  hits: number;
+  off: boolean;
+}
+
+const SHARING = new WeakMap<CompiledLogic, Sharing[]>();
+const SHARE_MAX = 256;
+
+function sharingOf(logic: CompiledLogic, i: number): Sharing | undefined {
+  let all = SHARING.get(logic);
+  if (!all) {
+    all = logic.elements.map(() => ({
+      results: new Map<unknown, ResultObject>(),
+      lookups: 0,
+      hits: 0,
+      off: false,
+    }));
+    SHARING.set(logic, all);
+  }
+  const s = all[i]!;
+  if (s.off) return undefined;
+  if (s.lookups >= 4_096 && s.hits * 2 < s.lookups) {
+    s.off = true;
+    s.results.clear();
+    return undefined;
+  }
+  return s;
+}
+
+/**
+ * What tells results of an element apart when their value's JSON does (resultType and formatType
+ * follow from it): numbers, booleans and null by their JSON, texts by themselves, a record's JSON
+ * kept frozen (shared by the record) by its identity; undefined for anything else.
+ */
+function shareKey(value: Value, json: unknown): unknown {
+  if (typeof json === 'number' || typeof json === 'boolean' || json === null) return json;
+  if (typeof value === 'string') return value.length <= 100 ? value : undefined;
+  if (value instanceof RecordValue && typeof json === 'object' && Object.isFrozen(json)) return json;
+  return undefined;
+}
+
+function keep(s: Sharing, key: unknown, result: ResultObject): void {
+  if (s.results.size < SHARE_MAX) s.results.set(key, Object.freeze(result));
 }

@@ -18,6 +18,9 @@ import {
   masterRecords,
   recordOf,
 } from '../../src/modules/formulas/master-store.ts';
+import { BatchData, evaluateItems } from '../../src/modules/formulas/data.ts';
+import { checkInputs, policiesFor } from '../../src/modules/formulas/service.ts';
+import { resultObjects } from '../../src/logic/results.ts';
 import { okData } from '../helpers/envelope.ts';
 
 const ELEMENTS = [
@@ -184,6 +187,48 @@ describe('bulk evaluator: pipeline and passes', () => {
     const twelve = byName(whole[12]!); // C-2 (US, 3.5 %), Qty 12 (5 %), BK-12 with 24 in Costs
     assert.equal(twelve.Net!.result, 28.6026, '24 × 1.3 × 0.95 × 0.965');
     assert.equal(field(twelve.Cond!.result, 'conditionValue'), 0.035);
+  });
+
+  test('an element result equal to an earlier one is that frozen object; the JSON of unshared results', async () => {
+    const items = itemsOf(200);
+    const results = (await bulk(h.db, principal, logic, items, 50)).flat();
+    const of = (r: BulkResult, name: string) => r.results!.find((x) => x.resultName === name)!;
+    // Items 1 and 6: customer C-1 (the same margin), Qty 1 and 6 (no quantity discount).
+    assert.equal(of(results[1]!, 'Margin'), of(results[6]!, 'Margin'));
+    assert.equal(of(results[1]!, 'Disc'), of(results[6]!, 'Disc'));
+    assert.ok(Object.isFrozen(of(results[1]!, 'Margin')));
+    // An alert is never shared: each division by zero has its own result.
+    const zeros = results.filter((r) => r.results !== null && of(r, 'PerUnit').alertType === 'CRITICAL');
+    assert.ok(zeros.length >= 2);
+    assert.notEqual(of(zeros[0]!, 'PerUnit'), of(zeros[1]!, 'PerUnit'));
+    // The same JSON as results made one by one without sharing.
+    const data = new BatchData(
+      h.db,
+      principal.partitionId,
+      await policiesFor(h.db, principal.partitionId, logic),
+    );
+    for (const k of [1, 6, 12, 13]) {
+      const r = results[k]!;
+      const item = items[k]!;
+      const product = (await masterRecords(h.db, principal, 'P', [item.sku])).get(item.sku)!;
+      const customer = (await masterRecords(h.db, principal, 'C', [item.customerId!])).get(item.customerId!)!;
+      const spec = {
+        sku: item.sku,
+        customerId: item.customerId!,
+        roots: {
+          product: recordOf('P', product, await attributeTypesOf(h.db, principal, 'P')),
+          customer: recordOf('C', customer, await attributeTypesOf(h.db, principal, 'C')),
+        },
+        inputs: checkInputs(logic.inputs, item.inputs),
+      };
+      await data.prefetchExtensions(logic.extensions, [spec]);
+      const [outcomes] = await evaluateItems(logic, [spec], data, { targetDate, explain: false, limits });
+      assert.equal(
+        JSON.stringify(r.results),
+        JSON.stringify(resultObjects(logic, outcomes!, false, true)),
+        `item ${k}`,
+      );
+    }
   });
 
   test('items from an async iterable or a generator: the batches of the same items in an array', async () => {

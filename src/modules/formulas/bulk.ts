@@ -29,7 +29,11 @@ export interface BulkItem {
 export interface BulkResult {
   readonly sku: string;
   readonly customerId: string | null;
-  /** The result objects (all elements, hidden ones included), or null with `error`. */
+  /**
+   * The result objects (all elements, hidden ones included), or null with `error`. Read only: an
+   * element's result equal to an earlier one's (same value, no alert or warning) is that same frozen
+   * object.
+   */
   readonly results: ResultObject[] | null;
   readonly error: string | null;
 }
@@ -163,7 +167,7 @@ export async function* evaluateBulk(
           : {
               sku: item.sku,
               customerId: item.customerId ?? null,
-              results: resultObjects(logic, outcomes, false, true),
+              results: resultObjects(logic, outcomes, false, true, true),
               error: null,
             };
     });
