@@ -115,7 +115,7 @@ export async function* evaluateBulk(
       let error: string | undefined;
       if (!product) error = `product ${item.sku} not found`;
       else if (item.customerId !== undefined && !customer) error = `customer ${item.customerId} not found`;
-      let inputs: Record<string, Value> = {};
+      let inputs = NO_INPUTS;
       if (error === undefined) {
         try {
           inputs = checkedInputs(item.inputs);
@@ -200,6 +200,8 @@ export async function* evaluateBulk(
     if (next) await next.catch(() => {});
   }
 }
+
+const NO_INPUTS: Readonly<Record<string, Value>> = Object.freeze({});
 
 /**
  * The items in batches of `size` (the last one shorter). A plain iterable is read with `for ... of`:

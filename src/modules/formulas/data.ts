@@ -116,7 +116,7 @@ export class BatchData {
       extension: (owner, table) => {
         const key = owner === 'product' ? this.item.sku : this.item.customerId;
         if (key === undefined) return [];
-        const id = `${owner}${SEP}${table}`;
+        const id = this.extensionId(owner, table);
         const found = this.extensions.get(id)?.get(key);
         if (found !== undefined) return found;
         let set = this.pendingExt.get(id);
@@ -145,6 +145,16 @@ export class BatchData {
       },
     };
     return port;
+  }
+
+  private readonly extensionIds = { product: new Map<string, string>(), customer: new Map<string, string>() };
+
+  /** `owner<US>table`, made once per table (every item reads the same tables): no text per read. */
+  private extensionId(owner: 'product' | 'customer', table: string): string {
+    const ids = this.extensionIds[owner];
+    let id = ids.get(table);
+    if (id === undefined) ids.set(table, (id = `${owner}${SEP}${table}`));
+    return id;
   }
 
   private lastGroup = { set: '', iso: '', count: 0, group: '' };
