@@ -232,9 +232,14 @@ export function historyCte(name: string, written: string, source: HistorySource)
       ? `(SELECT p.user_group_view_details FROM ${ident(by.table)} p
            WHERE p.partition_id = w.partition_id AND ${qualified('p', by.parentColumn)} = ${qualified('w', by.column)})`
       : 'NULL';
+  // The old row by its primary key, one probe per written row (LATERAL ... LIMIT 1 keeps it a probe):
+  // joined, the planner hashed the whole table for a 10,000-row chunk whenever its statistics were
+  // stale (during a load), and on PGlite spilled the chunk's rows to disk (EXPLAIN: ~0.8 s against
+  // ~0.55 s of a 10,000-row update's history).
   const join =
     kind === 'write'
-      ? `LEFT JOIN ${ident(type.table)} o ON o.partition_id = w.partition_id AND o.id = w.id`
+      ? `LEFT JOIN LATERAL (SELECT * FROM ${ident(type.table)} o
+                             WHERE o.partition_id = w.partition_id AND o.id = w.id LIMIT 1) o ON true`
       : '';
   const actor = actorValues(principal, params);
   const typeCode = `${params.add(type.code)}::text`;
