@@ -182,8 +182,9 @@ export function historyCte(name: string, written: string, source: HistorySource)
   if (!enabled) return `${ident(name)} AS (SELECT 1)`;
   const { tc, principal, params, kind, changing, setFields } = source;
   const { type } = tc;
-  // (`OFFSET 0` below keeps the subquery whole: pulled up, its field list was computed twice per
-  // row, once for the filter and once for the insert.)
+  // (`OFFSET 0` below keeps an update's subquery whole: pulled up, its field list was computed
+  // twice per row, once for the filter and once for the insert. An ADD or DELETE passes the filter by
+  // its constant action, which the planner folds away once the subquery is pulled up.)
   const tracked = trackedFields(type);
   const fields =
     kind === 'write' && changing !== undefined ? tracked.filter((f) => changing.includes(f.name)) : tracked;
@@ -251,7 +252,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
            ${actor.join(', ')}
       FROM (SELECT w.partition_id, w.id, ${keyExpr} AS business_key, ${action} AS action,
                    ${changed} AS fields, ${changes} AS changes, ${version} AS version, ${group} AS grp
-              FROM ${ident(written)} w ${join} OFFSET 0) c
+              FROM ${ident(written)} w ${join}${kind === 'write' ? ' OFFSET 0' : ''}) c
      WHERE c.fields <> '{}' OR c.action <> 'UPDATE')`;
 }
 
