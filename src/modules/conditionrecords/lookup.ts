@@ -13,7 +13,7 @@
 // A `*` in a tuple is only matched by an item key `*` (or by exact equality), never "any item".
 
 import { hash } from 'node:crypto';
-import type { Db, Queryable } from '../../db/db.ts';
+import type { Queryable } from '../../db/db.ts';
 import { validationError, notFound } from '../../http/errors.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { prepared } from '../../db/prepared.ts';
@@ -187,10 +187,9 @@ export async function findConditionRecords(
       if (typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
     });
   });
-  const run = (sql: string, params: unknown[]) =>
-    tuples.length <= JIT_FREE_BELOW
-      ? q.query<Row>(sql, params)
-      : inJitFreeScope(q, (tx) => tx.query<Row>(sql, params));
+  // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
+  // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
+  const run = (sql: string, params: unknown[]) => q.query<Row>(sql, params);
   const sigs = tuples.map(conditionKeySig);
   const r = await run(SET_AND_EXACT_SQL, [partitionId, setUniqueName, sigs, day]);
   const set = r.rows[0];
@@ -222,30 +221,6 @@ export async function findConditionRecords(
     out[Number(row.n) - 1] = toItem(row, setId, keys, attributesOf(row));
   }
   return out;
-}
-
-/** A look-up of fewer tuples is estimated far below PostgreSQL's JIT threshold: no scope needed. */
-const JIT_FREE_BELOW = 100;
-
-/**
- * Runs the look-up with PostgreSQL's JIT off: a batch of thousands of tuples is estimated costly
- * enough to be JIT-compiled, which took 3 s of a 4 s look-up of 10,000 tuples, for a plan that runs
- * in tens of milliseconds. `SET LOCAL` lasts to the end of the transaction: the caller's own when
- * `q` is one (the logic engine's), else one opened here. PGlite has no JIT; the setting is harmless.
- */
-async function inJitFreeScope<T>(q: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  if (isDb(q)) {
-    return q.transaction(async (tx) => {
-      await tx.query('SET LOCAL jit = off');
-      return fn(tx);
-    });
-  }
-  await q.query('SET LOCAL jit = off');
-  return fn(q);
-}
-
-function isDb(q: Queryable): q is Db {
-  return typeof (q as Partial<Db>).transaction === 'function';
 }
 
 /** The item's non-empty custom attributes (30 plain columns: cheaper to read than one JSON object). */

@@ -56,13 +56,11 @@ export async function runChunk(
     `SELECT pg_advisory_xact_lock(hashtextextended('rc_crc:' || $1::text || ':' || s::text, 0)) FROM unnest($2::bigint[]) s ORDER BY s`,
     [p, sets],
   );
-  // JIT off: the chunk's statements are estimated costly enough to be compiled (seconds of LLVM
-  // for plans that run in milliseconds; cf. lookup.ts). PGlite has no JIT: the setting is harmless.
-  await tx.query(
-    `SELECT set_config('rc.crci_checked', 'on', true), set_config('rc.actor', $1, true),
-            set_config('jit', 'off', true)`,
-    [String(principal.userId)],
-  );
+  // (No JIT: the server's PostgreSQL connections run without it, src/db/pg.ts; the chunk's statements
+  // are estimated costly enough to be compiled, seconds of LLVM for plans that run in milliseconds.)
+  await tx.query(`SELECT set_config('rc.crci_checked', 'on', true), set_config('rc.actor', $1, true)`, [
+    String(principal.userId),
+  ]);
   const staged = stagedFields(plan);
   const stagedColumns = staged.map((f) => f.column);
   await tx.query(`CREATE TEMP TABLE ${STAGE} ON COMMIT DROP AS
