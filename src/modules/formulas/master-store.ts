@@ -8,7 +8,7 @@ import type { Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
-import { D, RecordValue, parseIsoDate } from '../../logic/values.ts';
+import { D, RecordValue, parseIsoDate, type Dec } from '../../logic/values.ts';
 
 type Row = Record<string, unknown>;
 
@@ -58,11 +58,7 @@ function typedAttribute(v: unknown, type: string | undefined): unknown {
     case 'MONEY':
     case 'PERCENT':
     case 'INTEGER':
-      try {
-        return new D(v.trim());
-      } catch {
-        return v;
-      }
+      return typedNumber(v);
     case 'DATE':
       return parseIsoDate(v.slice(0, 10)) ?? v;
     case 'BOOLEAN':
@@ -70,6 +66,29 @@ function typedAttribute(v: unknown, type: string | undefined): unknown {
     default:
       return v;
   }
+}
+
+/**
+ * Numeric attribute texts typed lately (short ones only), so the same text read for many records (a
+ * bulk run's products share their prices) makes one decimal: decimals are immutable, one serves all.
+ */
+const TYPED = new Map<string, Dec>();
+const TYPED_MAX = 10_000;
+
+/** A numeric attribute's text as a decimal (the text itself when it is not one). */
+function typedNumber(v: string): unknown {
+  let d = TYPED.get(v);
+  if (d !== undefined) return d;
+  try {
+    d = new D(v.trim());
+  } catch {
+    return v;
+  }
+  if (v.length <= 40) {
+    if (TYPED.size >= TYPED_MAX) TYPED.clear();
+    TYPED.set(v, d);
+  }
+  return d;
 }
 
 interface FieldOf {
