@@ -52,6 +52,31 @@ describe('decimal arithmetic', () => {
     assert.equal(ok('amount * 2 == 25.0 and amount > 9', { amount: '12.50' }), true);
     assert.equal(ok('qty >= 10', { qty: 10 }), true);
   });
+  test('one compiled expression over many records: each result from its own operands', () => {
+    // An operator gives its last result again for the same operands: equal texts and the same
+    // decimals repeat it, anything else computes afresh (an error is not kept as a result).
+    const c = compileCondition('a / b == f and a * b == c and a - b == d and a % b == g and -a == h');
+    const check = (a: unknown, b: unknown, want: boolean) =>
+      assert.equal(
+        evaluateCondition(c, { a, b, c: 6, d: -1, h: -2, f: '0.6666666666666666666666666666666667', g: 2 }),
+        want,
+      );
+    check('2', '3', true);
+    check('2', '3', true);
+    check(2, '3', true);
+    check('2.0', '3', true);
+    check('3', '2', false);
+    check('2', '3', true);
+    assert.throws(() => check('2', '0', false), /division by zero/);
+    assert.throws(() => check('2', '0', false), /division by zero/);
+    check('2', '3', true);
+    const sum = compileCondition('a + b == c');
+    assert.equal(evaluateCondition(sum, { a: '1', b: '2', c: '12' }), true, 'two texts concatenate');
+    assert.equal(evaluateCondition(sum, { a: 1, b: '2', c: 3 }), true);
+    assert.equal(evaluateCondition(sum, { a: '1', b: '2', c: '12' }), true);
+    assert.equal(evaluateCondition(sum, { a: 1, b: '2', c: 3 }), true);
+    assert.equal(evaluateCondition(sum, { a: 1, b: '3', c: 3 }), false);
+  });
 });
 
 describe('operators and built-ins', () => {
