@@ -97,17 +97,27 @@ export function resultObjects(
     const st = statics[i]!;
     if (!o || (!includeHidden && !st.visible)) continue;
     const value = o.value;
-    const json = toJson(value);
     // A result like one made before for this element (the same value, no alert, no warning): that
     // object again, e.g. a margin or discount every item of a bulk run shares.
     const shared =
       !share || explain || o.alertType !== null || o.warnings.length > 0 ? undefined : sharingOf(logic, i);
+    // The very value of the element's last shared result (the same decimal, record or text): that
+    // result, which its JSON's look-up would find again, without converting the value.
+    if (shared !== undefined && shared.last !== undefined && value === shared.lastValue) {
+      shared.lookups++;
+      shared.hits++;
+      out[n++] = shared.last;
+      continue;
+    }
+    const json = toJson(value);
     const key = shared === undefined ? undefined : shareKey(value, json);
     if (key !== undefined) {
       const found = shared!.results.get(key);
       shared!.lookups++;
       if (found !== undefined) {
         shared!.hits++;
+        shared!.lastValue = value;
+        shared!.last = found;
         out[n++] = found;
         continue;
       }
@@ -128,7 +138,7 @@ export function resultObjects(
       resultGroup: st.resultGroup,
       displayOptions: st.displayOptions,
     };
-    if (key !== undefined) keep(shared!, key, result);
+    if (key !== undefined) keep(shared!, key, value, result);
     out[n++] = explain
       ? {
           ...result,
@@ -160,6 +170,9 @@ interface Sharing {
   lookups: number;
   hits: number;
   off: boolean;
+  /** The value of the last result found or kept (`last`, which `results` holds), or undefined. */
+  lastValue: Value | undefined;
+  last: ResultObject | undefined;
 }
 
 const SHARING = new WeakMap<CompiledLogic, Sharing[]>();
@@ -173,6 +186,8 @@ function sharingOf(logic: CompiledLogic, i: number): Sharing | undefined {
       lookups: 0,
       hits: 0,
       off: false,
+      lastValue: undefined,
+      last: undefined,
     }));
     SHARING.set(logic, all);
   }
@@ -181,6 +196,8 @@ function sharingOf(logic: CompiledLogic, i: number): Sharing | undefined {
   if (s.lookups >= 4_096 && s.hits * 2 < s.lookups) {
     s.off = true;
     s.results.clear();
+    s.lastValue = undefined;
+    s.last = undefined;
     return undefined;
   }
   return s;
@@ -198,6 +215,9 @@ function shareKey(value: Value, json: unknown): unknown {
   return undefined;
 }
 
-function keep(s: Sharing, key: unknown, result: ResultObject): void {
-  if (s.results.size < SHARE_MAX) s.results.set(key, Object.freeze(result));
+function keep(s: Sharing, key: unknown, value: Value, result: ResultObject): void {
+  if (s.results.size >= SHARE_MAX) return;
+  s.results.set(key, Object.freeze(result));
+  s.lastValue = value;
+  s.last = result;
 }
