@@ -7,6 +7,7 @@ import {
   asDec,
   D,
   decOfScaled,
+  timesDec,
   RecordValue,
   smallDecToNumber,
   toJson,
@@ -151,6 +152,47 @@ test('decOfScaled builds the decimal the text n e-scale parses to: sign, exponen
   }
   // Not a positive safe integer: parsed from its text as before.
   assert.ok(decOfScaled(0, 2).isZero());
+});
+
+test('timesDec gives the decimal times() gives (sign, exponent, limbs, fields) on 200,000 pairs', () => {
+  let seed = 11;
+  const rnd = (k: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % k;
+  };
+  const decimal = () => {
+    const digits = 1 + rnd(rnd(4) === 0 ? 20 : 9);
+    let s = '';
+    for (let j = 0; j < digits; j++) s += String(rnd(10));
+    const v = new D(`${rnd(2) === 1 ? '-' : ''}${s}e${rnd(40) - 25}`);
+    return v;
+  };
+  const same = (x: InstanceType<typeof D>, y: InstanceType<typeof D>) => {
+    const got = timesDec(x, y);
+    const want = x.times(y);
+    const what = `${x.toString()} × ${y.toString()}`;
+    assert.deepEqual([got.s, got.e, got.d], [want.s, want.e, want.d], what);
+    assert.deepEqual(Object.keys(got), Object.keys(want), what);
+    assert.equal(got.toFixed(), want.toFixed(), what);
+  };
+  for (let i = 0; i < 200_000; i++) same(decimal(), decimal());
+  const edges = [
+    '0',
+    '-0',
+    '1',
+    '-1',
+    '0.5',
+    '1e-300',
+    '1e300',
+    '9e15',
+    '94906265',
+    '94906266',
+    '0.1',
+    '19.99',
+  ];
+  for (const a of edges) for (const b of edges) same(new D(a), new D(b));
+  same(new D('123456789012345'), new D('123456789012345'));
+  same(new D('1.1'), new D('3'));
 });
 
 test('asDec: numeric text parsed (the same decimal for the same text), anything else undefined', () => {

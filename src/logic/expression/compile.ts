@@ -4,7 +4,15 @@
 
 import { step, type Env } from '../env.ts';
 import { EvalError } from '../failures.ts';
-import { asDec, compareValues, RecordValue, staticTypeOf, valuesEqual, type Value } from '../values.ts';
+import {
+  asDec,
+  compareValues,
+  RecordValue,
+  staticTypeOf,
+  timesDec,
+  valuesEqual,
+  type Value,
+} from '../values.ts';
 import type { Checked } from './check.ts';
 import type { BinaryOp } from './parse.ts';
 
@@ -232,7 +240,7 @@ function compileBinary(op: BinaryOp, l: Closure, r: Closure): Closure {
     case '-':
       return arith(op, l, r, (x, y) => x.minus(y));
     case '*':
-      return arith(op, l, r, (x, y) => x.times(y));
+      return arith(op, l, r, timesDec);
     case '/':
       return arith(op, l, r, (x, y) => {
         if (y.isZero()) throw new EvalError('division by zero');
