@@ -88,18 +88,15 @@ const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const PAIRS_PER_CALL = 40;
 
 /**
- * `{name: value}` of the fields whose `when` holds (all, without it) and whose value is not null, in
- * one jsonb_build_object per 40 fields stripped of nulls: cheaper per row than building every pair
- * and removing the unchanged ones (measured on a 10,000-row update of 31 fields: ~0.4 of the
- * statement's time against ~0.7). A null left out reads as null (presentChanges: the names are in
- * `changed_fields`). JSON fields are added one by one, since stripping would reach inside them.
+ * `{name: value}` of the fields whose value is not null (a record's values when it is added or
+ * deleted), in one jsonb_build_object per 40 fields stripped of nulls. A null left out reads as null
+ * (presentChanges: the names are in `changed_fields`). JSON fields are added one by one, since
+ * stripping would reach inside them.
  */
-function presentJsonSql(fields: readonly FieldDef[], alias: string, when?: (f: FieldDef) => string): string {
+function presentJsonSql(fields: readonly FieldDef[], alias: string): string {
   const value = (f: FieldDef) => {
     if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
-    return when === undefined
-      ? qualified(alias, f.column)
-      : `CASE WHEN ${when(f)} THEN ${qualified(alias, f.column)} END`;
+    return qualified(alias, f.column);
   };
   const plain = fields.filter((f) => f.type !== 'json');
   const parts: string[] = [];
@@ -113,6 +110,23 @@ function presentJsonSql(fields: readonly FieldDef[], alias: string, when?: (f: F
     );
   }
   return parts.length === 0 ? `'{}'::jsonb` : parts.join(' || ');
+}
+
+/**
+ * `{name: value}` of the fields whose `when` holds and whose value is not null (an update's old
+ * values of the changed fields): a one-pair object per such field, `||`-joined. Where a few fields of
+ * many hold this is ~4× cheaper than one jsonb_build_object of every pair, null or not, stripped
+ * after (PGlite, 10,000 rows of 32 fields, one changed: ~35 ms against ~130 ms).
+ */
+function someJsonSql(fields: readonly FieldDef[], alias: string, when: (f: FieldDef) => string): string {
+  if (fields.length === 0) return `'{}'::jsonb`;
+  return fields
+    .map((f) => {
+      if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
+      const col = qualified(alias, f.column);
+      return `CASE WHEN ${col} IS NOT NULL AND ${when(f)} THEN jsonb_build_object('${f.name}', ${col}) ELSE '{}'::jsonb END`;
+    })
+    .join(' || ');
 }
 
 /** The actor and origin columns of a history row, as parameters of `params`. */
@@ -209,7 +223,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
     const diff = namesWhere(fields, differs);
     // An update stores the old values only: the new ones are the record's until a later change
     // records them as its "old" (history-read.ts rebuilds them), so each change is written once.
-    const updated = `jsonb_build_object('old', ${presentJsonSql(fields, 'o', differs)})`;
+    const updated = `jsonb_build_object('old', ${someJsonSql(fields, 'o', differs)})`;
     const isDelete = '(o.deleted_at IS NULL AND w.deleted_at IS NOT NULL)';
     action = soft
       ? `CASE WHEN o.id IS NULL THEN 'ADD' WHEN o.deleted_at IS NOT NULL AND w.deleted_at IS NULL THEN 'RESTORE'
