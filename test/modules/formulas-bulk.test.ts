@@ -364,4 +364,49 @@ describe('bulk evaluator: pipeline and passes', () => {
       }
     }
   });
+  test('extension rows read with the columns earlier rows held: a row holding others is its whole record', async () => {
+    // BK-0 … BK-9 first (attribute1 only), then rows holding attribute2 and attribute5 as well.
+    await h.db.query(
+      `UPDATE product_extensions SET attribute2 = 'two', attribute5 = 'five'
+        WHERE partition_id = $1 AND name = 'Costs' AND sku IN ('BK-30', 'BK-36')`,
+      [h.partitionId],
+    );
+    await h.db.query(
+      `UPDATE product_extensions SET attribute5 = 'five only' WHERE partition_id = $1 AND name = 'Costs' AND sku = 'BK-39'`,
+      [h.partitionId],
+    );
+    const items: BulkItem[] = Array.from({ length: SKUS }, (_, i) => ({
+      sku: `BK-${i}`,
+      customerId: 'C-1',
+      inputs: { Qty: 1 },
+    }));
+    const statements: string[] = [];
+    const q: Queryable = {
+      query: (sql, params) => {
+        if (/product_extensions/.test(sql)) statements.push(sql);
+        return h.db.query(sql, params);
+      },
+    };
+    const few = (await bulk(q, principal, logic, items, 10)).flat();
+    assert.ok(
+      statements.some((sql) => /rc_more/.test(sql)),
+      'later batches read the columns seen',
+    );
+    assert.ok(
+      statements.slice(1).some((sql) => !/rc_more/.test(sql)),
+      'rows holding others read whole',
+    );
+    assert.deepEqual(few, (await bulk(h.db, principal, logic, items, 1_000)).flat());
+    const all = await h.db.query<Record<string, unknown>>(
+      "SELECT * FROM product_extensions WHERE partition_id = $1 AND name = 'Costs'",
+      [h.partitionId],
+    );
+    const ext = (r: BulkResult) => r.results!.find((x) => x.resultName === 'Ext')!.result;
+    for (const [i, r] of few.entries()) {
+      const row = all.rows.find((x) => x.sku === `BK-${i}`);
+      assert.deepEqual(ext(r), row === undefined ? null : toJson(recordOf('PX', row, new Map())), `BK-${i}`);
+    }
+    assert.equal((ext(few[36]!) as Record<string, unknown>).attribute5, 'five');
+    assert.equal((ext(few[39]!) as Record<string, unknown>).attribute5, 'five only');
+  });
 });

@@ -16,7 +16,9 @@ import { LogicDate, RecordValue, textOf, type Value } from '../../logic/values.t
 import { competitionRecord, competitionRows } from './competition-store.ts';
 import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
-import { attributeTypesOf, extensionRows, recordOf } from './master-store.ts';
+import { attributeTypesOf, customColumns, extensionFields, extensionRows, recordOf } from './master-store.ts';
+
+type Row = Record<string, unknown>;
 
 const SEP = '\u001f';
 const MAX_PASSES = 8;
@@ -254,20 +256,48 @@ export class BatchData {
   ): Promise<Map<string, RecordValue[]>> {
     const code = owner === 'product' ? 'PX' : 'CX';
     const meta = await this.metaOf(code, table);
-    const rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners]);
+    const id = `${owner}${SEP}${table}`;
+    // The custom columns rows of this table held so far in this run (none read yet: all of them).
+    const known = this.extensionColumns.get(id);
+    const seen = known === undefined ? undefined : new Set(known);
+    const fields = seen === undefined ? undefined : extensionFields(code, seen);
+    let rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners], seen);
+    let whole: Row[] = [];
+    if (seen !== undefined) {
+      // Rows holding a custom column not read: read again whole (their record has that field too).
+      const more = rows.filter((r) => Number(r.rc_more) > 0);
+      if (more.length > 0) {
+        const keys = more.map((r) => String(owner === 'product' ? r.sku : r.customer_id));
+        whole = await extensionRows(this.q, this.partitionId, owner, table, keys);
+        rows = rows.filter((r) => !(Number(r.rc_more) > 0));
+      }
+    }
+    let learned = this.extensionColumns.get(id);
+    if (learned === undefined) this.extensionColumns.set(id, (learned = new Set()));
+    for (const r of seen === undefined ? rows : whole)
+      for (const c of customColumns(code)) if (r[c] !== null && r[c] !== undefined) learned.add(c);
     // Rows first, each owner's list made at its first row (a literal of one: a list grown from empty
     // would reserve room for 17); owners without rows then get an empty list.
     const out = new Map<string, RecordValue[]>();
-    for (const r of rows) {
+    const add = (r: Row, f: ReturnType<typeof extensionFields> | undefined) => {
       const o = String(owner === 'product' ? r.sku : r.customer_id);
-      if (!owners.has(o)) continue;
+      if (!owners.has(o)) return;
+      const record = f === undefined ? recordOf(code, r, meta) : recordOf(code, r, meta, f);
       const list = out.get(o);
-      if (list === undefined) out.set(o, [recordOf(code, r, meta)]);
-      else list.push(recordOf(code, r, meta));
-    }
+      if (list === undefined) out.set(o, [record]);
+      else list.push(record);
+    };
+    for (const r of rows) add(r, fields);
+    for (const r of whole) add(r, undefined);
     if (out.size < owners.size) for (const o of owners) if (!out.has(o)) out.set(o, []);
     return out;
   }
+
+  /**
+   * By `owner<US>table`: the custom columns the table's rows read in this run held (not null), which
+   * the next reads select; a row holding another one is read again whole (extensionRows' rc_more).
+   */
+  private readonly extensionColumns = new Map<string, Set<string>>();
 
   /** The competition records of these products at the date, one statement. */
   private async competitionOf(skus: ReadonlySet<string>, date: string): Promise<Map<string, RecordValue[]>> {

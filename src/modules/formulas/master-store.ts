@@ -187,6 +187,10 @@ export async function sellerRecord(
  * Extension rows (PX/CX) of one table for many owners: one statement, the columns of the type's
  * fields, time stamps as epoch milliseconds (a float8: the driver parses a number far faster than a
  * time stamp's text), which recordOf makes into the same Date the driver would have made.
+ *
+ * With `customRead`, of the custom attribute columns only those are read, and `rc_more` counts the
+ * row's other custom columns that are not null: a row with none (rc_more 0) is the same record as the
+ * whole row, as recordOf leaves null fields out.
  */
 export async function extensionRows(
   q: Queryable,
@@ -194,20 +198,38 @@ export async function extensionRows(
   owner: 'product' | 'customer',
   name: string,
   ownerKeys: readonly string[],
+  customRead?: ReadonlySet<string>,
 ): Promise<Row[]> {
   const [table, keyColumn, code] =
     owner === 'product' ? ['product_extensions', 'sku', 'PX'] : ['customer_extensions', 'customer_id', 'CX'];
-  const columns = fieldsOf(code).map((f) =>
+  const fields = fieldsOf(code);
+  const read =
+    customRead === undefined ? fields : fields.filter((f) => !f.custom || customRead.has(f.column));
+  const columns = read.map((f) =>
     f.datetime
       ? `(extract(epoch FROM ${ident(f.column)}) * 1000)::float8 AS ${ident(f.column)}`
       : ident(f.column),
   );
-  const r = await q.query<Row>(
-    prepared(`SELECT ${columns.join(', ')} FROM ${ident(table)}
-      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`),
-    [partitionId, name, ownerKeys],
-  );
+  const rest = fields.filter((f) => !read.includes(f));
+  if (rest.length > 0)
+    columns.push(`num_nonnulls(${rest.map((f) => ident(f.column)).join(', ')}) AS rc_more`);
+  const sql = `SELECT ${columns.join(', ')} FROM ${ident(table)}
+      WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`;
+  // All columns: one fixed text, prepared. Some: a text per set of columns the data asked for, unnamed.
+  const r = await q.query<Row>(rest.length === 0 ? prepared(sql) : sql, [partitionId, name, ownerKeys]);
   return r.rows;
+}
+
+/** The fields extensionRows(…, customRead) reads: the type's own ones and those custom columns. */
+export function extensionFields(code: 'PX' | 'CX', customRead: ReadonlySet<string>): readonly FieldOf[] {
+  return fieldsOf(code).filter((f) => !f.custom || customRead.has(f.column));
+}
+
+/** The custom columns of a type (the attribute columns an extension row may hold). */
+export function customColumns(code: 'PX' | 'CX'): readonly string[] {
+  return fieldsOf(code)
+    .filter((f) => f.custom)
+    .map((f) => f.column);
 }
 
 /**
