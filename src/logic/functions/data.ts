@@ -10,8 +10,11 @@ import { date, num, text } from './args.ts';
 import { roundTo } from '../rounding.ts';
 import { fn, type CallSite, type FnDef } from './types.ts';
 
+/** The arguments from `from` on (a look-up's keys), in one new list. */
 function keysOf(args: readonly Value[], from: number): Value[] {
-  return args.slice(from).map((v) => v ?? null);
+  const out = new Array<Value>(Math.max(0, args.length - from));
+  for (let i = from; i < args.length; i++) out[i - from] = args[i] ?? null;
+  return out;
 }
 
 /** `productExtension(table)` / `customerExtension(table)`: the owner's row of an extension table. */

@@ -274,8 +274,9 @@ export class BatchData {
     }
     let learned = this.extensionColumns.get(id);
     if (learned === undefined) this.extensionColumns.set(id, (learned = new Set()));
+    const custom = customColumns(code);
     for (const r of seen === undefined ? rows : whole)
-      for (const c of customColumns(code)) if (r[c] !== null && r[c] !== undefined) learned.add(c);
+      for (const c of custom) if (r[c] !== null && r[c] !== undefined) learned.add(c);
     // Rows first, each owner's list made at its first row (a literal of one: a list grown from empty
     // would reserve room for 17); owners without rows then get an empty list.
     const out = new Map<string, RecordValue[]>();

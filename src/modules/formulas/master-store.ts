@@ -225,11 +225,18 @@ export function extensionFields(code: 'PX' | 'CX', customRead: ReadonlySet<strin
   return fieldsOf(code).filter((f) => !f.custom || customRead.has(f.column));
 }
 
-/** The custom columns of a type (the attribute columns an extension row may hold). */
+const CUSTOM_COLUMNS = new Map<string, readonly string[]>();
+
+/** The custom columns of a type (the attribute columns an extension row may hold), listed once. */
 export function customColumns(code: 'PX' | 'CX'): readonly string[] {
-  return fieldsOf(code)
-    .filter((f) => f.custom)
-    .map((f) => f.column);
+  let list = CUSTOM_COLUMNS.get(code);
+  if (!list) {
+    list = fieldsOf(code)
+      .filter((f) => f.custom)
+      .map((f) => f.column);
+    CUSTOM_COLUMNS.set(code, list);
+  }
+  return list;
 }
 
 /**
