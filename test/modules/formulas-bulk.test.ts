@@ -17,6 +17,7 @@ import {
   masterFields,
   masterRecords,
   recordOf,
+  textArrayParam,
 } from '../../src/modules/formulas/master-store.ts';
 import { BatchData, evaluateItems } from '../../src/modules/formulas/data.ts';
 import { checkInputs, policiesFor } from '../../src/modules/formulas/service.ts';
@@ -408,5 +409,26 @@ describe('bulk evaluator: pipeline and passes', () => {
     }
     assert.equal((ext(few[36]!) as Record<string, unknown>).attribute5, 'five');
     assert.equal((ext(few[39]!) as Record<string, unknown>).attribute5, 'five only');
+  });
+  test('keys as the text of a text[] parameter: every key as it is, on both databases', async () => {
+    const keys = [
+      'plain',
+      'with space ',
+      ' lead',
+      'com,ma',
+      'br{a}ce',
+      'NULL',
+      '',
+      "it's",
+      'ü€😀',
+      'new\nline',
+    ];
+    const special = ['quote"d', 'back\\slash'];
+    for (const list of [keys, [...keys, ...special], [], ['one']]) {
+      const r = await h.db.query<{ a: string[] }>('SELECT $1::text[] AS a', [textArrayParam(list)]);
+      assert.deepEqual(r.rows[0]!.a, list);
+    }
+    assert.equal(textArrayParam(keys), `{"${keys.join('","')}"}`, 'the text, joined at once');
+    assert.deepEqual(textArrayParam(special), special, 'the list itself, for the driver to escape');
   });
 });

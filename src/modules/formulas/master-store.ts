@@ -5,7 +5,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
-import { prepared } from '../../db/prepared.ts';
+import { prepared, preparedShape } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
 import { D, RecordValue, parseIsoDate, type Dec } from '../../logic/values.ts';
@@ -184,6 +184,16 @@ export async function sellerRecord(
 }
 
 /**
+ * Keys as the parameter of `= ANY($n::text[])`: the array's text `{"a","b"}` joined at once when no
+ * key holds a double quote or backslash (the only characters special inside its quotes), else the
+ * list itself (the driver writes its text, escaping each key with two replaces).
+ */
+export function textArrayParam(keys: readonly string[]): string | readonly string[] {
+  for (const k of keys) if (k.includes('"') || k.includes('\\')) return keys;
+  return keys.length === 0 ? '{}' : `{"${keys.join('","')}"}`;
+}
+
+/**
  * Extension rows (PX/CX) of one table for many owners: one statement, the columns of the type's
  * fields, time stamps as epoch milliseconds (a float8: the driver parses a number far faster than a
  * time stamp's text), which recordOf makes into the same Date the driver would have made.
@@ -215,8 +225,14 @@ export async function extensionRows(
     columns.push(`num_nonnulls(${rest.map((f) => ident(f.column)).join(', ')}) AS rc_more`);
   const sql = `SELECT ${columns.join(', ')} FROM ${ident(table)}
       WHERE partition_id = $1 AND name = $2 AND ${ident(keyColumn)} = ANY($3::text[]) AND deleted_at IS NULL`;
-  // All columns: one fixed text, prepared. Some: a text per set of columns the data asked for, unnamed.
-  const r = await q.query<Row>(rest.length === 0 ? prepared(sql) : sql, [partitionId, name, ownerKeys]);
+  // All columns: one fixed text. Some: a text per set of columns the rows held (not per value; a run's
+  // sets only grow), prepared as a shape: unprepared, each read planned its 5,000 keys afresh (PG CPU
+  // 0.56 s against 0.42 s per 100,000 rows prepared).
+  const r = await q.query<Row>(rest.length === 0 ? prepared(sql) : preparedShape(sql), [
+    partitionId,
+    name,
+    textArrayParam(ownerKeys),
+  ]);
   return r.rows;
 }
 
@@ -256,7 +272,7 @@ export async function masterRecords(
   const columns = read === undefined ? '*' : read.map(ident).join(', ');
   const r = await q.query<Row>(
     `SELECT ${columns} FROM ${ident(table)} WHERE partition_id = $1 AND ${ident(keyColumn)} = ANY($2::text[])`,
-    [principal.partitionId, keys],
+    [principal.partitionId, textArrayParam(keys)],
   );
   return new Map(r.rows.filter((row) => visible(principal, row)).map((row) => [String(row[keyColumn]), row]));
 }
