@@ -161,6 +161,27 @@ const NUMERIC_TEXT = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
 const PARSED = new Map<string, Dec>();
 const PARSED_MAX = 10_000;
 
+/** Decimals of texts made lately by decOfText (short texts only). */
+const DECS = new Map<string, Dec>();
+const DECS_MAX = 10_000;
+
+/**
+ * `new D(text)`, one instance for the same short text (decimals are immutable): the rows a bulk run
+ * loads repeat their values (a price, a rate), and operators and results that see the same instance
+ * again skip their work. Throws as the constructor does (a failure is not kept).
+ */
+export function decOfText(text: string): Dec {
+  let d = DECS.get(text);
+  if (d === undefined) {
+    d = new D(text);
+    if (text.length <= 40) {
+      if (DECS.size >= DECS_MAX) DECS.clear();
+      DECS.set(text, d);
+    }
+  }
+  return d;
+}
+
 /** A number from a value: decimals as they are, numeric text (untyped attributes) parsed; else undefined. */
 export function asDec(v: Value): Dec | undefined {
   if (v instanceof D) return v;

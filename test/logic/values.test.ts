@@ -7,6 +7,7 @@ import {
   asDec,
   D,
   decOfScaled,
+  decOfText,
   timesDec,
   RecordValue,
   smallDecToNumber,
@@ -193,6 +194,20 @@ test('timesDec gives the decimal times() gives (sign, exponent, limbs, fields) o
   for (const a of edges) for (const b of edges) same(new D(a), new D(b));
   same(new D('123456789012345'), new D('123456789012345'));
   same(new D('1.1'), new D('3'));
+});
+
+test('decOfText: the decimal the constructor makes, one instance per text; bad text throws each time', () => {
+  for (const t of ['0.05', '-12.5', '1e3', '0', '123456789012345678901234567890.5']) {
+    const d = decOfText(t);
+    assert.equal(d, decOfText(t), t);
+    assert.ok(d instanceof D);
+    assert.deepEqual([d.s, d.e, d.d], [new D(t).s, new D(t).e, new D(t).d], t);
+  }
+  for (const t of ['', ' 1', 'abc', '1,5']) {
+    assert.throws(() => new D(t));
+    assert.throws(() => decOfText(t), t);
+    assert.throws(() => decOfText(t), t);
+  }
 });
 
 test('asDec: numeric text parsed (the same decimal for the same text), anything else undefined', () => {

@@ -8,7 +8,7 @@ import type { Queryable } from '../../db/db.ts';
 import { prepared, preparedShape } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
 import { findType } from '../../engine/registry.ts';
-import { D, RecordValue, parseIsoDate, type Dec } from '../../logic/values.ts';
+import { RecordValue, decOfText, parseIsoDate } from '../../logic/values.ts';
 
 type Row = Record<string, unknown>;
 
@@ -68,27 +68,13 @@ function typedAttribute(v: unknown, type: string | undefined): unknown {
   }
 }
 
-/**
- * Numeric attribute texts typed lately (short ones only), so the same text read for many records (a
- * bulk run's products share their prices) makes one decimal: decimals are immutable, one serves all.
- */
-const TYPED = new Map<string, Dec>();
-const TYPED_MAX = 10_000;
-
 /** A numeric attribute's text as a decimal (the text itself when it is not one). */
 function typedNumber(v: string): unknown {
-  let d = TYPED.get(v);
-  if (d !== undefined) return d;
   try {
-    d = new D(v.trim());
+    return decOfText(v.trim());
   } catch {
     return v;
   }
-  if (v.length <= 40) {
-    if (TYPED.size >= TYPED_MAX) TYPED.clear();
-    TYPED.set(v, d);
-  }
-  return d;
 }
 
 interface FieldOf {

@@ -3,7 +3,7 @@
 
 import type { ConditionRecordItem } from '../conditionrecords/lookup.ts';
 import type { FoundRow } from '../../logic/env.ts';
-import { D, RecordValue, toValue, type Value } from '../../logic/values.ts';
+import { D, RecordValue, decOfText, toValue, type Value } from '../../logic/values.ts';
 import type { TableMeta } from './lookup-store.ts';
 
 type Row = Record<string, unknown>;
@@ -11,7 +11,7 @@ type Row = Record<string, unknown>;
 function typedValue(valueType: string, v: unknown): Value {
   if (typeof v === 'string' && (valueType === 'REAL' || valueType === 'INT')) {
     try {
-      return new D(v);
+      return decOfText(v);
     } catch {
       return v;
     }
