@@ -271,6 +271,18 @@ export function historyCte(name: string, written: string, source: HistorySource)
 }
 
 /**
+ * The columns of the type's table that `historyCte` reads of the written rows for kind 'add' with
+ * `setFields`: a writer that selects its new rows back for their history needs no others.
+ */
+export function addedColumnsRead(type: TypeDef): string[] {
+  const columns = ['partition_id', 'id', 'version'];
+  for (const k of type.businessKey) columns.push(type.fields.find((f) => f.name === k)!.column);
+  if (type.userGroups) columns.push('user_group_view_details');
+  else if (type.scopedBy) columns.push(type.scopedBy.column);
+  return [...new Set(columns)];
+}
+
+/**
  * One data-modifying statement (INSERT/UPDATE/DELETE on the type's table aliased `t`, without
  * RETURNING) with its history; answers `SELECT <select> FROM w` where `w` holds the written rows
  * (the table's columns, plus `extraReturning` expressions of the statement's own FROM items).
