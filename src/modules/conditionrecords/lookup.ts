@@ -94,7 +94,8 @@ const SET_AND_EXACT_SQL = prepared(`
 
 /**
  * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 014):
- * md5 of each key as `<length in characters>:<key>` (absent keys `-`), as a uuid.
+ * md5 of each key as `<length in characters>:<key>` (absent keys `-`), as a uuid's text without its
+ * hyphens (32 hex digits, which uuid input takes as it is).
  */
 export function conditionKeySig(keys: readonly string[]): string {
   let text = '';
@@ -102,8 +103,7 @@ export function conditionKeySig(keys: readonly string[]): string {
     const v = keys[k];
     text += v === undefined ? '-' : `${codePoints(v)}:${v}`;
   }
-  const h = hash('md5', text, 'hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  return hash('md5', text, 'hex');
 }
 
 /** PostgreSQL's length() of a text: characters (code points), not UTF-16 units. */
@@ -190,7 +190,8 @@ export async function findConditionRecords(
   // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
   // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
   const run = (sql: string, params: unknown[]) => q.query<Row>(sql, params);
-  const sigs = tuples.map(conditionKeySig);
+  // The signatures as the array's text at once: hex digits need neither quotes nor escapes.
+  const sigs = `{${tuples.map(conditionKeySig).join(',')}}`;
   const r = await run(SET_AND_EXACT_SQL, [partitionId, setUniqueName, sigs, day]);
   const set = r.rows[0];
   if (!set) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
