@@ -16,9 +16,8 @@ import { LogicDate, RecordValue, textOf, type Value } from '../../logic/values.t
 import { competitionRecord, competitionRows } from './competition-store.ts';
 import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
-import { attributeTypesOf, customColumns, extensionFields, extensionRows, recordOf } from './master-store.ts';
-
-type Row = Record<string, unknown>;
+import { ExtensionReader } from './extension-reader.ts';
+import { recordOf } from './master-store.ts';
 
 const SEP = '\u001f';
 const MAX_PASSES = 8;
@@ -53,10 +52,10 @@ export class BatchData {
   private readonly partitionId: number;
   private readonly policies: readonly RoundingPolicy[];
 
-  private readonly metaVersion: number | undefined;
+  private readonly extensionReader: ExtensionReader;
 
   constructor(q: Queryable, partitionId: number, policies: readonly RoundingPolicy[], metaVersion?: number) {
-    this.metaVersion = metaVersion;
+    this.extensionReader = new ExtensionReader(q, partitionId, metaVersion);
     this.q = q;
     this.partitionId = partitionId;
     this.policies = policies;
@@ -223,82 +222,11 @@ export class BatchData {
     for (const e of extensions) {
       const [owner, table] = e.split(/:(.*)/s) as ['product' | 'customer', string];
       const keys = ownerKeys(owner, items);
-      if (keys.size > 0) ext.set(`${owner}${SEP}${table}`, await this.extensionsOf(owner, table, keys));
+      if (keys.size > 0)
+        ext.set(`${owner}${SEP}${table}`, await this.extensionReader.recordsOf(owner, table, keys));
     }
     return { extensions: ext, competition: comp };
   }
-
-  private readonly metas = new Map<string, Promise<Map<string, string>>>();
-
-  /** Attribute meta of an extension table, read once per BatchData (one bulk run or one execute). */
-  private metaOf(code: 'PX' | 'CX', table: string): Promise<Map<string, string>> {
-    const key = `${code}${SEP}${table}`;
-    let meta = this.metas.get(key);
-    if (!meta) {
-      meta = attributeTypesOf(
-        this.q,
-        { partitionId: this.partitionId, metaVersion: this.metaVersion },
-        code,
-        table,
-      );
-      this.metas.set(key, meta);
-      // A failed read is not kept: the next batch asks again (the error reaches the caller).
-      meta.catch(() => this.metas.delete(key));
-    }
-    return meta;
-  }
-
-  /** One table's extension records of these owners (none: an empty list), one statement. */
-  private async extensionsOf(
-    owner: 'product' | 'customer',
-    table: string,
-    owners: ReadonlySet<string>,
-  ): Promise<Map<string, RecordValue[]>> {
-    const code = owner === 'product' ? 'PX' : 'CX';
-    const meta = await this.metaOf(code, table);
-    const id = `${owner}${SEP}${table}`;
-    // The custom columns rows of this table held so far in this run (none read yet: all of them).
-    const known = this.extensionColumns.get(id);
-    const seen = known === undefined ? undefined : new Set(known);
-    const fields = seen === undefined ? undefined : extensionFields(code, seen);
-    let rows = await extensionRows(this.q, this.partitionId, owner, table, [...owners], seen);
-    let whole: Row[] = [];
-    if (seen !== undefined) {
-      // Rows holding a custom column not read: read again whole (their record has that field too).
-      const more = rows.filter((r) => Number(r.rc_more) > 0);
-      if (more.length > 0) {
-        const keys = more.map((r) => String(owner === 'product' ? r.sku : r.customer_id));
-        whole = await extensionRows(this.q, this.partitionId, owner, table, keys);
-        rows = rows.filter((r) => !(Number(r.rc_more) > 0));
-      }
-    }
-    let learned = this.extensionColumns.get(id);
-    if (learned === undefined) this.extensionColumns.set(id, (learned = new Set()));
-    const custom = customColumns(code);
-    for (const r of seen === undefined ? rows : whole)
-      for (const c of custom) if (r[c] !== null && r[c] !== undefined) learned.add(c);
-    // Rows first, each owner's list made at its first row (a literal of one: a list grown from empty
-    // would reserve room for 17); owners without rows then get an empty list.
-    const out = new Map<string, RecordValue[]>();
-    const add = (r: Row, f: ReturnType<typeof extensionFields> | undefined) => {
-      const o = String(owner === 'product' ? r.sku : r.customer_id);
-      if (!owners.has(o)) return;
-      const record = f === undefined ? recordOf(code, r, meta) : recordOf(code, r, meta, f);
-      const list = out.get(o);
-      if (list === undefined) out.set(o, [record]);
-      else list.push(record);
-    };
-    for (const r of rows) add(r, fields);
-    for (const r of whole) add(r, undefined);
-    if (out.size < owners.size) for (const o of owners) if (!out.has(o)) out.set(o, []);
-    return out;
-  }
-
-  /**
-   * By `owner<US>table`: the custom columns the table's rows read in this run held (not null), which
-   * the next reads select; a row holding another one is read again whole (extensionRows' rc_more).
-   */
-  private readonly extensionColumns = new Map<string, Set<string>>();
 
   /** The competition records of these products at the date, one statement. */
   private async competitionOf(skus: ReadonlySet<string>, date: string): Promise<Map<string, RecordValue[]>> {
@@ -324,7 +252,7 @@ export class BatchData {
       cache.set(key, []);
       return;
     }
-    cache.set(key, [recordOf(code, row, await this.metaOf(code, table))]);
+    cache.set(key, [recordOf(code, row, await this.extensionReader.metaOf(code, table))]);
   }
 
   /**
@@ -396,7 +324,7 @@ export class BatchData {
     this.pendingKeys.clear();
     for (const [id, owners] of this.pendingExt) {
       const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
-      const found = await this.extensionsOf(owner, table, owners);
+      const found = await this.extensionReader.recordsOf(owner, table, owners);
       let cache = this.extensions.get(id);
       if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
       for (const [o, records] of found) cache.set(o, records);
