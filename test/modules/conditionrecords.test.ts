@@ -31,6 +31,21 @@ describe('condition records', () => {
     return okData(await call(`/add/${code}`, { data }))[0];
   }
 
+  /** A new set of key size 1 with one item of key `key1`, valid from 2026-01-01 to `validTo`. */
+  async function setWithItem(
+    key1: string,
+    validTo = '2026-01-31',
+  ): Promise<{ set: { id: number; uniqueName: string }; item: any }> {
+    const set = await newSet(1);
+    const item = await addItem('CRCI1', {
+      conditionRecordSetId: set.id,
+      key1,
+      validFrom: '2026-01-01',
+      validTo,
+    });
+    return { set, item };
+  }
+
   before(async () => {
     h = await startHarness();
   });
@@ -310,13 +325,7 @@ describe('condition records', () => {
   });
 
   test('delete of a set with items needs force', async () => {
-    const s = await newSet(1);
-    await addItem('CRCI1', {
-      conditionRecordSetId: s.id,
-      key1: 'K',
-      validFrom: '2026-01-01',
-      validTo: '2026-01-31',
-    });
+    const { set: s } = await setWithItem('K');
     expectError(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` } }), 400, -4, 'force');
     okData(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` }, force: true }));
     assert.equal(okData(await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id } })).length, 0);
@@ -325,13 +334,7 @@ describe('condition records', () => {
   });
 
   test('the database keeps every item on an existing set of its key size (migration 041)', async () => {
-    const s = await newSet(1);
-    await addItem('CRCI1', {
-      conditionRecordSetId: s.id,
-      key1: 'R',
-      validFrom: '2026-01-01',
-      validTo: '2026-01-31',
-    });
+    const { set: s } = await setWithItem('R');
     const insert = `INSERT INTO condition_records (partition_id, condition_record_set_id, key_size_ref, key1, key2, valid_from, valid_to)
                     VALUES ($1, $2, $3, 'X', $4, '2027-01-01', '2027-01-31')`;
     const refused = {
@@ -569,13 +572,7 @@ describe('condition records', () => {
       ['4', '2', '3', '1'],
     );
     // Without wildcardKeys, '*' is just a key.
-    const plain = await newSet(1);
-    await addItem('CRCI1', {
-      conditionRecordSetId: plain.id,
-      key1: '*',
-      validFrom: '2026-01-01',
-      validTo: '2026-12-31',
-    });
+    const { set: plain } = await setWithItem('*', '2026-12-31');
     const p = await findConditionRecords(h.db, h.partitionId, plain.uniqueName, [['A'], ['*']], '2026-06-01');
     assert.deepEqual(
       p.map((x) => x !== null),
@@ -586,13 +583,7 @@ describe('condition records', () => {
   test('partition isolation', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {
-      const s = await newSet(1);
-      const item = await addItem('CRCI1', {
-        conditionRecordSetId: s.id,
-        key1: 'K',
-        validFrom: '2026-01-01',
-        validTo: '2026-01-31',
-      });
+      const { set: s, item } = await setWithItem('K');
       const o = (path: string, body: unknown) => other.call(path, { basic: admin, body });
       assert.equal(okData(await o('/fetch/CRCI', { data: { conditionRecordSetId: s.id } })).length, 0);
       expectError(await o(`/fetch/CRCI1/${item.id}`, {}), 404, -1);
