@@ -13,7 +13,7 @@ import { requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges } from './history.ts';
-import { HISTORY_TYPE } from './registry-history.ts';
+import { HISTORY_TYPE, changedFieldsSql } from './registry-history.ts';
 import { findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
 import { coerceValue } from './values.ts';
@@ -158,7 +158,7 @@ async function valuesAfter(
       later: { id: number; f: string[]; c: StoredChanges }[];
     }>(
       `SELECT r.id, (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = r.id) AS row,
-              coalesce((SELECT jsonb_agg(jsonb_build_object('id', h.id, 'f', h.changed_fields, 'c', h.changes) ORDER BY h.id DESC)
+              coalesce((SELECT jsonb_agg(jsonb_build_object('id', h.id, 'f', ${changedFieldsSql('h')}, 'c', h.changes) ORDER BY h.id DESC)
                           FROM record_history h
                          WHERE h.partition_id = $1 AND h.type_code = $3 AND h.record_id = r.id AND h.id > $4), '[]') AS later
          FROM unnest($2::bigint[]) AS r(id)`,
@@ -236,7 +236,7 @@ export async function fetchOneAsOf(
   const params = new Params();
   const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
   const entries = await q.query<Entry>(
-    `SELECT h.action, h.changed_fields AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
+    `SELECT h.action, ${changedFieldsSql('h')} AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
             h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
        FROM record_history h
       WHERE ${visible} AND h.type_code = ${params.add(type.code)} AND h.record_id = ${params.add(id)}

@@ -1,7 +1,8 @@
 // Record history (issue 12): every change of every record, who made it, through which call or job.
 // One table, `record_history` (migration 013): a row per changed record per write, with only the
 // fields that changed (read as {"field": {"old": v, "new": v}}, API names, values as to_jsonb of the
-// column), their names again in `changed_fields` (text[], for filtering), the action, the record's
+// column), their names again in `changed_fields` (text[], for filtering; a bulk add's rows point to a list
+// stored once instead: registry-history.ts `changedFieldsSql`), the action, the record's
 // new version (a hard delete: the last one + 1), the actor and the origin. History is written in
 // the same transaction — in the same statement where possible — as the change, so a failed or
 // rolled-back write leaves none.
@@ -172,7 +173,8 @@ export interface HistorySource {
   readonly changing?: readonly string[];
   /**
    * For 'add': the names of the fields set, when the writer knows them to be the same for every row
-   * (a parameter of `params`, `text[]`), instead of testing each field of each row in SQL.
+   * (a parameter of `params`, `text[]`), instead of testing each field of each row in SQL. The rows
+   * then point to the list, stored once (`record_history_field_lists`, migration 042).
    */
   readonly setFields?: string;
 }
@@ -211,11 +213,25 @@ export function historyCte(name: string, written: string, source: HistorySource)
   let action: string;
   let changed: string;
   let changes: string;
+  let fieldList = 'NULL::integer';
+  let listCte = '';
   if (kind === 'add') {
     // Bulk-inserted records: the names of the fields set, not their values (which are the record's
     // own until a later change records them as "old"); the reading side rebuilds them
     // (history-read.ts), so a 100,000-row load does not write its data twice.
     [action, changed, changes] = [`'ADD'`, setFields ?? present('w'), `'{}'::jsonb`];
+    if (setFields !== undefined) {
+      // The same names for every row: stored once, the rows pointing to them. Should a concurrent
+      // transaction add the same list first, this statement's snapshot may not see it: the rows
+      // then keep the names themselves.
+      const list = ident(`${name}_list`);
+      listCte = `${list} AS (INSERT INTO record_history_field_lists (fields)
+        SELECT ${setFields} WHERE NOT EXISTS (SELECT 1 FROM record_history_field_lists WHERE fields = ${setFields})
+        ON CONFLICT (fields) DO NOTHING RETURNING id), `;
+      fieldList = `coalesce((SELECT id FROM ${list}),
+        (SELECT id FROM record_history_field_lists WHERE fields = ${setFields}))`;
+      changed = `CASE WHEN ${fieldList} IS NULL THEN ${setFields} ELSE '{}'::text[] END`;
+    }
   } else if (kind === 'delete') {
     [action, changed, changes] = [`'DELETE'`, present('w'), deleted('w')];
   } else {
@@ -259,11 +275,12 @@ export function historyCte(name: string, written: string, source: HistorySource)
   const actor = actorValues(principal, params);
   const typeCode = `${params.add(type.code)}::text`;
   const version = kind === 'delete' ? 'w.version + 1' : 'w.version';
-  return `${ident(name)} AS (
+  return `${listCte}${ident(name)} AS (
     INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,
-                                changes, record_version, user_group_view_details, ${ACTOR_COLUMNS.join(', ')})
+                                changes, record_version, user_group_view_details, field_list,
+                                ${ACTOR_COLUMNS.join(', ')})
     SELECT c.partition_id, ${typeCode}, c.id, c.business_key, c.action, c.fields, c.changes, c.version, c.grp,
-           ${actor.join(', ')}
+           ${fieldList}, ${actor.join(', ')}
       FROM (SELECT w.partition_id, w.id, ${keyExpr} AS business_key, ${action} AS action,
                    ${changed} AS fields, ${changes} AS changes, ${version} AS version, ${group} AS grp
               FROM ${ident(written)} w ${join}${kind === 'write' ? ' OFFSET 0' : ''}) c

@@ -6,7 +6,17 @@
 // visibility applies to history rows through the engine's row scope.
 
 import { AUTHENTICATED } from '../access/catalogue.ts';
+import { qualified } from '../db/sql.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
+
+/**
+ * A history row's changed fields (text[]) over its alias: `changed_fields`, or for a bulk-added
+ * record the list it points to (migration 042: the names are stored once per list, not per row).
+ */
+export function changedFieldsSql(alias: string): string {
+  return `CASE WHEN ${qualified(alias, 'field_list')} IS NULL THEN ${qualified(alias, 'changed_fields')}
+     ELSE (SELECT l.fields FROM record_history_field_lists l WHERE l.id = ${qualified(alias, 'field_list')}) END`;
+}
 
 const field = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
   name,
@@ -25,7 +35,7 @@ export const HISTORY_TYPE: TypeDef = {
     field('recordId', 'record_id', 'integer'),
     field('businessKey', 'business_key'),
     field('action', 'action'),
-    { ...field('field', 'changed_fields'), elements: true },
+    { ...field('field', 'changed_fields'), elements: true, readSql: changedFieldsSql },
     field('changes', 'changes', 'json'),
     field('version', 'record_version', 'integer'),
     field('userId', 'actor_user_id', 'integer'),

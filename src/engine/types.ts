@@ -34,6 +34,12 @@ export interface FieldSpec {
    */
   readonly elements?: boolean;
   /**
+   * The field's output as an SQL expression over the row alias (a registry constant, never input):
+   * calculation grid items answer `calculationResults` expanded from their compact stored form. An
+   * `elements` field is also filtered by it (record history's changed fields, some kept as a list).
+   */
+  readonly readSql?: (alias: string) => string;
+  /**
    * The field is the value under this key of the `jsonb` map in `column` (calculation grid results:
    * `result.ListPrice` is `results -> 'ListPrice'`), compared as `type`: JSON numbers and booleans
    * directly, anything else through the safe casts (criteria/compile.ts `column`).
@@ -57,11 +63,6 @@ export interface FieldDef extends FieldSpec {
   /** Part of the business key: may be set on add, never changed afterwards. */
   readonly key?: boolean;
   readonly maxLength?: number;
-  /**
-   * The field's output as an SQL expression over the row alias (a registry constant, never input):
-   * calculation grid items answer `calculationResults` expanded from their compact stored form.
-   */
-  readonly readSql?: (alias: string) => string;
   /** Values allowed for this field (checked on writes). */
   readonly oneOf?: readonly string[];
 }

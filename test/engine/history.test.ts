@@ -183,6 +183,58 @@ describe('record history', () => {
     assert.deepEqual(afterDelete[0].changes.label, { old: null, new: 'b' });
   });
 
+  test('a direct bulk insert stores its field names once; its ADD rows are found by field and present them', async () => {
+    const load = (skus: string[]) =>
+      api('/loaddata/P', {
+        data: { header: ['sku', 'label', 'attribute7'], data: skus.map((s) => [s, `label ${s}`, 'x']) },
+      });
+    assert.equal((await load(['FL-1', 'FL-2'])).status, 200);
+    assert.equal((await load(['FL-3'])).status, 200);
+    const stored = await h.db.query<{
+      lists: number;
+      inline: number;
+      pointing: number;
+      distinct_lists: number;
+    }>(
+      `SELECT (SELECT count(*)::int FROM record_history_field_lists WHERE fields = '{sku,label,attribute7}') AS lists,
+              count(*) FILTER (WHERE changed_fields <> '{}')::int AS inline,
+              count(*) FILTER (WHERE field_list IS NOT NULL)::int AS pointing,
+              count(DISTINCT field_list)::int AS distinct_lists
+         FROM record_history WHERE type_code = 'P' AND business_key LIKE 'FL-%'`,
+    );
+    assert.deepEqual(stored.rows[0], { lists: 1, inline: 0, pointing: 3, distinct_lists: 1 });
+    const byField = async (operator: string, value: unknown) =>
+      okData(
+        await api('/history.fetch', {
+          data: adv(
+            { fieldName: 'businessKey', operator: 'startsWith', value: 'FL-' },
+            { fieldName: 'field', operator, value },
+          ),
+          sortBy: ['businessKey'],
+        }),
+      ).map((r) => [r.businessKey, [...r.field].sort()]);
+    const all = [
+      ['FL-1', ['attribute7', 'label', 'sku']],
+      ['FL-2', ['attribute7', 'label', 'sku']],
+      ['FL-3', ['attribute7', 'label', 'sku']],
+    ];
+    assert.deepEqual(await byField('equals', 'attribute7'), all);
+    assert.deepEqual(await byField('inSet', ['nosuch', 'label']), all);
+    assert.deepEqual(await byField('notEqual', 'sku'), []);
+    assert.deepEqual(await byField('equals', 'attribute8'), []);
+    const [fl3] = okData(await api('/fetch/P', { data: { sku: 'FL-3' } }));
+    assert.deepEqual((await historyOf('P', fl3.id))[0].changes, {
+      sku: { old: null, new: 'FL-3' },
+      label: { old: null, new: 'label FL-3' },
+      attribute7: { old: null, new: 'x' },
+    });
+    const before = new Date().toISOString();
+    await pause();
+    okData(await api('/update/P', { data: { id: fl3.id, version: fl3.version, attribute7: 'y' } }));
+    const asOf = okData(await api(`/fetch/P/${fl3.id}?asOf=${encodeURIComponent(before)}`));
+    assert.equal(asOf[0].attribute7, 'x');
+  });
+
   test('a direct bulk insert writes the same ADD rows as a single add (ids, key, fields, actor, group)', async () => {
     const header = ['sku', 'label', 'attribute1', 'userGroupViewDetails'];
     const r = await api('/loaddata/P', {

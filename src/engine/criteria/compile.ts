@@ -192,6 +192,8 @@ function column(
   field: FieldSpec,
   alias: string | undefined,
 ): { readonly sql: string; readonly type: string } {
+  if (field.elements && field.readSql !== undefined && alias !== undefined)
+    return { sql: field.readSql(alias), type: 'text' };
   const col = alias === undefined ? ident(field.column) : qualified(alias, field.column);
   if (field.jsonKey !== undefined) {
     const key = jsonKeyLiteral(field.jsonKey);
