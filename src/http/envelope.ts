@@ -39,6 +39,11 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
  * database wrote as JSON): the same members as `ok`, without parsing or serializing rows.
  */
 export function okText(req: FastifyRequest, itemsJson: readonly string[], list?: ListInfo): string {
+  return okArrayText(req, `[${itemsJson.join(',')}]`, list);
+}
+
+/** `okText` with `data` given whole, as the JSON text of an array (built by the database). */
+export function okArrayText(req: FastifyRequest, arrayJson: string, list?: ListInfo): string {
   const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
   const paging =
     list === undefined
@@ -46,7 +51,7 @@ export function okText(req: FastifyRequest, itemsJson: readonly string[], list?:
       : `,"startRow":${list.startRow},"endRow":${list.endRow},"totalRows":${list.totalRows}`;
   return (
     `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,` +
-    `"data":[${itemsJson.join(',')}]${paging}${csrf}}}`
+    `"data":${arrayJson}${paging}${csrf}}}`
   );
 }
 

@@ -534,6 +534,33 @@ describe('condition records', () => {
       found.slice(0, 3).map((f) => f?.conditionValue ?? null),
       ['20', '10', null],
     );
+    // Clients get the same answer, written by the database as JSON text: every member and value.
+    await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'Ç2 "q"',
+      key2: 'P\\9',
+      validFrom: '2026-05-05',
+      validTo: '2026-05-05',
+      conditionValue: '10.50',
+      priceUnit: '100',
+      currency: 'EUR',
+      unitOfMeasure: 'PCE',
+      attribute1: 'a',
+      attribute30: 'z',
+    });
+    const mixed = [...tuples.slice(0, 30), ['Ç2 "q"', 'P\\9'], ['C1', 'P1']];
+    const expected = await findConditionRecords(h.db, h.partitionId, s.uniqueName, mixed, '2026-05-05');
+    assert.equal(expected[30]?.conditionValue, '10.50');
+    const served = await call(`/conditionrecordset.lookup/${s.uniqueName}`, {
+      data: { keys: mixed, date: '2026-05-05' },
+    });
+    assert.deepEqual(okData(served), JSON.parse(JSON.stringify(expected)));
+    assert.deepEqual(
+      okData(
+        await call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: [], date: '2026-05-05' } }),
+      ),
+      [],
+    );
     await assert.rejects(
       findConditionRecords(h.db, h.partitionId, 'nope', [['a']], '2026-01-01'),
       (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND' && /nope/.test(e.message),
@@ -571,6 +598,17 @@ describe('condition records', () => {
       r.map((x) => x?.conditionValue),
       ['4', '2', '3', '1'],
     );
+    const served = await call(`/conditionrecordset.lookup/${s.uniqueName}`, {
+      data: {
+        keys: [
+          ['C9', 'P9'],
+          ['C1', 'P1'],
+          ['C1', 'P9'],
+        ],
+        date: '2026-06-01',
+      },
+    });
+    assert.deepEqual(okData(served), JSON.parse(JSON.stringify([r[3], r[0], r[1]])));
     // Without wildcardKeys, '*' is just a key.
     const { set: plain } = await setWithItem('*', '2026-12-31');
     const p = await findConditionRecords(h.db, h.partitionId, plain.uniqueName, [['A'], ['*']], '2026-06-01');

@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, ok, okArrayText } from '../../http/envelope.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import { loaddataBodySchema } from '../general/loaddata-routes.ts';
@@ -70,21 +70,15 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
             },
           },
         },
-        // Items or nulls, written by JSON.stringify: an anyOf item schema made the serializer
-        // validate each of 10,000 answers.
+        // Items or nulls, sent as the JSON text the database wrote (lookup.ts); the schema documents.
         response: { 200: envelopeSchema({}) },
       },
     },
-    async (req) =>
-      ok(
-        req,
-        await lookupForClient(
-          app.db,
-          req.principal!,
-          (req.params as { setUniqueName: string }).setUniqueName,
-          req.body,
-        ),
-      ),
+    async (req, reply) => {
+      const { setUniqueName } = req.params as { setUniqueName: string };
+      const items = await lookupForClient(app.db, req.principal!, setUniqueName, req.body);
+      return reply.type('application/json; charset=utf-8').send(okArrayText(req, items));
+    },
   );
 
   app.post(

@@ -9,7 +9,7 @@ import { notFound, validationError } from '../../http/errors.ts';
 import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
 import type { TypeDef } from '../../engine/types.ts';
-import { findConditionRecords, type ConditionRecordItem } from './lookup.ts';
+import { findConditionRecordsJson } from './lookup.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -102,13 +102,16 @@ function idOf(data: Obj): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** `/conditionrecordset.lookup/{set}`: the items valid at `date` for each key tuple (null where none). */
+/**
+ * `/conditionrecordset.lookup/{set}`: the items valid at `date` for each key tuple (null where none),
+ * as the JSON text of the answer's `data`.
+ */
 export async function lookupForClient(
   db: Db,
   principal: Principal,
   setUniqueName: string,
   body: unknown,
-): Promise<(ConditionRecordItem | null)[]> {
+): Promise<string> {
   const data = isObj(body) && isObj(body.data) ? body.data : undefined;
   if (data === undefined) throw validationError('data', 'must be {keys: [[...], ...], date}');
   if (!Array.isArray(data.keys)) throw validationError('keys', 'must be an array of key tuples');
@@ -121,5 +124,11 @@ export async function lookupForClient(
     principal.admin || g === null || g === '' || principal.groups.includes(g);
   if (!set || !visible(set.v)) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
   if (typeof data.date !== 'string') throw validationError('date', 'must be a date (YYYY-MM-DD)');
-  return findConditionRecords(db, principal.partitionId, setUniqueName, data.keys as string[][], data.date);
+  return findConditionRecordsJson(
+    db,
+    principal.partitionId,
+    setUniqueName,
+    data.keys as string[][],
+    data.date,
+  );
 }
