@@ -17,6 +17,7 @@ import { competitionRecord, competitionRows } from './competition-store.ts';
 import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
 import { ExtensionReader } from './extension-reader.ts';
+import { conditionRecordCache, lookupRowCache, versionPrefix, type SetVersions } from './read-cache.ts';
 import { recordOf } from './master-store.ts';
 
 const SEP = '\u001f';
@@ -53,6 +54,9 @@ export class BatchData {
   private readonly policies: readonly RoundingPolicy[];
 
   private readonly extensionReader: ExtensionReader;
+  /** Key prefixes in read-cache.ts of the tables and sets whose entries this batch may use. */
+  private readonly tablePrefix = new Map<string, string>();
+  private readonly setPrefix = new Map<string, string>();
 
   constructor(q: Queryable, partitionId: number, policies: readonly RoundingPolicy[], metaVersion?: number) {
     this.extensionReader = new ExtensionReader(q, partitionId, metaVersion);
@@ -94,7 +98,7 @@ export class BatchData {
           );
         if (keys.some((k) => k === null)) return NO_ROW;
         const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
-        const found = this.rows.get(table)?.get(k);
+        const found = this.rows.get(table)?.get(k) ?? this.sharedRow(table, k);
         if (found !== undefined) return found;
         this.addKey(table, k);
         port.missing = true;
@@ -106,7 +110,9 @@ export class BatchData {
         const problem = this.condProblems.get(group);
         if (problem !== undefined) throw new EvalError(problem);
         const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
-        const found = this.conditions.get(group)?.get(k);
+        // (null is a known answer: no record valid then.)
+        let found = this.conditions.get(group)?.get(k);
+        if (found === undefined) found = this.sharedCondition(set, group, k);
         if (found !== undefined) return found;
         let pending = this.pendingCond.get(group);
         if (!pending) this.pendingCond.set(group, (pending = new Set()));
@@ -171,6 +177,35 @@ export class BatchData {
   /** Metadata of the lookup tables named (read beforehand); a name without one is an unknown table. */
   knowTables(names: Iterable<string>, metas: readonly TableMeta[]): void {
     for (const n of names) this.tables.set(n, metas.find((t) => t.uniqueName === n) ?? null);
+  }
+
+  /**
+   * Lets this batch read and keep lookup rows and condition records in read-cache.ts, for the tables
+   * and sets given with their versions as read in this batch's snapshot. Only for a read-only
+   * transaction (see read-cache.ts).
+   */
+  useReadCache(tables: readonly TableMeta[], sets: readonly SetVersions[]): void {
+    for (const t of tables)
+      if (t.version !== undefined && t.valuesVersion !== undefined)
+        this.tablePrefix.set(
+          t.uniqueName,
+          versionPrefix(this.partitionId, t.id, Number(t.version), Number(t.valuesVersion)),
+        );
+    for (const x of sets)
+      this.setPrefix.set(
+        x.uniqueName,
+        versionPrefix(this.partitionId, x.id, Number(x.version), Number(x.itemsVersion)),
+      );
+  }
+
+  private sharedRow(table: string, key: string): FoundRow | undefined {
+    const prefix = this.tablePrefix.get(table);
+    return prefix === undefined ? undefined : lookupRowCache.get(`${prefix}${SEP}${key}`);
+  }
+
+  private sharedCondition(set: string, group: string, key: string): RecordValue | null | undefined {
+    const prefix = this.setPrefix.get(set);
+    return prefix === undefined ? undefined : conditionRecordCache.get(`${prefix}${SEP}${group}${SEP}${key}`);
   }
 
   private addKey(table: string, key: string): void {
@@ -320,6 +355,9 @@ export class BatchData {
       const got = found[asked.indexOf(r)] ?? [];
       for (const row of got) cache.set(String(row.k), foundRowOf(r.table, row));
       for (const k of r.keys) if (!cache.has(k)) cache.set(k, NO_ROW);
+      const prefix = this.tablePrefix.get(r.name);
+      if (prefix !== undefined)
+        for (const k of r.keys) lookupRowCache.set(`${prefix}${SEP}${k}`, cache.get(k)!);
     }
     this.pendingKeys.clear();
     for (const [id, owners] of this.pendingExt) {
@@ -348,7 +386,12 @@ export class BatchData {
           tuples.map((t) => t.split(SEP)),
           date,
         );
-        tuples.forEach((t, i) => cache.set(t, conditionRecordOf(items[i] ?? null)));
+        const prefix = this.setPrefix.get(set);
+        tuples.forEach((t, i) => {
+          const record = conditionRecordOf(items[i] ?? null);
+          cache.set(t, record);
+          if (prefix !== undefined) conditionRecordCache.set(`${prefix}${SEP}${group}${SEP}${t}`, record);
+        });
       } catch (err) {
         // An unknown set or a wrong number of keys is that element's error, not the request's.
         if (!(err instanceof AppError) || (err.code !== 'NOT_FOUND' && err.code !== 'VALIDATION')) throw err;

@@ -16,6 +16,7 @@ import {
 } from '../../logic/rounding.ts';
 import { D } from '../../logic/values.ts';
 import type { TableMeta } from './lookup-store.ts';
+import type { SetVersions } from './read-cache.ts';
 import { fieldsOf, visible } from './master-store.ts';
 
 type Row = Record<string, unknown>;
@@ -100,6 +101,8 @@ export interface LogicVersion {
 export interface LogicContext {
   readonly policies: RoundingPolicy[];
   readonly tables: TableMeta[];
+  /** The condition-record sets asked for (`want.sets`), with their versions (read-cache.ts). */
+  readonly sets: SetVersions[];
 }
 
 const POLICIES_JSON = `(SELECT json_agg(json_build_object('id', id, 'unique_name', unique_name, 'currency', currency,
@@ -109,13 +112,19 @@ const POLICIES_JSON = `(SELECT json_agg(json_build_object('id', id, 'unique_name
 const TABLES_JSON = (
   names: string,
 ) => `(SELECT json_agg(json_build_object('id', id, 'uniqueName', unique_name,
-      'type', type, 'valueType', value_type))
+      'type', type, 'valueType', value_type, 'version', version, 'valuesVersion', values_version))
    FROM lookup_tables WHERE partition_id = $1 AND unique_name = ANY(${names}))`;
+const SETS_JSON = (
+  names: string,
+) => `(SELECT json_agg(json_build_object('id', id, 'uniqueName', unique_name, 'version', version,
+      'itemsVersion', items_version))
+   FROM condition_record_sets WHERE partition_id = $1 AND unique_name = ANY(${names}))`;
 
-function contextOf(policies: unknown, tables: unknown): LogicContext {
+function contextOf(policies: unknown, tables: unknown, sets?: unknown): LogicContext {
   return {
     policies: ((policies as Row[] | null) ?? []).map(policyOf),
     tables: ((tables as TableMeta[] | null) ?? []).map((t) => ({ ...t, id: Number(t.id) })),
+    sets: ((sets as SetVersions[] | null) ?? []).map((x) => ({ ...x, id: Number(x.id) })),
   };
 }
 
@@ -134,6 +143,8 @@ export async function productWithLogic(
   want: {
     readonly policies: boolean;
     readonly tables: readonly string[];
+    /** Condition-record sets whose versions to read (read-cache.ts). */
+    readonly sets?: readonly string[];
     /** Product extension tables whose row of this product to read too. */
     readonly productExtensions?: readonly string[];
   },
@@ -185,11 +196,14 @@ export async function productWithLogic(
   const extColumns = extNames
     .map((_, i) => PX_COLUMNS.map((col) => `, x${i}.${ident(col)} AS "rc:x${i}:${col}"`).join(''))
     .join('');
+  const setNames = want.sets ?? [];
+  const setsColumn =
+    setNames.length === 0 ? '' : `, ${SETS_JSON(`$${params.push(setNames)}::text[]`)} AS "rc:sets"`;
   const r = await q.query<Row>(
     prepared(`SELECT p.*, f.id AS "rc:fid", f.unique_name AS "rc:fname", to_char(f.valid_after, 'YYYY-MM-DD') AS "rc:fvalid",
             f.nature AS "rc:fnature", f.version AS "rc:fversion",
             CASE WHEN $5::boolean THEN ${POLICIES_JSON} END AS "rc:policies",
-            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"${customerColumns}${extColumns}
+            CASE WHEN cardinality($6::text[]) > 0 THEN ${TABLES_JSON('$6::text[]')} END AS "rc:tables"${setsColumn}${customerColumns}${extColumns}
        FROM products p
        LEFT JOIN LATERAL (
          SELECT id, unique_name, valid_after, nature, version FROM formulas f
@@ -232,7 +246,7 @@ export async function productWithLogic(
   return {
     product: row,
     logic,
-    context: contextOf(row['rc:policies'], row['rc:tables']),
+    context: contextOf(row['rc:policies'], row['rc:tables'], row['rc:sets']),
     customer,
     productExtensions,
   };
@@ -267,19 +281,25 @@ export async function logicById(
   return r.rows[0];
 }
 
-/** The context of a logic (policies when `withPolicies`, the named tables' metadata): one statement. */
+/**
+ * The context of a logic (policies when `withPolicies`, the named tables' metadata, the named
+ * condition-record sets' versions): one statement.
+ */
 export async function logicContext(
   q: Queryable,
   partitionId: number,
   withPolicies: boolean,
   tableNames: readonly string[],
+  setNames: readonly string[] = [],
 ): Promise<LogicContext> {
-  if (!withPolicies && tableNames.length === 0) return { policies: [], tables: [] };
+  if (!withPolicies && tableNames.length === 0 && setNames.length === 0)
+    return { policies: [], tables: [], sets: [] };
   const r = await q.query<Row>(
     prepared(
-      `SELECT CASE WHEN $2::boolean THEN ${POLICIES_JSON} END AS policies, ${TABLES_JSON('$3::text[]')} AS tables`,
+      `SELECT CASE WHEN $2::boolean THEN ${POLICIES_JSON} END AS policies, ${TABLES_JSON('$3::text[]')} AS tables,
+              ${SETS_JSON('$4::text[]')} AS sets`,
     ),
-    [partitionId, withPolicies, tableNames],
+    [partitionId, withPolicies, tableNames, setNames],
   );
-  return contextOf(r.rows[0]?.policies, r.rows[0]?.tables);
+  return contextOf(r.rows[0]?.policies, r.rows[0]?.tables, r.rows[0]?.sets);
 }

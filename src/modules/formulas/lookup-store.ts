@@ -12,6 +12,9 @@ export interface TableMeta {
   readonly uniqueName: string;
   readonly type: string;
   readonly valueType: string;
+  /** The table's record version and the version of its values (read-cache.ts), where read. */
+  readonly version?: number;
+  readonly valuesVersion?: number;
 }
 
 export async function tablesByName(

@@ -178,7 +178,12 @@ export async function executeLogic(
       const hintKey = `${principal.partitionId}:${uniqueName ?? ''}`;
       const hint = hints.get(hintKey);
       const want = hint
-        ? { policies: rounds(hint), tables: [...hint.tables], productExtensions: productTables(hint) }
+        ? {
+            policies: rounds(hint),
+            tables: [...hint.tables],
+            sets: [...hint.conditionSets],
+            productExtensions: productTables(hint),
+          }
         : { policies: false, tables: [] };
       const customerKey =
         data.customerId !== undefined && data.customerId !== null ? String(data.customerId) : undefined;
@@ -214,9 +219,18 @@ export async function executeLogic(
       const context =
         logic === hint
           ? found.context
-          : await logicContext(tx, principal.partitionId, rounds(logic), [...logic.tables]);
+          : await logicContext(
+              tx,
+              principal.partitionId,
+              rounds(logic),
+              [...logic.tables],
+              [...logic.conditionSets],
+            );
       const batch = new BatchData(tx, principal.partitionId, context.policies, principal.metaVersion);
       batch.knowTables(logic.tables, context.tables);
+      // A read-only transaction: the lookup rows and condition records may come from, and go to, the
+      // cache of what earlier calls read at the same versions (read-cache.ts).
+      batch.useReadCache(context.tables, context.sets);
       const spec = { sku: String(product.sku), customerId, roots, inputs };
       if (logic === hint)
         for (const [table, x] of found.productExtensions)
