@@ -58,24 +58,23 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER lookup_values_read_version_ins AFTER INSERT ON lookup_values
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER lookup_values_read_version_upd AFTER UPDATE ON lookup_values
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER lookup_values_read_version_del AFTER DELETE ON lookup_values
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER lookup_matrix_values_read_version_ins AFTER INSERT ON lookup_matrix_values
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER lookup_matrix_values_read_version_upd AFTER UPDATE ON lookup_matrix_values
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER lookup_matrix_values_read_version_del AFTER DELETE ON lookup_matrix_values
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_lookup_values_changed();
-CREATE TRIGGER condition_records_read_version_ins AFTER INSERT ON condition_records
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_condition_records_changed();
-CREATE TRIGGER condition_records_read_version_upd AFTER UPDATE ON condition_records
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_condition_records_changed();
-CREATE TRIGGER condition_records_read_version_del AFTER DELETE ON condition_records
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rc_condition_records_changed();
+-- Three triggers per table: a trigger with transition tables takes one event.
+DO $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT * FROM (VALUES ('lookup_values', 'rc_lookup_values_changed'),
+                                 ('lookup_matrix_values', 'rc_lookup_values_changed'),
+                                 ('condition_records', 'rc_condition_records_changed')) AS x(tab, fn) LOOP
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS new_rows
+                      FOR EACH STATEMENT EXECUTE FUNCTION %I()', t.tab || '_read_version_ins', t.tab, t.fn);
+    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                      FOR EACH STATEMENT EXECUTE FUNCTION %I()', t.tab || '_read_version_upd', t.tab, t.fn);
+    EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS old_rows
+                      FOR EACH STATEMENT EXECUTE FUNCTION %I()', t.tab || '_read_version_del', t.tab, t.fn);
+  END LOOP;
+END
+$$;
 
 -- At commit: the transaction's notes become version changes (the first firing applies them all, in
 -- owner order; the later ones of the same transaction find none left).

@@ -252,14 +252,17 @@ export async function findConditionRecords(
   tuples: readonly (readonly string[])[],
   date: string,
 ): Promise<(ConditionRecordItem | null)[]> {
-  const { day, sigs } = checkedRequest(tuples, date);
-  // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
-  // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
-  const r = await q.query<Row>(SET_AND_EXACT_SQL, [partitionId, setUniqueName, sigs, day]);
-  const set = checkedSet(r.rows[0], setUniqueName, tuples);
+  const { rows, set, day } = await setAndExact(
+    q,
+    SET_AND_EXACT_SQL,
+    partitionId,
+    setUniqueName,
+    tuples,
+    date,
+  );
   if (set.wildcards) return wildcardItems(q, partitionId, set, tuples, day);
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
-  for (const row of r.rows) {
+  for (const row of rows) {
     if (row.n === null) continue;
     const i = Number(row.n) - 1;
     out[i] = toItem(row, set.setId, tuples[i]!, attributesOf(row));
@@ -278,11 +281,35 @@ export async function findConditionRecordsJson(
   tuples: readonly (readonly string[])[],
   date: string,
 ): Promise<string> {
-  const { day, sigs } = checkedRequest(tuples, date);
-  const r = await q.query<Row>(SET_AND_EXACT_JSON_SQL, [partitionId, setUniqueName, sigs, day]);
-  const set = checkedSet(r.rows[0], setUniqueName, tuples);
+  const { rows, set, day } = await setAndExact(
+    q,
+    SET_AND_EXACT_JSON_SQL,
+    partitionId,
+    setUniqueName,
+    tuples,
+    date,
+  );
   if (set.wildcards) return JSON.stringify(await wildcardItems(q, partitionId, set, tuples, day));
-  return (r.rows[0]!.items as string | null) ?? '[]';
+  return (rows[0]!.items as string | null) ?? '[]';
+}
+
+/**
+ * A look-up's first statement (`sql`: SET_AND_EXACT_SQL or its JSON form) once the request is
+ * checked: its rows, the set (checked against the tuples) and the day.
+ */
+async function setAndExact(
+  q: Queryable,
+  sql: string,
+  partitionId: number,
+  setUniqueName: string,
+  tuples: readonly (readonly string[])[],
+  date: string,
+): Promise<{ rows: Row[]; set: SetOfLookup; day: string }> {
+  const { day, sigs } = checkedRequest(tuples, date);
+  // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
+  // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
+  const r = await q.query<Row>(sql, [partitionId, setUniqueName, sigs, day]);
+  return { rows: r.rows, set: checkedSet(r.rows[0], setUniqueName, tuples), day };
 }
 
 /** The items of a set with wildcards (WILDCARD_SQL), null where none. */
