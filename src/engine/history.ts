@@ -1,9 +1,9 @@
 // Record history (issue 12): every change of every record, who made it, through which call or job.
 // One table, `record_history` (migration 013): a row per changed record per write, with only the
 // fields that changed (read as {"field": {"old": v, "new": v}}, API names, values as to_jsonb of the
-// column), their names again in `changed_fields` (text[], for filtering; a bulk add's rows point to a list
-// stored once instead: registry-history.ts `changedFieldsSql`), the action, the record's
-// new version (a hard delete: the last one + 1), the actor and the origin. History is written in
+// column), their names again in `changed_fields` (text[], for filtering; a bulk add's rows point to
+// a list stored once instead: registry-history.ts `changedFieldsSql`), the action, the record's new
+// version (a hard delete: the last one + 1), the actor and the origin. History is written in
 // the same transaction — in the same statement where possible — as the change, so a failed or
 // rolled-back write leaves none.
 //
