@@ -224,12 +224,13 @@ export function historyCte(name: string, written: string, source: HistorySource)
       // The same names for every row: stored once, the rows pointing to them. Should a concurrent
       // transaction add the same list first, this statement's snapshot may not see it: the rows
       // then keep the names themselves.
-      const list = ident(`${name}_list`);
-      listCte = `${list} AS (INSERT INTO record_history_field_lists (fields)
+      const [added, list] = [ident(`${name}_list_added`), ident(`${name}_list`)];
+      listCte = `${added} AS (INSERT INTO record_history_field_lists (fields)
         SELECT ${setFields} WHERE NOT EXISTS (SELECT 1 FROM record_history_field_lists WHERE fields = ${setFields})
-        ON CONFLICT (fields) DO NOTHING RETURNING id), `;
-      fieldList = `coalesce((SELECT id FROM ${list}),
-        (SELECT id FROM record_history_field_lists WHERE fields = ${setFields}))`;
+        ON CONFLICT (fields) DO NOTHING RETURNING id),
+        ${list} AS (SELECT coalesce((SELECT id FROM ${added}),
+          (SELECT id FROM record_history_field_lists WHERE fields = ${setFields})) AS id), `;
+      fieldList = `(SELECT id FROM ${list})`;
       changed = `CASE WHEN ${fieldList} IS NULL THEN ${setFields} ELSE '{}'::text[] END`;
     }
   } else if (kind === 'delete') {

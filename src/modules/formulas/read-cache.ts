@@ -28,9 +28,6 @@ class BoundedCache<V> {
     if (this.map.size >= MAX_ENTRIES) this.map.clear();
     this.map.set(key, value);
   }
-  clear(): void {
-    this.map.clear();
-  }
 }
 
 /** Lookup rows by `<tablePrefix><US><key>` (a miss is kept too, as a row-less FoundRow). */
