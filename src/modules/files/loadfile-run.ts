@@ -89,7 +89,7 @@ export async function executeFileLoad(
   try {
     const table = lookup ? await namedTable(db, principal, type.code, o) : undefined;
     const source = await rowsOf(
-      counter.count(blobs.read(s.partition_id, fileKey)),
+      () => counter.count(blobs.read(s.partition_id, fileKey)),
       o.delimiter === undefined ? undefined : DELIMITERS[o.delimiter],
     );
     const skip = before?.rows ?? 0;

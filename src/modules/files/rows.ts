@@ -3,6 +3,12 @@
 // streaming reader (first worksheet). The first row is the header; the rest arrive in chunks, so a
 // file of any size is read in constant memory. XLSX is recognised by its content (a ZIP), not by
 // its name.
+//
+// exceljs's streaming reader sometimes loses the workbook part (`xl/workbook.xml`, which exceljs's
+// own writer stores last) and then fails on the first worksheet (exceljs/exceljs#3064: a race in
+// its single pass over the ZIP, seen about once in 4,000 reads of the same file under CPU load).
+// Nothing is read by then, so the file is opened again, up to XLSX_ATTEMPTS times, before it is
+// called unreadable: `rowsOf` takes a function that opens the file, not one stream.
 
 import { Readable } from 'node:stream';
 import { parse, CsvError } from 'csv-parse';
@@ -18,10 +24,11 @@ export interface RowSource {
 
 export const DELIMITERS: Readonly<Record<string, string>> = { ',': ',', ';': ';', '\t': '\t', tab: '\t' };
 
-/** Bytes of the file read so far (for progress). */
+/** Bytes of the file read so far (for progress); a file read again counts from 0. */
 export class ByteCounter {
   bytes = 0;
   async *count(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    this.bytes = 0;
     for await (const piece of source) {
       this.bytes += piece.length;
       yield piece;
@@ -128,18 +135,45 @@ export function cellText(v: unknown): string | null {
   return null;
 }
 
-async function xlsxSource(all: AsyncIterable<Buffer>): Promise<RowSource> {
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(Readable.from(all), {
-    worksheets: 'emit',
-    sharedStrings: 'cache',
-    styles: 'cache',
-    hyperlinks: 'ignore',
-    entries: 'ignore',
-  });
-  const sheets = reader[Symbol.asyncIterator]();
-  const sheet = await sheets.next().catch(() => {
-    throw validationError('fileName', 'not a readable XLSX workbook');
-  });
+/** Reads of an XLSX file before it is called unreadable (see the header). */
+export const XLSX_ATTEMPTS = 3;
+
+type Sheets = AsyncIterator<ExcelJS.stream.xlsx.WorksheetReader>;
+
+/** The workbook's worksheets and the first of them, reading the file again after a failed start. */
+async function firstSheet(
+  opened: AsyncIterable<Buffer>,
+  open: () => AsyncIterable<Buffer>,
+): Promise<{ sheets: Sheets; sheet: IteratorResult<ExcelJS.stream.xlsx.WorksheetReader> }> {
+  for (let attempt = 1; ; attempt++) {
+    const input = Readable.from(attempt === 1 ? opened : open());
+    const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, {
+      worksheets: 'emit',
+      sharedStrings: 'cache',
+      styles: 'cache',
+      hyperlinks: 'ignore',
+      entries: 'ignore',
+    });
+    const sheets = reader[Symbol.asyncIterator]() as Sheets;
+    let sheet: IteratorResult<ExcelJS.stream.xlsx.WorksheetReader>;
+    try {
+      sheet = await sheets.next();
+    } catch {
+      input.destroy();
+      if (attempt >= XLSX_ATTEMPTS) throw validationError('fileName', 'not a readable XLSX workbook');
+      continue;
+    }
+    // A lost worksheet part looks like a workbook without one: read again before saying so.
+    if (!sheet.done || attempt >= XLSX_ATTEMPTS) return { sheets, sheet };
+    input.destroy();
+  }
+}
+
+async function xlsxSource(
+  opened: AsyncIterable<Buffer>,
+  open: () => AsyncIterable<Buffer>,
+): Promise<RowSource> {
+  const { sheets, sheet } = await firstSheet(opened, open);
   if (sheet.done) throw validationError('fileName', 'the workbook has no worksheet');
   const rowsIt = sheet.value[Symbol.asyncIterator]();
   const toTexts = (row: ExcelJS.Row): (string | null)[] => {
@@ -159,18 +193,26 @@ async function xlsxSource(all: AsyncIterable<Buffer>): Promise<RowSource> {
       while (texts.length < header.length) texts.push(null);
       yield texts;
     }
-    // The rest of the workbook (other sheets) is read and dropped, so the zip stream completes.
-    for (let s = await sheets.next(); !s.done; s = await sheets.next()) {
-      for await (const _ of s.value) void _;
+    // The rest of the workbook (other sheets) is read and dropped, so the zip stream completes; the
+    // first sheet is read whole by then, so a failure in another one does not concern its rows.
+    try {
+      for (let s = await sheets.next(); !s.done; s = await sheets.next()) {
+        for await (const _ of s.value) void _;
+      }
+    } catch {
+      // nothing of the first sheet is lost
     }
   }
   return { format: 'xlsx', header, rows: rows() };
 }
 
-/** The rows of a CSV or XLSX file (told apart by content); `delimiter` overrides the detection. */
-export async function rowsOf(source: AsyncIterable<Buffer>, delimiter?: string): Promise<RowSource> {
-  const { head, all } = await peek(source, 4);
-  if (head.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) return xlsxSource(all);
+/**
+ * The rows of the CSV or XLSX file that `open` reads (told apart by content); `delimiter` overrides
+ * the detection. `open` is called once, or again when an XLSX read fails at its start (see above).
+ */
+export async function rowsOf(open: () => AsyncIterable<Buffer>, delimiter?: string): Promise<RowSource> {
+  const { head, all } = await peek(open(), 4);
+  if (head.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) return xlsxSource(all, open);
   if (delimiter !== undefined) return csvSource(all, delimiter);
   // Enough of the file to see the whole header line (or 64 KiB of it).
   const more = await peek(all, 64 * 1024);
