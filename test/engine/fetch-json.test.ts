@@ -126,10 +126,17 @@ test('products with typed attributes: the same values as the JavaScript path', a
   assert.equal(past.totalRows, 5);
 });
 
-test('other types: numeric, date and bigint columns, condition record items', async () => {
+test('other types: numeric, date, bigint and boolean columns, condition record items, texts to escape', async () => {
+  // Texts the server quotes itself: quotes, backslashes, control characters, non-ASCII.
+  const odd = 'say "hi" \\ back\\slash\nnew line\ttab \u0001 é 𝄞 </script>';
   ok(await api('/add/C', [{ data: { customerId: 'FJ-C1', name: 'Customer 1', attribute1: 'x' } }]));
+  ok(await api('/add/C', [{ data: { customerId: 'FJ-C2', name: odd, attribute1: odd } }]));
   ok(await api('/update/P', [{ data: { sku: 'FJ-1', label: 'changed' } }]));
   const [set] = ok(await api('/add/CRCS', { data: { uniqueName: 'FJ-SET', label: 'set', keySize: 1 } })).data;
+  const [wild] = ok(
+    await api('/add/CRCS', { data: { uniqueName: 'FJ-WILD', label: odd, keySize: 2, wildcardKeys: true } }),
+  ).data;
+  assert.equal(wild.wildcardKeys, true);
   ok(
     await api('/add/CRCI1', [
       {
@@ -144,6 +151,19 @@ test('other types: numeric, date and bigint columns, condition record items', as
     ]),
   );
   for (const code of ['C', 'PAM', 'CRCS', 'CRCI1']) await sameAnswer(code, {});
+  const sets = (await sameAnswer('CRCS', { sortBy: ['uniqueName'] })).data;
+  assert.deepEqual(
+    sets.map((x: { label: string; wildcardKeys: boolean }) => [x.label, x.wildcardKeys]),
+    [
+      ['set', false],
+      [odd, true],
+    ],
+  );
+  const customers = await sameAnswer('C', { sortBy: ['customerId'], valueFields: ['name', 'attribute1'] });
+  assert.deepEqual(customers.data, [
+    ['Customer 1', 'x'],
+    [odd, odd],
+  ]);
   const [item] = ok(await api('/fetch/CRCI1', {})).data;
   assert.equal(item.conditionValue, '12.3400');
   assert.equal(item.validTo, '2026-06-30');
