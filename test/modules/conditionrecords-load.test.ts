@@ -157,6 +157,61 @@ describe('CRCP loads', () => {
     );
   });
 
+  test('record history of new items: the fields set, stored once per load when every row sets the same', async () => {
+    const s = await newSet();
+    // Every row sets the same fields (attribute1 left empty in all): the ADD rows point to one list.
+    okData(
+      await load([
+        [s.id, 'HL-A', '2026-01-01', '2026-12-31', '1', null],
+        [s.id, 'HL-B', '2026-01-01', '2026-12-31', '2', null],
+      ]),
+    );
+    // Rows that set different fields (attribute1 in one only), spliced: names kept in each ADD row.
+    okData(
+      await load(
+        [
+          [s.id, 'HL-A', '2026-06-01', '2026-06-30', '3', 'x'],
+          [s.id, 'HL-C', '2026-01-01', '2026-12-31', '4', null],
+        ],
+        { conditionRecords: { splicing: { setFields: { attribute1: 'cut' } } } },
+      ),
+    );
+    const stored = await h.db.query<{ key1: string; from: string; list: boolean; inline: string[] }>(
+      `SELECT c.key1, to_char(c.valid_from, 'MM-DD') AS from, r.field_list IS NOT NULL AS list,
+              r.changed_fields AS inline
+         FROM record_history r JOIN condition_records c ON c.partition_id = r.partition_id AND c.id = r.record_id
+        WHERE r.type_code = 'CRCI' AND r.action = 'ADD' AND c.condition_record_set_id = $1
+        ORDER BY c.key1, c.valid_from`,
+      [s.id],
+    );
+    const fields = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue'];
+    assert.deepEqual(
+      stored.rows.map((r) => [r.key1, r.from, r.list, r.inline]),
+      [
+        ['HL-A', '01-01', true, []],
+        ['HL-A', '06-01', false, [...fields, 'attribute1']],
+        // The split copy of HL-A's first item: its own fields, named in the row.
+        ['HL-A', '07-01', false, [...fields, 'attribute1']],
+        ['HL-B', '01-01', true, []],
+        ['HL-C', '01-01', false, fields],
+      ],
+    );
+    // Read back through the API, the pointed-to list answers as the names would.
+    const [b] = okData(await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id, key1: 'HL-B' } }));
+    const [added] = okData(await call(`/fetch/CRCI/${b.id}/history`, {}));
+    assert.equal(added.action, 'ADD');
+    assert.deepEqual(Object.keys(added.changes).sort(), [...fields].sort());
+    assert.deepEqual(
+      [added.changes.key1, added.changes.validFrom, added.changes.validTo],
+      [
+        { old: null, new: 'HL-B' },
+        { old: null, new: '2026-01-01' },
+        { old: null, new: '2026-12-31' },
+      ],
+    );
+    assert.equal(Number(added.changes.conditionValue.new), 2);
+  });
+
   test('supersedeRecords: removed items and the state before each cut move to CRCIH', async () => {
     const s = await newSet();
     okData(

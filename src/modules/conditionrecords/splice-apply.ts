@@ -33,6 +33,27 @@ function stagedFields(plan: Plan): { readonly column: string; readonly at: numbe
   );
 }
 
+/**
+ * The names of the fields every row of the chunk sets, when they are the same for all rows (the
+ * fields not staged are NULL in every row): the new items' ADD rows then point to the list, stored
+ * once (`setFields` of the history), instead of each naming them.
+ */
+function sameFieldsSet(
+  rows: readonly Checked[],
+  staged: readonly { readonly at: number }[],
+): string[] | undefined {
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  for (const r of rows) {
+    for (const { at } of staged)
+      if ((r.values[at] === null) !== (first.values[at] === null)) return undefined;
+  }
+  return [
+    'conditionRecordSetId',
+    ...staged.filter(({ at }) => first.values[at] !== null).map(({ at }) => DATA_FIELDS[at]!.name),
+  ];
+}
+
 export interface ChunkCounts {
   inserted: number;
   cut: number;
@@ -117,6 +138,7 @@ export async function runChunk(
   }
   const params = new Params();
   const uid = params.add(principal.userId);
+  const names = sameFieldsSet(rows, staged);
   const cols = [
     'condition_record_set_id',
     'key_size_ref',
@@ -129,7 +151,13 @@ export async function runChunk(
      SELECT ${params.add(p)}::bigint, ${cols.map((c) => `s.${ident(c)}`).join(', ')}, ${uid}::bigint, ${uid}::bigint
        FROM ${STAGE} s ORDER BY s.rownum`,
     // New items: their ADD rows name the fields set (values rebuilt from the item when read).
-    { tc, principal, params, kind: 'add' },
+    {
+      tc,
+      principal,
+      params,
+      kind: 'add',
+      setFields: names === undefined ? undefined : `${params.add(names)}::text[]`,
+    },
     'count(*)::int AS n',
   );
   counts.inserted = (await tx.query<{ n: number }>(insert, params.values)).rows[0]!.n;
