@@ -117,7 +117,9 @@ export async function createImport(
   const slotId = optionalText(data.slotId, 'slotId');
   const slot = slotId === null ? undefined : await findFilledSlotOrFail(db, principal, slotId);
   const delimiter = optionalText(data.delimiter, 'delimiter') ?? undefined;
-  const source = slot ? await rowsOf(() => blobs.read(principal.partitionId, slot.blob_key), delimiter) : undefined;
+  const source = slot
+    ? await rowsOf(() => blobs.read(principal.partitionId, slot.blob_key), delimiter)
+    : undefined;
   const columns = source ? planColumns(tc, source.header) : undefined;
   const id = await store.insertImport(db, principal.partitionId, principal.userId, {
     label: optionalText(data.label, 'label'),
