@@ -41,6 +41,14 @@ export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permis
   return out;
 }
 
+/**
+ * The principal is in user group `group` as records name it (`userGroupEdit`,
+ * `userGroupViewDetails`): no group (null, absent or ''), one of theirs, or an admin.
+ */
+export function inUserGroup(principal: Principal, group: unknown): boolean {
+  return principal.admin || typeof group !== 'string' || group === '' || principal.groups.includes(group);
+}
+
 export function can(principal: Principal, permission: Permission): boolean {
   if (!principal.permissions.has(permission)) return false;
   return principal.restriction === null || principal.restriction.has(permission);

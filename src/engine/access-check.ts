@@ -2,7 +2,7 @@
 // record-level edit rights through user groups (the row scope in SQL is context.ts's rowScope).
 
 import type { Principal } from '../access/access.ts';
-import { can } from '../access/access.ts';
+import { can, inUserGroup } from '../access/access.ts';
 import { AUTHENTICATED, PUBLIC, type RouteAccess } from '../access/catalogue.ts';
 import { AppError } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
@@ -15,7 +15,5 @@ export function requireAccess(principal: Principal, access: RouteAccess): void {
 }
 
 export function canEdit(tc: TypeContext, principal: Principal, row: Row): boolean {
-  if (!tc.type.userGroups || principal.admin) return true;
-  const g = row.userGroupEdit;
-  return typeof g !== 'string' || g === '' || principal.groups.includes(g);
+  return !tc.type.userGroups || inUserGroup(principal, row.userGroupEdit);
 }

@@ -4,7 +4,7 @@
 // the read-only history `CRCIH`. Items take their user groups from their set (copied by a trigger),
 // so the engine's user-group scope on the item's own columns is the set's.
 
-import type { Principal } from '../access/access.ts';
+import { inUserGroup, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
@@ -125,12 +125,10 @@ function itemGuard(sized: number | undefined) {
       [principal.partitionId, id],
     );
     const set = r.rows[0];
-    const member = (g: string | null) =>
-      principal.admin || g === null || g === '' || principal.groups.includes(g);
-    if (!set || !member(set.user_group_view_details)) {
+    if (!set || !inUserGroup(principal, set.user_group_view_details)) {
       throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
     }
-    if (!member(set.user_group_edit)) {
+    if (!inUserGroup(principal, set.user_group_edit)) {
       throw new AppError('FORBIDDEN', `Not allowed to change the items of condition record set ${id}`);
     }
     if (sized !== undefined && set.key_size !== sized) {
@@ -267,10 +265,7 @@ async function metaSetGuard(q: Queryable, principal: Principal, data: Readonly<R
     `SELECT user_group_view_details AS view FROM condition_record_sets WHERE partition_id = $1 AND id = $2`,
     [principal.partitionId, id],
   );
-  const g = r.rows[0]?.view;
-  const visible =
-    g === null || g === '' || principal.admin || (g !== undefined && principal.groups.includes(g));
-  if (r.rows.length === 0 || !visible) {
+  if (r.rows.length === 0 || !inUserGroup(principal, r.rows[0]!.view)) {
     throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
   }
 }

@@ -67,7 +67,8 @@ const FOUND_COLUMNS = [
 ];
 /** The set by its unique name (alias `s`). */
 const SET_CTE = `WITH s AS (
-    SELECT id, key_size, wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
+    SELECT id, key_size, wildcard_keys, user_group_view_details AS view_group
+      FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
   )`;
 
 /** The item of signature `q.sig` valid on day $4 (alias `c`): one probe of the key index. */
@@ -86,7 +87,7 @@ const probe = (select: string) => `SELECT ${select} FROM condition_records c
  * round trip.
  */
 const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, x.*
+  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, x.*
     FROM s
     LEFT JOIN LATERAL (
       SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
@@ -119,7 +120,7 @@ const ITEM_JSON = `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","condit
  * no object per item.)
  */
 const SET_AND_EXACT_JSON_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys,
+  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group,
          CASE WHEN NOT s.wildcard_keys THEN (
            SELECT '[' || string_agg(coalesce(c.item, 'null'), ',' ORDER BY q.n) || ']'
              FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
@@ -217,19 +218,29 @@ function checkedRequest(tuples: readonly (readonly string[])[], date: string): {
   return { day, sigs: `{${tuples.map(conditionKeySig).join(',')}}` };
 }
 
+/** A look-up: the set by its unique name, the key tuples and the date. */
+export interface LookupRequest {
+  readonly partitionId: number;
+  readonly setUniqueName: string;
+  readonly tuples: readonly (readonly string[])[];
+  readonly date: string;
+  /** Whether the caller sees a set of this view group (clients); else it is a 404, as an unknown set. */
+  readonly canView?: (group: string | null) => boolean;
+}
+
 interface SetOfLookup {
   readonly setId: number;
   readonly keySize: number;
   readonly wildcards: boolean;
 }
 
-/** The set of a look-up statement's first row (a 404 when none); every tuple must have its key size. */
-function checkedSet(
-  row: Row | undefined,
-  setUniqueName: string,
-  tuples: readonly (readonly string[])[],
-): SetOfLookup {
-  if (!row) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
+/**
+ * The set of a look-up statement's first row (a 404 when none, or one the caller does not see);
+ * every tuple must have its key size.
+ */
+function checkedSet(row: Row | undefined, { setUniqueName, tuples, canView }: LookupRequest): SetOfLookup {
+  if (!row || (canView !== undefined && !canView((row.view_group as string | null) ?? null)))
+    throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
   const keySize = Number(row.key_size);
   const wrong = tuples.findIndex((t) => t.length !== keySize);
   if (wrong >= 0) {
@@ -252,14 +263,12 @@ export async function findConditionRecords(
   tuples: readonly (readonly string[])[],
   date: string,
 ): Promise<(ConditionRecordItem | null)[]> {
-  const { rows, set, day } = await setAndExact(
-    q,
-    SET_AND_EXACT_SQL,
+  const { rows, set, day } = await setAndExact(q, SET_AND_EXACT_SQL, {
     partitionId,
     setUniqueName,
     tuples,
     date,
-  );
+  });
   if (set.wildcards) return wildcardItems(q, partitionId, set, tuples, day);
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
   for (const row of rows) {
@@ -274,22 +283,11 @@ export async function findConditionRecords(
  * `findConditionRecords`'s answer as the JSON text of its array, built by the database (for a set
  * with wildcards, by JSON.stringify): for clients, to whom the server only passes it on.
  */
-export async function findConditionRecordsJson(
-  q: Queryable,
-  partitionId: number,
-  setUniqueName: string,
-  tuples: readonly (readonly string[])[],
-  date: string,
-): Promise<string> {
-  const { rows, set, day } = await setAndExact(
-    q,
-    SET_AND_EXACT_JSON_SQL,
-    partitionId,
-    setUniqueName,
-    tuples,
-    date,
-  );
-  if (set.wildcards) return JSON.stringify(await wildcardItems(q, partitionId, set, tuples, day));
+export async function findConditionRecordsJson(q: Queryable, request: LookupRequest): Promise<string> {
+  const { rows, set, day } = await setAndExact(q, SET_AND_EXACT_JSON_SQL, request);
+  if (set.wildcards) {
+    return JSON.stringify(await wildcardItems(q, request.partitionId, set, request.tuples, day));
+  }
   return (rows[0]!.items as string | null) ?? '[]';
 }
 
@@ -300,16 +298,13 @@ export async function findConditionRecordsJson(
 async function setAndExact(
   q: Queryable,
   sql: string,
-  partitionId: number,
-  setUniqueName: string,
-  tuples: readonly (readonly string[])[],
-  date: string,
+  request: LookupRequest,
 ): Promise<{ rows: Row[]; set: SetOfLookup; day: string }> {
-  const { day, sigs } = checkedRequest(tuples, date);
+  const { day, sigs } = checkedRequest(request.tuples, request.date);
   // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
   // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
-  const r = await q.query<Row>(sql, [partitionId, setUniqueName, sigs, day]);
-  return { rows: r.rows, set: checkedSet(r.rows[0], setUniqueName, tuples), day };
+  const r = await q.query<Row>(sql, [request.partitionId, request.setUniqueName, sigs, day]);
+  return { rows: r.rows, set: checkedSet(r.rows[0], request), day };
 }
 
 /** The items of a set with wildcards (WILDCARD_SQL), null where none. */

@@ -3,9 +3,9 @@
 // while a set holds items unless `force`), the general update/integrate of CRCS refused with a
 // pointer, and the look-up of items at a date for clients (the set's view group applies).
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
-import { notFound, validationError } from '../../http/errors.ts';
+import { validationError } from '../../http/errors.ts';
 import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
 import type { TypeDef } from '../../engine/types.ts';
@@ -115,20 +115,13 @@ export async function lookupForClient(
   const data = isObj(body) && isObj(body.data) ? body.data : undefined;
   if (data === undefined) throw validationError('data', 'must be {keys: [[...], ...], date}');
   if (!Array.isArray(data.keys)) throw validationError('keys', 'must be an array of key tuples');
-  const s = await db.query<{ v: string | null }>(
-    'SELECT user_group_view_details AS v FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2',
-    [principal.partitionId, setUniqueName],
-  );
-  const set = s.rows[0];
-  const visible = (g: string | null) =>
-    principal.admin || g === null || g === '' || principal.groups.includes(g);
-  if (!set || !visible(set.v)) throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
   if (typeof data.date !== 'string') throw validationError('date', 'must be a date (YYYY-MM-DD)');
-  return findConditionRecordsJson(
-    db,
-    principal.partitionId,
+  // A set the caller does not see is a 404, as an unknown one (checked on the look-up's own row).
+  return findConditionRecordsJson(db, {
+    partitionId: principal.partitionId,
     setUniqueName,
-    data.keys as string[][],
-    data.date,
-  );
+    tuples: data.keys as string[][],
+    date: data.date,
+    canView: (g) => inUserGroup(principal, g),
+  });
 }

@@ -3,7 +3,7 @@
 // superseding), every row checked in JS (values through the engine's checkValue, the set's keys and
 // groups, validity) and rows of the load that overlap each other dropped as errors.
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import { validationError } from '../../http/errors.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue } from '../../engine/crud.ts';
@@ -144,8 +144,6 @@ export function checkRows(
   errors: RowError[],
   sized: number | undefined,
 ): Checked[] {
-  const member = (g: string | null) =>
-    principal.admin || g === null || g === '' || principal.groups.includes(g);
   // Per load, not per row: each header column's place among DATA_FIELDS, each set's typed fields
   // of the header, and for date columns the answers already given (a load repeats a few dates).
   const width = plan.header.length;
@@ -178,14 +176,14 @@ export function checkRows(
       return void errors.push({ row, message: `must be an array of ${width} values` });
     }
     const set = setOf(raw[plan.setAt]);
-    if (!set || !member(set.view)) {
+    if (!set || !inUserGroup(principal, set.view)) {
       return void errors.push({
         row,
         field: 'conditionRecordSetId',
         message: `no condition record set ${JSON.stringify(raw[plan.setAt])}`,
       });
     }
-    if (!member(set.edit)) {
+    if (!inUserGroup(principal, set.edit)) {
       return void errors.push({
         row,
         field: 'conditionRecordSetId',

@@ -10,7 +10,7 @@
 // The stages live apart: splice-plan.ts (plan and row checks, no database), splice-apply.ts (the SQL
 // of a chunk); this file is the entry (`loadConditionRecords`) that runs them.
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { loadTypeContext, type TypeContext } from '../../engine/context.ts';
 import { requireAccess } from '../../engine/crud.ts';
@@ -103,10 +103,11 @@ export async function loadConditionRecords(
     contexts.set(set.id, await loadTypeContext(db, principal, ITEM_TYPE, String(set.id)));
   }
   const fieldsOf = (set: SetInfo) => contexts.get(set.id)!.fields;
-  const member = (g: string | null) =>
-    principal.admin || g === null || g === '' || principal.groups.includes(g);
   const writable = sets.filter(
-    (x) => member(x.view) && member(x.edit) && (sized === null || x.keySize === Number(sized[1])),
+    (x) =>
+      inUserGroup(principal, x.view) &&
+      inUserGroup(principal, x.edit) &&
+      (sized === null || x.keySize === Number(sized[1])),
   );
   plan = typedSplicing(plan, writable, fieldsOf);
   const rows = dropOverlapsWithinLoad(

@@ -3,7 +3,7 @@
 // business key in one statement, and checking proposed values field by field with the engine's own
 // `checkValue`. Shared by src/modules/dcr and src/modules/imports; writes stay with the engine.
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
@@ -202,9 +202,7 @@ export function keyTextOfStored(v: unknown): string {
 
 /** The user may change this record (its `userGroupEdit` is one of theirs, or it has none). */
 export function mayEdit(type: TypeDef, principal: Principal, row: Row): boolean {
-  if (!type.userGroups || principal.admin) return true;
-  const g = row.userGroupEdit;
-  return typeof g !== 'string' || g === '' || principal.groups.includes(g);
+  return !type.userGroups || inUserGroup(principal, row.userGroupEdit);
 }
 
 /** The fields a DCR type lets change (all writable, non-key fields when the list is empty). */

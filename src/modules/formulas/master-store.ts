@@ -3,7 +3,7 @@
 // and the attribute meta that types their custom fields, so a row becomes a logic record (recordOf).
 // Every statement is scoped by partition_id first.
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { prepared, preparedShape } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
@@ -129,8 +129,7 @@ export function recordOf(
 
 /** Visible to the principal: no view group, or one of theirs (admins see all). */
 export function visible(principal: Principal, row: Row): boolean {
-  const g = row.user_group_view_details;
-  return principal.admin || typeof g !== 'string' || g === '' || principal.groups.includes(g);
+  return inUserGroup(principal, row.user_group_view_details);
 }
 
 /** A product or customer by business key or typedId (`12.P`), if it exists and the principal may see it. */

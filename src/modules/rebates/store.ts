@@ -2,7 +2,7 @@
 // caller may see it, the state writes of calculate and of the workflow's decisions (each bumps the
 // group's version) and login names of actors.
 
-import type { Principal } from '../../access/access.ts';
+import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
@@ -51,9 +51,11 @@ export function answerReader(principal: Principal): Principal {
 
 /** The caller may change the group: no edit group, or one of theirs (admins always). */
 export function requireEditGroup(principal: Principal, row: Row): void {
-  const g = row.user_group_edit;
-  if (principal.admin || typeof g !== 'string' || g === '' || principal.groups.includes(g)) return;
-  throw new AppError('FORBIDDEN', `Not allowed to change ${String(row.id)}.RRG (user group ${g})`);
+  if (inUserGroup(principal, row.user_group_edit)) return;
+  throw new AppError(
+    'FORBIDDEN',
+    `Not allowed to change ${String(row.id)}.RRG (user group ${String(row.user_group_edit)})`,
+  );
 }
 
 export async function loginName(q: Queryable, partitionId: number, userId: number): Promise<string | null> {
