@@ -263,13 +263,9 @@ export async function findConditionRecords(
   tuples: readonly (readonly string[])[],
   date: string,
 ): Promise<(ConditionRecordItem | null)[]> {
-  const { rows, set, day } = await setAndExact(q, SET_AND_EXACT_SQL, {
-    partitionId,
-    setUniqueName,
-    tuples,
-    date,
-  });
-  if (set.wildcards) return wildcardItems(q, partitionId, set, tuples, day);
+  const request = { partitionId, setUniqueName, tuples, date };
+  const { rows, set, day } = await setAndExact(q, SET_AND_EXACT_SQL, request);
+  if (set.wildcards) return wildcardItems(q, request, set, day);
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
   for (const row of rows) {
     if (row.n === null) continue;
@@ -285,9 +281,7 @@ export async function findConditionRecords(
  */
 export async function findConditionRecordsJson(q: Queryable, request: LookupRequest): Promise<string> {
   const { rows, set, day } = await setAndExact(q, SET_AND_EXACT_JSON_SQL, request);
-  if (set.wildcards) {
-    return JSON.stringify(await wildcardItems(q, request.partitionId, set, request.tuples, day));
-  }
+  if (set.wildcards) return JSON.stringify(await wildcardItems(q, request, set, day));
   return (rows[0]!.items as string | null) ?? '[]';
 }
 
@@ -310,9 +304,8 @@ async function setAndExact(
 /** The items of a set with wildcards (WILDCARD_SQL), null where none. */
 async function wildcardItems(
   q: Queryable,
-  partitionId: number,
+  { partitionId, tuples }: LookupRequest,
   set: SetOfLookup,
-  tuples: readonly (readonly string[])[],
   day: string,
 ): Promise<(ConditionRecordItem | null)[]> {
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
