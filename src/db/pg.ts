@@ -34,6 +34,38 @@ async function run<R>(c: Client, sql: string, params: readonly unknown[] = []): 
   return { rows: r.rows as R[], rowCount: r.rowCount ?? r.rows.length };
 }
 
+const READ_ONLY = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+
+/**
+ * Opens a transaction with `head` (BEGIN …), then `then` if given, in one simple-protocol script:
+ * one round trip. Within a request, no statement may run past its synchronous deadline (57014 → 503).
+ */
+async function begin(client: pg.PoolClient, head: string, then?: string): Promise<unknown> {
+  const left = remainingMs();
+  if (left !== undefined) checkDeadline();
+  const timeout = left === undefined ? [] : [`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(left))}`];
+  return client.query([head, ...(then === undefined ? [] : [then]), ...timeout].join('; '));
+}
+
+async function commit(clients: readonly pg.PoolClient[]): Promise<void> {
+  checkDeadline();
+  await Promise.all(clients.map((c) => c.query('COMMIT')));
+  for (const c of clients) c.release();
+}
+
+/** Rolls back and releases; a client whose ROLLBACK fails has a broken connection and is destroyed. */
+async function rollBack(clients: readonly pg.PoolClient[]): Promise<void> {
+  await Promise.all(
+    clients.map(async (c) => {
+      const broken = await c.query('ROLLBACK').then(
+        () => undefined,
+        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      );
+      c.release(broken);
+    }),
+  );
+}
+
 function txOf(client: pg.PoolClient): Tx {
   return {
     query: (sql, params) => run(client, sql, params),
@@ -87,28 +119,34 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     async transaction(fn, opts) {
       const client = await pool.connect();
       try {
-        const begin = opts?.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN';
-        // Within a request, no statement may run past its synchronous deadline (57014 → 503). Sent
-        // with BEGIN as one simple-protocol script: one round trip.
-        const left = remainingMs();
-        if (left !== undefined) {
-          checkDeadline();
-          await client.query(`${begin}; SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(left))}`);
-        } else {
-          await client.query(begin);
-        }
+        await begin(client, opts?.readOnly ? READ_ONLY : 'BEGIN');
         const result = await fn(txOf(client));
-        checkDeadline();
-        await client.query('COMMIT');
-        client.release();
+        await commit([client]);
         return result;
       } catch (e) {
-        // A client whose ROLLBACK fails has a broken connection: destroy it instead of reusing it.
-        const broken = await client.query('ROLLBACK').then(
-          () => undefined,
-          (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-        );
-        client.release(broken);
+        await rollBack([client]);
+        throw e;
+      }
+    },
+    async parallelReads(n, fn) {
+      const clients = [await pool.connect()];
+      try {
+        // The snapshot to share: exported with BEGIN in one round trip (the script's second result).
+        const results = (await begin(clients[0]!, READ_ONLY, 'SELECT pg_export_snapshot() AS s')) as {
+          rows: { s: string }[];
+        }[];
+        // More connections only while one is idle or the pool may open one, and nobody waits.
+        const free = () => pool.waitingCount === 0 && (pool.idleCount > 0 || pool.totalCount < max);
+        while (clients.length < n && free()) {
+          clients.push(await pool.connect());
+        }
+        const snapshot = `SET TRANSACTION SNAPSHOT '${results[1]!.rows[0]!.s}'`;
+        await Promise.all(clients.slice(1).map((c) => begin(c, READ_ONLY, snapshot)));
+        const result = await fn(clients.map(txOf));
+        await commit(clients);
+        return result;
+      } catch (e) {
+        await rollBack(clients);
         throw e;
       }
     },

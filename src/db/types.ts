@@ -62,6 +62,15 @@ export interface Db extends Queryable {
   readonly authChanges?: ChangeFeed;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /**
+   * Where the database can run one request's reads in parallel (PostgreSQL's pool): runs `fn` with
+   * up to `n` read-only transactions on one snapshot, each on its own connection — the first
+   * exports its snapshot, the others take it — so that their statements run at once and read what
+   * one statement would. Takes one connection as `transaction` does, and more only while the pool
+   * has one idle or room to open one and no one waits for it: `fn` may get fewer readers than `n`,
+   * always at least one.
+   */
+  readonly parallelReads?: <T>(n: number, fn: (readers: readonly Queryable[]) => Promise<T>) => Promise<T>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }

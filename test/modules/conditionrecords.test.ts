@@ -555,6 +555,19 @@ describe('condition records', () => {
       data: { keys: mixed, date: '2026-05-05' },
     });
     assert.deepEqual(okData(served), JSON.parse(JSON.stringify(expected)));
+    // A batch of more than 2,500 tuples is probed in parts at once on PostgreSQL (one part on
+    // PGlite): the same answer, in the tuples' order, as the logic engine's single statement.
+    const big = [...mixed, ...tuples, ['C1', 'P1'], ['none', 'none']];
+    const expectedBig = await findConditionRecords(h.db, h.partitionId, s.uniqueName, big, '2026-05-05');
+    const servedBig = okData(
+      await call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: big, date: '2026-05-05' } }),
+    );
+    assert.equal(servedBig.length, big.length);
+    assert.deepEqual(servedBig, JSON.parse(JSON.stringify(expectedBig)));
+    assert.deepEqual(
+      servedBig.slice(-2).map((r) => r?.conditionValue ?? null),
+      ['10', null],
+    );
     assert.deepEqual(
       okData(
         await call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: [], date: '2026-05-05' } }),
