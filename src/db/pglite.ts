@@ -8,7 +8,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
 import { OID, parseInt8 } from './parse.ts';
-import type { CopyFormat, Db, QueryResult, Tx } from './types.ts';
+import type { ChangeFeed, CopyFormat, Db, QueryResult, Tx } from './types.ts';
 import { copyFormat, ident } from './sql.ts';
 import { checkDeadline } from './deadline.ts';
 
@@ -56,6 +56,11 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
   const inMemory = dataDir === ':memory:';
   const release = inMemory ? () => {} : acquireDirLock(dataDir);
   let pg: PGlite;
+  // Changes of authentication data (the `rc_auth` notifications of migration 022). This process is
+  // the only one that opens the data directory (its lock), so every change is made here; PGlite
+  // calls the listener as it reads the COMMIT's answer, before the committing call returns, and
+  // never for a rolled-back transaction.
+  let generation = 0;
   try {
     pg = await PGlite.create(inMemory ? undefined : join(dataDir, 'pgdata'), {
       parsers,
@@ -63,14 +68,26 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
       // constraint of condition records (migration 014), as on PostgreSQL.
       extensions: { pg_trgm, btree_gist },
     });
+    await pg.listen('rc_auth', () => {
+      generation++;
+    });
   } catch (e) {
     release();
     throw e;
   }
   const root = wrap(pg);
   let closed = false;
+  const authChanges: ChangeFeed = {
+    get generation() {
+      return generation;
+    },
+    get live() {
+      return !closed;
+    },
+  };
   return {
     kind: 'embedded',
+    authChanges,
     query: (sql, params) => root.query(sql, params),
     // PGlite cannot interrupt a running statement (one wasm thread); past the request's deadline
     // the transaction is refused at COMMIT time instead, so nothing half-done is kept.

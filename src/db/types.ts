@@ -58,7 +58,7 @@ export interface TxOptions {
 
 export interface Db extends Queryable {
   readonly kind: 'embedded' | 'postgres';
-  /** Changes of authentication data, where the database can tell them (PostgreSQL). */
+  /** Changes of authentication data (PostgreSQL: from every process; PGlite: this process's own). */
   readonly authChanges?: ChangeFeed;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: TxOptions): Promise<T>;

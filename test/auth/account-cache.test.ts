@@ -77,17 +77,50 @@ describe('token authentication with the cache (PostgreSQL)', { skip: !onPostgres
     while (status === 403 && Date.now() < deadline) status = (await add(`D-${Date.now()}`)).status;
     assert.equal(status, 200);
   });
+});
 
-  test('a change through this process is seen by the very next request', async () => {
+// Both databases: on PGlite the feed is this process's own notifications (src/db/pglite.ts).
+describe('token authentication with the cache, changes through this process', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  test('the feed is live, and a change is seen by the very next request', async () => {
+    assert.equal(h.db.authChanges?.live, true);
     const id = await h.newUser('sameproc', 'sameproc-password-1', ['PRICESHOP_EDIT']);
     const { token } = await h.login('sameproc', 'sameproc-password-1');
     const add = (sku: string) =>
       h.call('/add/P', { headers: { 'X-Ratecard-jwt': token }, body: { data: { sku } } });
     assert.equal((await add('S-1')).status, 200);
+    const before = h.db.authChanges.generation;
+    assert.equal((await add('S-2')).status, 200); // served from the cache: nothing changed
+    assert.equal(h.db.authChanges.generation, before);
+    // A rolled-back change moves nothing; a committed one is seen at once.
+    await assert.rejects(
+      h.db.transaction(async (tx) => {
+        await tx.query('DELETE FROM user_roles WHERE partition_id = $1 AND user_id = $2', [
+          h.partitionId,
+          id,
+        ]);
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    assert.equal(h.db.authChanges.generation, before);
+    assert.equal((await add('S-3')).status, 200);
+    await h.db.query('DELETE FROM user_roles WHERE partition_id = $1 AND user_id = $2', [h.partitionId, id]);
+    assert.equal((await add('S-4')).status, 403);
+    await h.db.query(
+      `INSERT INTO user_roles (partition_id, user_id, role) VALUES ($1, $2, 'PRICESHOP_EDIT')`,
+      [h.partitionId, id],
+    );
+    assert.equal((await add('S-5')).status, 200);
     await h.db.query('UPDATE users SET activated = false WHERE partition_id = $1 AND id = $2', [
       h.partitionId,
       id,
     ]);
-    assert.equal((await add('S-2')).status, 401);
+    assert.equal((await add('S-6')).status, 401);
   });
 });
