@@ -8,7 +8,7 @@
 // - while a load runs, each time the rows it wrote have doubled, only the columns its statements
 //   look rows up by (the partition and the key: `keyColumns`) are analyzed, so that the load's next
 //   chunks are not planned as if its partition were empty (a plan that took a partition-leading
-//   index of another column read the whole partition once per key), at a tenth of the full cost.
+//   index of another column read the whole partition once per key), from a tenth of the sample.
 // Losing a pending ANALYZE (the process stops) costs only plan quality until autovacuum or the next
 // load; nothing depends on it.
 
@@ -18,6 +18,8 @@ import { ident } from '../db/sql.ts';
 const QUIET_MS = 500;
 const MIN_ROWS = 1_000;
 const MIN_SHARE = 0.1;
+/** The statistics target of a load's key-column analysis (ANALYZE samples 300 rows per unit). */
+const KEY_STATISTICS_TARGET = 10;
 
 interface Pending {
   rows: number;
@@ -52,9 +54,17 @@ export function wroteRows(
   if (opts.keyColumns !== undefined && p.rows >= MIN_ROWS && p.rows >= 2 * p.keysAt) {
     p.keysAt = p.rows;
     const columns = [...new Set(['partition_id', ...opts.keyColumns])].map(ident).join(', ');
-    void db.query(`ANALYZE ${ident(table)} (${columns})`).catch(() => {
-      // As for the full analysis: the statistics stay as they were.
-    });
+    // From a sample of 3,000 rows instead of 30,000: the row count and the keys' distinct counts are
+    // what the load's plans need (products, 270,000 rows: 99–262 → 13 ms; the row count within
+    // 0.1 %); the full analysis after the load gives every column its full statistics.
+    void db
+      .transaction(async (tx) => {
+        await tx.query(`SET LOCAL default_statistics_target = ${KEY_STATISTICS_TARGET}`);
+        await tx.query(`ANALYZE ${ident(table)} (${columns})`);
+      })
+      .catch(() => {
+        // As for the full analysis: the statistics stay as they were.
+      });
   }
   arm(db, tables, table, p);
 }

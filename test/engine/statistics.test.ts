@@ -83,15 +83,25 @@ test('while a load runs, the key columns are analyzed as its rows double; the ot
         [table],
       )
     ).rows.map((r) => r.attname);
+  const histogramOfK = async () =>
+    (
+      await h.db.query<{ n: number }>(
+        `SELECT array_length(histogram_bounds::text::text[], 1) AS n
+           FROM pg_stats WHERE tablename = $1 AND attname = 'k'`,
+        [table],
+      )
+    ).rows[0]?.n;
   try {
     const ended = loadRunning(h.db, table);
     wroteRows(h.db, table, 4000, { quietMs: 20, keyColumns: ['k'] });
     await until(async () => (await analyzed()).length > 0);
     assert.deepEqual(await analyzed(), ['k', 'partition_id']);
     assert.equal(await reltuples(table), 4000);
+    assert.equal(await histogramOfK(), 11, 'the key columns from a small sample (statistics target 10)');
     ended();
     await until(async () => (await analyzed()).length === 3);
     assert.deepEqual(await analyzed(), ['k', 'other', 'partition_id'], 'all columns once the load ended');
+    assert.equal(await histogramOfK(), 101, 'the full analysis: the default target (100)');
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
   }
