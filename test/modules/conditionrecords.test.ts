@@ -568,6 +568,20 @@ describe('condition records', () => {
       servedBig.slice(-2).map((r) => r?.conditionValue ?? null),
       ['10', null],
     );
+    // In parts as in one: a tuple of the wrong size in a later part is a 400 naming it, an unknown
+    // set a 404.
+    const wrong = big.map((t, i) => (i === 3000 ? ['C1'] : t));
+    expectError(
+      await call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: wrong, date: '2026-05-05' } }),
+      400,
+      -4,
+      'keys.3000',
+    );
+    expectError(
+      await call('/conditionrecordset.lookup/nope', { data: { keys: big, date: '2026-05-05' } }),
+      404,
+      -1,
+    );
     assert.deepEqual(
       okData(
         await call(`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: [], date: '2026-05-05' } }),
