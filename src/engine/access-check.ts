@@ -5,7 +5,7 @@ import type { Principal } from '../access/access.ts';
 import { can, inUserGroup } from '../access/access.ts';
 import { AUTHENTICATED, PUBLIC, type RouteAccess } from '../access/catalogue.ts';
 import { AppError } from '../http/errors.ts';
-import type { TypeContext } from './context.ts';
+import type { TypeDef } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -14,6 +14,7 @@ export function requireAccess(principal: Principal, access: RouteAccess): void {
   if (!can(principal, access)) throw new AppError('FORBIDDEN', `Permission ${access} required`);
 }
 
-export function canEdit(tc: TypeContext, principal: Principal, row: Row): boolean {
-  return !tc.type.userGroups || inUserGroup(principal, row.userGroupEdit);
+/** The principal may change this record of `type` (its `userGroupEdit` is one of theirs, or it has none). */
+export function canEdit(type: TypeDef, principal: Principal, row: Row): boolean {
+  return !type.userGroups || inUserGroup(principal, row.userGroupEdit);
 }

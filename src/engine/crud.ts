@@ -5,7 +5,7 @@
 // Each operation starts with the type's permission, validates every value against the registry
 // (custom attributes against the partition's attribute meta), and runs as one transaction.
 
-export { requireAccess } from './access-check.ts';
+export { canEdit, requireAccess } from './access-check.ts';
 export { parseId } from './addressing.ts';
 export { checkValue } from './value-check.ts';
 export { extensionNameOf, fetchOne, fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';

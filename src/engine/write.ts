@@ -213,7 +213,7 @@ export async function updateRecords(
       const tc = type.metaPerName
         ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
         : base;
-      if (!canEdit(tc, principal, old))
+      if (!canEdit(tc.type, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
       checkVersion(type, item.oldValues, old);
       await type.beforeChange?.(tx, principal, old, item.data);
@@ -285,7 +285,7 @@ export async function integrateRecords(
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
           const tc = type.metaPerName ? await ctx(old) : base;
-          if (!canEdit(tc, principal, old))
+          if (!canEdit(tc.type, principal, old))
             throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
           await type.beforeChange?.(tx, principal, old, data);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
@@ -325,7 +325,7 @@ export async function deleteRecords(
         throw notFound(
           `${type.label} ${JSON.stringify(data.typedId ?? type.businessKey.map((k) => data[k]))}`,
         );
-      if (!canEdit(tc, principal, old))
+      if (!canEdit(tc.type, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
       await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();

@@ -12,6 +12,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { ident } from '../../db/sql.ts';
+import { canEdit } from '../../engine/crud.ts';
 import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
@@ -19,7 +20,7 @@ import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
 import * as store from './store.ts';
-import { findTargets, inTransaction, mayEdit, metaVersionOf, writerFor } from './target.ts';
+import { findTargets, inTransaction, metaVersionOf, writerFor } from './target.ts';
 import type { Written } from './staged.ts';
 import { writeItems } from './write.ts';
 
@@ -183,7 +184,7 @@ async function lockAndCompare(
       errors[name] = {
         errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
       };
-    } else if (!mayEdit(s.type, writer, row)) {
+    } else if (!canEdit(s.type, writer, row)) {
       errors[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
     }
   }

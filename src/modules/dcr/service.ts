@@ -6,6 +6,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import {
+  canEdit,
   fetchOne,
   fetchRecords,
   requireAccess,
@@ -25,7 +26,6 @@ import {
   keyFieldsOf,
   keyText,
   loadTypeContext,
-  mayEdit,
   resolveTargetType,
   sameValue,
   targetKeyOf,
@@ -242,7 +242,7 @@ export async function addItems(
           `${s.type.label} ${p.id !== undefined ? `${p.id}.${s.type.code}` : keyJson} not found`,
         );
       }
-      if (!mayEdit(s.type, principal, row)) {
+      if (!canEdit(s.type, principal, row)) {
         throw new AppError(
           'FORBIDDEN',
           `Not allowed to change ${row.typedId as string} (user group ${String(row.userGroupEdit)})`,

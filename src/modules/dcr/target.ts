@@ -3,7 +3,7 @@
 // business key in one statement, and checking proposed values field by field with the engine's own
 // `checkValue`. Shared by src/modules/dcr and src/modules/imports; writes stay with the engine.
 
-import { inUserGroup, type Principal } from '../../access/access.ts';
+import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
@@ -198,11 +198,6 @@ async function findItems(
 export function keyTextOfStored(v: unknown): string {
   if (v instanceof Date) return v.toISOString().slice(0, 10);
   return typeof v === 'string' ? v : JSON.stringify(v);
-}
-
-/** The user may change this record (its `userGroupEdit` is one of theirs, or it has none). */
-export function mayEdit(type: TypeDef, principal: Principal, row: Row): boolean {
-  return !type.userGroups || inUserGroup(principal, row.userGroupEdit);
 }
 
 /** The fields a DCR type lets change (all writable, non-key fields when the list is empty). */

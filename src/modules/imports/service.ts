@@ -11,6 +11,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import {
   checkValue,
+  canEdit,
   deleteByFilter,
   fetchRecords,
   massEdit,
@@ -22,14 +23,7 @@ import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
 import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
-import {
-  findTargets,
-  inTransaction,
-  keyText,
-  loadTypeContext,
-  mayEdit,
-  resolveTargetType,
-} from '../dcr/target.ts';
+import { findTargets, inTransaction, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
 import { writeItems } from '../dcr/write.ts';
 import { chunked, rowsOf } from '../files/rows.ts';
@@ -446,7 +440,7 @@ function recordProblem(
     return missing ? `${missing.name}: is required to add ${what}` : undefined;
   }
   if (!row) return `${what} does not exist`;
-  if (!mayEdit(tc.type, principal, row)) return `${what}: not in one of your edit groups`;
+  if (!canEdit(tc.type, principal, row)) return `${what}: not in one of your edit groups`;
   return undefined;
 }
 
