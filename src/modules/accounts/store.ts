@@ -3,8 +3,9 @@
 // and the look-ups behind ids and names. Every statement is scoped by partition_id; table and column
 // names come only from the LINKS constant below, through `ident`.
 
-import type { Db, Queryable, QueryResult, Tx } from '../../db/db.ts';
+import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { ident } from '../../db/sql.ts';
+import { inTransaction } from '../../db/views.ts';
 
 /**
  * The engine's operations open their own transaction on a `Db`. Inside a request that already holds
@@ -12,13 +13,7 @@ import { ident } from '../../db/sql.ts';
  * transaction instead, so the whole request commits or rolls back as one.
  */
 export function withinTx(db: Db, tx: Tx): Db {
-  return {
-    kind: db.kind,
-    query: <R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> => tx.query<R>(sql, params),
-    transaction: <T>(fn: (inner: Tx) => Promise<T>): Promise<T> => fn(tx),
-    poolStats: () => db.poolStats(),
-    close: () => Promise.reject(new Error('withinTx: the database belongs to the caller')),
-  };
+  return inTransaction(db, tx);
 }
 
 // ---------------------------------------------------------------------------------------------

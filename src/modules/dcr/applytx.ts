@@ -20,7 +20,8 @@ import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
 import * as store from './store.ts';
-import { findTargets, inTransaction, metaVersionOf, writerFor } from './target.ts';
+import { inTransaction } from '../../db/views.ts';
+import { findTargets, metaVersionOf, writerFor } from './target.ts';
 import type { Written } from './staged.ts';
 import { writeItems } from './write.ts';
 

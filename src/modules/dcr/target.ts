@@ -4,7 +4,7 @@
 // `checkValue`. Shared by src/modules/dcr and src/modules/imports; writes stay with the engine.
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable, Tx } from '../../db/db.ts';
+import type { Queryable } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
 import { checkValue } from '../../engine/crud.ts';
@@ -38,21 +38,6 @@ export async function resolveTargetType(
   const type = findType(code);
   if (!type) throw validationError('targetType', `unknown type code ${code}`);
   return type;
-}
-
-/**
- * A `Db` whose operations run inside `tx`: engine write functions called with it join that
- * transaction. Once `tx` has ended (`fn` settled), it is the database again — for work an engine
- * function defers (the background ANALYZE after bulk writes), never a finished transaction.
- */
-export function inTransaction(db: Db, tx: Tx, ended: () => boolean): Db {
-  return {
-    kind: db.kind,
-    query: (sql, params) => (ended() ? db.query(sql, params) : tx.query(sql, params)),
-    transaction: (fn) => (ended() ? db.transaction(fn) : fn(tx)),
-    poolStats: () => db.poolStats(),
-    close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),
-  };
 }
 
 /** The principal an approved change is written with: the submitter, allowed to write `type`. */

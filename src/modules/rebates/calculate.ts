@@ -9,6 +9,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
+import { inTransaction } from '../../db/views.ts';
 import { parseId, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { loadTypeContext } from '../../engine/context.ts';
 import { AppError, validationError } from '../../http/errors.ts';
@@ -110,7 +111,7 @@ export async function calculateGroup(
         delete fields.typedId;
         delete fields.id;
         if (Object.keys(fields).length > 0 || version !== undefined) {
-          const within = store.inTransaction(db, tx, () => ended);
+          const within = inTransaction(db, tx, () => ended);
           const oldValues = version === undefined ? null : { version };
           await updateRecords(within, principal, store.RRG, [{ data: { ...fields, id }, oldValues }], false);
         }

@@ -3,7 +3,7 @@
 // group's version) and login names of actors.
 
 import { inUserGroup, type Principal } from '../../access/access.ts';
-import type { Db, Queryable, Tx } from '../../db/db.ts';
+import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
 import { findType } from '../../engine/registry.ts';
@@ -95,18 +95,4 @@ export async function setGroupState(
     params.values,
   );
   return answer === undefined || r.rows[0] === undefined ? undefined : toRecord(answer, r.rows[0]);
-}
-
-/**
- * The database as seen from inside `tx` while it runs (the engine's writes then join the request's
- * transaction); the database itself once `tx` has ended, for work the engine defers.
- */
-export function inTransaction(db: Db, tx: Tx, ended: () => boolean): Db {
-  return {
-    kind: db.kind,
-    query: (sql, params) => (ended() ? db.query(sql, params) : tx.query(sql, params)),
-    transaction: (fn) => (ended() ? db.transaction(fn) : fn(tx)),
-    poolStats: () => db.poolStats(),
-    close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),
-  };
 }
