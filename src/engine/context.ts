@@ -257,7 +257,8 @@ export function toRecord(tc: TypeContext, row: Record<string, unknown>): Record<
   return row;
 }
 
-function outputValue(type: FieldType, stored: string): unknown {
+/** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
+export function outputValue(type: FieldType, stored: string): unknown {
   switch (type) {
     case 'integer':
     case 'decimal': {

@@ -1,4 +1,4 @@
-// `/fetch/{TC}` answers rows the database wrote as JSON (src/engine/fetch-json.ts). These tests hold
+// `/fetch/{TC}` answers rows written as JSON text from the database's text (src/engine/fetch-json.ts). These tests hold
 // that answer, value by value, to what the JavaScript path (`fetchRecords`: driver values, `toRecord`,
 // JSON.stringify) makes of the same request: typed custom attributes (including stored texts their
 // type cannot read), numeric and timestamp columns, jsonb, text arrays, valueFields, paging past the
@@ -37,7 +37,7 @@ async function viaJavaScript(code: string, body: FetchBody) {
 }
 
 async function sameAnswer(code: string, body: FetchBody, call: Client = api) {
-  // The database wrote the rows (not the JavaScript path taken as a fallback).
+  // The rows were written from text (not the JavaScript path taken as a fallback).
   const direct = await fetchForAnswer(h.db, adminPrincipal(h), findType(code)!, body, 1000);
   assert.ok('rowsJson' in direct, `${code}: answered through the JavaScript path`);
   const http = ok(await call(`/fetch/${code}`, body));
@@ -178,7 +178,7 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   for (const p of page.data) {
     for (const id of [String(p.id), p.typedId]) {
       const direct = await fetchOneJson(h.db, adminPrincipal(h), findType('P')!, id);
-      assert.ok(direct !== undefined, 'answered by the database');
+      assert.ok(direct !== undefined, 'answered without the JavaScript path');
       const js = JSON.parse(
         JSON.stringify(await fetchOne(h.db, adminPrincipal(h), findType('P')!, id)),
       ) as unknown;

@@ -129,7 +129,7 @@ export function generalRoutes(app: FastifyInstance): void {
     async (req, reply) => {
       const r = await fetchForAnswer(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
       if ('rows' in r) return ok(req, r.rows, r);
-      // Rows the database wrote as JSON go into the envelope as they are (src/engine/fetch-json.ts).
+      // Rows already written as JSON text go into the envelope as they are (src/engine/fetch-json.ts).
       return reply.type('application/json; charset=utf-8').send(okText(req, r.rowsJson, r));
     },
   );
