@@ -34,20 +34,6 @@ async function run<R>(c: Client, sql: string, params: readonly unknown[] = []): 
   return { rows: r.rows as R[], rowCount: r.rowCount ?? r.rows.length };
 }
 
-/** Every value as its text: the default parser of the text types, asked of every output. */
-const asText = { getTypeParser: () => (s: string) => s } as unknown as typeof types;
-
-async function runArrays(
-  c: Client,
-  sql: string,
-  params: readonly unknown[] = [],
-): Promise<(string | null)[][]> {
-  const name = preparedName(sql);
-  const config = { text: sql, values: [...params], types: asText, rowMode: 'array' as const };
-  const r = await c.query<(string | null)[]>(name === undefined ? config : { ...config, name });
-  return r.rows;
-}
-
 const READ_ONLY = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
 
 /**
@@ -83,7 +69,6 @@ async function rollBack(clients: readonly pg.PoolClient[]): Promise<void> {
 function txOf(client: pg.PoolClient): Tx {
   return {
     query: (sql, params) => run(client, sql, params),
-    queryArrays: (sql, params) => runArrays(client, sql, params),
     async execScript(sql) {
       await client.query(sql);
     },
@@ -131,7 +116,6 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     kind: 'postgres',
     authChanges: feed,
     query: (sql, params) => run(pool, sql, params),
-    queryArrays: (sql, params) => runArrays(pool, sql, params),
     async transaction(fn, opts) {
       const client = await pool.connect();
       try {

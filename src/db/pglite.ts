@@ -22,7 +22,7 @@ interface PgliteQueryable {
   query<R>(
     sql: string,
     params?: unknown[],
-    opts?: { blob?: Blob; rowMode?: 'array' },
+    opts?: { blob?: Blob },
   ): Promise<{ rows: R[]; affectedRows?: number }>;
   exec(sql: string): Promise<unknown>;
 }
@@ -32,9 +32,6 @@ function wrap(q: PgliteQueryable): Tx {
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
       const r = await q.query<R>(sql, [...params]);
       return { rows: r.rows, rowCount: r.affectedRows || r.rows.length };
-    },
-    async queryArrays(sql: string, params: readonly unknown[] = []): Promise<(string | null)[][]> {
-      return (await q.query<(string | null)[]>(sql, [...params], { rowMode: 'array' })).rows;
     },
     async execScript(sql: string): Promise<void> {
       await q.exec(sql);
@@ -92,7 +89,6 @@ export async function createEmbeddedDb(dataDir: string): Promise<Db> {
     kind: 'embedded',
     authChanges,
     query: (sql, params) => root.query(sql, params),
-    queryArrays: (sql, params) => root.queryArrays(sql, params),
     // PGlite cannot interrupt a running statement (one wasm thread); past the request's deadline
     // the transaction is refused at COMMIT time instead, so nothing half-done is kept.
     transaction: (fn) =>

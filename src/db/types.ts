@@ -7,12 +7,6 @@ export interface QueryResult<R> {
 
 export interface Queryable {
   query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
-  /**
-   * Rows as arrays, each value as the text the database sent (null for NULL), for statements whose
-   * outputs are all text (the caller casts): what a page written as JSON by the server reads, without
-   * an object or a parsed value per field.
-   */
-  queryArrays(sql: string, params?: readonly unknown[]): Promise<(string | null)[][]>;
 }
 
 /** A connection inside a transaction. */

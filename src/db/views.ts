@@ -12,7 +12,6 @@ export function inTransaction(db: Db, tx: Tx, ended: () => boolean = () => false
   return {
     kind: db.kind,
     query: (sql, params) => (ended() ? db.query(sql, params) : tx.query(sql, params)),
-    queryArrays: (sql, params) => (ended() ? db.queryArrays(sql, params) : tx.queryArrays(sql, params)),
     transaction: (fn) => (ended() ? db.transaction(fn) : fn(tx)),
     poolStats: () => db.poolStats(),
     close: () => Promise.reject(new Error('a transaction view of the database cannot be closed')),

@@ -267,7 +267,6 @@ describe('bulk evaluator: pipeline and passes', () => {
     const counting = () => {
       const lookups: string[] = [];
       const q: Queryable = {
-        queryArrays: (sql: string, params?: readonly unknown[]) => h.db.queryArrays(sql, params),
         query: (sql: string, params?: readonly unknown[]) => {
           if (/condition_record|lookup_values/.test(sql)) lookups.push(sql);
           return h.db.query(sql, params);
@@ -290,7 +289,6 @@ describe('bulk evaluator: pipeline and passes', () => {
   test('a caller that stops after the first batch leaves no statement running', async () => {
     let running = 0;
     const q: Queryable = {
-      queryArrays: (sql: string, params?: readonly unknown[]) => h.db.queryArrays(sql, params),
       query: async (sql, params) => {
         running++;
         try {
@@ -385,7 +383,6 @@ describe('bulk evaluator: pipeline and passes', () => {
     }));
     const statements: string[] = [];
     const q: Queryable = {
-      queryArrays: (sql: string, params?: readonly unknown[]) => h.db.queryArrays(sql, params),
       query: (sql, params) => {
         if (/product_extensions/.test(sql)) statements.push(sql);
         return h.db.query(sql, params);

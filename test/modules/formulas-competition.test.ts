@@ -148,7 +148,6 @@ describe('logics: competition data', () => {
     const { logic } = await bulkLogic(h.db, principal, 'Compete', date);
     const statements: string[] = [];
     const counted: Queryable = {
-      queryArrays: (sql: string, params?: readonly unknown[]) => h.db.queryArrays(sql, params),
       query: (sql, params) => (statements.push(sql), h.db.query(sql, params)),
     };
     const items = Array.from({ length: 30 }, (_, i) => ({ sku: `K-${(i % 3) + 1}` }));
@@ -205,10 +204,7 @@ describe('logics: competition data', () => {
     const run = async (name: string, inputs?: Record<string, unknown>) => {
       const { logic } = await bulkLogic(h.db, principal, name, date);
       const statements: string[] = [];
-      const counted: Queryable = {
-        queryArrays: (sql: string, params?: readonly unknown[]) => h.db.queryArrays(sql, params),
-        query: (sql, params) => (statements.push(sql), h.db.query(sql, params)),
-      };
+      const counted: Queryable = { query: (sql, params) => (statements.push(sql), h.db.query(sql, params)) };
       const out = [];
       const items = [{ sku: 'K-2', ...(inputs ? { inputs } : {}) }];
       for await (const b of evaluateBulk(counted, principal, logic, items, {
