@@ -178,7 +178,12 @@ function itemsKey(tc: TypeContext, names: readonly string[] | undefined): string
 
 /** A row's JSON array in SQL, with what writes it as the API's JSON object or array. */
 interface RowJson {
-  /** `json_build_array(...)::text`. */
+  /** The outputs over `t`, as `x` (below) reads them: `<output> AS "cN"`. */
+  readonly inner: string;
+  /**
+   * `json_build_array(...)::text` over the outputs of `x`: written after ORDER BY and LIMIT (in an
+   * outer query), not for every match that the sort reads.
+   */
   readonly sql: string;
   readonly object: (row: string) => string;
   readonly array: (row: string) => string;
@@ -219,11 +224,7 @@ async function rowJson(
   if (all.length <= MAX_ARGS) {
     const types = await outputTypes(db, tc, all);
     for (const [i, name] of all.entries()) {
-      const out = jsonOutput(
-        types[i]!,
-        name === 'typedId' ? undefined : tc.fields.get(name),
-        outputSql(tc, name),
-      );
+      const out = jsonOutput(types[i]!, name === 'typedId' ? undefined : tc.fields.get(name), `x."c${i}"`);
       if (out === undefined) break;
       outputs.push(out);
     }
@@ -237,6 +238,7 @@ async function rowJson(
       ']',
     );
     json = {
+      inner: all.map((n, i) => `${outputSql(tc, n)} AS "c${i}"`).join(', '),
       sql: `json_build_array(${outputs.map((o) => o.sql).join(', ')})::text`,
       object: rowWriter(
         all.map((n, i) => `${i === 0 ? '{' : ','}${JSON.stringify(n)}:`),
@@ -259,8 +261,10 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   const json = await rowJson(db, tc, plan.names);
   if (json === undefined) return undefined;
   const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);
-  const sql = `SELECT ${total}, ${json.sql} AS "__row" FROM ${from}
-                ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
+  // The page's order is the inner query's: the outer one only writes each row's text.
+  const sql = `SELECT x."__total", ${json.sql} AS "__row"
+                 FROM (SELECT ${total}, ${json.inner} FROM ${from}
+                        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
   const r = await db.query<{ __total: unknown; __row: string }>(sql, params.values);
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
   const write = plan.asArrays ? json.array : json.object;
@@ -305,7 +309,8 @@ export async function fetchOneJson(
   // Prepared (PostgreSQL): one text per type, a lookup by the primary key.
   const r = await db.query<{ j: string }>(
     preparedShape(
-      `SELECT ${json.sql} AS j FROM ${ident(type.table)} t WHERE ${scope} AND t.id = ${params.add(id)}`,
+      `SELECT ${json.sql} AS j
+         FROM (SELECT ${json.inner} FROM ${ident(type.table)} t WHERE ${scope} AND t.id = ${params.add(id)}) x`,
     ),
     params.values,
   );
