@@ -71,6 +71,8 @@ function jsonOutput(sqlType: string, field: FieldDef | undefined, e: string): Js
   if (field?.custom === true && field.type !== 'string') {
     if (sqlType !== 'text') return undefined;
     const type = field.type;
+    // Dates, date-times and json are answered as the stored text, which the element already is.
+    if (type !== 'integer' && type !== 'decimal' && type !== 'boolean') return { sql: e };
     return { sql: e, fix: (v) => JSON.stringify(outputValue(type, JSON.parse(v) as string)) };
   }
   switch (sqlType) {
@@ -232,11 +234,6 @@ async function rowJson(
   let json: RowJson | null = null;
   if (outputs.length === all.length) {
     const fixes = outputs.map((o) => o.fix);
-    const arrays = rowWriter(
-      all.map((_, i) => (i === 0 ? '[' : ',')),
-      fixes,
-      ']',
-    );
     json = {
       inner: all.map((n, i) => `${outputSql(tc, n)} AS "c${i}"`).join(', '),
       sql: `json_build_array(${outputs.map((o) => o.sql).join(', ')})::text`,
@@ -246,7 +243,13 @@ async function rowJson(
         '}',
       ),
       // Without fixes the database's array is the answer as it is.
-      array: fixes.every((f) => f === undefined) ? (row) => row : arrays,
+      array: fixes.every((f) => f === undefined)
+        ? (row) => row
+        : rowWriter(
+            all.map((_, i) => (i === 0 ? '[' : ',')),
+            fixes,
+            ']',
+          ),
     };
   }
   if (rowsOf.size >= MAX_LISTS) rowsOf.clear();

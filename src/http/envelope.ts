@@ -35,8 +35,8 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
 }
 
 /**
- * The text of a success envelope whose `data` items are JSON texts already (a fetch whose rows the
- * server wrote from the database's text, or a look-up the database wrote): the same members as `ok`, without parsing or serializing rows.
+ * The text of a success envelope whose `data` items are JSON texts already (a fetch's rows, a
+ * look-up's items): the same members as `ok`, without parsing or serializing rows.
  */
 export function okText(req: FastifyRequest, itemsJson: readonly string[], list?: ListInfo): string {
   return okArrayText(req, `[${itemsJson.join(',')}]`, list);
