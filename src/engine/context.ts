@@ -240,7 +240,7 @@ export function selectList(tc: TypeContext, names?: readonly string[], alias = '
 }
 
 /** API names are registry constants (or `result.<element>`); only plain names become a quoted alias. */
-export function safeAlias(name: string): string {
+function safeAlias(name: string): string {
   if (!/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?$/.test(name))
     throw new Error(`bad field name ${name}`);
   return name;

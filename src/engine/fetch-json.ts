@@ -20,6 +20,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
+import { parseInt8 } from '../db/parse.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
@@ -57,8 +58,8 @@ export interface JsonPage {
 /** What makes one element of a row's JSON array (never `null` here) the value the API answers. */
 type Fix = (json: string) => string;
 
-/** bigint as a JSON number while exact in JavaScript (15 digits always are), else its text. */
-const int8Fix: Fix = (v) => (v.length <= 15 || Number.isSafeInteger(Number(v)) ? v : `"${v}"`);
+/** bigint as a JSON number while exact in JavaScript, else its text (`parseInt8`, as the driver). */
+const int8Fix: Fix = (v) => (typeof parseInt8(v) === 'number' ? v : `"${v}"`);
 
 /** One output: its SQL (an argument of json_build_array) and what its JSON needs, if anything. */
 interface JsonOutput {

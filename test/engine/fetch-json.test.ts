@@ -124,6 +124,15 @@ test('products with typed attributes: the same values as the JavaScript path', a
   const past = await sameAnswer('P', { ...filter, startRow: 50, endRow: 60 });
   assert.deepEqual(past.data, []);
   assert.equal(past.totalRows, 5);
+
+  // A bigint past 2^53 is answered as its text, as the driver's parseInt8 makes it.
+  await h.db.query(
+    `UPDATE products SET last_update_by = 9007199254740993 WHERE partition_id = $1 AND sku = 'FJ-2'`,
+    [h.partitionId],
+  );
+  const wide = await sameAnswer('P', { ...filter, resultFields: ['sku', 'lastUpdateBy'] });
+  const fj2 = wide.data.find((r: { sku: string }) => r.sku === 'FJ-2');
+  assert.equal(fj2.lastUpdateBy, '9007199254740993');
 });
 
 test('other types: numeric, date, bigint and boolean columns, condition record items, texts to escape', async () => {

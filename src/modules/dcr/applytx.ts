@@ -12,6 +12,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { ident } from '../../db/sql.ts';
+import { inTransaction } from '../../db/views.ts';
 import { canEdit } from '../../engine/crud.ts';
 import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
@@ -20,7 +21,6 @@ import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
 import * as store from './store.ts';
-import { inTransaction } from '../../db/views.ts';
 import { findTargets, metaVersionOf, writerFor } from './target.ts';
 import type { Written } from './staged.ts';
 import { writeItems } from './write.ts';

@@ -8,6 +8,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import {
   checkValue,
@@ -23,7 +24,6 @@ import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
 import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
-import { inTransaction } from '../../db/views.ts';
 import { findTargets, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
 import { writeItems } from '../dcr/write.ts';
