@@ -1,28 +1,31 @@
 // `/fetch/{TC}` answered as JSON text. The page's rows are what `runFetch` answers — the same plan,
-// filter, order and count — but each row arrives as one text, the JSON array of its outputs that
-// `json_build_array` writes, and the server puts the API's names in front of the elements (a writer
-// made once per select list), then joins the rows into the envelope as they are. The server neither
-// parses a row's fields nor builds and serializes an object per row; the database writes no object
-// either (row_to_json, with the conversions it needed in SQL, cost more than the rest of the
-// statement). Measured on `equals`, CPU per call: the database 4.1–4.6 → 2.9–3.0 ms, the server
-// 1.6–1.7 → 1.8–2.2 ms (the old path wrote row_to_json).
+// filter, order and count — but each row arrives as one text, the database's text of the record of its
+// outputs (`ROW(...)::text`), and the server writes the API's JSON object (or array) from it with a
+// writer made once per select list, then joins the rows into the envelope as they are. The server
+// neither parses a row's fields through the driver nor builds and serializes an object per row.
+// The record's text is the cheapest form the database writes: the bench's `equals` page in pgbench
+// (one client, eight alternating runs, min and median ms) with `ROW(...)::text` 0.91 and 1.10, with
+// `json_build_array(...)::text` (the form before) 1.13 and 1.27, the outputs as columns 0.93 and 1.05
+// (which the driver then parses field by field); row_to_json, with the conversions it needed in SQL,
+// cost more still. The page's statement is prepared (`preparedPage`).
 //
-// Each element must say what the JavaScript path says, value by value. The database's JSON of most
-// types already does (text, integers, booleans, json and jsonb, text arrays); the others:
-// - numeric and date → their text, as a JSON string (the driver answers them as text);
-// - bigint → the number while exact in JavaScript, else its text (`parseInt8`), fixed by the server;
+// Each value must say what the JavaScript path says, value by value. A field's text is what the
+// driver reads too (the type's output function), so:
+// - text, numeric and date → a JSON string of the text (the driver answers numeric and date as text);
+// - integer and smallint, json and jsonb → the text as it is; boolean `t`/`f` → true/false;
+// - bigint → the number while exact in JavaScript, else its text (`parseInt8`, as the driver);
+// - text arrays → `to_json` in SQL, then as they are;
 // - timestamptz → `YYYY-MM-DDTHH:MI:SS.mssZ` in UTC (a JavaScript Date's JSON), by to_char;
-// - custom attributes typed by their meta (text columns) → `outputValue` of the text, as `toRecord`
-//   does, by the server.
+// - custom attributes typed by their meta (text columns) → `outputValue` of the text, as `toRecord`.
 // An output whose SQL type is not one of these (found once per select list with `pg_typeof`, so an
 // expression of the registry is covered by what it really is) makes the fetch take the JavaScript
-// path, as do `distinctResults` and more than 100 outputs (json_build_array's most arguments).
+// path, as does `distinctResults`.
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { parseInt8 } from '../db/parse.ts';
 import { Params, ident } from '../db/sql.ts';
-import { preparedShape } from '../db/prepared.ts';
+import { preparedPage, preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
@@ -55,86 +58,110 @@ export interface JsonPage {
   readonly totalRows: number;
 }
 
-/** What makes one element of a row's JSON array (never `null` here) the value the API answers. */
-type Fix = (json: string) => string;
+/**
+ * What writes one field of a row's record text (never NULL here) as the value the API answers;
+ * `plain` when the text holds nothing a JSON string escapes (no quote, backslash or control character).
+ */
+type Write = (text: string, plain: boolean) => string;
 
+const asString: Write = (v, plain) => (plain ? `"${v}"` : JSON.stringify(v));
+const asIs: Write = (v) => v;
+const asBoolean: Write = (v) => (v === 't' ? 'true' : 'false');
 /** bigint as a JSON number while exact in JavaScript, else its text (`parseInt8`, as the driver). */
-const int8Fix: Fix = (v) => (typeof parseInt8(v) === 'number' ? v : `"${v}"`);
+const asInt8: Write = (v) => (typeof parseInt8(v) === 'number' ? v : `"${v}"`);
 
-/** One output: its SQL (an argument of json_build_array) and what its JSON needs, if anything. */
-interface JsonOutput {
+/** One output: its SQL (a field of the row's record) and how its text becomes JSON. */
+interface RowOutput {
   readonly sql: string;
-  readonly fix?: Fix;
+  readonly write: Write;
 }
 
-/** An output's JSON element, for its SQL type; undefined when there is none here. */
-function jsonOutput(sqlType: string, field: FieldDef | undefined, e: string): JsonOutput | undefined {
+/** An output's field of the record, for its SQL type; undefined when there is none here. */
+function rowOutput(sqlType: string, field: FieldDef | undefined, e: string): RowOutput | undefined {
   if (field?.custom === true && field.type !== 'string') {
     if (sqlType !== 'text') return undefined;
     const type = field.type;
-    // Dates, date-times and json are answered as the stored text, which the element already is.
-    if (type !== 'integer' && type !== 'decimal' && type !== 'boolean') return { sql: e };
-    return { sql: e, fix: (v) => JSON.stringify(outputValue(type, JSON.parse(v) as string)) };
+    // Dates, date-times and json are answered as the stored text.
+    if (type !== 'integer' && type !== 'decimal' && type !== 'boolean') return { sql: e, write: asString };
+    return { sql: e, write: (v) => JSON.stringify(outputValue(type, v)) };
   }
   switch (sqlType) {
     case 'text':
     case 'character varying':
-    case 'smallint':
-    case 'integer':
-    case 'boolean':
-    case 'json':
-    case 'jsonb':
-    case 'text[]':
-      return { sql: e };
     case 'numeric':
     case 'date':
-      return { sql: `(${e})::text` };
+      return { sql: e, write: asString };
+    case 'smallint':
+    case 'integer':
+    case 'json':
+    case 'jsonb':
+      return { sql: e, write: asIs };
+    case 'boolean':
+      return { sql: e, write: asBoolean };
     case 'bigint':
-      return { sql: e, fix: int8Fix };
+      return { sql: e, write: asInt8 };
+    case 'text[]':
+      return { sql: `to_json(${e})`, write: asIs };
     case 'timestamp with time zone':
-      return { sql: `to_char((${e}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` };
+      return {
+        sql: `to_char((${e}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+        write: asString,
+      };
     default:
       return undefined;
   }
 }
 
-/** The index just past the JSON string that starts at `i` (its opening quote). */
-function stringEnd(s: string, i: number): number {
-  for (;;) {
-    const q = s.indexOf('"', i + 1);
-    if (q < 0) throw new Error('fetch-json: unterminated string in a row');
-    let b = q - 1;
-    while (s.charCodeAt(b) === 92) b--; // backslashes before the quote: an even number ends it
-    if ((q - 1 - b) % 2 === 0) return q + 1;
-    i = q;
-  }
-}
+const COMMA = 44;
+const CLOSE = 41; // )
+const QUOTE = 34;
+const BACKSLASH = 92;
 
 /**
- * The elements of a JSON array text as json_build_array writes it (`[a, b]`, no other spacing than
- * the values' own) as slices, into `out` (as many as it holds).
+ * The fields of a record's text as the database writes it (record_out), into `out` (as many as it
+ * holds): `(a,"b c",,"")`. An empty field is NULL (null here). A field that is empty text or holds a
+ * space, comma, parenthesis, quote or backslash is quoted, its quotes and backslashes doubled. A row
+ * with more or fewer fields than `out`, or a quote with no end, is an error. `escaped[k]` (when
+ * given) tells whether field k held a quote or a backslash.
  */
-export function elements(s: string, out: string[]): void {
+export function recordFields(s: string, out: (string | null)[], escaped?: boolean[]): void {
+  const last = out.length - 1;
   let i = 1;
-  for (let k = 0; k < out.length; k++) {
-    while (s.charCodeAt(i) === 32) i++;
-    const start = i;
-    let depth = 0;
-    for (;;) {
-      const c = s.charCodeAt(i);
-      if (c === 34) {
-        i = stringEnd(s, i);
-        continue;
+  for (let k = 0; k <= last; k++) {
+    let escapes = false;
+    if (s.charCodeAt(i) === QUOTE) {
+      let v = '';
+      let from = i + 1;
+      for (let j = from; ; j++) {
+        if (j >= s.length) throw new Error('fetch-json: unterminated field in a row');
+        const c = s.charCodeAt(j);
+        if (c === BACKSLASH) {
+          escapes = true;
+          v += s.slice(from, j);
+          from = ++j; // the next character as it is
+        } else if (c === QUOTE) {
+          if (s.charCodeAt(j + 1) !== QUOTE) {
+            out[k] = v + s.slice(from, j);
+            i = j + 1;
+            break;
+          }
+          escapes = true;
+          v += s.slice(from, ++j); // a doubled quote: one of them
+          from = j + 1;
+        }
       }
-      if (c === 91 || c === 123) depth++;
-      else if (c === 93 || c === 125) {
-        if (depth === 0) break;
-        depth--;
-      } else if (c === 44 && depth === 0) break;
-      else if (i >= s.length) throw new Error('fetch-json: fewer elements in a row than outputs');
-      i++;
+    } else {
+      // Unquoted: no comma or parenthesis inside.
+      const comma = s.indexOf(',', i);
+      const j = k < last ? comma : comma < 0 ? s.length - 1 : -1;
+      if (j < 0) throw new Error('fetch-json: a row does not hold as many fields as outputs');
+      out[k] = j === i ? null : s.slice(i, j);
+      i = j;
     }
-    out[k] = s.slice(start, i);
+    if (s.charCodeAt(i) !== (k < last ? COMMA : CLOSE) || (k === last && i !== s.length - 1)) {
+      throw new Error('fetch-json: a row does not hold as many fields as outputs');
+    }
+    if (escaped !== undefined) escaped[k] = escapes;
     i++;
   }
 }
@@ -179,13 +206,13 @@ function itemsKey(tc: TypeContext, names: readonly string[] | undefined): string
   return `${tc.type.code}\u0000${names === undefined ? '*' : names.join(',')}\u0000${sig}`;
 }
 
-/** A row's JSON array in SQL, with what writes it as the API's JSON object or array. */
+/** A row's record text in SQL, with what writes it as the API's JSON object or array. */
 interface RowJson {
   /** The outputs over `t`, as `x` (below) reads them: `<output> AS "cN"`. */
   readonly inner: string;
   /**
-   * `json_build_array(...)::text` over the outputs of `x`: written after ORDER BY and LIMIT (in an
-   * outer query), not for every match that the sort reads.
+   * `ROW(...)::text` over the outputs of `x`: written after ORDER BY and LIMIT (in an outer query),
+   * not for every match that the sort reads.
    */
   readonly sql: string;
   readonly object: (row: string) => string;
@@ -195,19 +222,22 @@ interface RowJson {
 /** Rows' JSON by itemsKey (null: not written here), so that a request builds none of them again. */
 const rowsOf = new Map<string, RowJson | null>();
 const MAX_LISTS = 1_000;
-/** Most arguments json_build_array takes. */
-const MAX_ARGS = 100;
 
-/** Writes a row's elements, each after its prefix, then `close`. */
-function rowWriter(prefixes: readonly string[], fixes: readonly (Fix | undefined)[], close: string) {
-  const values: string[] = new Array<string>(fixes.length).fill('');
+/** Characters a JSON string escapes that a record's unquoted or quoted field may hold as they are. */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const CONTROL = /[\u0000-\u001f]/;
+
+/** Writes a row's fields, each after its prefix, then `close`. */
+function rowWriter(prefixes: readonly string[], writes: readonly Write[], close: string) {
+  const values = new Array<string | null>(writes.length).fill(null);
+  const escaped = new Array<boolean>(writes.length).fill(false);
   return (row: string): string => {
-    elements(row, values);
+    recordFields(row, values, escaped);
+    const control = CONTROL.test(row);
     let out = '';
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
-      const fix = fixes[i];
-      out += prefixes[i]! + (fix === undefined || v === 'null' ? v : fix(v));
+      out += prefixes[i]! + (v === null ? 'null' : writes[i]!(v, !control && !escaped[i]));
     }
     return out + close;
   };
@@ -223,34 +253,29 @@ async function rowJson(
   const known = rowsOf.get(key);
   if (known !== undefined) return known ?? undefined;
   const all = outputNames(tc, names);
-  const outputs: JsonOutput[] = [];
-  if (all.length <= MAX_ARGS) {
-    const types = await outputTypes(db, tc, all);
-    for (const [i, name] of all.entries()) {
-      const out = jsonOutput(types[i]!, name === 'typedId' ? undefined : tc.fields.get(name), `x."c${i}"`);
-      if (out === undefined) break;
-      outputs.push(out);
-    }
+  const outputs: RowOutput[] = [];
+  const types = await outputTypes(db, tc, all);
+  for (const [i, name] of all.entries()) {
+    const out = rowOutput(types[i]!, name === 'typedId' ? undefined : tc.fields.get(name), `x."c${i}"`);
+    if (out === undefined) break;
+    outputs.push(out);
   }
   let json: RowJson | null = null;
   if (outputs.length === all.length) {
-    const fixes = outputs.map((o) => o.fix);
+    const writes = outputs.map((o) => o.write);
     json = {
       inner: all.map((n, i) => `${outputSql(tc, n)} AS "c${i}"`).join(', '),
-      sql: `json_build_array(${outputs.map((o) => o.sql).join(', ')})::text`,
+      sql: `ROW(${outputs.map((o) => o.sql).join(', ')})::text`,
       object: rowWriter(
         all.map((n, i) => `${i === 0 ? '{' : ','}${JSON.stringify(n)}:`),
-        fixes,
+        writes,
         '}',
       ),
-      // Without fixes the database's array is the answer as it is.
-      array: fixes.every((f) => f === undefined)
-        ? (row) => row
-        : rowWriter(
-            all.map((_, i) => (i === 0 ? '[' : ',')),
-            fixes,
-            ']',
-          ),
+      array: rowWriter(
+        all.map((_, i) => (i === 0 ? '[' : ',')),
+        writes,
+        ']',
+      ),
     };
   }
   if (rowsOf.size >= MAX_LISTS) rowsOf.clear();
@@ -269,7 +294,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   const sql = `SELECT x."__total", ${json.sql} AS "__row"
                  FROM (SELECT ${total}, ${json.inner} FROM ${from}
                         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
-  const r = await db.query<{ __total: unknown; __row: string }>(sql, params.values);
+  const r = await db.query<{ __total: unknown; __row: string }>(preparedPage(sql), params.values);
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
   const write = plan.asArrays ? json.array : json.object;
   const rowsJson = r.rows.map((x) => write(x.__row));
