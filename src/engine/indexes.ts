@@ -146,26 +146,44 @@ export interface IndexInfo {
   readonly scans: number;
 }
 
-/** Every index of `table` with its size and how often queries used it. */
-export async function listIndexes(q: Queryable, table: string): Promise<IndexInfo[]> {
-  const r = await q.query<{
-    name: string;
-    definition: string | null;
-    valid: boolean;
-    size: number | string | null;
-    scans: number | string | null;
-  }>(
-    `SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition, i.indisvalid AS valid,
+interface IndexRow {
+  name: string;
+  definition: string | null;
+  valid: boolean;
+  size: number | string | null;
+  scans: number | string | null;
+}
+
+const LIST_INDEXES = `SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition, i.indisvalid AS valid,
             pg_relation_size(i.indexrelid) AS size, s.idx_scan AS scans
        FROM pg_index i
        JOIN pg_class c ON c.oid = i.indexrelid
        LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid
       WHERE i.indrelid = $1::regclass
-      ORDER BY c.relname`,
-    [table],
-  );
+      ORDER BY c.relname`;
+
+/** How often a listing that met an index being dropped is read again. */
+const LIST_ATTEMPTS = 5;
+
+/**
+ * An index dropped between the statement's snapshot and pg_get_indexdef's catalog look-up (a
+ * concurrent sync): "cache lookup failed for attribute … of relation …" (XX000).
+ */
+const droppedMeanwhile = (e: unknown) =>
+  (e as { code?: unknown }).code === 'XX000' && /cache lookup failed/.test((e as Error).message);
+
+/** Every index of `table` with its size and how often queries used it. */
+export async function listIndexes(q: Queryable, table: string): Promise<IndexInfo[]> {
+  let rows: IndexRow[] | undefined;
+  for (let attempt = 1; rows === undefined; attempt++) {
+    try {
+      rows = (await q.query<IndexRow>(LIST_INDEXES, [table])).rows;
+    } catch (e) {
+      if (attempt >= LIST_ATTEMPTS || !droppedMeanwhile(e)) throw e;
+    }
+  }
   // An index dropped while this ran (a concurrent sync) has no definition any more: leave it out.
-  return r.rows
+  return rows
     .filter((x) => x.definition !== null)
     .map((x) => ({
       name: x.name,
