@@ -21,8 +21,12 @@ export function preparedName(sql: string): string | undefined {
   return NAMES.get(sql);
 }
 
-/** Most page statements of `/fetch` that `preparedPage` marks (each kept by every pooled backend). */
-const MAX_PAGES = 128;
+/**
+ * Most page statements of `/fetch` that `preparedPage` marks. Each is kept by every pooled backend
+ * that runs it: ~0.2 MB of plan cache for the bench's 44-output page (pg_backend_memory_contexts),
+ * so at most ~130 MB over a pool of 10.
+ */
+const MAX_PAGES = 64;
 let pages = 0;
 
 /**
