@@ -139,27 +139,7 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
   const lowered = `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
   const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
   const test = leaf.ci ? lowered : leaf.field.searchIndexed ? `(${lowered} AND ${exact})` : exact;
-  const range = leaf.ci || leaf.field.searchIndexed ? prefixRange(leaf, a, ctx) : undefined;
-  return negated(range === undefined ? test : `(${range} AND ${test})`, leaf.negate, ctx);
-}
-
-/** The last character of a prefix past which no text is above every text it starts (U+10FFFF). */
-const TOP = /\u{10FFFF}$/u;
-
-/**
- * A prefix search as a range of `lower(col)` in byte order, the order of `text_pattern_ops`:
- * `lower(col) ~>=~ lower(p) AND lower(col) ~<~ rc_prefix_upper(lower(p))` (migration 045). Every text
- * that starts with the prefix is in the range, so the LIKE it is ANDed to decides as before. The
- * planner derives such a range from `LIKE` itself only when it knows the pattern: a prepared
- * statement's generic plan (src/db/prepared.ts) does not, and without it would scan the partition.
- * None for an empty prefix, a pattern, a field on the right or a prefix ending in U+10FFFF.
- */
-function prefixRange(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, a: string, ctx: Ctx): string | undefined {
-  if (leaf.anchor !== 'start' || 'other' in leaf.rhs || leaf.rhs.glob) return undefined;
-  const { value } = leaf.rhs;
-  if (value === '' || TOP.test(value)) return undefined;
-  const p = `lower(${param(ctx, value, 'text')})`;
-  return `lower(${a}) ~>=~ ${p} AND lower(${a}) ~<~ rc_prefix_upper(${p})`;
+  return negated(test, leaf.negate, ctx);
 }
 
 /** Parameters carry explicit casts, so PostgreSQL never guesses a type (or an operator). */
