@@ -36,9 +36,12 @@ let pages = 0;
  * first five runs for their own values; after that it runs a generic plan only while that plan is
  * estimated to cost no more than those did (plan_cache_mode `auto`), so a filter whose good plan needs
  * its value (a `LIKE` prefix on an index, say) goes on being planned per run, without the parse.
- * Measured on the bench's `equals` page (1,500 runs in a row, one connection): the backend's CPU
- * 0.92–1.0 ms per run unprepared, 0.59–0.65 prepared. At most MAX_PAGES texts get a name; later
- * ones run unprepared.
+ * Measured on the bench's `equals` page (1,000–1,500 runs in a row, one connection): the backend's
+ * CPU 0.87–1.0 ms per run unprepared, 0.59–0.65 prepared, 0.75–0.77 prepared but planned per run
+ * (force_custom_plan). The risk a generic plan carries: it is made for an average value, so a rare
+ * value of a skewed, indexed field may get the plan of a common one (the primary key's order, read
+ * until the page is full) and read the whole partition for its page. At most MAX_PAGES texts get a
+ * name; later ones run unprepared.
  */
 export function preparedPage(sql: string): string {
   if (!NAMES.has(sql) && pages < MAX_PAGES) {
