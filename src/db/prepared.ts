@@ -8,12 +8,23 @@ const NAMES = new Map<string, string>();
 
 /** Most texts `preparedShape` marks (each is kept by every pooled backend that runs it). */
 const MAX_SHAPES = 256;
-let shapes = 0;
 
 /** Marks `sql` to be prepared per connection; answers it unchanged. */
 export function prepared(sql: string): string {
   if (!NAMES.has(sql)) NAMES.set(sql, `rc_prep_${NAMES.size + 1}`);
   return sql;
+}
+
+/** A marker like `prepared` that names at most `max` texts; later ones run unprepared. */
+function preparedUpTo(max: number): (sql: string) => string {
+  let named = 0;
+  return (sql) => {
+    if (!NAMES.has(sql) && named < max) {
+      named++;
+      prepared(sql);
+    }
+    return sql;
+  };
 }
 
 /** The statement name of a marked text, or undefined. */
@@ -27,7 +38,6 @@ export function preparedName(sql: string): string | undefined {
  * so at most ~130 MB over a pool of 10.
  */
 const MAX_PAGES = 64;
-let pages = 0;
 
 /**
  * Marks the page statement of a `/fetch` (src/engine/fetch-json.ts): its text depends on the
@@ -43,13 +53,7 @@ let pages = 0;
  * until the page is full) and read the whole partition for its page. At most MAX_PAGES texts get a
  * name; later ones run unprepared.
  */
-export function preparedPage(sql: string): string {
-  if (!NAMES.has(sql) && pages < MAX_PAGES) {
-    pages++;
-    NAMES.set(sql, `rc_prep_${NAMES.size + 1}`);
-  }
-  return sql;
-}
+export const preparedPage = preparedUpTo(MAX_PAGES);
 
 /**
  * Marks a statement built per request *shape* (a single-record write: its text depends on which
@@ -57,10 +61,4 @@ export function preparedPage(sql: string): string {
  * the values: an upsert or update by key with its history. At most MAX_SHAPES such texts get a name;
  * later ones run unprepared. Not for filters: a fetch's page has `preparedPage`.
  */
-export function preparedShape(sql: string): string {
-  if (!NAMES.has(sql) && shapes < MAX_SHAPES) {
-    shapes++;
-    NAMES.set(sql, `rc_prep_${NAMES.size + 1}`);
-  }
-  return sql;
-}
+export const preparedShape = preparedUpTo(MAX_SHAPES);
