@@ -25,7 +25,7 @@ export const WORKFLOW_DEFINITION_TYPE: TypeDef = {
     text('label', 'label'),
     text('approvableType', 'approvable_type', { required: true, maxLength: 40 }),
     text('condition', 'condition', { maxLength: 10_000 }),
-    { name: 'priority', column: 'priority', type: 'integer' },
+    { name: 'priority', column: 'priority', type: 'integer', int32: true },
     { name: 'steps', column: 'steps', type: 'json', required: true },
     ...SYSTEM,
   ],

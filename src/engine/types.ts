@@ -4,7 +4,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Permission, RouteAccess } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
-import type { FieldErrors } from '../http/errors.ts';
+import type { AppError, FieldErrors } from '../http/errors.ts';
 
 /** The declared type of a field, which decides how values are parsed and compared. */
 export type FieldType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'datetime' | 'json';
@@ -63,6 +63,8 @@ export interface FieldDef extends FieldSpec {
   /** Part of the business key: may be set on add, never changed afterwards. */
   readonly key?: boolean;
   readonly maxLength?: number;
+  /** An integer stored in a 4-byte column: values from -2^31 to 2^31 - 1 (others are refused). */
+  readonly int32?: boolean;
   /** Values allowed for this field (checked on writes). */
   readonly oneOf?: readonly string[];
 }
@@ -135,4 +137,14 @@ export interface TypeDef {
     principal: Principal,
     data: Readonly<Record<string, unknown>>,
   ) => Promise<void>;
+  /**
+   * The answer to an add whose business key exists already, when the type says more than the
+   * generic 409 (condition record items: an overlap, a -4 naming the item in the way); undefined
+   * falls back to the 409. Runs in the add's transaction.
+   */
+  readonly duplicateError?: (
+    q: Queryable,
+    principal: Principal,
+    data: Readonly<Record<string, unknown>>,
+  ) => Promise<AppError | undefined>;
 }

@@ -54,11 +54,55 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   const v = coerceValue(f.type, raw);
   if (v === undefined) return `${JSON.stringify(raw)} is not ${EXPECTED[f.type]}`;
   if (f.required && v === '') return 'is required';
-  if (typeof v === 'string' && f.maxLength !== undefined && v.length > f.maxLength) {
+  if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {
     return `is longer than ${f.maxLength} characters`;
+  }
+  if (f.int32 && (typeof v !== 'number' || v < -0x80000000 || v > 0x7fffffff)) {
+    return `must be an integer from ${-0x80000000} to ${0x7fffffff}`;
   }
   if (f.oneOf && !f.oneOf.includes(String(v))) return `must be one of ${f.oneOf.join(', ')}`;
   return { value: f.custom ? String(v) : v };
+}
+
+/**
+ * An update of `old` (by typedId or business key) may repeat its key fields (business key, fields
+ * fixed at creation) but not change them: a changed one is a -4 naming it, never silently dropped.
+ */
+/** A key field's value as text, to compare a given value with the stored one. */
+const keyText = (v: unknown): string =>
+  typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean'
+    ? String(v)
+    : v === null || v === undefined
+      ? ''
+      : JSON.stringify(v);
+
+export function refuseKeyChanges(tc: TypeContext, data: Obj, old: Obj): void {
+  for (const [name, raw] of Object.entries(data)) {
+    const f = tc.fields.get(name);
+    if (f === undefined || !f.key || f.system || raw === undefined) continue;
+    const checked = checkValue(f, raw);
+    const value = typeof checked === 'string' ? raw : checked.value;
+    if (keyText(value) !== keyText(old[name])) {
+      throw validationError(name, 'is part of the business key and cannot be changed');
+    }
+  }
+}
+
+/**
+ * Whether `v` has more than `max` characters as the database counts them (code points: a character
+ * outside the Basic Multilingual Plane is two UTF-16 units in JavaScript, one character there).
+ */
+function longerThan(v: string, max: number): boolean {
+  if (v.length <= max) return false;
+  if (v.length > 2 * max) return true;
+  let n = 0;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    // A high surrogate followed by a low one: one character.
+    if (c >= 0xd800 && c <= 0xdbff && (v.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
+    if (++n > max) return true;
+  }
+  return false;
 }
 
 export function editableField(tc: TypeContext, name: string, param: string): FieldDef {

@@ -20,7 +20,7 @@ import {
 } from './context.ts';
 import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
-import { prepareValues } from './value-check.ts';
+import { prepareValues, refuseKeyChanges } from './value-check.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -98,7 +98,7 @@ export async function addRecords(
     const values = prepareValues(tc, data, 'add');
     await guardInsert(q, principal, type, data);
     const row = await insertRow(q, tc, principal, values, 'revive-deleted');
-    if (!row) throw duplicate(type, data);
+    if (!row) throw (await type.duplicateError?.(q, principal, data)) ?? duplicate(type, data);
     return toRecord(tc, row);
   };
   // One record is one INSERT statement, atomic without BEGIN/COMMIT round trips.
@@ -217,11 +217,7 @@ export async function updateRecords(
         throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
       checkVersion(type, item.oldValues, old);
       await type.beforeChange?.(tx, principal, old, item.data);
-      for (const k of type.businessKey) {
-        if (item.data[k] !== undefined && item.data[k] !== old[k] && !('key' in address)) {
-          throw validationError(k, 'is part of the business key and cannot be changed');
-        }
-      }
+      refuseKeyChanges(tc, item.data, old);
       const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, item.data, 'update'));
       out.push(withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined));
     }
@@ -288,6 +284,7 @@ export async function integrateRecords(
           if (!canEdit(tc.type, principal, old))
             throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
           await type.beforeChange?.(tx, principal, old, data);
+          refuseKeyChanges(tc, data, old);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
           delete old.__deleted;
           const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, data, 'update'));

@@ -2,7 +2,7 @@
 // process can meet (ours, Fastify's, the database's) to one catalogue entry of ./errors.ts.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type FieldErrors } from './errors.ts';
+import { AppError, validationError, type FieldErrors } from './errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import type {} from './fastify-types.ts';
 
@@ -101,6 +101,7 @@ export const errorEnvelopeSchema = {
 interface PgError {
   code?: unknown;
   constraint?: unknown;
+  detail?: unknown;
 }
 
 /**
@@ -115,6 +116,17 @@ function overlapError(fe: PgError & { message?: unknown; detail?: unknown }): Ap
   }
   const message = 'The record overlaps another one';
   return new AppError('VALIDATION', message, { errors: { [field]: { errorMessage: message } } });
+}
+
+/**
+ * A CHECK constraint the write broke, for the rules a request can break only against the stored
+ * record (an update of one end of a condition record's validity): a -4 naming the field.
+ */
+function checkViolation(fe: PgError): AppError {
+  if (fe.constraint === 'condition_records_validity') {
+    return validationError('validTo', 'must not be before validFrom (the item would end before it starts)');
+  }
+  return validationError('data', 'A value breaks a rule of the table');
 }
 
 /** The catalogue entry of anything thrown while serving a request. */
@@ -151,6 +163,15 @@ export function toAppError(err: unknown): AppError {
       return new AppError('DUPLICATE_KEY');
     case '23P01':
       return overlapError(fe);
+    case '23514':
+      return checkViolation(fe);
+    case 'RC400':
+      // A rule of our own triggers about the request (e.g. a condition record set deleted while it
+      // holds items, without force): the message is the trigger's text, the field its DETAIL.
+      return validationError(
+        typeof fe.detail === 'string' && /^[A-Za-z][A-Za-z0-9.]*$/.test(fe.detail) ? fe.detail : 'data',
+        typeof fe.message === 'string' ? fe.message : 'Refused by a rule of the database',
+      );
     case 'RC409':
       // A state rule of our own triggers (e.g. a locked rebate record group deleted by filter): the
       // message is the trigger's text, written for the client.
