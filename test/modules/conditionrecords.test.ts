@@ -360,11 +360,22 @@ describe('condition records', () => {
       ]),
       refused,
     );
-    // Deleting the set deletes its items.
-    await h.db.query(`DELETE FROM condition_record_sets WHERE partition_id = $1 AND id = $2`, [
-      h.partitionId,
-      s.id,
-    ]);
+    // A set that holds items is deleted only when forced (migration 045), whatever deletes it.
+    await assert.rejects(
+      h.db.query(`DELETE FROM condition_record_sets WHERE partition_id = $1 AND id = $2`, [
+        h.partitionId,
+        s.id,
+      ]),
+      (e: { code?: string; detail?: string }) => e.code === 'RC400' && e.detail === 'force',
+    );
+    // Forced, deleting the set deletes its items.
+    await h.db.transaction(async (tx) => {
+      await tx.query(`SELECT set_config('rc.crcs_force', 'on', true)`);
+      await tx.query(`DELETE FROM condition_record_sets WHERE partition_id = $1 AND id = $2`, [
+        h.partitionId,
+        s.id,
+      ]);
+    });
     const left = await h.db.query(
       `SELECT count(*)::int AS n FROM condition_records WHERE partition_id = $1 AND condition_record_set_id = $2`,
       [h.partitionId, s.id],

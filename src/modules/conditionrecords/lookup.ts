@@ -223,6 +223,8 @@ function checkedRequest(
     }
     t.forEach((v: unknown, k) => {
       if (typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
+      // No stored key holds NUL (checkValue refuses it), and the database cannot take it as text.
+      if (v.includes('\u0000')) throw validationError(`keys.${i}.${k}`, 'must not contain NUL');
     });
   });
   return { day, sigs: tuples.map(conditionKeySig) };

@@ -1,5 +1,5 @@
 // Condition records: `/conditionrecordset.update/{id}`, `/conditionrecordset.lookup/{set}`, the
-// delete of sets with `force`, the general update/integrate of CRCS refused (static routes win over
+// delete of sets with `force`, the general update/integrate/resetcolumn of CRCS refused (static routes win over
 // the general `/:typeCode` ones), and `/loaddata/CRCP` (also `/loaddata/CRCI`, `/loaddata/CRCIn`). Sets and items otherwise go through the
 // general operations on the registry's CRCS, CRCI, CRCI1..CRCI12, CRCIH and CRCIAM.
 
@@ -99,6 +99,7 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
     '/update/CRCS/returnolddata',
     '/integrate/CRCS',
     '/integrate/CRCS/returnolddata',
+    '/resetcolumn/CRCS/:columnName',
   ]) {
     app.post(
       path,

@@ -42,18 +42,21 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
   if (!isObj(b.oldValues) || b.oldValues.version === undefined) {
     throw validationError('oldValues.version', 'is required');
   }
-  const typedId = /^\d+(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
-  if (typedId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
+  const setId = /^\d{1,15}(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
+  if (setId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
   return updateRecords(
     db,
     principal,
     SET_UPDATE_TYPE,
-    [{ data: { ...data, id: typedId }, oldValues: b.oldValues }],
+    [{ data: { ...data, typedId: `${setId}.CRCS` }, oldValues: b.oldValues }],
     false,
   );
 }
 
-/** `/delete/CRCS`: the general delete, refused for a set with items unless `force` is true. */
+/**
+ * `/delete/CRCS`: the general delete; a set that holds items is refused unless `force` is true (by
+ * the database, migration 045, on every delete path: forced sets are named to it per row).
+ */
 export async function deleteSets(db: Db, principal: Principal, body: unknown): Promise<Obj[]> {
   requireAccess(principal, SET_TYPE.access.write);
   const entries: unknown[] = Array.isArray(body) ? body : [body];
@@ -66,32 +69,27 @@ export async function deleteSets(db: Db, principal: Principal, body: unknown): P
     delete data.force;
     return { data, force };
   });
-  for (const { data, force } of items) {
-    if (force) continue;
-    const r = await db.query<{ n: number | string; name: string }>(
-      `SELECT s.unique_name AS name, (SELECT count(*) FROM condition_records c
-                WHERE c.partition_id = s.partition_id AND c.condition_record_set_id = s.id) AS n
-         FROM condition_record_sets s
-        WHERE s.partition_id = $1 AND (s.id = $2 OR s.unique_name = $3)`,
-      [principal.partitionId, idOf(data), typeof data.uniqueName === 'string' ? data.uniqueName : null],
+  const forced = items.filter((i) => i.force).map((i) => i.data);
+  const isForced = (old: Readonly<Obj>) =>
+    forced.some(
+      (d) => idOf(d) === Number(old.id) || (d.uniqueName !== undefined && d.uniqueName === old.uniqueName),
     );
-    const row = r.rows[0];
-    if (row && Number(row.n) > 0) {
-      throw validationError(
-        'force',
-        `set ${row.name} holds ${Number(row.n)} items: delete them first, or give force: true to delete the set with its items`,
-      );
-    }
-  }
+  const type: TypeDef = {
+    ...SET_TYPE,
+    async beforeChange(tx, p, old, data) {
+      await SET_TYPE.beforeChange?.(tx, p, old, data);
+      await tx.query(`SELECT set_config('rc.crcs_force', $1, true)`, [isForced(old) ? 'on' : '']);
+    },
+  };
   return deleteRecords(
     db,
     principal,
-    SET_TYPE,
+    type,
     items.map((i) => i.data),
   );
 }
 
-function idOf(data: Obj): number | null {
+function idOf(data: Readonly<Obj>): number | null {
   const v = data.typedId ?? data.id;
   const m =
     typeof v === 'number'

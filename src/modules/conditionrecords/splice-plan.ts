@@ -246,31 +246,39 @@ export function checkRows(
   return out;
 }
 
-/** Rows of the load that overlap each other (same set and keys): the later ones are errors. */
+/**
+ * Rows of the load that overlap each other (same set and keys): in row order, a row overlapping one
+ * kept before it is an error (the later one), and is not kept.
+ */
 export function dropOverlapsWithinLoad(rows: readonly Checked[], errors: RowError[]): Checked[] {
-  const groups = new Map<string, Checked[]>();
-  for (const r of rows) {
+  /** Per set and keys, the rows kept so far, sorted by validity (they do not overlap each other). */
+  const kept = new Map<string, Checked[]>();
+  const bad = new Set<number>();
+  for (const r of [...rows].sort((a, b) => a.row - b.row)) {
     // checkValue refuses NUL in text: joined with it, set and keys name one group each.
     const k = `${r.set.id}\u0000${r.keys.join('\u0000')}`;
-    const g = groups.get(k);
-    if (g) g.push(r);
-    else groups.set(k, [r]);
-  }
-  const bad = new Set<number>();
-  for (const g of groups.values()) {
-    if (g.length < 2) continue;
-    g.sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : a.row - b.row));
-    let last = g[0]!;
-    for (const r of g.slice(1)) {
-      if (r.from <= last.to) {
-        bad.add(r.row);
-        errors.push({
-          row: r.row,
-          field: 'validFrom',
-          message: `overlaps row ${last.row} of this load (same set and keys)`,
-        });
-      } else last = r;
+    const g = kept.get(k);
+    if (g === undefined) {
+      kept.set(k, [r]);
+      continue;
     }
+    // The first kept row ending on or after r starts: the only one that can overlap r.
+    let lo = 0;
+    let hi = g.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (g[mid]!.to < r.from) lo = mid + 1;
+      else hi = mid;
+    }
+    const next = g[lo];
+    if (next !== undefined && next.from <= r.to) {
+      bad.add(r.row);
+      errors.push({
+        row: r.row,
+        field: 'validFrom',
+        message: `overlaps row ${next.row} of this load (same set and keys)`,
+      });
+    } else g.splice(lo, 0, r);
   }
   return rows.filter((r) => !bad.has(r.row));
 }

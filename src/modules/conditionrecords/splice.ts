@@ -49,7 +49,8 @@ async function resolveSets(db: Db, principal: Principal, plan: Plan, rows: reado
     const v: unknown = Array.isArray(r) ? r[plan.setAt] : undefined;
     if (typeof v === 'number' && Number.isSafeInteger(v)) ids.add(v);
     else if (typeof v === 'string' && /^\d+$/.test(v)) ids.add(Number(v));
-    else if (typeof v === 'string' && v !== '') names.add(v);
+    // A name with NUL names no set (the database cannot take it as text): the row's error says so.
+    else if (typeof v === 'string' && v !== '' && !v.includes('\u0000')) names.add(v);
   }
   const r = await db.query<{
     id: number;

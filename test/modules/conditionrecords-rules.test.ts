@@ -1,0 +1,335 @@
+// Condition records over real HTTP on both databases: the rules every path must keep, whichever
+// operation a client picks — a set with items deleted only with force (also by /delete/CRCS/batch and
+// /batch/forcefilter), sets changed only by /conditionrecordset.update (not /resetcolumn/CRCS), an
+// item never ending before it starts against its stored validFrom (a -4, not a 500), keys and
+// validFrom never changed through /update/CRCI, CRCIH read-only (also for admins), values a column
+// cannot hold refused per row, the later of two overlapping rows of one load the error, lengths in
+// characters as the database counts them, NUL in look-up keys and set names refused per field or row.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+describe('condition records: rules on every path', () => {
+  let h: Harness;
+  const call = (path: string, body?: unknown, who = admin) => h.call(path, { basic: who, body: body ?? {} });
+
+  async function newSet(keySize = 1): Promise<{ id: number; name: string }> {
+    const name = uniqueName('rule');
+    const [s] = okData(await call('/add/CRCS', { data: { uniqueName: name, label: name, keySize } }));
+    return { id: s.id, name };
+  }
+  /** A new item of a set of key size 1, with its `typedId` as a CRCI. */
+  async function addItem(setId: number, key1: string, validFrom: string, validTo: string): Promise<any> {
+    const [item] = okData(
+      await call('/add/CRCI1', { data: { conditionRecordSetId: setId, key1, validFrom, validTo } }),
+    );
+    return { ...item, typedId: `${item.id}.CRCI` };
+  }
+  const setCount = async (name: string) =>
+    okData(await call('/fetch/CRCS', { data: { uniqueName: name } })).length;
+
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('a set that holds items is deleted by no batch or filter delete; with force by /delete/CRCS', async () => {
+    const full = await newSet();
+    await addItem(full.id, 'K', '2026-01-01', '2026-01-31');
+    const empty = await newSet();
+    for (const path of ['/delete/CRCS/batch', '/delete/CRCS/batch/forcefilter']) {
+      const r = await call(path, { data: { uniqueName: full.name } });
+      expectError(r, 400, -4, 'force');
+      assert.match(r.body.response.data, new RegExp(`set ${full.name} holds 1 items`));
+      assert.equal(await setCount(full.name), 1);
+    }
+    // A batch that names both: the one with items refuses the whole request, nothing is deleted.
+    expectError(
+      await call('/delete/CRCS', [{ data: { uniqueName: empty.name } }, { data: { uniqueName: full.name } }]),
+      400,
+      -4,
+      'force',
+    );
+    assert.equal(await setCount(empty.name), 1);
+    // Forced for the full one only: both go, the items with their set.
+    okData(
+      await call('/delete/CRCS', [
+        { data: { uniqueName: empty.name } },
+        { data: { uniqueName: full.name }, force: true },
+      ]),
+    );
+    assert.equal(await setCount(full.name), 0);
+    assert.equal(await setCount(empty.name), 0);
+    assert.equal(okData(await call('/fetch/CRCI', { data: { conditionRecordSetId: full.id } })).length, 0);
+    // An empty set is deleted by filter.
+    const other = await newSet();
+    okData(await call('/delete/CRCS/batch/forcefilter', { data: { uniqueName: other.name } }));
+    assert.equal(await setCount(other.name), 0);
+  });
+
+  test('/resetcolumn/CRCS is refused with a pointer to conditionrecordset.update', async () => {
+    const s = await newSet();
+    const r = await call('/resetcolumn/CRCS/label', {});
+    expectError(r, 400, -4, 'typeCode');
+    assert.match(r.body.response.data, /conditionrecordset\.update/);
+    const [kept] = okData(await call('/fetch/CRCS', { data: { uniqueName: s.name } }));
+    assert.equal(kept.label, s.name);
+  });
+
+  test('an item may not end before its stored validFrom: -4 on validTo, by every write', async () => {
+    const s = await newSet();
+    const item = await addItem(s.id, 'K', '2026-03-01', '2026-06-30');
+    const writes: [string, unknown][] = [
+      ['/update/CRCI', { data: { typedId: item.typedId, validTo: '2026-02-01' } }],
+      ['/update/CRCI1', { data: { typedId: `${item.id}.CRCI1`, validTo: '2026-02-01' } }],
+      ['/integrate/CRCI', [{ data: { typedId: item.typedId, validTo: '2026-02-01' } }]],
+      [
+        '/massedit/CRCI1',
+        {
+          filterCriteria: { conditionRecordSetId: s.id },
+          massEditRecords: [{ fieldName: 'validTo', massEditOperator: '=', fieldValue: '2026-01-01' }],
+        },
+      ],
+    ];
+    for (const [path, body] of writes) {
+      const r = await call(path, body);
+      expectError(r, 400, -4, 'validTo');
+    }
+    const [stored] = okData(await call(`/fetch/CRCI/${item.id}`));
+    assert.equal(stored.validTo, '2026-06-30');
+    assert.equal(stored.version, item.version);
+  });
+
+  test('/update/CRCI refuses changed keys, validFrom and set; repeating them is fine', async () => {
+    const s = await newSet();
+    const other = await newSet();
+    const item = await addItem(s.id, 'K', '2026-03-01', '2026-06-30');
+    for (const [field, value] of [
+      ['validFrom', '2026-02-01'],
+      ['key1', 'OTHER'],
+      ['conditionRecordSetId', other.id],
+    ] as const) {
+      const r = await call('/update/CRCI', { data: { typedId: item.typedId, [field]: value } });
+      expectError(r, 400, -4, field);
+      assert.match(r.body.response.data, /business key/);
+      const i = await call('/integrate/CRCI', [{ data: { typedId: item.typedId, [field]: value } }]);
+      expectError(i, 400, -4, field);
+    }
+    const [same] = okData(
+      await call('/update/CRCI', {
+        data: {
+          typedId: item.typedId,
+          conditionRecordSetId: s.id,
+          key1: 'K',
+          validFrom: '2026-03-01T00:00:00',
+          conditionValue: '2.5',
+        },
+      }),
+    );
+    assert.equal(same.validFrom, '2026-03-01');
+    assert.equal(same.conditionValue, '2.5');
+    assert.equal(same.version, item.version + 1);
+  });
+
+  test('an add with the start of an item of the same keys is an overlap naming it (-4), as any other', async () => {
+    const s = await newSet(2);
+    const [a] = okData(
+      await call('/add/CRCI2', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'C',
+          key2: 'P',
+          validFrom: '2026-03-01',
+          validTo: '2026-06-30',
+        },
+      }),
+    );
+    for (const path of ['/add/CRCI2', '/add/CRCI']) {
+      const r = await call(path, {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'C',
+          key2: 'P',
+          validFrom: '2026-03-01',
+          validTo: '2026-03-05',
+        },
+      });
+      expectError(r, 400, -4, 'validFrom');
+      assert.match(
+        r.body.response.data,
+        new RegExp(
+          `2026-03-01\\.\\.2026-03-05 overlaps item ${a.id}\\.CRCI \\(valid 2026-03-01\\.\\.2026-06-30\\)`,
+        ),
+      );
+    }
+    // Other keys with the same start are no clash.
+    okData(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 'C', key2: 'Q', validFrom: '2026-03-01' },
+      }),
+    );
+  });
+
+  test('CRCIH is read-only, for admins too', async () => {
+    const s = await newSet();
+    const item = await addItem(s.id, 'K', '2026-01-01', '2026-01-31');
+    okData(await call('/delete/CRCI', { data: { typedId: item.typedId } }));
+    const [hist] = okData(await call('/fetch/CRCIH', { data: { itemId: item.id } }));
+    assert.ok(hist, 'the deleted item is in CRCIH');
+    expectError(await call('/delete/CRCIH', { data: { typedId: hist.typedId } }), 400, -4, 'typeCode');
+    for (const path of ['/delete/CRCIH/batch', '/delete/CRCIH/batch/forcefilter']) {
+      expectError(await call(path, { data: { itemId: item.id } }), 400, -4, 'typeCode');
+    }
+    assert.equal(okData(await call('/fetch/CRCIH', { data: { itemId: item.id } })).length, 1);
+  });
+
+  test('integrationStatus beyond its 4-byte column: a row error in a load, -4 elsewhere', async () => {
+    const s = await newSet();
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'integrationStatus'];
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [
+            [s.id, 'A', '2026-01-01', '2026-01-31', 1],
+            [s.id, 'B', '2026-01-01', '2026-01-31', 99999999999],
+            [s.id, 'C', '2026-01-01', '2026-01-31', 2147483647],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 2);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'integrationStatus']],
+    );
+    expectError(
+      await call('/add/CRCI1', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'D',
+          validFrom: '2026-01-01',
+          integrationStatus: -2147483649,
+        },
+      }),
+      400,
+      -4,
+      'integrationStatus',
+    );
+    expectError(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[s.id, 'A', '2026-01-15', '2026-01-20', 1]],
+          options: { conditionRecords: { splicing: { setFields: { integrationStatus: 2 ** 31 } } } },
+        },
+      }),
+      400,
+      -4,
+      'options.conditionRecords.splicing.setFields.integrationStatus',
+    );
+  });
+
+  test('of two rows of one load that overlap, the later one is the error', async () => {
+    const s = await newSet();
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'validFrom', 'validTo'],
+          data: [
+            [s.id, 'K', '2026-03-01', '2026-04-30'],
+            [s.id, 'K', '2026-01-01', '2026-12-31'],
+            [s.id, 'K', '2026-05-01', '2026-05-31'],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 2);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'validFrom']],
+    );
+    assert.match(r.errors[0].message, /row 0/);
+    const kept = okData(
+      await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id }, sortBy: ['validFrom'] }),
+    );
+    assert.deepEqual(
+      kept.map((i: any) => `${i.validFrom}..${i.validTo}`),
+      ['2026-03-01..2026-04-30', '2026-05-01..2026-05-31'],
+    );
+  });
+
+  test('key lengths count characters as the database does (63 emoji are 63 characters)', async () => {
+    const s = await newSet();
+    const emoji = '\u{1F600}';
+    const [item] = okData(
+      await call('/add/CRCI1', {
+        data: { conditionRecordSetId: s.id, key1: emoji.repeat(63), validFrom: '2026-01-01' },
+      }),
+    );
+    assert.equal(item.key1, emoji.repeat(63));
+    expectError(
+      await call('/add/CRCI1', {
+        data: { conditionRecordSetId: s.id, key1: emoji.repeat(64), validFrom: '2026-01-01' },
+      }),
+      400,
+      -4,
+      'key1',
+    );
+    const [found] = okData(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: { keys: [[emoji.repeat(63)]], date: '2026-06-01' },
+      }),
+    );
+    assert.equal(found.id, item.id);
+  });
+
+  test('NUL: a look-up key is a -4 naming it, a load row naming a set with NUL a row error', async () => {
+    const s = await newSet();
+    expectError(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: { keys: [['A'], ['B\u0000']], date: '2026-01-01' },
+      }),
+      400,
+      -4,
+      'keys.1.0',
+    );
+    const [r] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'validFrom'],
+          data: [
+            [`${s.name}\u0000`, 'A', '2026-01-01'],
+            [s.name, 'B', '2026-01-01'],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 1);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[0, 'conditionRecordSetId']],
+    );
+  });
+
+  test('messages: an unknown set of conditionrecordset.update is named; a bad date is one error', async () => {
+    const r = await call('/conditionrecordset.update/999999', {
+      data: { label: 'x' },
+      oldValues: { version: 0 },
+    });
+    expectError(r, 404, -1);
+    assert.match(r.body.response.data, /999999\.CRCS/);
+    const s = await newSet();
+    const bad = await call('/add/CRCI1', {
+      data: { conditionRecordSetId: s.id, key1: 'A', validFrom: '2026-13-01', validTo: '2026-03-30' },
+    });
+    expectError(bad, 400, -4, 'validFrom');
+    assert.deepEqual(Object.keys(bad.body.response.errors), ['validFrom']);
+  });
+});
