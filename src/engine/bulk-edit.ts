@@ -156,7 +156,9 @@ function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
       const operand = coerceValue('decimal', edit.fieldValue);
       if (operand === undefined || typeof operand === 'boolean')
         throw validationError(`${at}.fieldValue`, 'must be a number');
-      if (op === '/' && Number(operand) === 0) throw validationError(`${at}.fieldValue`, 'division by zero');
+      // Zero by its digits: 1e-400 is a number (Number() would read it as 0).
+      if (op === '/' && /^[-+]?0*\.?0*(?:e[-+]?\d+)?$/i.test(String(operand)))
+        throw validationError(`${at}.fieldValue`, 'division by zero');
       return { field, op, operand };
     }
     throw validationError(
@@ -176,14 +178,20 @@ export async function massEdit(
   if (!type.massEditable) throw validationError('typeCode', `${type.code} is not mass-editable`);
   if (body.massEditRecords.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
+  const name = extensionNameOf(body.filterCriteria, type.metaNameField, metaNameIsId(type));
   return runBulk(db, async (tx) => {
-    const tc = await loadTypeContext(
-      tx,
-      principal,
-      type,
-      extensionNameOf(body.filterCriteria, type.metaNameField, metaNameIsId(type)),
-    );
+    const tc = await loadTypeContext(tx, principal, type, name);
     const edits = planEdits(tc, body);
+    // Custom attributes of a type with attribute meta per table (extension rows) or per set
+    // (condition record items) are typed by it: the filter must name the one table whose types
+    // check the new values, or they would be written unchecked into rows typed otherwise.
+    if (type.metaPerName && name === undefined && edits.some((e) => e.field.custom)) {
+      const field = type.metaNameField ?? 'name';
+      throw validationError(
+        'filterCriteria',
+        `name one ${field} (${field} equals ..., alone or in a top-level and) to edit custom attributes of ${type.code}: its attribute meta types them`,
+      );
+    }
     const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields).criteria;
     return { tc, principal, filter, edits };
   });

@@ -101,6 +101,11 @@ async function managedIndexes(q: Queryable, table: string): Promise<ExistingInde
 export interface SyncResult {
   readonly created: readonly string[];
   readonly dropped: readonly string[];
+  /**
+   * Indexes the database could not build, with its reason (a stored value too large for a btree
+   * entry, SQLSTATE 54000, say): the others are built all the same, and filters work without them.
+   */
+  readonly failed: readonly { readonly name: string; readonly reason: string }[];
 }
 
 /**
@@ -125,13 +130,26 @@ export async function syncIndexes(
     await step(done++, total, `drop ${name}`);
     await db.query(`DROP INDEX${concurrently} IF EXISTS ${ident(name)}`);
   }
+  const created: string[] = [];
+  const failed: { name: string; reason: string }[] = [];
   for (const spec of create) {
     await step(done++, total, `create ${spec.name}`);
-    await db.query(
-      `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
-    );
+    try {
+      await db.query(
+        `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
+      );
+      created.push(spec.name);
+    } catch (err) {
+      const { code, message } = err as { code?: unknown; message?: unknown };
+      if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) throw err;
+      // One index the data does not allow must not keep the others from being built (the whole
+      // table's sync, every partition's attribute meta): its leftover (an invalid index after a
+      // failed concurrent build) goes, and the next sync tries again.
+      failed.push({ name: spec.name, reason: `${code}: ${typeof message === 'string' ? message : ''}` });
+      await db.query(`DROP INDEX${concurrently} IF EXISTS ${ident(spec.name)}`);
+    }
   }
-  return { created: create.map((s) => s.name), dropped: drop.filter((n) => !wanted.has(n)) };
+  return { created, dropped: drop.filter((n) => !wanted.has(n)), failed };
 }
 
 export interface IndexInfo {

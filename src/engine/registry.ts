@@ -47,7 +47,7 @@ export const ATTRIBUTE_TYPES: Readonly<Record<string, FieldType>> = {
 function attributeOfOwner(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const name = data.fieldName;
   if (name === undefined) return undefined;
-  const n = typeof name === 'string' ? /^attribute(\d+)$/.exec(name) : null;
+  const n = typeof name === 'string' ? /^attribute([1-9]\d?)$/.exec(name) : null;
   if (n && Number(n[1]) >= 1 && Number(n[1]) <= ATTRIBUTE_COUNT) return undefined;
   return { fieldName: { errorMessage: `must be attribute1..attribute${ATTRIBUTE_COUNT}` } };
 }
@@ -57,11 +57,16 @@ function metaType(code: string, owner: string, fetch: RouteAccess, perName: bool
     ...(perName ? [key('name', 'name')] : []),
     key('fieldName', 'field_name'),
     text('label', 'label'),
-    text('fieldType', 'field_type', { oneOf: Object.keys(ATTRIBUTE_TYPES), maxLength: 20 }),
-    { name: 'requiredField', column: 'required_field', type: 'boolean' },
-    { name: 'readOnly', column: 'read_only', type: 'boolean' },
+    // Columns with a default (TEXT, false): may be left out, never set to null (defaultOnAdd).
+    {
+      ...text('fieldType', 'field_type', { oneOf: Object.keys(ATTRIBUTE_TYPES), maxLength: 20 }),
+      required: true,
+      defaultOnAdd: true,
+    },
+    { name: 'requiredField', column: 'required_field', type: 'boolean', required: true, defaultOnAdd: true },
+    { name: 'readOnly', column: 'read_only', type: 'boolean', required: true, defaultOnAdd: true },
     // The engine keeps an index matching the attribute's compiled SQL (src/engine/indexes.ts).
-    { name: 'indexed', column: 'indexed', type: 'boolean' },
+    { name: 'indexed', column: 'indexed', type: 'boolean', required: true, defaultOnAdd: true },
   ];
   return {
     code,

@@ -45,6 +45,12 @@ export function prepareValues(tc: TypeContext, data: Obj, mode: 'add' | 'update'
   return out;
 }
 
+/**
+ * Most bytes of a text value in a field with search indexes (btree entries of the value, and of its
+ * lower case, hold at most 2,704 bytes with the partition id and the entry's header).
+ */
+export const INDEXED_TEXT_BYTES = 2_600;
+
 /** A value in its stored form, or the reason it is refused. */
 export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | string {
   if (raw === null || raw === undefined || (raw === '' && f.type !== 'string')) {
@@ -56,6 +62,12 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   if (f.required && v === '') return 'is required';
   if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {
     return `is longer than ${f.maxLength} characters`;
+  }
+  // A btree entry holds ~2,700 bytes: text of a field with search indexes must fit one.
+  if (typeof v === 'string' && f.searchIndexed && v.length > INDEXED_TEXT_BYTES / 4) {
+    const bytes = Buffer.byteLength(v, 'utf8');
+    if (bytes > INDEXED_TEXT_BYTES)
+      return `is too large for its index: at most ${INDEXED_TEXT_BYTES} bytes of UTF-8 (this text has ${bytes})`;
   }
   if (f.int32 && (typeof v !== 'number' || v < -0x80000000 || v > 0x7fffffff)) {
     return `must be an integer from ${-0x80000000} to ${0x7fffffff}`;

@@ -21,6 +21,7 @@ const I64_MAX = 2n ** 63n - 1n;
 const SAFE_MIN = BigInt(Number.MIN_SAFE_INTEGER);
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const INTEGER_RE = /^[-+]?\d+$/;
+const MAX_DECIMAL_TEXT = 10_000;
 const DECIMAL_RE = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([-+]?\d+))?$/;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATETIME_RE =
@@ -46,8 +47,10 @@ function toInteger(v: unknown): Value | undefined {
 function toDecimal(v: unknown): Value | undefined {
   const s =
     typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
+  // numeric holds at most 131,072 digits before the point and 16,383 after: sane bounds on the
+  // length and the exponent keep values (and a massedit's products of two) within them, a -4 else.
+  if (s.length > MAX_DECIMAL_TEXT) return undefined;
   const m = DECIMAL_RE.exec(s);
-  // numeric overflows somewhere past 10^131071; a sane bound on the exponent keeps it a -4.
   if (!m || (m[1] !== undefined && Math.abs(Number(m[1])) > 1000)) return undefined;
   return s;
 }
@@ -71,10 +74,15 @@ function toDate(v: unknown): Value | undefined {
   return isCalendarDate(day) ? day : undefined;
 }
 
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in milliseconds since 1970. */
+const MIN_MS = -62_135_596_800_000;
+const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /** An ISO 8601 date-time, normalised; without an offset it is UTC, so the server's time zone never
  * changes what a filter means (rc_try_timestamptz reads stored text the same way). */
 function toDatetime(v: unknown): Value | undefined {
-  if (typeof v === 'number') return Number.isFinite(v) ? new Date(v).toISOString() : undefined;
+  // Milliseconds since 1970, within the years 1..9999 that the text form (and the database) takes.
+  if (typeof v === 'number') return v >= MIN_MS && v <= MAX_MS ? new Date(v).toISOString() : undefined;
   if (typeof v !== 'string') return undefined;
   const m = DATETIME_RE.exec(v.trim());
   if (!m) return undefined;

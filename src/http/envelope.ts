@@ -129,6 +129,23 @@ function checkViolation(fe: PgError): AppError {
   return validationError('data', 'A value breaks a rule of the table');
 }
 
+/**
+ * A value too large for a btree entry of an index on its column (54000: "index row size ... for index
+ * "rc_products_label""); the field is read off the index's name where it names one (rc_*_label,
+ * rc_*_name, rcx_*_attributeN_*). Values of fields with search indexes are checked before writing;
+ * this answers the rest, such as an attribute indexed by another partition's meta.
+ */
+function tooLargeForIndex(fe: PgError & { message?: unknown }): AppError {
+  const text = typeof fe.message === 'string' ? fe.message : '';
+  const index = /for index "([a-z0-9_]+)"/.exec(text)?.[1] ?? '';
+  const field =
+    /_(attribute\d+)_[a-z]+$/.exec(index)?.[1] ?? /_(label|name)(?:_lower)?$/.exec(index)?.[1] ?? 'data';
+  return validationError(
+    field,
+    'is too large for an index of its column (a text of at most about 2,600 bytes)',
+  );
+}
+
 /** The catalogue entry of anything thrown while serving a request. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -172,6 +189,8 @@ export function toAppError(err: unknown): AppError {
         typeof fe.detail === 'string' && /^[A-Za-z][A-Za-z0-9.]*$/.test(fe.detail) ? fe.detail : 'data',
         typeof fe.message === 'string' ? fe.message : 'Refused by a rule of the database',
       );
+    case '54000':
+      return tooLargeForIndex(fe);
     case 'RC409':
       // A state rule of our own triggers (e.g. a locked rebate record group deleted by filter): the
       // message is the trigger's text, written for the client.

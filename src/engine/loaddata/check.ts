@@ -152,8 +152,10 @@ export class ChunkCheck {
   /** Checks the next row: the valid row, or undefined (its error recorded). */
   private step(): ValidRow | undefined {
     const { plan } = this;
-    const i = this.next++;
+    const i = this.next;
+    // Counted once checked: a check that throws (a bug) fails the call rather than losing the row.
     const checked = checkRow(plan, this.contexts, this.raw[i], this.start + i);
+    this.next++;
     if (!('values' in checked)) {
       this.errors.push(checked);
       return undefined;

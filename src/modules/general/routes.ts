@@ -35,8 +35,9 @@ export const fetchBodySchema = {
   properties: {
     operationType: { type: 'string' },
     textMatchStyle: { type: 'string', enum: ['exact', 'exactCase', 'substring', 'startsWith'] },
-    startRow: { type: 'integer', minimum: 0 },
-    endRow: { type: 'integer', minimum: 0 },
+    // Row numbers the database's OFFSET/LIMIT take exactly (safe integers, far past any table).
+    startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    endRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     oldValues: {},
     data: {},
     sortBy: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },

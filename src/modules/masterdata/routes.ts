@@ -26,8 +26,8 @@ import {
 const list = { response: { 200: envelopeSchema({}, true) } };
 
 const paging = {
-  startRow: { type: 'integer', minimum: 0 },
-  endRow: { type: 'integer', minimum: 0 },
+  startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  endRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
 } as const;
 
 /** `q` is checked by the service, so a missing body, a missing and an empty term all answer the same -4. */

@@ -20,8 +20,8 @@ const pipelineSchema = {
     aggregates: { type: 'array', maxItems: 100 },
     having: {},
     sortBy: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
-    startRow: { type: 'integer', minimum: 0 },
-    endRow: { type: 'integer', minimum: 0 },
+    startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    endRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     valueFields: { type: 'array', items: { type: 'string' } },
   },
 } as const;

@@ -1,0 +1,208 @@
+// Values the database cannot take, over real HTTP on both databases: each is a -4 naming the field
+// (a row error in a bulk load, the other rows written), never a 500 — date-times given as numbers
+// outside the years 1..9999, texts too large for the btree entry of a search index, nulls for
+// attribute-meta columns that have defaults, custom attributes edited by massedit without the table
+// that types them, page numbers past what OFFSET takes, decimals of too many digits, a tiny divisor;
+// and an index the data does not allow does not keep the others from being built.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { okData, expectError } from '../helpers/envelope.ts';
+import { syncIndexes } from '../../src/engine/indexes.ts';
+
+describe('bad values: a -4 naming the field, never a 500', () => {
+  let h: Harness;
+  let H: Record<string, string>;
+  const call = (path: string, body: unknown) => h.call(path, { headers: H, body });
+
+  before(async () => {
+    h = await startHarness();
+    H = { 'X-Ratecard-jwt': (await h.login()).token };
+    okData(
+      await call('/integrate/PAM', [
+        { data: { fieldName: 'attribute6', fieldType: 'DATETIME' } },
+        { data: { fieldName: 'attribute7', fieldType: 'NUMERIC' } },
+      ]),
+    );
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('date-times as numbers: within years 1..9999 stored, beyond a -4 (fetch, add, massedit, load)', async () => {
+    const sku = uniqueName('dt');
+    const [p] = okData(await call('/add/P', { data: { sku, attribute6: 0 } }));
+    assert.equal(p.attribute6, '1970-01-01T00:00:00.000Z');
+    for (const v of [1e20, -1e15, 253402300800000]) {
+      expectError(
+        await call('/add/P', { data: { sku: uniqueName('dt'), attribute6: v } }),
+        400,
+        -4,
+        'attribute6',
+      );
+      expectError(
+        await call('/fetch/P', { data: { fieldName: 'lastUpdateDate', operator: 'greaterThan', value: v } }),
+        400,
+        -4,
+      );
+    }
+    expectError(
+      await call('/massedit/P', {
+        filterCriteria: { sku },
+        massEditRecords: [{ fieldName: 'attribute6', massEditOperator: '=', fieldValue: 1e20 }],
+      }),
+      400,
+      -4,
+      'massEditRecords.0.fieldValue',
+    );
+    const [r] = okData(
+      await call('/loaddata/P', {
+        data: {
+          header: ['sku', 'attribute6'],
+          data: [
+            [uniqueName('dt'), '2024-01-01'],
+            [uniqueName('dt'), 1e20],
+            [uniqueName('dt'), null],
+          ],
+        },
+      }),
+    );
+    assert.equal(r.inserted, 2);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'attribute6']],
+    );
+  });
+
+  test('a label too large for its index is a -4 on label; in a load a row error, the rest written', async () => {
+    const cjk = '\u4e00'.repeat(900); // 900 characters (within 1,000), 2,700 bytes of UTF-8
+    const r = await call('/add/P', { data: { sku: uniqueName('lb'), label: cjk } });
+    expectError(r, 400, -4, 'label');
+    assert.match(r.body.response.data, /2600 bytes/);
+    okData(await call('/add/P', { data: { sku: uniqueName('lb'), label: '\u4e00'.repeat(860) } }));
+    const [l] = okData(
+      await call('/loaddata/P', {
+        data: {
+          header: ['sku', 'label'],
+          data: [
+            [uniqueName('lb'), 'ok'],
+            [uniqueName('lb'), cjk],
+            [uniqueName('lb'), 'ok'],
+          ],
+        },
+      }),
+    );
+    assert.equal(l.inserted, 2);
+    assert.deepEqual(
+      l.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'label']],
+    );
+    expectError(await call('/add/C', { data: { customerId: uniqueName('c'), name: cjk } }), 400, -4, 'name');
+  });
+
+  test('an index the data does not allow is reported, the others are built; writes then get a -4', async () => {
+    // Sellers: a table no other suite indexes (indexes are shared by every partition on it).
+    // Random letters: a btree entry is compressed, so a repeated letter would fit.
+    const long = randomBytes(3000).toString('base64');
+    const [seller] = okData(
+      await call('/add/SL', { data: { sellerId: uniqueName('sl'), attribute8: long } }),
+    );
+    try {
+      okData(
+        await call('/integrate/SLAM', [
+          { data: { fieldName: 'attribute8', fieldType: 'TEXT', indexed: true } },
+          { data: { fieldName: 'attribute9', fieldType: 'INTEGER', indexed: true } },
+        ]),
+      );
+      // (The harness runs no job runner: the queued INDEX_SYNC job waits; this is its work.)
+      const result = await syncIndexes(h.db, 'sellers');
+      const failed = result.failed.map((f) => f.name);
+      assert.ok(failed.includes('rcx_sellers_attribute8_eq'), JSON.stringify(result));
+      assert.ok(
+        failed.every((n) => n.startsWith('rcx_sellers_attribute8_')),
+        JSON.stringify(result),
+      );
+      const names = okData(await call('/admin.indexes/SL', {})).map((i: any) => i.name);
+      assert.ok(names.includes('rcx_sellers_attribute9_num'), names.join(' '));
+      assert.ok(!names.includes('rcx_sellers_attribute8_eq'), names.join(' '));
+      // With attribute8 indexed by the meta, its values are checked against the index's limit.
+      expectError(
+        await call('/add/SL', { data: { sellerId: uniqueName('sl'), attribute8: long } }),
+        400,
+        -4,
+        'attribute8',
+      );
+    } finally {
+      okData(
+        await call('/integrate/SLAM', [
+          { data: { fieldName: 'attribute8', indexed: false } },
+          { data: { fieldName: 'attribute9', indexed: false } },
+        ]),
+      );
+      okData(await call('/delete/SL', { data: { typedId: seller.typedId } }));
+    }
+    // Not indexed any more: neither index is wanted, none fails.
+    const after = await syncIndexes(h.db, 'sellers');
+    assert.deepEqual(after.failed, []);
+    assert.ok(after.dropped.includes('rcx_sellers_attribute9_num'), JSON.stringify(after));
+  });
+
+  test('attribute meta: null for a column with a default is a -4; so is resetcolumn of it', async () => {
+    for (const field of ['fieldType', 'requiredField', 'readOnly', 'indexed']) {
+      expectError(
+        await call('/add/PAM', { data: { fieldName: 'attribute10', [field]: null } }),
+        400,
+        -4,
+        field,
+      );
+      expectError(
+        await call('/integrate/PAM', [{ data: { fieldName: 'attribute7', [field]: null } }]),
+        400,
+        -4,
+        field,
+      );
+      expectError(await call(`/resetcolumn/PAM/${field}`, {}), 400, -4, 'columnName');
+    }
+    // Left out, they take their defaults.
+    const [m] = okData(await call('/add/PAM', { data: { fieldName: 'attribute10' } }));
+    assert.deepEqual([m.fieldType, m.requiredField, m.readOnly, m.indexed], ['TEXT', false, false, false]);
+    for (const name of ['attribute08', 'attribute0', 'attribute31']) {
+      expectError(await call('/add/PAM', { data: { fieldName: name } }), 400, -4, 'fieldName');
+    }
+  });
+
+  test('massedit of custom attributes of extension rows needs the table that types them', async () => {
+    const table = uniqueName('T');
+    okData(await call('/add/PXAM', { data: { name: table, fieldName: 'attribute1', fieldType: 'NUMERIC' } }));
+    const [x] = okData(
+      await call('/add/PX', { data: { name: table, sku: uniqueName('px'), attribute1: '5' } }),
+    );
+    const edit = (filterCriteria: unknown, fieldValue: unknown) =>
+      call('/massedit/PX', {
+        filterCriteria,
+        massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '=', fieldValue }],
+      });
+    expectError(await edit({ id: x.id }, 'abc'), 400, -4, 'filterCriteria');
+    expectError(await edit({ name: table, id: x.id }, 'abc'), 400, -4, 'massEditRecords.0.fieldValue');
+    okData(await edit({ name: table, id: x.id }, '7'));
+    const [after] = okData(await call('/fetch/PX', { data: { name: table, id: x.id } }));
+    assert.equal(Number(after.attribute1), 7);
+  });
+
+  test('page numbers, decimals and divisors beyond what the database takes are -4s naming them', async () => {
+    expectError(await call('/fetch/P', { startRow: 1e20 }), 400, -4, 'startRow');
+    expectError(await call('/fetch/P', { startRow: 0, endRow: 2 ** 63 }), 400, -4, 'endRow');
+    const sku = uniqueName('n');
+    okData(await call('/add/P', { data: { sku, attribute7: '10' } }));
+    const edit = (op: string, fieldValue: string) =>
+      call('/massedit/P', {
+        filterCriteria: { sku },
+        massEditRecords: [{ fieldName: 'attribute7', massEditOperator: op, fieldValue }],
+      });
+    expectError(await edit('*', '9'.repeat(200_000)), 400, -4, 'massEditRecords.0.fieldValue');
+    expectError(await edit('/', '0.000e5'), 400, -4, 'massEditRecords.0.fieldValue');
+    okData(await edit('/', '1e-400'));
+  });
+});
