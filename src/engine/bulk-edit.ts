@@ -56,7 +56,9 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
     if (e.op === '=') return `${col} = ${params.add(e.value)}`;
     const current = e.field.storedAsText ? `rc_try_numeric(${col})` : col;
     let expr = `${current} ${e.op} ${params.add(e.operand)}::numeric`;
-    if (e.field.type === 'integer') expr = `round(${expr})`;
+    // An integer stays one: past its column's range (or int64's, stored as text) the database
+    // refuses it (22003, a -4) instead of storing a number no write would accept.
+    if (e.field.type === 'integer') expr = `round(${expr})::${e.field.int32 ? 'integer' : 'bigint'}`;
     return `${col} = (${expr})${e.field.storedAsText ? '::text' : ''}`;
   });
   const audit = () =>

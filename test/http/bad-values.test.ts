@@ -202,6 +202,22 @@ describe('bad values: a -4 naming the field, never a 500', () => {
         massEditRecords: [{ fieldName: 'attribute7', massEditOperator: op, fieldValue }],
       });
     expectError(await edit('*', '9'.repeat(200_000)), 400, -4, 'massEditRecords.0.fieldValue');
+    // An INTEGER attribute times 1e30 is past int64: refused, nothing written.
+    okData(await call('/integrate/PAM', [{ data: { fieldName: 'attribute11', fieldType: 'INTEGER' } }]));
+    okData(await call('/update/P', { data: { sku, attribute11: '2' } }));
+    const big = await call('/massedit/P', {
+      filterCriteria: { sku },
+      massEditRecords: [{ fieldName: 'attribute11', massEditOperator: '*', fieldValue: '1e30' }],
+    });
+    expectError(big, 400, -4);
+    okData(
+      await call('/massedit/P', {
+        filterCriteria: { sku },
+        massEditRecords: [{ fieldName: 'attribute11', massEditOperator: '*', fieldValue: '1.6' }],
+      }),
+    );
+    const [p] = okData(await call('/fetch/P', { data: { sku } }));
+    assert.equal(Number(p.attribute11), 3);
     expectError(await edit('/', '0.000e5'), 400, -4, 'massEditRecords.0.fieldValue');
     okData(await edit('/', '1e-400'));
   });
