@@ -76,10 +76,6 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   return { value: f.custom ? String(v) : v };
 }
 
-/**
- * An update of `old` (by typedId or business key) may repeat its key fields (business key, fields
- * fixed at creation) but not change them: a changed one is a -4 naming it, never silently dropped.
- */
 /** A key field's value as text, to compare a given value with the stored one. */
 const keyText = (v: unknown): string =>
   typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean'
@@ -88,6 +84,10 @@ const keyText = (v: unknown): string =>
       ? ''
       : JSON.stringify(v);
 
+/**
+ * An update of `old` (by typedId or business key) may repeat its key fields (business key, fields
+ * fixed at creation) but not change them: a changed one is a -4 naming it, never silently dropped.
+ */
 export function refuseKeyChanges(tc: TypeContext, data: Obj, old: Obj): void {
   for (const [name, raw] of Object.entries(data)) {
     const f = tc.fields.get(name);

@@ -1,7 +1,8 @@
 // Condition records: `/conditionrecordset.update/{id}`, `/conditionrecordset.lookup/{set}`, the
-// delete of sets with `force`, the general update/integrate/resetcolumn of CRCS refused (static routes win over
-// the general `/:typeCode` ones), and `/loaddata/CRCP` (also `/loaddata/CRCI`, `/loaddata/CRCIn`). Sets and items otherwise go through the
-// general operations on the registry's CRCS, CRCI, CRCI1..CRCI12, CRCIH and CRCIAM.
+// delete of sets with `force`, the general update/integrate/resetcolumn of CRCS refused (static
+// routes win over the general `/:typeCode` ones), and `/loaddata/CRCP` (also `/loaddata/CRCI`,
+// `/loaddata/CRCIn`). Sets and items otherwise go through the general operations on the registry's
+// CRCS, CRCI, CRCI1..CRCI12, CRCIH and CRCIAM.
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
