@@ -68,7 +68,12 @@ function itemGuard(keyNumber: number) {
     data: Readonly<Record<string, unknown>>,
   ): Promise<void> {
     const id = Number(data.calculationGridId);
-    if (!Number.isSafeInteger(id)) return; // the engine has refused the value already
+    // Ids are below 2^53 (the engine takes integers up to 2^63, which name no grid).
+    if (!Number.isSafeInteger(id))
+      throw validationError(
+        'calculationGridId',
+        `there is no calculation grid ${String(data.calculationGridId)}`,
+      );
     const r = await q.query<{ key_number: number }>(
       `SELECT key_number FROM calc_grids WHERE partition_id = $1 AND id = $2`,
       [principal.partitionId, id],

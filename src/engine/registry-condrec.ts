@@ -120,7 +120,12 @@ function itemGuard(sized: number | undefined) {
     data: Readonly<Record<string, unknown>>,
   ): Promise<void> {
     const id = Number(data.conditionRecordSetId);
-    if (!Number.isSafeInteger(id)) return; // the engine has refused the value already
+    // Ids are below 2^53 (the engine takes integers up to 2^63, which name no set).
+    if (!Number.isSafeInteger(id))
+      throw validationError(
+        'conditionRecordSetId',
+        `there is no condition record set ${String(data.conditionRecordSetId)}`,
+      );
     const r = await q.query<SetRow>(
       `SELECT key_size, user_group_edit, user_group_view_details FROM condition_record_sets
         WHERE partition_id = $1 AND id = $2`,
@@ -293,7 +298,12 @@ export function perSetItemMeta(meta: TypeDef): TypeDef {
 /** A CRCIAM row names a set the principal can see. */
 async function metaSetGuard(q: Queryable, principal: Principal, data: Readonly<Record<string, unknown>>) {
   const id = Number(data.conditionRecordSetId);
-  if (!Number.isSafeInteger(id)) return; // the engine has refused the value already
+  // Ids are below 2^53 (the engine takes integers up to 2^63, which name no set).
+  if (!Number.isSafeInteger(id))
+    throw validationError(
+      'conditionRecordSetId',
+      `there is no condition record set ${String(data.conditionRecordSetId)}`,
+    );
   const r = await q.query<{ view: string | null }>(
     `SELECT user_group_view_details AS view FROM condition_record_sets WHERE partition_id = $1 AND id = $2`,
     [principal.partitionId, id],

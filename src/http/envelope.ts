@@ -215,6 +215,11 @@ export function toAppError(err: unknown): AppError {
     );
   }
   if (fe.statusCode === 429) return new AppError('RATE_LIMITED');
+  // A body nested thousands of levels deep exhausts the stack of whatever walks it (a stringify, a
+  // check): the request's fault, refused like any other bad body; the transaction rolled back.
+  if (err instanceof RangeError && /call stack size/i.test(err.message)) {
+    return validationError('body', 'is nested too deeply');
+  }
   if (err instanceof SyntaxError && fe.statusCode === 400) {
     return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });
   }

@@ -5,12 +5,18 @@
 
 import { Decimal } from 'decimal.js';
 
-/** The decimal constructor of the logic engine (division keeps 34 significant digits). */
+/**
+ * The decimal constructor of the logic engine (division keeps 34 significant digits). Exponents
+ * stay within ±1,000, as the engine's decimals do (values.ts of the engine): past them a value is
+ * Infinity (or 0), never a number whose text has a billion digits (`9e999999999` in an input).
+ */
 export const D = Decimal.clone({
   precision: 34,
   rounding: Decimal.ROUND_HALF_UP,
   toExpNeg: -40,
   toExpPos: 40,
+  maxE: 1000,
+  minE: -1000,
 });
 export type Dec = InstanceType<typeof D>;
 
@@ -190,6 +196,9 @@ export function asDec(v: Value): Dec | undefined {
   if (d !== undefined) return d;
   if (!NUMERIC_TEXT.test(v)) return undefined;
   d = new D(v.trim());
+  // Past the exponents a decimal takes (Infinity), or below them where a non-zero text reads as 0:
+  // not a number the engine can hold.
+  if (!d.isFinite() || (d.isZero() && /[1-9]/.test(v.replace(/[eE].*$/, '')))) return undefined;
   if (v.length <= 40) {
     if (PARSED.size >= PARSED_MAX) PARSED.clear();
     PARSED.set(v, d);

@@ -221,4 +221,29 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     expectError(await edit('/', '0.000e5'), 400, -4, 'massEditRecords.0.fieldValue');
     okData(await edit('/', '1e-400'));
   });
+
+  test('ids past 2^53 name no set or grid; a body nested thousands of levels deep', async () => {
+    expectError(
+      await call('/add/CRCI1', {
+        data: { conditionRecordSetId: '9007199254740993', key1: 'A', validFrom: '2026-01-01' },
+      }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    expectError(
+      await call('/add/CGI1', { data: { calculationGridId: '9007199254740993', key1: 'A' } }),
+      400,
+      -4,
+      'calculationGridId',
+    );
+    // 5,000 levels: JSON.parse takes it; a walk of it by recursion (a stringify) did not.
+    const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+    const r = await h.call('/notification.send', {
+      headers: H,
+      raw: `{"data":{"notification":{"title":"deep","payload":${deep}}}}`,
+    });
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    assert.equal(r.body.response.status, -4);
+  });
 });

@@ -223,3 +223,13 @@ test('asDec: numeric text parsed (the same decimal for the same text), anything 
   assert.notEqual(asDec(long), asDec(long));
   for (let i = 0; i < 10_050; i++) assert.equal(asDec(String(i))?.toNumber(), i);
 });
+
+test('exponents stay within ±1,000: a huge one is not a number, never a text of a billion digits', () => {
+  assert.equal(asDec('9e999999999'), undefined);
+  assert.equal(asDec('1e-2000'), undefined);
+  assert.equal(asDec('1e1001'), undefined);
+  assert.equal(asDec('1e400')?.toFixed().length, 401);
+  assert.equal(asDec('0e-5000')?.isZero(), true);
+  // A product past the range is Infinity (answered as such), not a number of 10^1200 digits.
+  assert.equal(new D('1e600').times('1e600').isFinite(), false);
+});

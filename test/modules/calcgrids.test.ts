@@ -548,6 +548,18 @@ describe('calculation grids', () => {
       404,
       -1,
     );
+    // A typedId of another key number names no item of this grid (never the item of that id).
+    const otherType = `${String(g1.typedId).split('.')[0]}.CGI4`;
+    expectError(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [otherType] } }),
+      404,
+      -1,
+    );
+    expectError(
+      await call(`/calculationgridmanager.reject/${grid1.id}`, { data: { items: [otherType] } }),
+      404,
+      -1,
+    );
     // G-03 (110) needs an approval; G-01 (10.45) meets no definition and is approved at once.
     const accepted = okData(
       await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [g1.typedId, g3.typedId] } }),

@@ -151,6 +151,16 @@ describe('pricing logics', () => {
     const n = Object.fromEntries(named.map((x: any) => [x.resultName, x]));
     assert.equal(n.Freight.result, null, 'no BOX row in Freight');
     assert.equal(n.Price.result, null, 'null propagates');
+    // A number past the exponents a decimal takes is refused, never expanded (it ran the server out
+    // of memory as a text of a billion digits).
+    for (const Qty of ['9e999999999', '1e-2000']) {
+      expectError(
+        await api('/formulamanager.execute/MB-1/Price', { data: { inputs: { Qty, Packing: 'BOX' } } }),
+        400,
+        -4,
+        /inputs\.Qty/,
+      );
+    }
   });
 
   test('explain: values, records and fields read, lookup hits and misses, inputs, rounding steps', async () => {

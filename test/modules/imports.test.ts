@@ -48,6 +48,14 @@ describe('imports', () => {
       'changeType,sku,label,attribute1\nUPDATE,I-1,new one,1.5\nUPDATE,I-2,new two,heavy\nADD,I-4,four,4\n';
     const slotId = await slotWith(h, csv, 'changes.csv');
     expectError(await call('/importmanager.add', { data: { targetType: 'ZZ' } }), 400, -4, 'targetType');
+    for (const delimiter of ['', ';;', '"', '\n']) {
+      expectError(
+        await call('/importmanager.add', { data: { targetType: 'P', slotId, delimiter } }),
+        400,
+        -4,
+        'delimiter',
+      );
+    }
     const badSlot = await slotWith(h, 'sku,colour\nI-1,red\n', 'bad.csv');
     expectError(
       await call('/importmanager.add', { data: { targetType: 'P', slotId: badSlot } }),

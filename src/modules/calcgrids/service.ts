@@ -243,7 +243,11 @@ export async function overrideItem(
   const given = data.overrides;
   if (!isObj(given) || Object.keys(given).length === 0)
     throw validationError('data.overrides', 'must name at least one element and its value');
+  if (body.oldValues !== undefined && body.oldValues !== null && !isObj(body.oldValues))
+    throw validationError('oldValues', 'must be an object');
   const old = isObj(body.oldValues) ? body.oldValues.version : undefined;
+  if (old !== undefined && old !== null && !Number.isInteger(old))
+    throw validationError('oldValues.version', 'must be an integer');
   return db.transaction(async (tx) => {
     const r = await tx.query<ItemLock>(
       `SELECT id, grid_id, key_number, ARRAY[key1, key2, key3, key4, key5, key6] AS keys, overrides, version
@@ -334,7 +338,19 @@ async function selectItems(
   if (data.items !== undefined) {
     if (!Array.isArray(data.items) || data.items.length === 0 || data.items.length > MAX_SELECTED)
       throw validationError('data.items', `must list 1 to ${MAX_SELECTED} items`);
-    const ids = [...new Set(data.items.map((v, i) => itemIdOf(v, `data.items.${i}`).id))];
+    const ids = [
+      ...new Set(
+        data.items.map((v, i) => {
+          const ref = itemIdOf(v, `data.items.${i}`);
+          // A typedId names its type: CGI<k> of another key number is no item of this grid.
+          if (ref.keyNumber !== undefined && ref.keyNumber !== grid.key_number)
+            throw notFound(
+              `Item ${String(v)} of calculation grid ${grid.id} (its items are CGI${grid.key_number})`,
+            );
+          return ref.id;
+        }),
+      ),
+    ];
     const r = await q.query<{ id: string }>(
       `SELECT id FROM calc_grid_items WHERE partition_id = $1 AND grid_id = $2 AND id = ANY($3::bigint[])`,
       [pid, grid.id, ids],

@@ -400,6 +400,8 @@ export async function updateItems(
       const item = rows.get(wanted[i]!);
       if (!item) throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`);
       const v = e.oldValues?.version;
+      if (v !== undefined && v !== null && !Number.isInteger(v))
+        throw validationError(`${prefix}oldValues.version`, 'must be an integer');
       if (v !== undefined && v !== null && v !== item.version) {
         throw new AppError(
           'VERSION_CONFLICT',

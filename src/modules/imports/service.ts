@@ -112,6 +112,9 @@ export async function createImport(
   const slotId = optionalText(data.slotId, 'slotId');
   const slot = slotId === null ? undefined : await findFilledSlotOrFail(db, principal, slotId);
   const delimiter = optionalText(data.delimiter, 'delimiter') ?? undefined;
+  // One character that can separate CSV fields: not a quote, a line break or NUL.
+  if (delimiter !== undefined && (delimiter.length !== 1 || '"\r\n\u0000'.includes(delimiter)))
+    throw validationError('delimiter', 'must be one character other than a quote or a line break');
   const source = slot
     ? await rowsOf(() => blobs.read(principal.partitionId, slot.blob_key), delimiter)
     : undefined;
