@@ -173,6 +173,16 @@ describe('record history', () => {
       ],
     );
     assert.ok(rows.every((r) => r.operation === 'loaddata/P'));
+    // Simple criteria on `field` (a list of names) match an element, whatever the textMatchStyle.
+    for (const field of ['label', ['label']]) {
+      const updates = okData(
+        await api('/history.fetch', { data: { typeCode: 'P', action: 'UPDATE', field }, sortBy: ['id'] }),
+      );
+      assert.ok(
+        updates.some((r) => r.businessKey === 'HL-2'),
+        JSON.stringify(updates.map((r) => r.businessKey)),
+      );
+    }
     // A bulk-inserted record's ADD keeps the field names; its values are rebuilt when read.
     const [hl2] = okData(await api('/fetch/P', { data: { sku: 'HL-2' } }));
     const own = await historyOf('P', hl2.id);

@@ -285,6 +285,9 @@ describe('workflows', () => {
       const noReason = await act(cid, 'deny', wf);
       assertError(noReason, 400, -4);
       assert.ok(noReason.body.response.errors['data.reason']);
+      const blank = await act(cid, 'deny', wf, { reason: '   ' });
+      assertError(blank, 400, -4);
+      assert.ok(blank.body.response.errors['data.reason'], 'blanks are no reason');
       const denied = assertOk(await act(cid, 'deny', wf, { reason: 'too expensive' }))[0];
       assert.equal(denied.workflowStatus, 'DENIED');
       assert.deepEqual(await doc(docId), { workflow_status: 'DENIED', applied: false });

@@ -114,7 +114,7 @@ export function resolveCriteria(
         return leaf(node.fieldName, () => resolveOne(node));
       case 'match':
         return leaf(node.fieldName, () => {
-          const expanded = expandMatch(node, lookup(fields, node.fieldName).type);
+          const expanded = expandMatch(node, lookup(fields, node.fieldName));
           return expanded.kind === 'leaf'
             ? resolveOne(expanded)
             : { kind: 'or', children: expanded.children.map(resolveOne) };
@@ -136,13 +136,15 @@ const STYLE_OPERATOR: Record<TextMatchStyle, Operator> = {
   startsWith: 'iStartsWith',
 };
 
-/** Simple criteria as ordinary leaves: text fields compare by the textMatchStyle, others by equality.
+/** Simple criteria as ordinary leaves: text fields compare by the textMatchStyle, others (and fields
+ * of elements) by equality.
  * A list means "any of": inSet, or an `or` of text matches, which have no set form. */
 function expandMatch(
   node: Extract<CriteriaNode, { kind: 'match' }>,
-  type: FieldType,
+  field: FieldSpec,
 ): LeafNode | { readonly kind: 'or'; readonly children: readonly LeafNode[] } {
-  const style = type === 'string' ? node.style : 'exactCase';
+  // A field of elements (a text[]) matches an element exactly, whatever the style.
+  const style = field.type === 'string' && !field.elements ? node.style : 'exactCase';
   const leafOf = (operator: Operator, value: unknown): LeafNode => ({
     kind: 'leaf',
     fieldName: node.fieldName,

@@ -386,7 +386,8 @@ export async function denyWorkflow(
     const approver = await actingFor(q, principal, wf);
     const n = wf.currentStep;
     const step = (await stepOf(q, pid, wf.id, n))!;
-    if (step.denyReasonRequired && reason === null)
+    // Blanks are no reason.
+    if (step.denyReasonRequired && (reason === null || reason.trim() === ''))
       throw validationError('data.reason', 'is required by this step');
     await decide(q, pid, wf.id, n, approver, 'DENIED', principal.userId);
     await addEvent(q, pid, wf.id, {
