@@ -325,6 +325,14 @@ describe('calculation grids', () => {
     const change = history.find((e: any) => e.action === 'UPDATE');
     assert.ok(change, JSON.stringify(history));
     assert.deepEqual(change.changes.overrides, { old: {}, new: { ListPrice: 20 } });
+    // The grid's own ADD is in its history, with the fields addgrid set.
+    const gridHistory = okData(await call(`/fetch/CG/${grid1.id}/history`, {}));
+    const added = gridHistory.find((e: any) => e.action === 'ADD');
+    assert.ok(added, JSON.stringify(gridHistory));
+    assert.ok(
+      added.field.includes('formulaName') && added.field.includes('keyNumber'),
+      JSON.stringify(added),
+    );
 
     // The product's cost changes; the grid is calculated again.
     const [p] = okData(await call('/fetch/P', { data: { sku: 'G-02' } }));

@@ -105,16 +105,28 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
     await checkSourceFilters(tx, principal, sources);
     const types = resultTypesOf(logic);
     const indexed = parseIndexedResults(data.indexedResults, types);
-    const id = await store.insertGrid(tx, principal.partitionId, principal.userId, {
+    const grid = {
       label: (label as string | undefined) ?? null,
       formulaName,
       keyNumber,
       keySources: sources,
       targetDate,
       inputs,
+    };
+    const id = await store.insertGrid(tx, principal.partitionId, principal.userId, {
+      ...grid,
       resultTypes: types,
       resultMeta: resultMetaOf(logic),
     });
+    // Its ADD in record history, as every record added through the engine has (the fields set).
+    const changes = Object.fromEntries(
+      Object.entries(grid)
+        .filter(([, v]) => v !== null)
+        .map(([k, v]) => [k, { old: null, new: v }]),
+    );
+    await recordHistory(tx, principal, [
+      { typeCode: 'CG', recordId: id, businessKey: String(id), action: 'ADD', changes, version: 0 },
+    ]);
     await createResultIndexes(tx, indexed, types);
     return fetchOne(tx, principal, GRID_TYPE, String(id));
   });
