@@ -218,6 +218,25 @@ describe('data change requests', () => {
       -4,
       'attribute1',
     );
+    // Which record and what change are fixed when the item is added: other values are refused,
+    // the same ones may be repeated.
+    for (const [field, value] of [
+      ['sku', 'V-2'],
+      ['changeType', 'DELETE'],
+      ['oldValues.version', 'x'],
+    ] as const) {
+      const body =
+        field === 'oldValues.version'
+          ? { data: { typedId: item.typedId, label: 'x' }, oldValues: { version: value } }
+          : { data: { typedId: item.typedId, [field]: value } };
+      expectError(await call(`/dcrmanager.update/${dcr.id}`, body), 400, -4, field);
+    }
+    const [same] = okData(
+      await call(`/dcrmanager.update/${dcr.id}`, {
+        data: { typedId: item.typedId, sku: 'V-1', changeType: 'UPDATE', label: 'fourth' },
+      }),
+    );
+    assert.equal(same.values.label, 'fourth');
     okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: item.typedId } }));
     assert.equal(okData(await call(`/dcrmanager.fetch/${dcr.id}`, {})).length, 0);
     expectError(

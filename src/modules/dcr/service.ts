@@ -410,9 +410,23 @@ export async function updateItems(
       }
       if (item.change_type === 'DELETE')
         throw validationError(prefix + 'changeType', 'a DELETE item proposes no values');
+      const key = keyData(s.type, item.target_key);
       const values: Obj = {};
       for (const [k, val] of Object.entries(e.data)) {
-        if (k === 'typedId' || k === 'id' || k === 'changeType' || s.type.businessKey.includes(k)) continue;
+        if (k === 'typedId' || k === 'id') continue;
+        // What the item changes, and which record, are fixed when it is added: repeating them is
+        // fine, another value is refused (never silently dropped).
+        if (k === 'changeType') {
+          if (val !== item.change_type)
+            throw validationError(prefix + k, `cannot be changed (the item is an ${item.change_type})`);
+          continue;
+        }
+        if (s.type.businessKey.includes(k)) {
+          const f = s.type.fields.find((x) => x.name === k)!;
+          if (keyText(f, val, prefix + k) !== key[k])
+            throw validationError(prefix + k, 'is part of the business key and cannot be changed');
+          continue;
+        }
         values[k] = val;
       }
       // Condition record items name their set first in their key (its attributes are typed per set).
@@ -424,7 +438,6 @@ export async function updateItems(
         contexts,
       );
       const proposed = { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
-      const key = keyData(s.type, item.target_key);
       checkRecordRules(s.type, { ...item.original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed);
     }
