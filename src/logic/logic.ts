@@ -8,7 +8,7 @@ import { checkExpression, emptyReads, type Reads } from './expression/check.ts';
 import { compile, type Closure } from './expression/compile.ts';
 import { ExpressionError, isForbiddenName, lineColumn, parseExpression } from './expression/parse.ts';
 import type { FnDef } from './functions/types.ts';
-import type { StaticType } from './values.ts';
+import { asDec, parseIsoDate, type StaticType, type Value } from './values.ts';
 
 export const INPUT_TYPES = ['NUMBER', 'MONEY', 'PERCENT', 'TEXT', 'DATE', 'BOOLEAN', 'OPTION'] as const;
 export type InputType = (typeof INPUT_TYPES)[number];
@@ -108,6 +108,36 @@ function isObj(v: unknown): v is Record<string, unknown> {
 const fail = (field: string, message: string): AppError =>
   new AppError('VALIDATION', `${field}: ${message}`, { errors: { [field]: { errorMessage: message } } });
 
+/**
+ * A value given for an input (or its declared default) as the logic reads it, or why it is not one
+ * of the input's type.
+ */
+export function inputValue(d: InputDef, v: unknown): { value: Value } | { error: string } {
+  switch (d.type) {
+    case 'NUMBER':
+    case 'MONEY':
+    case 'PERCENT': {
+      const n =
+        typeof v === 'number' || typeof v === 'string'
+          ? asDec(typeof v === 'number' ? String(v) : v)
+          : undefined;
+      return n === undefined ? { error: `${JSON.stringify(v)} is not a number` } : { value: n };
+    }
+    case 'TEXT':
+    case 'OPTION':
+      if (typeof v !== 'string' || v.length > 10_000) return { error: 'must be text' };
+      if (d.type === 'OPTION' && !(d.options ?? []).includes(v))
+        return { error: `must be one of ${(d.options ?? []).join(', ')}` };
+      return { value: v };
+    case 'DATE': {
+      const dt = typeof v === 'string' ? parseIsoDate(v) : undefined;
+      return dt ? { value: dt } : { error: 'must be a date YYYY-MM-DD' };
+    }
+    case 'BOOLEAN':
+      return typeof v === 'boolean' ? { value: v } : { error: 'must be true or false' };
+  }
+}
+
 /** Declared inputs from stored/written JSON, or a -4 naming the one at fault. */
 export function readInputs(raw: unknown): InputDef[] {
   if (raw === undefined || raw === null) return [];
@@ -139,7 +169,7 @@ export function readInputs(raw: unknown): InputDef[] {
     for (const k of Object.keys(x))
       if (!['name', 'type', 'label', 'required', 'default', 'options'].includes(k))
         throw fail(`${at}.${k}`, 'unknown field');
-    return {
+    const def: InputDef = {
       name,
       type: type as InputType,
       ...(typeof label === 'string' ? { label } : {}),
@@ -147,6 +177,13 @@ export function readInputs(raw: unknown): InputDef[] {
       ...(x.default !== undefined && x.default !== null ? { default: x.default } : {}),
       ...(Array.isArray(options) ? { options: options } : {}),
     };
+    // A default is a value of the input's type, checked when the logic is written: never an error
+    // of every later run, blamed on an input the caller did not send.
+    if (def.default !== undefined) {
+      const checked = inputValue(def, def.default);
+      if ('error' in checked) throw fail(`${at}.default`, checked.error);
+    }
+    return def;
   });
 }
 

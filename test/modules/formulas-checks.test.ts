@@ -112,6 +112,34 @@ describe('logics: compile errors, the time limit, filtered customers, the README
       assert.equal(r.body.response.data, `elements[1].expression: element B, ${message}`);
     }
     assert.equal(okData(await api('/fetch/F', { data: { uniqueName: 'Bad' } })).length, 0, 'nothing saved');
+    // A default that is no value of its input's type is refused on write, naming it.
+    for (const input of [
+      { name: 'Q', type: 'NUMBER', default: 'abc' },
+      { name: 'Q', type: 'NUMBER', default: '9e999999999' },
+      { name: 'Q', type: 'DATE', default: '2026-02-30' },
+      { name: 'Q', type: 'BOOLEAN', default: 'yes' },
+      { name: 'Q', type: 'OPTION', options: ['A', 'B'], default: 'C' },
+    ]) {
+      const r = await api('/add/F', {
+        data: {
+          uniqueName: 'BadDefault',
+          validAfter: '2026-01-01',
+          inputs: [input],
+          elements: [{ elementName: 'A', expression: 'true' }],
+        },
+      });
+      expectError(r, 400, -4, 'inputs[0].default');
+    }
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'GoodDefault',
+          validAfter: '2026-01-01',
+          inputs: [{ name: 'Q', type: 'NUMBER', default: '2.5' }],
+          elements: [{ elementName: 'A', expression: 'input.Q * 2' }],
+        },
+      }),
+    );
   });
 
   test('the time limit (LOGIC_MAX_MS) cuts a long evaluation with a -4; the server goes on', async () => {

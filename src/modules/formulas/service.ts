@@ -10,9 +10,9 @@ import type { LogicLimits } from '../../logic/env.ts';
 import { LimitError } from '../../logic/failures.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
 import { LOGIC_FUNCTIONS } from '../../logic/functions/registry.ts';
-import { compileLogic, type CompiledLogic, type InputDef } from '../../logic/logic.ts';
+import { compileLogic, inputValue, type CompiledLogic, type InputDef } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
-import { asDec, CriteriaValue, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
+import { CriteriaValue, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
 import { BatchData, evaluateItems } from './data.ts';
 import {
   allLogics,
@@ -112,36 +112,9 @@ export function checkInputs(decl: readonly InputDef[], raw: unknown): Record<str
       out[d.name] = null;
       continue;
     }
-    switch (d.type) {
-      case 'NUMBER':
-      case 'MONEY':
-      case 'PERCENT': {
-        const n =
-          typeof v === 'number' || typeof v === 'string'
-            ? asDec(typeof v === 'number' ? String(v) : v)
-            : undefined;
-        if (n === undefined) throw validationError(field, `${JSON.stringify(v)} is not a number`);
-        out[d.name] = n;
-        break;
-      }
-      case 'TEXT':
-      case 'OPTION':
-        if (typeof v !== 'string' || v.length > 10_000) throw validationError(field, 'must be text');
-        if (d.type === 'OPTION' && !(d.options ?? []).includes(v))
-          throw validationError(field, `must be one of ${(d.options ?? []).join(', ')}`);
-        out[d.name] = v;
-        break;
-      case 'DATE': {
-        const dt = typeof v === 'string' ? parseIsoDate(v) : undefined;
-        if (!dt) throw validationError(field, 'must be a date YYYY-MM-DD');
-        out[d.name] = dt;
-        break;
-      }
-      case 'BOOLEAN':
-        if (typeof v !== 'boolean') throw validationError(field, 'must be true or false');
-        out[d.name] = v;
-        break;
-    }
+    const checked = inputValue(d, v);
+    if ('error' in checked) throw validationError(field, checked.error);
+    out[d.name] = checked.value;
   }
   return out;
 }
