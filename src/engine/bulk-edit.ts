@@ -130,8 +130,11 @@ export interface MassEditBody {
   readonly massEditRecords: readonly { fieldName: string; massEditOperator: string; fieldValue?: unknown }[];
 }
 
-/** The massedit changes, each checked against its field. */
-function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
+/**
+ * The massedit changes, each checked against its field (a -4 naming `massEditRecords.<i>...`): also
+ * for mass changes stored to be applied later (a DCR's), so that they are refused when written.
+ */
+export function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
   const seen = new Set<string>();
   return body.massEditRecords.map((edit, i): Edit => {
     const at = `massEditRecords.${i}`;

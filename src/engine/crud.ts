@@ -17,4 +17,11 @@ export {
   updateRecords,
   type UpdateItem,
 } from './write.ts';
-export { deleteByFilter, massEdit, resetColumn, type BatchResult, type MassEditBody } from './bulk-edit.ts';
+export {
+  deleteByFilter,
+  massEdit,
+  planEdits,
+  resetColumn,
+  type BatchResult,
+  type MassEditBody,
+} from './bulk-edit.ts';

@@ -257,6 +257,20 @@ describe('data change requests', () => {
       400,
       -4,
     );
+    // The checks of /massedit, when the mass change is written (not at submit).
+    for (const [op, fieldName, fieldValue, field] of [
+      ['+', 'label', 1, 'massEditRecords.0.massEditOperator'],
+      ['/', 'attribute1', 0, 'massEditRecords.0.fieldValue'],
+    ] as const) {
+      expectError(
+        await call(`/dcrmanager.addmassop/${dcr.id}`, {
+          data: { massEditRecords: [{ fieldName, massEditOperator: op, fieldValue }] },
+        }),
+        400,
+        -4,
+        field,
+      );
+    }
   });
 
   test('a target changed since proposed: nothing applied, the conflicting item listed', async () => {

@@ -48,6 +48,7 @@ describe('imports', () => {
       'changeType,sku,label,attribute1\nUPDATE,I-1,new one,1.5\nUPDATE,I-2,new two,heavy\nADD,I-4,four,4\n';
     const slotId = await slotWith(h, csv, 'changes.csv');
     expectError(await call('/importmanager.add', { data: { targetType: 'ZZ' } }), 400, -4, 'targetType');
+    expectError(await call('/importmanager.add', { data: { targetType: 'P', extra: 1 } }), 400, -4, 'extra');
     for (const delimiter of ['', ';;', '"', '\n']) {
       expectError(
         await call('/importmanager.add', { data: { targetType: 'P', slotId, delimiter } }),

@@ -5,7 +5,13 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
-import { fetchRecords, requireAccess, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import {
+  fetchRecords,
+  planEdits,
+  requireAccess,
+  type FetchBody,
+  type FetchResult,
+} from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { editableDcr, restrictTo, type DcrScope } from './service.ts';
@@ -45,6 +51,15 @@ function checkMassOp(
     if (op.massEditOperator === '=') checkProposal(s.tc, s.allowed, { [name]: op.fieldValue }, `${at}.`);
     return { fieldName: name, massEditOperator: op.massEditOperator, fieldValue: op.fieldValue ?? null };
   });
+  // The checks of /massedit itself (numeric fields for arithmetic, operands, division by zero, keys):
+  // a mass change that could never apply is refused now, not when the DCR is submitted.
+  try {
+    planEdits(s.tc, { massEditRecords: operations });
+  } catch (err) {
+    if (!(err instanceof AppError) || err.errors === undefined || prefix === '') throw err;
+    const errors = Object.fromEntries(Object.entries(err.errors).map(([k, v]) => [prefix + k, v]));
+    throw new AppError('VALIDATION', `${prefix}${err.message}`, { errors });
+  }
   const label = data.label;
   if (label !== undefined && label !== null && typeof label !== 'string')
     throw validationError(prefix + 'label', 'must be text');

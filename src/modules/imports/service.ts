@@ -86,6 +86,8 @@ export interface CreateImport {
   readonly delimiter?: unknown;
 }
 
+const CREATE_FIELDS: readonly string[] = ['targetType', 'lookupTable', 'label', 'slotId', 'delimiter'];
+
 const optionalText = (v: unknown, field: string): string | null => {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.length > 1000)
@@ -100,6 +102,8 @@ export async function createImport(
   data: CreateImport,
 ): Promise<Obj> {
   requireAccess(principal, 'IMPORT_EDIT');
+  for (const k of Object.keys(data))
+    if (!CREATE_FIELDS.includes(k)) throw validationError(k, `unknown field (${CREATE_FIELDS.join(', ')})`);
   const code = data.targetType;
   if (typeof code !== 'string' || !DCR_TARGET_TYPES.includes(code)) {
     throw validationError('targetType', `must be one of ${DCR_TARGET_TYPES.join(', ')}`);
