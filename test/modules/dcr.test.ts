@@ -590,6 +590,7 @@ describe('data change requests', () => {
       -4,
       'massEditRecords.0.fieldName',
     );
+    expectError(await update({ foo: 1 }, 1), 400, -4, 'foo');
     expectError(
       await call(`/dcrmanager.updatemassop/${dcr.id}`, { data: { typedId: '999999.DCRM', label: 'x' } }),
       404,

@@ -425,6 +425,14 @@ describe('rebate record groups', () => {
       -4,
       'data.rebateRecordGroup',
     );
+    // A body naming another group is refused, not applied to the path's group.
+    expectError(
+      await calculate(g, { typedId: `${Number(g.id) + 1000}.RRG`, label: 'hijack' }),
+      400,
+      -4,
+      'data.rebateRecordGroup.typedId',
+    );
+    await unchanged();
     expectError(await call('/rebaterecordgroup.calculate/abc', {}), 400, -4, 'typedId');
     expectError(await call('/rebaterecordgroup.calculate/999999.RRG', {}), 404, -1);
     // No logic: the group's type has none and the group names none.

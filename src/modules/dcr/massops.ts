@@ -133,6 +133,9 @@ export async function updateMassOps(
           `Mass change ${id}.DCRM is at version ${old.version}, not ${JSON.stringify(v)}`,
         );
       }
+      for (const k of Object.keys(e.data))
+        if (!['typedId', 'id', 'label', 'filterCriteria', 'massEditRecords', 'version'].includes(k))
+          throw validationError(`${prefix}${k}`, 'unknown field (label, filterCriteria, massEditRecords)');
       const merged: Obj = { label: old.label, filterCriteria: old.filter, massEditRecords: old.operations };
       for (const k of ['label', 'filterCriteria', 'massEditRecords']) if (k in e.data) merged[k] = e.data[k];
       await store.updateMassOp(

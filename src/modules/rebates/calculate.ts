@@ -108,8 +108,19 @@ export async function calculateGroup(
     return await db.transaction(async (tx) => {
       if (given !== undefined) {
         const { version, ...fields } = given;
-        delete fields.typedId;
-        delete fields.id;
+        // The group is the one of the path: a body naming another is refused, not ignored.
+        for (const k of ['typedId', 'id'] as const) {
+          if (
+            fields[k] !== undefined &&
+            fields[k] !== null &&
+            parseId(store.RRG, fields[k], `data.rebateRecordGroup.${k}`) !== id
+          )
+            throw validationError(
+              `data.rebateRecordGroup.${k}`,
+              `names another group than the path's (${id}.RRG)`,
+            );
+          delete fields[k];
+        }
         if (Object.keys(fields).length > 0 || version !== undefined) {
           const within = inTransaction(db, tx, () => ended);
           const oldValues = version === undefined ? null : { version };
