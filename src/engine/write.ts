@@ -6,7 +6,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, notFound, validationError } from '../http/errors.ts';
+import { AppError, notFound, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, requireAddress, selectOne } from './addressing.ts';
 import {
@@ -106,7 +106,8 @@ export async function addRecords(
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
     const out: Row[] = [];
-    for (const data of items) out.push(await add(tx, ctx, data));
+    // Errors of a batch's element name it: `2.attribute1`.
+    for (const [i, data] of items.entries()) out.push(await prefixed(`${i}.`, () => add(tx, ctx, data)));
     return out;
   });
 }
@@ -202,7 +203,7 @@ export async function updateRecords(
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
     const out: Row[] = [];
-    for (const item of items) {
+    const one = async (item: UpdateItem): Promise<Row> => {
       const address = requireAddress(type, item.data);
       const base = await loadTypeContext(tx, principal, type);
       const old = await selectOne(tx, base, principal, address, true);
@@ -219,8 +220,11 @@ export async function updateRecords(
       await type.beforeChange?.(tx, principal, old, item.data);
       refuseKeyChanges(tc, item.data, old);
       const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, item.data, 'update'));
-      out.push(withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined));
-    }
+      return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
+    };
+    // Errors of a batch's element name it: `2.attribute1`.
+    for (const [i, item] of items.entries())
+      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(item)));
     return out;
   });
 }
@@ -271,7 +275,7 @@ export async function integrateRecords(
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
     const out: Row[] = [];
-    for (const data of items) {
+    const one = async (data: Obj): Promise<Row> => {
       const address = addressOf(type, data);
       if (!address) {
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
@@ -288,8 +292,7 @@ export async function integrateRecords(
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
           delete old.__deleted;
           const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, data, 'update'));
-          out.push(withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined));
-          continue;
+          return withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined);
         }
         if ('id' in address) throw notFound(`${type.label} ${JSON.stringify(data.typedId ?? data.id)}`);
       }
@@ -299,8 +302,11 @@ export async function integrateRecords(
       const row = await insertRow(tx, tc, principal, values, 'merge');
       if (!row)
         throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);
-      out.push(withOld(toRecord(tc, row), returnOld ? {} : undefined));
-    }
+      return withOld(toRecord(tc, row), returnOld ? {} : undefined);
+    };
+    // Errors of a batch's element name it: `2.attribute1`.
+    for (const [i, data] of items.entries())
+      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(data)));
     return out;
   });
 }

@@ -75,6 +75,21 @@ export function validationError(field: string, message: string): AppError {
   });
 }
 
+/**
+ * Runs a check of one element of a batch whose errors name bare fields, naming them with the
+ * element's prefix (`2.attribute1`); no prefix, no change.
+ */
+export async function prefixed<T>(prefix: string, check: () => Promise<T>): Promise<T> {
+  if (prefix === '') return check();
+  try {
+    return await check();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.errors === undefined) throw err;
+    const errors = Object.fromEntries(Object.entries(err.errors).map(([f, e]) => [prefix + f, e]));
+    throw new AppError(err.code, err.message, { errors });
+  }
+}
+
 export function notFound(what: string): AppError {
   return new AppError('NOT_FOUND', `${what} not found`);
 }

@@ -246,4 +246,27 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.equal(r.status, 400, r.text.slice(0, 300));
     assert.equal(r.body.response.status, -4);
   });
+
+  test('an error of one element of a batch names the element; nothing of the batch is written', async () => {
+    const skus = [uniqueName('b'), uniqueName('b'), uniqueName('b')];
+    const batch = skus.map((sku, i) => ({ data: { sku, attribute7: i === 2 ? 'lots' : '1' } }));
+    for (const path of ['/integrate/P', '/add/P']) {
+      expectError(await call(path, batch), 400, -4, '2.attribute7');
+    }
+    const [first] = okData(await call('/add/P', { data: { sku: skus[0] } }));
+    expectError(
+      await call('/update/P', [
+        { data: { typedId: first.typedId, label: 'ok' } },
+        { data: { typedId: first.typedId, attribute7: 'lots' } },
+      ]),
+      400,
+      -4,
+      '1.attribute7',
+    );
+    assert.equal(
+      okData(await call('/fetch/P', { data: { sku: skus.slice(1) } })).length,
+      0,
+      'nothing written',
+    );
+  });
 });

@@ -816,7 +816,7 @@ describe('master-data manager operations', () => {
         }),
         400,
         -4,
-        'price',
+        '1.price', // the element of the batch at fault
       );
       assert.equal(okData(await fetchAll({ data: { competitor: 'NEW' } })).length, 0, 'nothing half-applied');
       expectError(await importRows({}), 400, -4, 'data');

@@ -312,7 +312,7 @@ describe('rebate record groups', () => {
       ]),
       400,
       -4,
-      'attribute1',
+      '1.attribute1', // the element of the batch at fault
     );
     assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: 'BATCH-1' } })).length, 0);
   });

@@ -15,7 +15,7 @@ import {
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
 import {
   allowedFields,
@@ -166,18 +166,6 @@ async function proposalContext(
     cache.set(name, tc);
   }
   return tc;
-}
-
-/** Runs an engine check whose errors name bare fields, naming them with the batch prefix. */
-async function prefixed(prefix: string, check: () => Promise<void>): Promise<void> {
-  if (prefix === '') return check();
-  try {
-    await check();
-  } catch (err) {
-    if (!(err instanceof AppError) || err.errors === undefined) throw err;
-    const errors = Object.fromEntries(Object.entries(err.errors).map(([f, e]) => [prefix + f, e]));
-    throw new AppError(err.code, err.message, { errors });
-  }
 }
 
 /** Proposes items (one object or an array): checked against the current data, stored in one statement. */
