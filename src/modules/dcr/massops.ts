@@ -23,8 +23,6 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 const DCRM = findType('DCRM')!;
 
-const MASS_OPERATORS = ['=', '+', '-', '*', '/', 'null'];
-
 /** Checks a mass change against the target type now (the engine checks it again when applied). */
 function checkMassOp(
   s: DcrScope,
@@ -45,11 +43,10 @@ function checkMassOp(
       throw validationError(`${at}.fieldName`, `unknown field ${JSON.stringify(name)}`);
     if (!s.allowed.has(name))
       throw validationError(`${at}.fieldName`, `${name} may not be changed by this DCR type`);
-    if (typeof op.massEditOperator !== 'string' || !MASS_OPERATORS.includes(op.massEditOperator)) {
-      throw validationError(`${at}.massEditOperator`, `must be one of ${MASS_OPERATORS.join(', ')}`);
-    }
     if (op.massEditOperator === '=') checkProposal(s.tc, s.allowed, { [name]: op.fieldValue }, `${at}.`);
-    return { fieldName: name, massEditOperator: op.massEditOperator, fieldValue: op.fieldValue ?? null };
+    // The operator is checked with the rest by /massedit's own checks (planEdits) below.
+    const massEditOperator = typeof op.massEditOperator === 'string' ? op.massEditOperator : '';
+    return { fieldName: name, massEditOperator, fieldValue: op.fieldValue ?? null };
   });
   // The checks of /massedit itself (numeric fields for arithmetic, operands, division by zero, keys):
   // a mass change that could never apply is refused now, not when the DCR is submitted.
