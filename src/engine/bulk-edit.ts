@@ -108,7 +108,7 @@ export async function deleteByFilter(
       body.data,
       body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
     );
-    const { criteria, dropped } = resolveCriteria(tree, tc.fields, { lenient });
+    const { criteria, dropped } = resolveCriteria(tree, tc.fields, { lenient, typeCode: type.code });
     if (lenient && dropped.length > 0 && dropped.length >= countLeaves(tree.root)) {
       throw new AppError(
         'VALIDATION',
@@ -197,7 +197,9 @@ export async function massEdit(
         `name one ${field} (${field} equals ..., alone or in a top-level and) to edit custom attributes of ${type.code}: its attribute meta types them`,
       );
     }
-    const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields).criteria;
+    const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields, {
+      typeCode: type.code,
+    }).criteria;
     return { tc, principal, filter, edits };
   });
 }

@@ -117,7 +117,7 @@ export interface CompiledFetch {
 
 function resolveFilter(tc: TypeContext, data: unknown, textMatchStyle?: string): ResolvedCriteria {
   const tree = parseCriteria(data, textMatchStyle === undefined ? {} : { textMatchStyle });
-  return resolveCriteria(tree, tc.fields).criteria;
+  return resolveCriteria(tree, tc.fields, { typeCode: tc.type.code }).criteria;
 }
 
 /**

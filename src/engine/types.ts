@@ -46,6 +46,11 @@ export interface FieldSpec {
    * Such fields are filter, sort and output fields only, left out of the default output.
    */
   readonly jsonKey?: string;
+  /**
+   * The `typedId` of filters and sorts (criteria/resolve.ts `typedIdField`): the record's id, its
+   * values given as `<id>.<typeCode>` of this type code (any code when empty) or as plain ids.
+   */
+  readonly typedIdOf?: string;
 }
 
 export interface FieldDef extends FieldSpec {

@@ -180,6 +180,45 @@ describe('every criteria operator over HTTP', () => {
     }
   });
 
+  test('typedId filters and sorts as the id it names', async () => {
+    const fetch = (body: object) => h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body });
+    const all = await fetch({ data: leaf('sku', 'startsWith', 'OP-'), sortBy: 'sku' });
+    const ids = all.body.response.data.map((p: { typedId: string }) => p.typedId) as string[];
+    const skus = async (criterion: object, sortBy: unknown = 'sku') => {
+      const r = await fetch({
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [leaf('sku', 'startsWith', 'OP-'), criterion],
+        },
+        sortBy,
+      });
+      assert.equal(r.status, 200, r.text);
+      return r.body.response.data.map((p: { sku: string }) => p.sku) as string[];
+    };
+    assert.deepEqual(await skus(leaf('typedId', 'equals', ids[1])), ['OP-2']);
+    assert.deepEqual(await skus(leaf('typedId', 'inSet', [ids[0], ids[3]])), ['OP-1', 'OP-4']);
+    assert.deepEqual(await skus(leaf('typedId', 'notInSet', [ids[0]])), ['OP-2', 'OP-3', 'OP-4']);
+    assert.deepEqual(await skus(leaf('typedId', 'notEqual', ids[2])), ['OP-1', 'OP-2', 'OP-4']);
+    assert.deepEqual(await skus(leaf('typedId', 'equals', Number.parseInt(ids[2]!, 10))), ['OP-3']);
+    assert.deepEqual(await skus(leaf('sku', 'notNull'), '-typedId'), ['OP-4', 'OP-3', 'OP-2', 'OP-1']);
+    const simple = await fetch({ data: { typedId: ids[0] } });
+    assert.deepEqual(
+      simple.body.response.data.map((p: { sku: string }) => p.sku),
+      ['OP-1'],
+    );
+    for (const bad of [
+      leaf('typedId', 'equals', ids[0]!.replace('.P', '.C')),
+      leaf('typedId', 'equals', 'OP-1'),
+      leaf('typedId', 'greaterThan', ids[0]),
+      leaf('typedId', 'iContains', '1'),
+    ]) {
+      const r = await fetch({ data: bad });
+      assert.equal(r.status, 400, r.text);
+      assert.ok(r.body.response.errors.typedId, r.text);
+    }
+  });
+
   test('simple criteria and each textMatchStyle', async () => {
     const simple = async (data: object, textMatchStyle?: string) => {
       const r = await h.call('/fetch/P', {

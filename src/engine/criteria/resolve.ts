@@ -80,7 +80,7 @@ export interface Resolution {
 export function resolveCriteria(
   tree: CriteriaTree,
   fields: ReadonlyMap<string, FieldSpec>,
-  opts: { readonly lenient?: boolean } = {},
+  opts: { readonly lenient?: boolean; readonly typeCode?: string } = {},
 ): Resolution {
   const dropped: DroppedCriterion[] = [];
   let leaves = 0;
@@ -102,7 +102,7 @@ export function resolveCriteria(
     if (++leaves > MAX_CRITERIA) {
       throw validationError('criteria', `too many criteria (at most ${MAX_CRITERIA})`);
     }
-    return resolveLeaf(node, fields);
+    return resolveLeaf(node, fields, opts.typeCode);
   };
   const visit = (node: CriteriaNode): ResolvedNode[] => {
     switch (node.kind) {
@@ -114,7 +114,7 @@ export function resolveCriteria(
         return leaf(node.fieldName, () => resolveOne(node));
       case 'match':
         return leaf(node.fieldName, () => {
-          const expanded = expandMatch(node, lookup(fields, node.fieldName));
+          const expanded = expandMatch(node, lookup(fields, node.fieldName, opts.typeCode));
           return expanded.kind === 'leaf'
             ? resolveOne(expanded)
             : { kind: 'or', children: expanded.children.map(resolveOne) };
@@ -185,15 +185,20 @@ function allowedTypes(test: Test): ReadonlySet<FieldType> {
 /** Fields compare with fields of the same family: integers with decimals, otherwise the same type. */
 const family = (type: FieldType): string => (type === 'integer' ? 'decimal' : type);
 
-function resolveLeaf(node: LeafNode, fields: ReadonlyMap<string, FieldSpec>): ResolvedNode {
+function resolveLeaf(
+  node: LeafNode,
+  fields: ReadonlyMap<string, FieldSpec>,
+  typeCode: string | undefined,
+): ResolvedNode {
   const { fieldName: name, operator } = node;
   const { test, ci, negate, field: byField } = OPERATORS[operator];
-  const field = lookup(fields, name);
+  const field = lookup(fields, name, typeCode);
   if (
-    field.elements &&
+    (field.elements || field.typedIdOf !== undefined) &&
     (ci || byField || (test.kind !== 'set' && !(test.kind === 'compare' && test.cmp === 'eq')))
   ) {
-    throw validationError(name, `operator "${operator}" does not apply to ${name}: use equals or inSet`);
+    const use = field.elements ? 'equals or inSet' : 'equals, notEqual, inSet or notInSet';
+    throw validationError(name, `operator "${operator}" does not apply to ${name}: use ${use}`);
   }
   if (!allowedTypes(test).has(field.type) || (ci && field.type !== 'string')) {
     throw validationError(name, `operator "${operator}" does not apply to ${field.type} fields`);
@@ -259,11 +264,19 @@ function resolveLeaf(node: LeafNode, fields: ReadonlyMap<string, FieldSpec>): Re
   }
 }
 
-function lookup(fields: ReadonlyMap<string, FieldSpec>, name: string): FieldSpec {
-  const field = fields.get(name);
+function lookup(fields: ReadonlyMap<string, FieldSpec>, name: string, typeCode?: string): FieldSpec {
+  const field = fields.get(name) ?? (name === 'typedId' ? typedIdField(fields, typeCode) : undefined);
   if (!field) throw validationError(name, `unknown field ${show(name)}`);
   return field;
 }
+
+/** `typedId` (every record answers it, no type stores it) filters and sorts as the id it names. */
+function typedIdField(fields: ReadonlyMap<string, FieldSpec>, typeCode = ''): FieldSpec | undefined {
+  const id = fields.get('id');
+  return id === undefined ? undefined : { ...id, name: 'typedId', typedIdOf: typeCode };
+}
+
+const TYPED_ID = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/;
 
 /** PostgreSQL's regular expressions are not JavaScript's, but most mistakes (an unclosed group, a
  * dangling quantifier) are mistakes in both; checking here turns them into a -4 instead of a 500.
@@ -277,6 +290,12 @@ function checkRegexp(name: string, pattern: string): void {
 }
 
 function coerce(name: string, field: FieldSpec, v: unknown): Value {
+  if (field.typedIdOf !== undefined) {
+    const m = TYPED_ID.exec(typeof v === 'string' ? v.trim() : typeof v === 'number' ? String(v) : '');
+    if (m && (m[2] === undefined || field.typedIdOf === '' || m[2] === field.typedIdOf)) return Number(m[1]);
+    const of = field.typedIdOf === '' ? '' : ` of type ${field.typedIdOf}`;
+    throw validationError(name, `${show(v)} is not an id or typedId${of}`);
+  }
   const value = coerceValue(field.type, v);
   if (value === undefined) throw validationError(name, `${show(v)} is not ${EXPECTED[field.type]}`);
   return value;

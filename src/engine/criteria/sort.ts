@@ -27,7 +27,7 @@ export function compileSort(
       throw validationError('sortBy', 'must be a field name or an array of them');
     const desc = entry.startsWith('-');
     const name = desc ? entry.slice(1) : entry;
-    const field = fields.get(name);
+    const field = fields.get(name) ?? (name === 'typedId' ? fields.get('id') : undefined);
     if (!field) throw validationError('sortBy', `unknown field ${show(name)}`);
     if (field.type === 'json') throw validationError('sortBy', `cannot sort by the json field ${show(name)}`);
     return `${typedColumn(field, alias).sql} ${desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`;
