@@ -4,6 +4,7 @@
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef } from './registry.ts';
+import { show } from './criteria/parse.ts';
 import { EXPECTED, coerceValue } from './values.ts';
 
 type Obj = Record<string, unknown>;
@@ -58,7 +59,7 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   }
   if (f.type === 'json') return { value: JSON.stringify(raw) };
   const v = coerceValue(f.type, raw);
-  if (v === undefined) return `${JSON.stringify(raw)} is not ${EXPECTED[f.type]}`;
+  if (v === undefined) return `${show(raw)} is not ${EXPECTED[f.type]}`;
   if (f.required && v === '') return 'is required';
   if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {
     return `is longer than ${f.maxLength} characters`;

@@ -7,7 +7,7 @@ import type { FieldType } from './types.ts';
 export type Value = string | number | boolean;
 
 export const EXPECTED: Record<FieldType, string> = {
-  string: 'text (without NUL characters)',
+  string: 'text (without NUL characters or unpaired surrogates)',
   integer: 'an integer',
   decimal: 'a number',
   boolean: 'true or false',
@@ -30,8 +30,9 @@ const DATETIME_RE =
 function toText(v: unknown): Value | undefined {
   const s =
     typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
-  // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver.
-  return s === undefined || s.includes('\u0000') ? undefined : s;
+  // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver. An unpaired
+  // surrogate (JSON allows "\ud800") has no UTF-8 form: the driver would store U+FFFD instead.
+  return s === undefined || s.includes('\u0000') || !s.isWellFormed() ? undefined : s;
 }
 
 function toInteger(v: unknown): Value | undefined {

@@ -247,6 +247,22 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.equal(r.body.response.status, -4);
   });
 
+  test('an unpaired surrogate is refused, not stored as U+FFFD; a number out of range is named as such', async () => {
+    const sku = uniqueName('sur');
+    const e = await call('/add/P', { data: { sku, label: 'half \ud800 pair' } });
+    expectError(e, 400, -4, 'label');
+    assert.match(e.body.response.errors.label.errorMessage, /unpaired surrogates/);
+    expectError(await call('/fetch/P', { data: { label: '\udc00' } }), 400, -4, 'label');
+    const [p] = okData(await call('/add/P', { data: { sku, label: 'pair \ud83d\ude00' } }));
+    assert.equal(p.label, 'pair \u{1F600}');
+    const r = await h.call('/update/P', {
+      headers: H,
+      raw: `{"data":{"typedId":"${p.typedId as string}","attribute7":1e400}}`,
+    });
+    expectError(r, 400, -4, 'attribute7');
+    assert.match(r.body.response.errors.attribute7.errorMessage, /^Infinity is not a number/);
+  });
+
   test('an error of one element of a batch names the element; nothing of the batch is written', async () => {
     const skus = [uniqueName('b'), uniqueName('b'), uniqueName('b')];
     const batch = skus.map((sku, i) => ({ data: { sku, attribute7: i === 2 ? 'lots' : '1' } }));

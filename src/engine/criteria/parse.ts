@@ -51,7 +51,8 @@ const isScalar = (v: unknown): v is Scalar =>
 
 /** A value quoted for a message, cut short so a hostile input cannot bloat the response. */
 export function show(v: unknown): string {
-  const s = JSON.stringify(v) ?? String(v);
+  // JSON.stringify writes a number out of range (1e400 parsed as Infinity) as null.
+  const s = typeof v === 'number' && !Number.isFinite(v) ? String(v) : (JSON.stringify(v) ?? String(v));
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 
