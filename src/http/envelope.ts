@@ -206,13 +206,10 @@ export function toAppError(err: unknown): AppError {
   // SQLSTATE class 22 (data exception: a value PostgreSQL cannot take, such as a regular expression
   // it rejects or a NUL byte): our SQL text is built from validated parts, so the value is at fault.
   if (typeof fe.code === 'string' && /^22[0-9A-Z]{3}$/.test(fe.code)) {
-    return new AppError(
-      'VALIDATION',
-      'A value was refused by the database (invalid pattern, number or text)',
-      {
-        field: 'data',
-      },
-    );
+    // PostgreSQL's own text says which (e.g. "invalid regular expression: quantifier operand
+    // invalid"); it names values of the request only, never anything of the server.
+    const why = typeof fe.message === 'string' && fe.message !== '' ? `: ${fe.message}` : '';
+    return new AppError('VALIDATION', `A value was refused by the database${why}`, { field: 'data' });
   }
   if (fe.statusCode === 429) return new AppError('RATE_LIMITED');
   // A body nested thousands of levels deep exhausts the stack of whatever walks it (a stringify, a

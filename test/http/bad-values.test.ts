@@ -263,6 +263,12 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.match(r.body.response.errors.attribute7.errorMessage, /^Infinity is not a number/);
   });
 
+  test('a regular expression only PostgreSQL refuses: a -4 with its reason', async () => {
+    const r = await call('/fetch/P', { data: { fieldName: 'label', operator: 'regexp', value: 'a\\q' } });
+    expectError(r, 400, -4, 'data');
+    assert.match(r.body.response.errors.data.errorMessage, /invalid regular expression/);
+  });
+
   test('an error of one element of a batch names the element; nothing of the batch is written', async () => {
     const skus = [uniqueName('b'), uniqueName('b'), uniqueName('b')];
     const batch = skus.map((sku, i) => ({ data: { sku, attribute7: i === 2 ? 'lots' : '1' } }));
