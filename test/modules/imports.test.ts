@@ -132,6 +132,17 @@ describe('imports', () => {
     expectError(await save({ targetColumn: 'colour', sku: 'I-1', value: 'x' }), 400, -4, 'targetColumn');
     expectError(await save({ targetColumn: 'label', value: 'x' }), 400, -4, 'sku');
     expectError(await save({ changeType: 'MOVE', sku: 'I-1' }), 400, -4, 'changeType');
+    expectError(await save({ targetColumn: 'label', sku: 'I-1', valeu: 'x' }), 400, -4, 'valeu');
+    expectError(await save({ targetColumn: 'label', sku: 'I-1', key1: 'I-2', value: 'x' }), 400, -4, 'key1');
+    expectError(
+      await save([
+        { targetColumn: 'label', sku: 'I-1', value: 'x' },
+        { targetColumn: 'label', sku: 'I-1', value: 'x', note: 'y' },
+      ]),
+      400,
+      -4,
+      '1.note',
+    );
     const [first] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved' }));
     const [again] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved again' }));
     assert.equal(again.id, first.id);

@@ -207,8 +207,17 @@ export async function saveChanges(
     if (typeof changeType !== 'string' || !CHANGE_TYPES.includes(changeType)) {
       throw validationError(`${at}changeType`, `must be one of ${CHANGE_TYPES.join(', ')}`);
     }
+    const known = new Set(['changeType', 'targetColumn', 'value']);
+    s.type.businessKey.forEach((k, n) => known.add(k).add(`key${n + 1}`));
+    const unknown = Object.keys(d).find((name) => !known.has(name));
+    if (unknown !== undefined) throw validationError(`${at}${unknown}`, 'unknown field');
     const keys = s.type.businessKey.map((k, n) => {
-      const v = d[k] ?? d[`key${n + 1}`];
+      const byNumber = d[`key${n + 1}`];
+      const byName = d[k];
+      const given = (x: unknown) => (typeof x === 'string' && x !== '') || typeof x === 'number';
+      if (given(byName) && given(byNumber) && `${byName as string}` !== `${byNumber as string}`)
+        throw validationError(`${at}key${n + 1}`, `names another ${k} than ${k} does`);
+      const v = given(byName) ? byName : byNumber;
       if (v === undefined || v === null || v === '')
         throw validationError(`${at}${k}`, 'is required (part of the business key)');
       if (typeof v !== 'string' && typeof v !== 'number')
