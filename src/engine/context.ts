@@ -117,6 +117,8 @@ export function rowScope(
   }
   if (type.scopedBy && !principal.admin)
     parts.push(parentScope(type.scopedBy, principal, params, alias, opts));
+  const owned = type.ownedRows?.(principal, (v) => params.add(v), alias);
+  if (owned !== undefined) parts.push(owned);
   return parts.join(' AND ');
 }
 

@@ -4,6 +4,7 @@
 // filter, sort and paging over these fields.
 
 import { AUTHENTICATED } from '../access/catalogue.ts';
+import { qualified } from '../db/sql.ts';
 import type { FieldDef, TypeDef } from './types.ts';
 import { SYSTEM, text } from './registry-fields.ts';
 
@@ -39,5 +40,7 @@ export const NOTIFICATION_TYPE: TypeDef = {
   bulkLoadable: false,
   userGroups: false,
   access: { fetch: AUTHENTICATED, write: 'NOTIFICATION_SEND' },
+  // Only the recipient, administrators included (there is no admin door).
+  ownedRows: (principal, add, alias) => `${qualified(alias, 'user_id')} = ${add(principal.userId)}`,
   managerOnly: '/notification.send, /notification.list, /notification.setread, /notification.delete',
 };

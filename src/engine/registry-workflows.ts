@@ -4,7 +4,9 @@
 // is derived from the dates at read time; served by /workflowdelegationmanager.*). The
 // declarations give those operations the engine's filter, sort and paging over every field.
 
+import { can, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
+import { qualified } from '../db/sql.ts';
 import { checkDefinition } from '../modules/workflows/definitions.ts';
 import type { FieldDef, TypeDef } from './types.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
@@ -67,6 +69,23 @@ export const WORKFLOW_TYPE: TypeDef = {
   bulkLoadable: false,
   userGroups: false,
   access: { fetch: 'WORKFLOW_FETCH', write: 'WORKFLOW_ADMIN' },
+  ownedRows: (principal, add, alias) => {
+    if (can(principal, 'WORKFLOW_ADMIN')) return undefined;
+    // Taking part (as the workflow operations decide, src/modules/workflows/store.ts
+    // participatingIds): submitted it, assigned to it — in person or as the active delegate of an
+    // assignee — or acted on it.
+    const me = add(principal.userId);
+    const w = (c: string) => qualified(alias, c);
+    return `(${w('submitted_by')} = ${me}
+      OR EXISTS (SELECT 1 FROM workflow_assignees wa WHERE wa.partition_id = ${w('partition_id')}
+                    AND wa.workflow_id = ${w('id')}
+                    AND (wa.user_id = ${me} OR wa.user_id IN (
+                      SELECT d.delegator_id FROM workflow_delegations_v d
+                       WHERE d.partition_id = ${w('partition_id')} AND d.delegate_id = ${me}
+                         AND d.status = 'ACTIVATED')))
+      OR EXISTS (SELECT 1 FROM workflow_events we WHERE we.partition_id = ${w('partition_id')}
+                    AND we.workflow_id = ${w('id')} AND we.user_id = ${me}))`;
+  },
   managerOnly:
     '/workflowsmanager.fetch, /workflowsmanager.fetch/active, /workflowsmanager.details/{id} and the other workflowsmanager operations',
 };
@@ -96,6 +115,11 @@ export const WORKFLOW_DELEGATION_TYPE: TypeDef = {
   bulkLoadable: false,
   userGroups: false,
   access: { fetch: AUTHENTICATED, write: 'WORKFLOW_ADMIN' },
+  // Who gives or receives it; every delegation for WORKFLOW_ADMIN.
+  ownedRows: (principal: Principal, add, alias) =>
+    can(principal, 'WORKFLOW_ADMIN')
+      ? undefined
+      : `${add(principal.userId)} IN (${qualified(alias, 'delegator_id')}, ${qualified(alias, 'delegate_id')})`,
   managerOnly: '/workflowdelegationmanager.add, .checkdates, .fetch, .update, .delete, .enddate',
 };
 

@@ -119,6 +119,18 @@ export interface TypeDef {
    * every generic operation and the loaders follow it; history rows take the record's view group.
    */
   readonly scopedBy?: { readonly table: string; readonly column: string; readonly parentColumn: string };
+  /**
+   * Records that belong to users (a notification to its recipient, a delegation to who gives or
+   * receives it, a workflow to who takes part): the SQL condition over the row `alias` of the rows
+   * the principal may see, values bound by `add`; undefined when they see all. Applied by
+   * `rowScope` for every principal, admins included, so every generic read and the attachments of
+   * the record follow the rule its manager operations apply.
+   */
+  readonly ownedRows?: (
+    principal: Principal,
+    add: (value: unknown) => string,
+    alias: string,
+  ) => string | undefined;
   readonly access: { readonly fetch: RouteAccess; readonly write: Permission };
   /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
   readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;
