@@ -145,6 +145,46 @@ describe('upload slots', () => {
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 
+  test('a malformed multipart body is a -4 on body, and the slot keeps the file it held', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const good = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form({}, { field: 'file', name: 'good.txt', data: 'the good file' }),
+      }),
+    )[0];
+    const blobs = await blobCount();
+    const truncated = '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc';
+    for (const [body, type] of [
+      [truncated, 'multipart/form-data; boundary=XYZ'],
+      ['garbage', 'multipart/form-data; boundary=XYZ'],
+      [truncated, 'multipart/form-data'],
+    ] as const) {
+      const r = await send(h, `/uploadmanager.upload/${slotId}`, { body, headers: { 'content-type': type } });
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors.body, JSON.stringify(r.body));
+      const kept = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+      assert.equal(kept.status, 'FINISHED');
+      assert.equal(kept.hasFile, true);
+      assert.equal(kept.fileName, 'good.txt');
+      assert.equal(kept.fileVersion, good.fileVersion);
+      assert.equal(await blobCount(), blobs, 'the partial file is gone, the good one stays');
+    }
+    // A whole new file replaces the one held (its blob removed, not left behind).
+    const again = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: form({}, { field: 'file', name: 'better.txt', data: 'the better file' }),
+      }),
+    )[0];
+    assert.equal(again.fileVersion, good.fileVersion + 1);
+    assert.equal(await blobCount(), blobs);
+    const loaded = await send(h, '/loaddata.file/P', {
+      body: truncated,
+      headers: { 'content-type': 'multipart/form-data; boundary=XYZ' },
+    });
+    assertError(loaded, 400, -4);
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+  });
+
   test('a slot is its creator’s: another user, no credentials, another partition are refused', async () => {
     const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
     assertError(await send(h, `/uploadmanager.progress/${slotId}`, { who: bob }), 404, -1);

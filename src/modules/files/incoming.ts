@@ -91,10 +91,24 @@ export async function readMultipart<T>(
     if (typeof code === 'string' && /^FST_(PARTS|FILES|FIELDS)_LIMIT$/.test(code)) {
       throw new AppError('VALIDATION', 'Too many parts in the multipart body', { field: 'body' });
     }
-    throw e;
+    throw malformedMultipart(e) ?? e;
   }
   if (!seen) throw validationError(fileFields[0]!, 'the multipart body holds no file in this field');
   return { fields, file };
+}
+
+/**
+ * busboy's complaints about the body itself — truncated ("Unexpected end of multipart data", "Part
+ * terminated early ..."), no boundary ("Multipart: Boundary not found") — are the client's fault: a
+ * -4 on `body`. They carry no code; errors of ours and of the database do.
+ */
+function malformedMultipart(e: unknown): AppError | undefined {
+  if (!(e instanceof Error) || e instanceof AppError || (e as { code?: unknown }).code !== undefined) {
+    return undefined;
+  }
+  return /multipart|boundary|terminated early/i.test(e.message)
+    ? validationError('body', `malformed multipart/form-data: ${e.message}`)
+    : undefined;
 }
 
 /** A boolean form field: absent → `def`; `true`/`false` (any case) otherwise a -4. */

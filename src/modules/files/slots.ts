@@ -123,17 +123,21 @@ export async function uploadIntoSlot(
   await findSlotOrFail(db, principal, slotId);
   const key = blobs.newKey();
   // Claim the slot for this upload, recording the new key first: if the process dies mid-upload,
-  // the slot's expiry removes whatever was written.
-  const claimed = await db.query<{ old_key: string | null }>(
+  // the slot's expiry removes whatever was written. The file it held stays until the new one is
+  // whole: a failed upload puts it back (below).
+  type Old = Pick<SlotRow, 'status' | 'blob_key' | 'file_name' | 'content_type' | 'size'>;
+  const claimed = await db.query<Old>(
     `WITH old AS (
-       SELECT blob_key FROM upload_slots WHERE partition_id = $1 AND id = $2 FOR UPDATE)
+       SELECT * FROM upload_slots WHERE partition_id = $1 AND id = $2 FOR UPDATE)
      UPDATE upload_slots s
         SET status = 'UPLOADING', blob_key = $3, file_name = $4, content_type = $5, bytes_received = 0,
             size = NULL, message = NULL, last_update_at = now(),
             expires_at = greatest(s.expires_at, now() + make_interval(mins => $6))
+       FROM old o -- joined, so read before the update (a sub-select in RETURNING would run after it
+                  -- and, FOR UPDATE, skip the row this statement just changed: NULLs)
       WHERE s.partition_id = $1 AND s.id = $2
         AND (s.status <> 'UPLOADING' OR s.last_update_at < now() - make_interval(secs => $7))
-     RETURNING (SELECT blob_key FROM old) AS old_key`,
+     RETURNING o.status, o.blob_key, o.file_name, o.content_type, o.size`,
     [
       principal.partitionId,
       slotId,
@@ -147,8 +151,9 @@ export async function uploadIntoSlot(
   if (claimed.rows.length === 0) {
     throw new AppError('CONFLICT', `An upload into slot ${slotId} is in progress`);
   }
-  const oldKey = claimed.rows[0]!.old_key;
-  if (oldKey !== null) await blobs.delete(principal.partitionId, oldKey);
+  const old = claimed.rows[0]!;
+  const kept = old.status === 'FINISHED' && old.blob_key !== null ? old : undefined;
+  if (old.blob_key !== null && kept === undefined) await blobs.delete(principal.partitionId, old.blob_key);
 
   let recorded = 0;
   let recordedAt = Date.now();
@@ -178,16 +183,33 @@ export async function uploadIntoSlot(
       await blobs.delete(principal.partitionId, key);
       throw notFound(`Upload slot ${slotId}`);
     }
+    if (kept) await blobs.delete(principal.partitionId, kept.blob_key!);
     return r.rows[0];
   } catch (e) {
-    const message = e instanceof AppError ? e.message : 'The upload failed';
-    await db
-      .query(
-        `UPDATE upload_slots SET status = 'FAILED', blob_key = NULL, message = $4, last_update_at = now()
-          WHERE partition_id = $1 AND id = $2 AND blob_key = $3`,
-        [principal.partitionId, slotId, key, message],
-      )
-      .catch(() => {});
+    await blobs.delete(principal.partitionId, key).catch(() => {});
+    // The slot holds what it held before, or, if that was no whole file, the failure.
+    const restored = kept
+      ? await db
+          .query(
+            `UPDATE upload_slots SET status = 'FINISHED', blob_key = $4, file_name = $5, content_type = $6,
+                    size = $7, bytes_received = $7, message = NULL, last_update_at = now()
+              WHERE partition_id = $1 AND id = $2 AND blob_key = $3`,
+            [principal.partitionId, slotId, key, kept.blob_key, kept.file_name, kept.content_type, kept.size],
+          )
+          .then((r) => (r.rowCount ?? 0) > 0)
+          .catch(() => false)
+      : false;
+    if (kept && !restored) await blobs.delete(principal.partitionId, kept.blob_key!).catch(() => {});
+    if (!restored) {
+      const message = e instanceof AppError ? e.message : 'The upload failed';
+      await db
+        .query(
+          `UPDATE upload_slots SET status = 'FAILED', blob_key = NULL, message = $4, last_update_at = now()
+            WHERE partition_id = $1 AND id = $2 AND blob_key = $3`,
+          [principal.partitionId, slotId, key, message],
+        )
+        .catch(() => {});
+    }
     throw e;
   }
 }
