@@ -3,7 +3,12 @@
 // (one service call, one transaction) → envelope; every failure goes through handleError.
 
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyServerOptions,
+} from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -14,7 +19,7 @@ import { enterDeadline } from './db/deadline.ts';
 import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
-import { errorEnvelopeSchema, handleError } from './http/envelope.ts';
+import { MAX_PATH_PARAM, errorEnvelopeSchema, handleError } from './http/envelope.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
@@ -112,6 +117,13 @@ export async function buildApp({
       customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true },
     },
     return503OnClosing: true,
+    // Path parameters hold SKUs and names of up to 255 characters (Fastify's default is 100).
+    maxParamLength: MAX_PATH_PARAM,
+    // A URL the router cannot take (bad percent-encoding, a parameter past the limit): the envelope.
+    frameworkErrors: (err, req, reply) => {
+      const r = reply as FastifyReply;
+      void r.header('x-request-id', req.id).send(handleError(err, req, r));
+    },
   });
   configureHistory({ enabled: config.recordHistory });
   app.decorate('config', config);
@@ -120,6 +132,10 @@ export async function buildApp({
   app.decorateRequest('partitionRef', null);
   app.decorateRequest('issuedCsrfToken', undefined);
 
+  // JSON comes as application/json; text/plain would reach the operations as a string (a misleading
+  // "must be object"): 415 like any other content type they do not take. The file routes take raw
+  // bodies of any type in their own scope.
+  app.removeContentTypeParser('text/plain');
   // An empty JSON body is "no body" (clients POST operations without a payload), not an error.
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

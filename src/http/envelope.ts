@@ -82,6 +82,9 @@ export function envelopeSchema(
   };
 }
 
+/** The longest path parameter the router takes (app.ts `maxParamLength`). */
+export const MAX_PATH_PARAM = 1000;
+
 export const errorEnvelopeSchema = {
   type: 'object',
   properties: {
@@ -173,6 +176,10 @@ export function toAppError(err: unknown): AppError {
       return new AppError('BODY_TOO_LARGE');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+    case 'FST_ERR_BAD_URL':
+      return validationError('path', 'is not a valid URL (malformed percent-encoding)');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return validationError('path', `holds a parameter longer than ${MAX_PATH_PARAM} characters`);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('VALIDATION', 'Malformed JSON body', { field: 'body' });

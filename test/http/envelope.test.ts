@@ -71,6 +71,27 @@ describe('envelope and errors', () => {
     assertError(r, 415, -4);
   });
 
+  test('415 for JSON sent as text/plain (not a misleading "must be object")', async () => {
+    const r = await h.call('/probe.strict', {
+      basic: admin,
+      raw: '{"name":"x"}',
+      headers: { 'content-type': 'text/plain' },
+    });
+    assertError(r, 415, -4);
+  });
+
+  test('a URL the router cannot take is the envelope: 400/-4 on path, with the request id', async () => {
+    for (const path of ['/fetch/P/%E0%A4%A', `/fetch/P/${'1'.repeat(1001)}`, '//service/%ZZ/fetch/P']) {
+      const r = await h.call(path, { basic: admin, body: {} });
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors.path, JSON.stringify(r.body));
+      assert.equal(r.headers.get('x-request-id'), r.body.response.requestId);
+    }
+    // A parameter of 255 characters (a SKU in a path) is no error of the router.
+    const long = await h.call(`/fetch/P/${'1'.repeat(255)}`, { basic: admin, body: {} });
+    assert.equal(long.body.response.errors?.path, undefined, JSON.stringify(long.body));
+  });
+
   test('401/-7 without credentials, 403/-3 without the permission', async () => {
     assertError(await h.call('/probe.strict', { body: { name: 'x' } }), 401, -7);
     await h.newUser('plain', 'plain-password-1');
