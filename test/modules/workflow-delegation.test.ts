@@ -69,13 +69,32 @@ describe('workflow delegation', () => {
   test('ACTIVATED: delete is refused, enddate ends it and answers it; ENDDATED cannot be ended again', async () => {
     const d = await add(ann, { delegate: 'bob', startDate: day(0), endDate: day(30) });
     assert.equal(d.status, 'ACTIVATED');
+    // The interface's spelling of the statuses (Activated) filters as well as the records' own.
+    for (const value of ['Activated', 'ACTIVATED', ['Activated', 'EndDated']]) {
+      const found = assertOk(
+        await call(ann, 'fetch', {
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'status', operator: Array.isArray(value) ? 'inSet' : 'equals', value },
+              { fieldName: 'id', operator: 'equals', value: d.id },
+            ],
+          },
+        }),
+      );
+      assert.equal(found.length, 1, JSON.stringify(value));
+    }
     const refused = await call(ann, 'delete', { data: { typedId: d.typedId } });
     assertError(refused, 400, -4);
     assert.match(refused.body.response.data, /ACTIVATED cannot be deleted/);
     // bob (the delegate) cannot end it; the delegator can.
     assertError(await call(bob, 'enddate', { data: { typedId: d.typedId } }), 403, -3);
-    const ended = assertOk(await call(ann, 'enddate', { data: { typedId: d.typedId } }))[0];
+    const ended = assertOk(
+      await call(ann, 'enddate', { data: { typedId: d.typedId, note: 'back early' } }),
+    )[0];
     assert.equal(ended.status, 'ENDDATED');
+    assert.equal(ended.note, 'back early');
     assert.equal(ended.endDate, day(0));
     assert.ok(ended.endedAt);
     assert.equal(ended.version, d.version + 1);
@@ -147,6 +166,20 @@ describe('workflow delegation', () => {
     assert.ok(other.body.response.errors.startDate);
     assertError(await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } }), 403, -3);
     assertError(await call(dan, 'update', { data: { note: 'x' } }), 400, -4);
+    // No note: nothing to change, and the note kept (null clears it).
+    const none = await call(dan, 'update', { data: { typedId: d.typedId } });
+    assertError(none, 400, -4);
+    assert.ok(none.body.response.errors.note);
+    const both = await call(dan, 'update', {
+      data: { typedId: d.typedId, id: Number(d.id) + 1000, note: 'x' },
+    });
+    assertError(both, 400, -4);
+    assert.ok(both.body.response.errors.id);
+    const badId = await call(dan, 'update', { data: { id: '1.P', note: 'x' } });
+    assert.ok(badId.body.response.errors.id, JSON.stringify(badId.body));
+    assert.equal(assertOk(await call(dan, 'fetch', { data: { id: d.id } }))[0].note, 'b');
+    const cleared = assertOk(await call(dan, 'update', { data: { id: d.id, note: null } }))[0];
+    assert.equal(cleared.note, null);
     assertOk(await call(dan, 'delete', { data: { typedId: d.typedId } }));
   });
 

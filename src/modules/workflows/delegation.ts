@@ -230,17 +230,23 @@ export async function fetchDelegations(
   body: FetchBody,
   max: number,
 ): Promise<FetchResult> {
-  if (can(principal, 'WORKFLOW_ADMIN'))
-    return fetchRecords(db, principal, WORKFLOW_DELEGATION_TYPE, body, max);
-  const mine = {
-    _constructor: 'AdvancedCriteria',
-    operator: 'or',
-    criteria: [
-      { fieldName: 'delegatorId', operator: 'equals', value: principal.userId },
-      { fieldName: 'delegateId', operator: 'equals', value: principal.userId },
-    ],
-  };
-  return fetchRecords(db, principal, WORKFLOW_DELEGATION_TYPE, body, max, mine);
+  // Who gives or receives them: the type's own row scope (registry-workflows.ts `ownedRows`).
+  const data = body.data === undefined ? undefined : upperStatuses(body.data);
+  return fetchRecords(db, principal, WORKFLOW_DELEGATION_TYPE, { ...body, data }, max);
+}
+
+/**
+ * The interface names the statuses Initialized, Activated and EndDated in its filter example, the
+ * records answer INITIALIZED, ACTIVATED and ENDDATED: a filter on `status` matches in any case.
+ */
+function upperStatuses(node: unknown): unknown {
+  if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+  const o = node as Obj;
+  const up = (v: unknown): unknown =>
+    typeof v === 'string' ? v.toUpperCase() : Array.isArray(v) ? v.map(up) : v;
+  if (Array.isArray(o.criteria)) return { ...o, criteria: o.criteria.map(upperStatuses) };
+  if (o.fieldName === 'status') return { ...o, value: up(o.value), start: up(o.start), end: up(o.end) };
+  return o.fieldName === undefined && 'status' in o ? { ...o, status: up(o.status) } : o;
 }
 
 export interface TargetBody {
@@ -249,12 +255,19 @@ export interface TargetBody {
 }
 
 function idOf(data: Obj): number {
-  const v = data.typedId ?? data.id;
-  const m = /^(\d{1,15})(?:\.WFDG)?$/.exec(
-    typeof v === 'number' ? String(v) : typeof v === 'string' ? v : '',
-  );
-  if (!m) throw validationError('typedId', 'give the delegation as typedId (<id>.WFDG) or id');
-  return Number(m[1]);
+  const given = (['typedId', 'id'] as const).filter((k) => data[k] !== undefined && data[k] !== null);
+  const ids = given.map((field) => {
+    const v = data[field];
+    const m = /^(\d{1,15})(?:\.WFDG)?$/.exec(
+      typeof v === 'number' ? String(v) : typeof v === 'string' ? v : '',
+    );
+    if (!m) throw validationError(field, 'give the delegation as typedId (<id>.WFDG) or id');
+    return Number(m[1]);
+  });
+  if (ids.length === 0) throw validationError('typedId', 'give the delegation as typedId (<id>.WFDG) or id');
+  if (ids.length === 2 && ids[0] !== ids[1])
+    throw validationError('id', 'names another delegation than typedId');
+  return ids[0]!;
 }
 
 /** The delegation locked for a change by its delegator or a workflow administrator. */
@@ -288,6 +301,9 @@ export async function updateDelegation(db: Db, principal: Principal, body: Targe
     if (!['typedId', 'id', 'note', 'version'].includes(k))
       throw validationError(k, 'only the note of a delegation can be changed');
   }
+  // The note is what an update changes: leaving it out is no request to clear it (null does that).
+  if (body.data.note === undefined)
+    throw validationError('note', 'is required: the note is what an update changes');
   const note = noteOf(body.data.note);
   return db.transaction(async (q) => {
     const d = await lockForChange(q, principal, body);
@@ -306,9 +322,10 @@ export async function deleteDelegation(db: Db, principal: Principal, body: Targe
   return db.transaction(async (q) => {
     const d = await lockForChange(q, principal, body);
     if (d.status !== 'INITIALIZED') {
+      const instead = d.status === 'ACTIVATED' ? ' (use enddate)' : ': it has ended';
       throw validationError(
         'typedId',
-        `a delegation that is ${d.status as string} cannot be deleted (use enddate)`,
+        `a delegation that is ${d.status as string} cannot be deleted${instead}`,
       );
     }
     await q.query(`DELETE FROM workflow_delegations WHERE partition_id = $1 AND id = $2`, [
@@ -321,6 +338,8 @@ export async function deleteDelegation(db: Db, principal: Principal, body: Targe
 }
 
 export async function endDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  // A note given with the end replaces the delegation's (e.g. why it ended early).
+  const note = body.data.note === undefined ? undefined : noteOf(body.data.note);
   return db.transaction(async (q) => {
     const d = await lockForChange(q, principal, body);
     if (d.status !== 'ACTIVATED') {
@@ -332,9 +351,10 @@ export async function endDelegation(db: Db, principal: Principal, body: TargetBo
     await q.query(
       `UPDATE workflow_delegations
           SET ended_at = now(), end_date = greatest(start_date, (now() AT TIME ZONE 'UTC')::date),
+              note = CASE WHEN $4 THEN $5 ELSE note END,
               version = version + 1, last_update_at = now(), last_update_by = $3
         WHERE partition_id = $1 AND id = $2`,
-      [principal.partitionId, d.id, principal.userId],
+      [principal.partitionId, d.id, principal.userId, note !== undefined, note ?? null],
     );
     const ended = (await recordOf(q, principal, Number(d.id)))!;
     await history(q, principal, 'UPDATE', d, ended);
