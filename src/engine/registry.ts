@@ -352,6 +352,7 @@ const TYPES: readonly TypeDef[] = [
       access: { fetch: 'SELLER_FETCH', write: 'SELLER_EDIT' },
     }),
     updateNeedsVersion: true,
+    movableKeys: ['sellerId'],
   },
   metaType('PAM', 'P', AUTHENTICATED, false),
   metaType('CAM', 'C', AUTHENTICATED, false),

@@ -109,6 +109,11 @@ export interface TypeDef {
   readonly bulkLoadable: boolean;
   /** `/update` must carry `oldValues.version`. */
   readonly updateNeedsVersion?: boolean;
+  /**
+   * Business key fields `/update` may change when it names the record by typedId or id (the
+   * interface: `/update/SX` updates `sellerId`); the unique key still holds (a clash is 409).
+   */
+  readonly movableKeys?: readonly string[];
   /** Record-level visibility through `userGroupViewDetails` / `userGroupEdit`. */
   readonly userGroups: boolean;
   /**

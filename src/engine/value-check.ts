@@ -10,7 +10,12 @@ import { EXPECTED, coerceValue } from './values.ts';
 type Obj = Record<string, unknown>;
 
 /** Validated column values of a write; all errors of the record are collected into one -4. */
-export function prepareValues(tc: TypeContext, data: Obj, mode: 'add' | 'update'): Map<FieldDef, unknown> {
+export function prepareValues(
+  tc: TypeContext,
+  data: Obj,
+  mode: 'add' | 'update',
+  movable: readonly string[] = [],
+): Map<FieldDef, unknown> {
   const errors: FieldErrors = {};
   const out = new Map<FieldDef, unknown>();
   for (const [name, raw] of Object.entries(data)) {
@@ -21,7 +26,8 @@ export function prepareValues(tc: TypeContext, data: Obj, mode: 'add' | 'update'
       continue;
     }
     if (f.system) continue;
-    if (f.key && mode === 'update') continue; // keys address the record; they are not changed
+    // Keys address the record; they are not changed, unless the type lets this update move them.
+    if (f.key && mode === 'update' && !movable.includes(name)) continue;
     const err = checkValue(f, raw);
     if (typeof err === 'string') errors[name] = { errorMessage: err };
     else out.set(f, err.value);
@@ -89,10 +95,15 @@ const keyText = (v: unknown): string =>
  * An update of `old` (by typedId or business key) may repeat its key fields (business key, fields
  * fixed at creation) but not change them: a changed one is a -4 naming it, never silently dropped.
  */
-export function refuseKeyChanges(tc: TypeContext, data: Obj, old: Obj): void {
+export function refuseKeyChanges(
+  tc: TypeContext,
+  data: Obj,
+  old: Obj,
+  movable: readonly string[] = [],
+): void {
   for (const [name, raw] of Object.entries(data)) {
     const f = tc.fields.get(name);
-    if (f === undefined || !f.key || f.system || raw === undefined) continue;
+    if (f === undefined || !f.key || f.system || raw === undefined || movable.includes(name)) continue;
     const checked = checkValue(f, raw);
     const value = typeof checked === 'string' ? raw : checked.value;
     if (keyText(value) !== keyText(old[name])) {

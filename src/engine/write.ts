@@ -218,8 +218,10 @@ export async function updateRecords(
         throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
       checkVersion(type, item.oldValues, old);
       await type.beforeChange?.(tx, principal, old, item.data);
-      refuseKeyChanges(tc, item.data, old);
-      const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, item.data, 'update'));
+      const movable = 'id' in address ? (type.movableKeys ?? []) : [];
+      refuseKeyChanges(tc, item.data, old, movable);
+      const values = prepareValues(tc, item.data, 'update', movable);
+      const row = await updateRow(tx, tc, principal, Number(old.id), values);
       return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
     };
     // Errors of a batch's element name it: `2.attribute1`.

@@ -501,6 +501,39 @@ describe('master-data manager operations', () => {
       );
       assert.equal(updated.version, row.version + 1);
       assert.equal(updated.attribute2, 'changed');
+      // It updates sellerId (the interface), addressed by typedId; the table's name stays.
+      const [moved] = okData(
+        await call(h, '/update/SX', {
+          data: { typedId: row.typedId, sellerId: 'S-MOVED', name: row.name },
+          oldValues: { version: updated.version },
+        }),
+      );
+      assert.equal(moved.sellerId, 'S-MOVED');
+      expectError(
+        await call(h, '/update/SX', {
+          data: { typedId: row.typedId, name: 'Regions' },
+          oldValues: { version: moved.version },
+        }),
+        400,
+        -4,
+        'name',
+      );
+      expectError(
+        await call(h, '/update/SX', {
+          data: { typedId: row.typedId, sellerId: '' },
+          oldValues: { version: moved.version },
+        }),
+        400,
+        -4,
+        'sellerId',
+      );
+      const [back] = okData(
+        await call(h, '/update/SX', {
+          data: { typedId: row.typedId, sellerId: row.sellerId },
+          oldValues: { version: moved.version },
+        }),
+      );
+      assert.equal(back.version, updated.version + 2);
       expectError(
         await call(h, '/update/SX', { data: change, oldValues: { version: row.version } }),
         409,
@@ -508,7 +541,7 @@ describe('master-data manager operations', () => {
       );
       // Another partition cannot address the row.
       expectError(
-        await call(other, '/update/SX', { data: change, oldValues: { version: updated.version } }),
+        await call(other, '/update/SX', { data: change, oldValues: { version: back.version } }),
         404,
         -1,
       );
