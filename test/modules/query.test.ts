@@ -82,18 +82,22 @@ describe('query API', () => {
     assert.equal(all.length, 1);
     assert.equal(all[0].label, 'three');
     assert.equal(all[0].attribute1, 3);
-    // valueFields: arrays in that order.
-    const arrays = await rows({
+    // valueFields: arrays in that order, and the columns name them in that order.
+    const arrays = await run({
       source: 'P',
-      select: ['sku', 'attribute1'],
+      select: ['sku', 'attribute1', 'label'],
       valueFields: ['attribute1', 'sku'],
       sortBy: 'sku',
       endRow: 2,
     });
-    assert.deepEqual(arrays, [
+    assert.deepEqual(arrays.body.response.data, [
       [1, 'P-1'],
       [10, 'P-10'],
     ]);
+    assert.deepEqual(
+      arrays.body.response.columns.map((c: any) => c.name),
+      ['attribute1', 'sku'],
+    );
   });
 
   test('joins across three kinds of source: P ⋈ PX:Costs ⋈ LTV:Regions', async () => {

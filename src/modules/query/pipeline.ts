@@ -484,9 +484,12 @@ export function toRows(plan: Plan, rows: readonly Record<string, unknown>[]): Qu
   return { rows: out, totalRows };
 }
 
-/** The result columns of a plan, without running it. */
+/** The result columns of a plan, without running it: those of `valueFields`, in their order, when given. */
 export function resultColumns(plan: Plan): OutputColumn[] {
-  return plan.outputs.map((o) => ({
+  const outputs = plan.valueFields
+    ? plan.valueFields.map((n) => plan.outputs.find((o) => o.name === n)!)
+    : plan.outputs;
+  return outputs.map((o) => ({
     name: o.name,
     type: o.type,
     ...(o.field === undefined ? {} : { field: o.field }),
