@@ -118,7 +118,7 @@ export async function buildApp({
     },
     return503OnClosing: true,
     // Path parameters hold SKUs and names of up to 255 characters (Fastify's default is 100).
-    maxParamLength: MAX_PATH_PARAM,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM },
     // A URL the router cannot take (bad percent-encoding, a parameter past the limit): the envelope.
     frameworkErrors: (err, req, reply) => {
       const r = reply as FastifyReply;
