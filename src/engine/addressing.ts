@@ -35,6 +35,11 @@ export function addressOf(type: TypeDef, data: Obj): Address | undefined {
   return undefined;
 }
 
+/** How a 404 names the record asked for: its typedId, or its business key. */
+export function describeAddress(type: TypeDef, a: Address): string {
+  return 'id' in a ? `${type.label} ${a.id}.${type.code}` : `${type.label} ${JSON.stringify(a.key)}`;
+}
+
 export function requireAddress(type: TypeDef, data: Obj): Address {
   const a = addressOf(type, data);
   if (!a) throw validationError('typedId', `give typedId or ${type.businessKey.join(' + ')}`);

@@ -8,7 +8,7 @@ import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, notFound, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
-import { addressOf, requireAddress, selectOne } from './addressing.ts';
+import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
 import {
   loadTypeContext,
   metaNameOf,
@@ -207,10 +207,7 @@ export async function updateRecords(
       const address = requireAddress(type, item.data);
       const base = await loadTypeContext(tx, principal, type);
       const old = await selectOne(tx, base, principal, address, true);
-      if (!old)
-        throw notFound(
-          `${type.label} ${JSON.stringify(item.data.typedId ?? type.businessKey.map((k) => item.data[k]))}`,
-        );
+      if (!old) throw notFound(describeAddress(type, address));
       const tc = type.metaPerName
         ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
         : base;
@@ -243,6 +240,7 @@ function checkVersion(type: TypeDef, oldValues: Obj | null | undefined, current:
     throw new AppError(
       'VERSION_CONFLICT',
       `${current.typedId as string} is at version ${current.version as number}, not ${v}: reload it and retry`,
+      { field: 'oldValues.version' },
     );
   }
 }
@@ -325,11 +323,9 @@ export async function deleteRecords(
     await setDeleteActor(tx, principal);
     const out: Row[] = [];
     for (const data of items) {
-      const old = await selectOne(tx, tc, principal, requireAddress(type, data), true);
-      if (!old)
-        throw notFound(
-          `${type.label} ${JSON.stringify(data.typedId ?? type.businessKey.map((k) => data[k]))}`,
-        );
+      const address = requireAddress(type, data);
+      const old = await selectOne(tx, tc, principal, address, true);
+      if (!old) throw notFound(describeAddress(type, address));
       if (!canEdit(tc.type, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
       await type.beforeChange?.(tx, principal, old, undefined);

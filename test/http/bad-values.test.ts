@@ -285,6 +285,19 @@ describe('bad values: a -4 naming the field, never a 500', () => {
       -4,
       '1.attribute7',
     );
+    // A stale version names its element too; a missing record is named as asked for.
+    expectError(
+      await call('/update/P', [
+        { data: { typedId: first.typedId, label: 'a' }, oldValues: { version: first.version } },
+        { data: { typedId: first.typedId, label: 'b' }, oldValues: { version: first.version } },
+      ]),
+      409,
+      -1,
+      '1.oldValues.version',
+    );
+    const missing = await call('/delete/P', { data: { id: 999_999_999 } });
+    expectError(missing, 404, -1);
+    assert.match(missing.body.response.data, /999999999\.P not found/);
     assert.equal(
       okData(await call('/fetch/P', { data: { sku: skus.slice(1) } })).length,
       0,
