@@ -36,6 +36,11 @@ export function copyTextField(v: string | null): string {
     : v;
 }
 
+/** A timestamptz expression as the JSON text of a JavaScript Date (`2026-01-31T12:00:00.000Z`). */
+export function isoUtcSql(expr: string): string {
+  return `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
 /** `a.b` with both parts checked. */
 export function qualified(alias: string, column: string): string {
   return `${ident(alias)}.${ident(column)}`;

@@ -24,7 +24,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { parseInt8 } from '../db/parse.ts';
-import { Params, ident } from '../db/sql.ts';
+import { Params, ident, isoUtcSql } from '../db/sql.ts';
 import { preparedPage, preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
@@ -104,7 +104,7 @@ function rowOutput(sqlType: string, field: FieldDef | undefined, e: string): Row
       return { sql: `to_json(${e})`, write: asIs };
     case 'timestamp with time zone':
       return {
-        sql: `to_char((${e}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+        sql: isoUtcSql(e),
         write: asString,
       };
     default:

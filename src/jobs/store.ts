@@ -4,6 +4,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Db, Queryable } from '../db/db.ts';
+import { isoUtcSql } from '../db/sql.ts';
 import { notifyUsers, type NotificationInput } from '../modules/notifications/service.ts';
 
 export type JobStatus =
@@ -255,7 +256,7 @@ export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]
         SET status = CASE WHEN attempts < max_attempts THEN 'INTERRUPTED' ELSE 'FAILED' END,
             processing_end = now(),
             messages = messages || jsonb_build_array(jsonb_build_object(
-              'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+              'at', ${isoUtcSql('now()')},
               'level', 'WARNING',
               'text', 'interrupted: node ' || coalesce(processing_node, '?') || ' sent no heartbeat for '
                       || $1 || ' s' || CASE WHEN attempts < max_attempts THEN '; it will be retried'

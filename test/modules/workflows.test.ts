@@ -245,6 +245,9 @@ describe('workflows', () => {
           ['bob', null],
         ],
       );
+      // Dates in the answer are written like every other date of the API (a JavaScript Date's JSON).
+      assert.match(step1[0].decisionDate, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.equal(step1[1].decisionDate, null);
       // Record history of the workflow (WF): added, then each change of status or step, by its actor.
       const hist = await h.db.query<{
         action: string;

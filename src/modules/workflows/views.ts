@@ -7,6 +7,7 @@
 import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { isoUtcSql } from '../../db/sql.ts';
 import { loadTypeContext, selectList } from '../../engine/context.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { WORKFLOW_TYPE } from '../../engine/registry-workflows.ts';
@@ -96,7 +97,7 @@ export async function workflowDetails(
             s.start_date AS "startDate", s.end_date AS "endDate",
             coalesce((SELECT jsonb_agg(jsonb_build_object(
                         'role', a.role, 'userId', a.user_id, 'loginName', u.login_name, 'decision', a.decision,
-                        'decisionDate', a.decision_date, 'decidedBy', a.decided_by, 'decidedByName', d.login_name)
+                        'decisionDate', ${isoUtcSql('a.decision_date')}, 'decidedBy', a.decided_by, 'decidedByName', d.login_name)
                         ORDER BY a.role, u.login_name)
                         FROM workflow_assignees a
                         JOIN users u ON u.partition_id = a.partition_id AND u.id = a.user_id
