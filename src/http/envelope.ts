@@ -212,7 +212,7 @@ export function toAppError(err: unknown): AppError {
   }
   // SQLSTATE class 22 (data exception: a value PostgreSQL cannot take, such as a regular expression
   // it rejects or a NUL byte): our SQL text is built from validated parts, so the value is at fault.
-  if (typeof fe.code === 'string' && /^22[0-9A-Z]{3}$/.test(fe.code)) {
+  if (isDataException(fe)) {
     // PostgreSQL's own text says which (e.g. "invalid regular expression: quantifier operand
     // invalid"); it names values of the request only, never anything of the server.
     const why = typeof fe.message === 'string' && fe.message !== '' ? `: ${fe.message}` : '';
@@ -239,8 +239,32 @@ export function toAppError(err: unknown): AppError {
 }
 
 /** The error handler of the whole app: one envelope for every failure, a log line for the unexpected. */
+/** Where a body holds text with NUL, which no PostgreSQL text takes: `note`, `0.data.label`, `[key]`. */
+export function nulPath(value: unknown, at = '', depth = 0): string | undefined {
+  const here = (k: string) => (at === '' ? k : `${at}.${k}`);
+  if (typeof value === 'string') return value.includes('\u0000') ? at || 'body' : undefined;
+  if (depth > 64 || typeof value !== 'object' || value === null) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\u0000')) return here(k.replaceAll('\u0000', '\\u0000'));
+    const found = nulPath(v, here(k), depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** SQLSTATE class 22: a value the database could not take. */
+function isDataException(err: unknown): boolean {
+  const code = (err as PgError | null)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+}
+
 export function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Envelope {
-  const e = toAppError(err);
+  let e = toAppError(err);
+  // The database refused a value: when the body holds NUL somewhere, that is it, and its path says
+  // which field (a module that writes text it does not check itself still names the field).
+  // Named like every field error, inside `data` (`label`, `2.label` in a batch).
+  const nul = isDataException(err) ? nulPath(req.body)?.replace(/^(\d+\.)?data\./, '$1') : undefined;
+  if (nul !== undefined) e = validationError(nul, 'must not contain NUL characters');
   if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
   const response: Envelope['response'] = {
     node: req.server.config.nodeId,

@@ -152,6 +152,18 @@ describe('notifications', () => {
     const g = await sendAs(sender, { notification: { title: 'n' }, recipients: { groups: ['nogroup'] } });
     assertError(g, 404, -1);
     assert.ok(g.body.response.errors['recipients.groups']);
+    // Unknown users and unknown groups in one send: both named at once.
+    const both = await sendAs(sender, {
+      notification: { title: 'n' },
+      recipients: { users: ['nobody'], groups: ['nogroup'] },
+    });
+    assertError(both, 404, -1);
+    assert.deepEqual(Object.keys(both.body.response.errors).sort(), ['recipients.groups', 'recipients.users']);
+    assert.match(both.body.response.data, /nobody.*nogroup/);
+    // Text the database cannot hold (NUL) is a -4 naming where it is, and nothing is sent.
+    const nul = await sendAs(sender, { notification: { title: 'n', payload: { note: 'a\u0000b' } } });
+    assertError(nul, 400, -4);
+    assert.ok(nul.body.response.errors['notification.payload.note'], JSON.stringify(nul.body));
     const cases: [unknown, string][] = [
       [{}, 'notification.title'],
       [{ title: '  ' }, 'notification.title'],

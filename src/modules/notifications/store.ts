@@ -5,7 +5,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, type FieldErrors } from '../../http/errors.ts';
 
 /** A notification as stored: every field checked and normalised (date-times as ISO 8601 UTC). */
 export interface CheckedNotification {
@@ -77,6 +77,7 @@ export async function findRecipients(
   logins: readonly string[],
   groups: readonly string[],
 ): Promise<Recipient[]> {
+  const errors: FieldErrors = {};
   if (logins.length > 0) {
     const known = await q.query<{ name: string }>(
       `SELECT lower(login_name) AS name FROM users WHERE partition_id = $1 AND lower(login_name) = ANY($2::text[])`,
@@ -84,11 +85,8 @@ export async function findRecipients(
     );
     const found = new Set(known.rows.map((r) => r.name));
     const missing = logins.filter((l) => !found.has(l.toLowerCase()));
-    if (missing.length > 0) {
-      throw new AppError('NOT_FOUND', `Unknown user(s): ${missing.join(', ')}`, {
-        field: 'recipients.users',
-      });
-    }
+    if (missing.length > 0)
+      errors['recipients.users'] = { errorMessage: `Unknown user(s): ${missing.join(', ')}` };
   }
   if (groups.length > 0) {
     const known = await q.query<{ name: string }>(
@@ -98,11 +96,12 @@ export async function findRecipients(
     const found = new Set(known.rows.map((r) => r.name));
     const missing = groups.filter((g) => !found.has(g));
     if (missing.length > 0) {
-      throw new AppError('NOT_FOUND', `Unknown user group(s): ${missing.join(', ')}`, {
-        field: 'recipients.groups',
-      });
+      errors['recipients.groups'] = { errorMessage: `Unknown user group(s): ${missing.join(', ')}` };
     }
   }
+  // Every unknown name at once, users and groups, so one answer says all that is wrong.
+  const wrong = Object.values(errors).map((e) => e.errorMessage);
+  if (wrong.length > 0) throw new AppError('NOT_FOUND', wrong.join('; '), { errors });
   const r = await q.query<Recipient>(
     `SELECT u.id, u.login_name AS "loginName" FROM users u
       WHERE u.partition_id = $1
