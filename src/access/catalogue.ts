@@ -42,6 +42,8 @@ export const PERMISSION_CATALOGUE = {
     'Accept or reject calculation grid items (`calculationgridmanager.accept`, `.reject`)',
   FORMULA_EDIT:
     'Create, change and delete pricing logics (`F`) and rounding policies (`RP`); running logics needs no permission beyond reading products',
+  CONDITIONRECORD_FETCH:
+    "Read condition record sets (`CRCS`), their items (`CRCI`, `CRCI1`..`CRCI12`), item history (`CRCIH`) and attribute meta (`CRCIAM`), and look items up (`conditionrecordset.lookup`); the set's `userGroupViewDetails` applies as well",
   CONDITIONRECORD_EDIT:
     "Create and delete condition record sets (`CRCS`); create, change and delete their items (`CRCI`, `CRCI1`..`CRCI12`), `/loaddata/CRCP`; the set's `userGroupEdit` applies as well",
   CONDITIONRECORDSET_UPDATE:
@@ -109,7 +111,13 @@ export const ROLE_CATALOGUE = {
   },
   USERAUDIT: { grants: ['USER_FETCH', 'ROLE_FETCH'], purpose: 'Reviews users and their rights' },
   SUPPORT: {
-    grants: ['USER_FETCH', 'ROLE_FETCH', 'WORKFLOW_FETCH', 'CONDITIONRECORDSET_UPDATE'],
+    grants: [
+      'USER_FETCH',
+      'ROLE_FETCH',
+      'WORKFLOW_FETCH',
+      'CONDITIONRECORD_FETCH',
+      'CONDITIONRECORDSET_UPDATE',
+    ],
     purpose: 'Support staff',
   },
   PLASMA: { grants: ['ROLE_FETCH', 'LOOKUPTABLE_UPDATE'], purpose: 'Market-data (PlasmA) maintenance' },
@@ -126,6 +134,7 @@ export const ROLE_CATALOGUE = {
       'PRODUCTCOMPETITION_FETCH',
       'PRODUCTCOMPETITION_EDIT',
       'LOOKUPTABLEVALUES_INTEGRATE',
+      'CONDITIONRECORD_FETCH',
       'CONDITIONRECORD_EDIT',
       'TO_DO_EDIT',
     ],
@@ -137,6 +146,7 @@ export const ROLE_CATALOGUE = {
       'CUSTOMEREXTENSION_FETCH',
       'SELLER_FETCH',
       'PRODUCTCOMPETITION_FETCH',
+      'CONDITIONRECORD_FETCH',
       'WORKFLOW_FETCH',
     ],
     purpose: 'Reads the price shop',
@@ -152,6 +162,7 @@ export const ROLE_CATALOGUE = {
       'CALCULATIONGRID_FETCH',
       'CALCULATIONGRID_EDIT',
       'CALCULATIONGRID_SUBMIT',
+      'CONDITIONRECORD_FETCH',
       'WORKFLOW_FETCH',
       'TO_DO_EDIT',
     ],
@@ -170,7 +181,7 @@ export const ROLE_CATALOGUE = {
     purpose: 'Writes pricing logics and rounding policies',
   },
   PB_CONDITIONRECORDEDITOR: {
-    grants: ['CONDITIONRECORD_EDIT', 'CONDITIONRECORDSET_UPDATE'],
+    grants: ['CONDITIONRECORD_FETCH', 'CONDITIONRECORD_EDIT', 'CONDITIONRECORDSET_UPDATE'],
     purpose: 'Edits condition record sets and their items',
   },
   WF_BUILDER: { grants: ['WORKFLOW_FETCH', 'WORKFLOW_EDIT'], purpose: 'Builds workflows' },

@@ -5,7 +5,6 @@
 // so the engine's user-group scope on the item's own columns is the set's.
 
 import { inUserGroup, type Principal } from '../access/access.ts';
-import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { SYSTEM, attributes, key, text } from './registry-fields.ts';
@@ -49,7 +48,7 @@ export const SET_TYPE: TypeDef = {
   bulkLoadable: false,
   updateNeedsVersion: true,
   userGroups: true,
-  access: { fetch: AUTHENTICATED, write: 'CONDITIONRECORD_EDIT' },
+  access: { fetch: 'CONDITIONRECORD_FETCH', write: 'CONDITIONRECORD_EDIT' },
   validate: setRules,
 };
 
@@ -210,7 +209,7 @@ function itemType(
     // their own (src/modules/conditionrecords/splice.ts), not the generic loader.
     bulkLoadable: false,
     userGroups: true,
-    access: { fetch: AUTHENTICATED, write: 'CONDITIONRECORD_EDIT' },
+    access: { fetch: 'CONDITIONRECORD_FETCH', write: 'CONDITIONRECORD_EDIT' },
     validate: itemRules,
     beforeInsert: itemGuard(sized),
     duplicateError: sameStart,
@@ -268,7 +267,7 @@ export const HISTORY_TYPE: TypeDef = {
   bulkLoadable: false,
   userGroups: true,
   // Written only by the database (deleted and superseded items); removing history is housekeeping.
-  access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
+  access: { fetch: 'CONDITIONRECORD_FETCH', write: 'PARTITION_ADMIN' },
   validate: () => ({ typeCode: { errorMessage: 'CRCIH is written by the server (history of CRCI)' } }),
 };
 
@@ -291,6 +290,7 @@ export function perSetItemMeta(meta: TypeDef): TypeDef {
       ...meta.fields,
     ],
     businessKey: ['conditionRecordSetId', ...meta.businessKey],
+    access: { ...meta.access, fetch: 'CONDITIONRECORD_FETCH' },
     beforeInsert: metaSetGuard,
   };
 }

@@ -454,15 +454,34 @@ describe('condition records', () => {
     okData(await call('/update/CRCI1', { data: { id: item.id, conditionValue: 5 } }, who));
     // No permission at all: 403 before anything else.
     await h.newUser('crc_none', 'crc-password-2');
+    const none = { user: 'crc_none', password: 'crc-password-2' };
     expectError(
       await call(
         '/add/CRCI1',
         { data: { conditionRecordSetId: s.id, key1: 'M', validFrom: '2026-01-01', validTo: '2026-01-31' } },
-        { user: 'crc_none', password: 'crc-password-2' },
+        none,
       ),
       403,
       -3,
     );
+    // Reading needs CONDITIONRECORD_FETCH: condition records are not among the types the interface
+    // lets any user fetch. The same user in the view group, with a role that grants it, reads them.
+    const reads: [string, unknown][] = [
+      ['/fetch/CRCS', {}],
+      [`/fetch/CRCS/${s.id}`, undefined],
+      ['/fetch/CRCI', { data: { conditionRecordSetId: s.id } }],
+      ['/fetch/CRCI1', {}],
+      [`/fetch/CRCI1/${item.id}`, undefined],
+      ['/fetch/CRCIH', {}],
+      ['/fetch/CRCIAM', {}],
+      [`/conditionrecordset.lookup/${s.uniqueName}`, { data: { keys: [['K']], date: '2026-01-01' } }],
+    ];
+    for (const [path, body] of reads) expectError(await call(path, body, none), 403, -3);
+    for (const [path, body] of reads) okData(await call(path, body, who));
+    await h.newUser('crc_ro', 'crc-password-3', ['PRICESHOP_RO']);
+    const ro = { user: 'crc_ro', password: 'crc-password-3' };
+    assert.equal(okData(await call('/fetch/CRCS', { data: { id: s.id } }, ro)).length, 0); // not a viewer
+    assert.ok(okData(await call('/fetch/CRCS', {}, ro)).length > 0);
   });
 
   test('look-up at a date: edges of validity, batch order, nulls, wrong sizes, unknown set', async () => {

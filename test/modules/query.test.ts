@@ -287,15 +287,22 @@ describe('query API', () => {
       ['P-1', 'P-20', 'P-3'],
     );
     assert.equal((await rows({ source: 'CRCI:HIDDEN' })).length, 1);
-    await refused({ source: 'CRCI:HIDDEN' }, 404, -1, 'source', QUERY_READER);
+    // Reading condition records needs CONDITIONRECORD_FETCH (a user without roles is refused and the
+    // meta lists no set to him), then the set's view group (HIDDEN is not his: no such source).
+    await refused({ source: 'CRCI:PRICES' }, 403, -3, undefined, QUERY_READER);
+    const crcReader = { user: 'crcreader', password: 'crcreader-password-1' };
+    await h.newUser(crcReader.user, crcReader.password, ['PB_CONDITIONRECORDEDITOR']);
+    assert.equal((await rows({ source: 'CRCI:PRICES' }, crcReader)).length, 3);
+    await refused({ source: 'CRCI:HIDDEN' }, 404, -1, 'source', crcReader);
     await refused({ source: 'CRCI:NOPE' }, 404, -1, 'source');
     assert.deepEqual(await rows({ source: 'CRCIH:PRICES', aggregates: [{ fn: 'count' }] }), [{ count: 0 }]);
-    const meta = await h.call('/queryapi.meta', { basic: QUERY_READER });
-    const crci = (meta.body.response.data as any[]).find((k) => k.kind === 'CRCI');
-    assert.deepEqual(
-      crci.tables.map((t: any) => t.name),
-      ['CRCI:PRICES'],
-    );
+    const tablesOf = async (who: typeof crcReader) => {
+      const meta = await h.call('/queryapi.meta', { basic: who });
+      const crci = (meta.body.response.data as any[]).find((k) => k.kind === 'CRCI');
+      return crci?.tables.map((t: any) => t.name) ?? [];
+    };
+    assert.deepEqual(await tablesOf(crcReader), ['CRCI:PRICES']);
+    assert.deepEqual(await tablesOf(QUERY_READER), []);
   });
 
   test('another partition sees none of it', async () => {

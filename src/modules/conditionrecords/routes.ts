@@ -45,7 +45,7 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
   app.post(
     '/conditionrecordset.lookup/:setUniqueName',
     {
-      config: { access: AUTHENTICATED },
+      config: { access: 'CONDITIONRECORD_FETCH' },
       schema: {
         summary: 'The item valid at a date for each key tuple (null where none), in order',
         tags,
