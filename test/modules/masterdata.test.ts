@@ -407,7 +407,10 @@ describe('master-data manager operations', () => {
         { name: 'Targets', sellerId: 'S-1', attribute1: '5' },
         { name: 'regions', sellerId: 'S-9' },
       ]);
-      await seed(other, 'SX', [{ name: 'Regions', sellerId: 'S-OTHER' }]);
+      await seed(other, 'SX', [
+        { name: 'Regions', sellerId: 'S-OTHER' },
+        { name: 'Elsewhere', sellerId: 'S-OTHER' },
+      ]);
     });
 
     const sellers = (r: Reply) => okData(r).map((x: any) => x.sellerId);
@@ -417,7 +420,15 @@ describe('master-data manager operations', () => {
       assert.deepEqual(sellers(all), ['S-1', 'S-2', 'S-3']);
       assert.equal(all.body.response.totalRows, 3);
       assert.deepEqual(sellers(await call(h, '/sellermanager.fetch/anything/SX/regions')), ['S-9']);
-      assert.deepEqual(sellers(await call(h, '/sellermanager.fetch/*/SX/Nope')), []);
+      // An unknown table is a 404 naming the category (a table of another partition is unknown here);
+      // a table with meta but no rows is an empty list.
+      for (const unknown of ['Nope', 'Elsewhere']) {
+        expectError(await call(h, `/sellermanager.fetch/*/SX/${unknown}`), 404, -1, 'SXCategory');
+      }
+      okData(
+        await call(h, '/add/SXAM', { data: { name: 'Empty', fieldName: 'attribute1', fieldType: 'TEXT' } }),
+      );
+      assert.deepEqual(sellers(await call(h, '/sellermanager.fetch/*/SX/Empty')), []);
       const values = okData(
         await call(h, `/sellermanager.fetch/${encodeURIComponent('*')}/SX/Targets`, {
           valueFields: ['sellerId', 'attribute1'],

@@ -4,8 +4,30 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
-import { Params } from '../../db/sql.ts';
+import { Params, ident } from '../../db/sql.ts';
 import { rowScope, type TypeContext } from '../../engine/context.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Extension tables
+
+export type ExtensionKind = 'PX' | 'CX' | 'SX';
+
+/** An extension table exists when attribute meta or a row names it. */
+export async function extensionTableExists(
+  q: Queryable,
+  partitionId: number,
+  kind: ExtensionKind,
+  name: string,
+): Promise<boolean> {
+  const table =
+    kind === 'PX' ? 'product_extensions' : kind === 'CX' ? 'customer_extensions' : 'seller_extensions';
+  const r = await q.query<{ ok: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM attribute_meta WHERE partition_id = $1 AND owner_type = $2 AND name = $3)
+         OR EXISTS (SELECT 1 FROM ${ident(table)} WHERE partition_id = $1 AND name = $3) AS ok`,
+    [partitionId, kind, name],
+  );
+  return r.rows[0]!.ok;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Customer assignments

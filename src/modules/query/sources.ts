@@ -9,13 +9,14 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
-import { Params, ident, qualified } from '../../db/sql.ts';
+import { Params, qualified } from '../../db/sql.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
 import { findType } from '../../engine/registry.ts';
 import { TABLE_KINDS, valueTypeOf, type LookupTable, type TableKind } from '../../engine/registry-lookup.ts';
 import { HISTORY_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { AppError, validationError } from '../../http/errors.ts';
+import { extensionTableExists, type ExtensionKind } from '../masterdata/store.ts';
 
 /** Type codes read as they are. */
 const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP', 'PDESC', 'CDESC', 'PR', 'PXREF'] as const;
@@ -41,22 +42,6 @@ export interface Source {
 }
 
 const SOURCE = /^([A-Z][A-Z0-9]{0,9})(?::(.{1,255}))?$/s;
-
-async function extensionExists(
-  q: Queryable,
-  partitionId: number,
-  kind: string,
-  name: string,
-): Promise<boolean> {
-  const table =
-    kind === 'PX' ? 'product_extensions' : kind === 'CX' ? 'customer_extensions' : 'seller_extensions';
-  const r = await q.query<{ ok: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM attribute_meta WHERE partition_id = $1 AND owner_type = $2 AND name = $3)
-         OR EXISTS (SELECT 1 FROM ${ident(table)} WHERE partition_id = $1 AND name = $3) AS ok`,
-    [partitionId, kind, name],
-  );
-  return r.rows[0]!.ok;
-}
 
 async function findLookupTable(
   q: Queryable,
@@ -122,7 +107,7 @@ export async function resolveSource(
     if (name === undefined) throw validationError(field, `${kind} needs a table name: ${kind}:<table>`);
     const type = findType(kind)!;
     requireAccess(principal, type.access.fetch);
-    if (!(await extensionExists(q, principal.partitionId, kind, name))) {
+    if (!(await extensionTableExists(q, principal.partitionId, kind as ExtensionKind, name))) {
       throw new AppError('NOT_FOUND', `Extension table ${code} not found`, { field });
     }
     const tc = await loadTypeContext(q, principal, type, name);
