@@ -180,11 +180,15 @@ void describe('resolveCriteria', () => {
       'qty',
       /"contains" does not apply to integer fields/,
     );
+    rejects(
+      () => compile(leaf('qty', 'iContains', '1')),
+      'qty',
+      /"iContains" does not apply to integer fields/,
+    );
     rejects(() => compile(leaf('flag', 'greaterThan', true)), 'flag');
     rejects(() => compile(leaf('meta', 'greaterThan', 1)), 'meta');
     rejects(() => compile(leaf('meta', 'equals', 1)), 'meta');
     rejects(() => compile(leaf('meta', 'inSet', [1])), 'meta');
-    rejects(() => compile(leaf('qty', 'iEquals', 1)), 'qty');
     rejects(() => compile(range('flag', 'between', true, false)), 'flag');
     rejects(() => compile(leaf('d', 'regexp', '^2')), 'd');
     rejects(() => compile(leaf('attr', 'startsWith', '1')), 'attr');
@@ -693,6 +697,12 @@ const ROW_CASES: Array<[string, unknown, number[], Opts?]> = [
   ['betweenInclusive decimals', range('price', 'betweenInclusive', '0', 3), [1, 3, 6, 9]],
   ['iBetween', range('name', 'iBetween', 'APPLE', 'B'), [2]],
   ['iBetweenInclusive', range('name', 'iBetweenInclusive', 'apple', 'APPLE PIE'), [1, 2]],
+  // Numbers, dates and booleans have no case: the i-forms compare as the plain ones.
+  ['iBetween integer', range('qty', 'iBetween', 0, 10), [2, 6, 9]],
+  ['iBetweenInclusive decimals', range('price', 'iBetweenInclusive', '0', 3), [1, 3, 6, 9]],
+  ['iBetween dates', range('d', 'iBetween', '2024-01-01', '2024-03-01'), [1, 2, 6]],
+  ['iEquals integer', leaf('qty', 'iEquals', '10'), [1]],
+  ['iNotEqual boolean matches NULLs', leaf('flag', 'iNotEqual', true), [2, 4, 5, 7, 8]],
   // text
   ['contains', leaf('name', 'contains', 'apple'), [2]],
   ['contains %', leaf('name', 'contains', '%'), [3]],

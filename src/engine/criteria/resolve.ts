@@ -191,16 +191,19 @@ function resolveLeaf(
   typeCode: string | undefined,
 ): ResolvedNode {
   const { fieldName: name, operator } = node;
-  const { test, ci, negate, field: byField } = OPERATORS[operator];
+  const { test, ci: caseless, negate, field: byField } = OPERATORS[operator];
   const field = lookup(fields, name, typeCode);
+  // Only text has case: `iEquals`, `iBetween`, ... on numbers, dates and booleans compare as
+  // `equals`, `between`, ... (the text-only operators stay refused on them below).
+  const ci = caseless && field.type === 'string';
   if (
     (field.elements || field.typedIdOf !== undefined) &&
-    (ci || byField || (test.kind !== 'set' && !(test.kind === 'compare' && test.cmp === 'eq')))
+    (caseless || byField || (test.kind !== 'set' && !(test.kind === 'compare' && test.cmp === 'eq')))
   ) {
     const use = field.elements ? 'equals or inSet' : 'equals, notEqual, inSet or notInSet';
     throw validationError(name, `operator "${operator}" does not apply to ${name}: use ${use}`);
   }
-  if (!allowedTypes(test).has(field.type) || (ci && field.type !== 'string')) {
+  if (!allowedTypes(test).has(field.type)) {
     throw validationError(name, `operator "${operator}" does not apply to ${field.type} fields`);
   }
   const value = (v: unknown): Value => coerce(name, field, v);
