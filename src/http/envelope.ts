@@ -162,7 +162,10 @@ export function toAppError(err: unknown): AppError {
       const missing = typeof params.missingProperty === 'string' ? params.missingProperty : undefined;
       const base = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
       const name = extra ?? missing;
-      const field = [fe.validationContext === 'body' ? '' : fe.validationContext, base, name]
+      // A body field, path parameter or query parameter is named as itself (`tableId`, not
+      // `params.tableId`), as the operations' own checks name them; headers keep their prefix.
+      const context = fe.validationContext === 'headers' ? 'headers' : '';
+      const field = [context, base, name]
         .filter((s) => s !== undefined && s !== '')
         .join('.');
       const message = extra !== undefined ? 'unknown field' : (v.message ?? 'invalid');

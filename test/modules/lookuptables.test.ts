@@ -552,7 +552,7 @@ describe('lookup tables', () => {
     expectError(await api(`${M}.fetch/${id}`, { resultFields: ['colour'] }), 400, -4, 'resultFields');
     expectError(await api(`${M}.fetch/${id}`, { endRow: 500 }), 400, -4, 'endRow');
     expectError(await api(`${M}.fetch/999999`), 404, -1);
-    expectError(await api(`${M}.fetch/abc`), 400, -4);
+    expectError(await api(`${M}.fetch/abc`), 400, -4, 'tableId'); // a path parameter is named as itself
   });
 
   test('fetch with ?output=xls streams an XLSX workbook of the resultFields', async () => {
