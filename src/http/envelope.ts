@@ -165,9 +165,7 @@ export function toAppError(err: unknown): AppError {
       // A body field, path parameter or query parameter is named as itself (`tableId`, not
       // `params.tableId`), as the operations' own checks name them; headers keep their prefix.
       const context = fe.validationContext === 'headers' ? 'headers' : '';
-      const field = [context, base, name]
-        .filter((s) => s !== undefined && s !== '')
-        .join('.');
+      const field = [context, base, name].filter((s) => s !== undefined && s !== '').join('.');
       const message = extra !== undefined ? 'unknown field' : (v.message ?? 'invalid');
       errors[field === '' ? 'body' : field] ??= { errorMessage: message };
     }
@@ -241,7 +239,6 @@ export function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL');
 }
 
-/** The error handler of the whole app: one envelope for every failure, a log line for the unexpected. */
 /** Where a body holds text with NUL, which no PostgreSQL text takes: `note`, `0.data.label`, `[key]`. */
 export function nulPath(value: unknown, at = '', depth = 0): string | undefined {
   const here = (k: string) => (at === '' ? k : `${at}.${k}`);
@@ -261,6 +258,7 @@ function isDataException(err: unknown): boolean {
   return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
 
+/** The error handler of the whole app: one envelope for every failure, a log line for the unexpected. */
 export function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Envelope {
   let e = toAppError(err);
   // The database refused a value: when the body holds NUL somewhere, that is it, and its path says

@@ -1,6 +1,7 @@
-// SQL of the master-data manager operations that the generic engine does not cover: customer
-// assignments (a link table with no type of its own), the bill-of-materials walk (recursive) and the
-// skus of a product set. Row visibility still comes from the engine's `rowScope`.
+// SQL of the master-data manager operations that the generic engine does not cover: whether an
+// extension table exists, customer assignments (a link table with no type of its own), the
+// bill-of-materials walk (recursive) and the skus of a product set. Row visibility still comes from
+// the engine's `rowScope`.
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
