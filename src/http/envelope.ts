@@ -239,7 +239,7 @@ export function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL');
 }
 
-/** Where a body holds text with NUL, which no PostgreSQL text takes: `note`, `0.data.label`, `[key]`. */
+/** Where a body holds text (or a key) with NUL, which no PostgreSQL text takes: `data.note`, `0.data.label`. */
 export function nulPath(value: unknown, at = '', depth = 0): string | undefined {
   const here = (k: string) => (at === '' ? k : `${at}.${k}`);
   if (typeof value === 'string') return value.includes('\u0000') ? at || 'body' : undefined;
