@@ -158,7 +158,10 @@ describe('notifications', () => {
       recipients: { users: ['nobody'], groups: ['nogroup'] },
     });
     assertError(both, 404, -1);
-    assert.deepEqual(Object.keys(both.body.response.errors).sort(), ['recipients.groups', 'recipients.users']);
+    assert.deepEqual(Object.keys(both.body.response.errors).sort(), [
+      'recipients.groups',
+      'recipients.users',
+    ]);
     assert.match(both.body.response.data, /nobody.*nogroup/);
     // Text the database cannot hold (NUL) is a -4 naming where it is, and nothing is sent.
     const nul = await sendAs(sender, { notification: { title: 'n', payload: { note: 'a\u0000b' } } });
