@@ -337,11 +337,11 @@ async function reissueIfOld(
 
 async function oneTimeAuth(req: FastifyRequest, partition: string, token: string) {
   const row0 = await loadAccount(req, partition, BY_ID, 0);
-  const userId = await consumeOneTimeToken(req.server.db, row0.pid, token);
-  if (userId === null) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
-  const row = await loadAccount(req, partition, BY_ID, userId);
+  const used = await consumeOneTimeToken(req.server.db, row0.pid, token);
+  if (used === null) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
+  const row = await loadAccount(req, partition, BY_ID, used.userId);
   if (!isActive(row)) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
-  return principalOf(req, row, 'onetime');
+  return principalOf(req, row, 'onetime', used.restriction);
 }
 
 async function externalAuth(req: FastifyRequest, partition: string, system: string, jwt: string) {

@@ -12,12 +12,13 @@ export async function issueOneTimeToken(
   partitionId: number,
   userId: number,
   ttlSeconds: number,
+  restriction: readonly string[] | null,
 ): Promise<{ token: string; expires: Date }> {
   const token = randomBytes(24).toString('base64url');
   const r = await q.query<{ expires: Date }>(
-    `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at)
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) RETURNING expires_at AS expires`,
-    [partitionId, hashOf(token), userId, ttlSeconds],
+    `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at, permissions)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5::text[]) RETURNING expires_at AS expires`,
+    [partitionId, hashOf(token), userId, ttlSeconds, restriction],
   );
   // Expired tokens are of no use to anyone: clear them while we are here.
   await q.query(
@@ -27,19 +28,23 @@ export async function issueOneTimeToken(
   return { token, expires: r.rows[0]!.expires };
 }
 
-/** Marks the token used and answers its user; null if unknown, used or expired. */
+/**
+ * Marks the token used and answers its user and the permission restriction it carries (that of the
+ * credential that asked for it); null if unknown, used or expired.
+ */
 export async function consumeOneTimeToken(
   q: Queryable,
   partitionId: number,
   token: string,
-): Promise<number | null> {
-  const r = await q.query<{ user_id: number }>(
+): Promise<{ userId: number; restriction: string[] | null } | null> {
+  const r = await q.query<{ user_id: number; permissions: string[] | null }>(
     `UPDATE one_time_tokens SET used_at = now()
       WHERE partition_id = $1 AND token_hash = $2 AND used_at IS NULL AND expires_at > now()
-      RETURNING user_id`,
+      RETURNING user_id, permissions`,
     [partitionId, hashOf(token)],
   );
-  return r.rows[0]?.user_id ?? null;
+  const row = r.rows[0];
+  return row === undefined ? null : { userId: Number(row.user_id), restriction: row.permissions };
 }
 
 export interface ApiTokenRow {

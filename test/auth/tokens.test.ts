@@ -85,6 +85,15 @@ describe('api tokens and one-time tokens', () => {
     );
     assert.deepEqual(status(await h.call('/add/P', { headers, body: { data: { sku: 'R' } } })), [403, -3]);
     assert.deepEqual(status(await h.call('/fetch/PX', { headers, body: {} })), [403, -3]);
+    // A one-time token it asks for carries the same restriction (it cannot widen it); one asked
+    // for by unrestricted Basic credentials carries none.
+    const oneTime = async (how: { headers: Record<string, string> } | { basic: typeof admin }) =>
+      encodeURIComponent((await h.call('/accountmanager.getonetimetoken', how)).body.response.data[0].token);
+    const addWith = async (ott: string) =>
+      status(await h.call(`/add/P?token=${ott}`, { body: { data: { sku: `OTT-${Math.random()}` } } }));
+    assert.deepEqual(await addWith(await oneTime({ headers })), [403, -3]);
+    assert.equal((await h.call(`/fetch/U?token=${await oneTime({ headers })}`, { body: {} })).status, 200);
+    assert.deepEqual(await addWith(await oneTime({ basic: admin })), [200, 0]);
     const bad = await h.call('/accountmanager.getjsonwebtoken', {
       basic: admin,
       body: { data: { permissions: ['NO_SUCH'] } },
@@ -194,6 +203,11 @@ describe('external JWT', () => {
     const jwt = await sign({}, { iss: 'Reader' });
     assert.deepEqual(status(await call('Reader', jwt)), [403, -3]);
     assert.equal((await call('Reader', jwt, '/fetch/P', {})).status, 200);
+    // ... and so do one-time tokens the system asks for.
+    const ott = (await call('Reader', jwt, '/accountmanager.getonetimetoken', undefined)).body.response
+      .data[0].token;
+    const r = await h.call(`/add/P?token=${encodeURIComponent(ott)}`, { body: { data: { sku: 'E-OTT' } } });
+    assert.deepEqual(status(r), [403, -3]);
   });
 
   test('every other token is refused with 401', async () => {

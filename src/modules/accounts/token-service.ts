@@ -59,6 +59,9 @@ export async function getOneTimeToken(app: FastifyInstance, principal: Principal
     principal.partitionId,
     principal.userId,
     app.config.oneTimeTokenSeconds,
+    // The token may do no more than the credential that asks for it (an api token's permission
+    // list, an OAuth scope, an external system's list).
+    principal.restriction === null ? null : [...principal.restriction],
   );
   return { token: t.token, expires: t.expires };
 }
