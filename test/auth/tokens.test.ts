@@ -197,6 +197,15 @@ describe('external JWT', () => {
   test('a valid token of a trusted system acts as the user', async () => {
     const r = await call('ERP', await sign({}));
     assert.equal(r.status, 200, r.text);
+    // The interface's claims are alg, sub, iss, aud and partition: a token without exp is taken.
+    const noExp = await new SignJWT({ partition: h.partition })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setSubject(ADMIN)
+      .setIssuer('ERP')
+      .setAudience('ratecard')
+      .sign(privateKey);
+    const r2 = await call('ERP', noExp);
+    assert.equal(r2.status, 200, r2.text);
   });
 
   test('the permission list filters', async () => {
