@@ -192,6 +192,33 @@ describe('file loads', () => {
     assert.deepEqual([bad.invalidRecords, bad.deletedRecords], [1, 0]);
   });
 
+  test('a CSV malformed past the first chunk loads nothing, synchronously and as a job', async () => {
+    for (const path of ['/loaddata.file/P', '/loaddata.file/P/async']) {
+      const p = uniqueName('m');
+      const good = Array.from({ length: 12_000 }, (_, i) => `${p}-${i},label ${i}\n`).join('');
+      const csv = `sku,label\n${good}${p}-bad,"never closed\n${p}-after,x\n`;
+      const r = await send(h, path, { body: form({}, { field: 'fileName', name: 'm.csv', data: csv }) });
+      let statusId: number;
+      if (path.endsWith('/async')) {
+        const started = assertOk(r)[0];
+        const job = await waitForJob(h, started.jstId);
+        assert.equal(job.status, 'FAILED', JSON.stringify(job));
+        statusId = started.uploadStatusId;
+      } else {
+        assertError(r, 400, -4);
+        assert.match(r.body.response.errors.fileName.errorMessage, /CSV line \d+: Quote Not Closed/);
+        const last = await h.db.query<{ id: number }>(
+          `SELECT max(id) AS id FROM upload_status WHERE partition_id = $1`,
+          [h.partitionId],
+        );
+        statusId = Number(last.rows[0]!.id);
+      }
+      assert.equal((await products(p)).length, 0, path);
+      const status = assertOk(await send(h, `/uploadmanager.status/${statusId}`))[0];
+      assert.deepEqual([status.status, status.loadedRecords ?? 0], ['FAILED', 0], path);
+    }
+  });
+
   test('refusals: type, options, permission, no file', async () => {
     assertError(await load('CRCS', 'a\n1\n'), 400, -4);
     assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);

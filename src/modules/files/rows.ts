@@ -219,6 +219,15 @@ export async function rowsOf(open: () => AsyncIterable<Buffer>, delimiter?: stri
   return csvSource(more.all, detectDelimiter(more.head));
 }
 
+/**
+ * Reads a source through without keeping a row, so that a malformed line (an unclosed quote,
+ * say) is found before a load writes anything: chunks commit one by one, and a file refused half way
+ * would otherwise have loaded the rows before the bad line.
+ */
+export async function checkWellFormed(source: RowSource): Promise<void> {
+  for await (const _ of source.rows) void _;
+}
+
 /** Groups rows into arrays of `size`. */
 export async function* chunked<T>(rows: AsyncIterable<T>, size: number): AsyncIterable<T[]> {
   let chunk: T[] = [];
