@@ -99,6 +99,12 @@ describe('data change requests', () => {
       await call('/add/DCRT', { data: { uniqueName: 'wrongfield', targetType: 'P', fields: 'colour' } }),
     );
     expectError(await call('/dcrmanager.add', { data: { dcrType: 'wrongfield' } }), 400, -4, 'dcrType');
+    // A type in use by a DCR not yet applied stays; a DRAFT DCR can be deleted, and then the type.
+    const [temp] = okData(await call('/add/DCRT', { data: { uniqueName: 'temp', targetType: 'P' } }));
+    const draft = await newDcr('temp');
+    expectError(await call('/delete/DCRT', { data: { typedId: temp.typedId } }), 409, -1);
+    okData(await call('/delete/DCR', { data: { typedId: `${draft.id}.DCR` } }));
+    okData(await call('/delete/DCRT', { data: { typedId: temp.typedId } }));
   });
 
   test('products: ADD, UPDATE, DELETE items and a mass change, changesOnly, synchronous submit', async () => {
@@ -749,6 +755,18 @@ describe('data change requests', () => {
     assert.equal(submitted.workflowStatus, 'SUBMITTED');
     assert.equal((await productBySku('W-0')).label, 'before');
     expectError(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'A-1', label: 'late' } }), 409, -1);
+    // Neither the waiting DCR nor its DCR type can be deleted, on any delete path: the workflow
+    // would point at nothing, the DCR lose its field rules.
+    const refusedDelete = await call('/delete/DCR', { data: { typedId: `${dcr.id}.DCR` } });
+    expectError(refusedDelete, 409, -1);
+    assert.match(refusedDelete.body.response.data, /SUBMITTED: withdraw its workflow/);
+    const byFilter = { data: { uniqueName: dcr.uniqueName } };
+    expectError(await call('/delete/DCR/batch/forcefilter', byFilter), 409, -1);
+    const [dcrType] = okData(await call('/fetch/DCRT', { data: { uniqueName: 'products' } }));
+    const typeDelete = await call('/delete/DCRT', { data: { typedId: dcrType.typedId } });
+    expectError(typeDelete, 409, -1);
+    assert.match(typeDelete.body.response.data, /DCR type products is used by DCR-/);
+    assert.equal((await state(dcr)).status, 'SUBMITTED');
     await approve(dcr);
     // Applied by the approval itself: no job, the records changed when the approval answers.
     const applied = await state(dcr);
