@@ -467,7 +467,6 @@ describe('OAuth 2.0', () => {
       'invalid_request',
     );
     await expectError({ response_type: 'code', code_challenge_method: 'S256' }, 'invalid_request');
-    await expectError({ response_type: 'code', scope: 'NOT_A_PERMISSION' }, 'invalid_scope');
     const dup = await fetch(
       `${authorizeUrl({ response_type: 'code', client_id: 'public-app', state: 'x' })}&state=y`,
       {
@@ -514,9 +513,13 @@ describe('OAuth 2.0', () => {
         scope: ['PRODUCT_EDIT'],
       });
       assert.deepEqual(effectiveScope('USER_FETCH BOGUS user_fetch', null), { scope: ['USER_FETCH'] });
-      assert.ok('invalid' in effectiveScope('BOGUS', null));
-      assert.ok('invalid' in effectiveScope('CUSTOMER_EDIT', 'USER_FETCH'));
-      assert.ok('invalid' in effectiveScope(undefined, 'BOGUS'));
+      // Rule 5: a scope of unknown names only counts as not given (then rules 1 to 3 decide).
+      assert.deepEqual(effectiveScope('BOGUS', null), { scope: null });
+      assert.deepEqual(effectiveScope('BOGUS', 'USER_FETCH'), { scope: ['USER_FETCH'] });
+      assert.deepEqual(effectiveScope('USER_FETCH', 'BOGUS'), { scope: ['USER_FETCH'] });
+      assert.deepEqual(effectiveScope(undefined, 'BOGUS'), { scope: null });
+      // Rule 4 with nothing in common: an empty scope (no permission), never a widened one.
+      assert.deepEqual(effectiveScope('CUSTOMER_EDIT', 'USER_FETCH'), { scope: [] });
     });
 
     test('1. no request scope, a default scope: the default applies', async () => {
@@ -549,6 +552,15 @@ describe('OAuth 2.0', () => {
       const t = await flow({ scope: 'NO_SUCH PRODUCT_EDIT,also-bad' });
       assert.deepEqual(claimsOf(t.access_token).scp, ['PRODUCT_EDIT']);
       assert.deepEqual(await probe(t.access_token), { productEdit: 200, extensionFetch: 403 });
+      // Nothing but unknown names: as if no scope were asked (rule 3 here, rule 1 with a default).
+      const none = await flow({ scope: 'NO_SUCH' });
+      assert.equal(claimsOf(none.access_token).scp, undefined);
+      const byDefault = await flow({ clientId: 'scoped-app', scope: 'NO_SUCH' });
+      assert.deepEqual(claimsOf(byDefault.access_token).scp, ['USER_FETCH', 'PRODUCT_EDIT']);
+      // A request scope outside the default: the intersection is empty, a token with no permission.
+      const empty = await flow({ clientId: 'scoped-app', scope: 'CUSTOMER_EDIT' });
+      assert.deepEqual(claimsOf(empty.access_token).scp, []);
+      assert.deepEqual(await probe(empty.access_token), { productEdit: 403, extensionFetch: 403 });
     });
 
     test("6. the user's own permissions always apply: a scope cannot widen them", async () => {
@@ -588,6 +600,15 @@ describe('OAuth 2.0', () => {
       additionalParameters: { scope: 'USER_EDIT' },
     });
     assert.equal((await tokenError(wider)).error, 'invalid_scope');
+    const bogus = await oauth.processRefreshTokenResponse(
+      as,
+      a.client,
+      await oauth.refreshTokenGrantRequest(as, a.client, a.clientAuth, t.refresh_token!, {
+        ...insecure,
+        additionalParameters: { scope: 'NO_SUCH' },
+      }),
+    );
+    assert.deepEqual(claimsOf(bogus.access_token).scp, claimsOf(r1.access_token).scp); // rule 5: as if not given
 
     const other = { client_id: 'secret-app' };
     const stolen = await oauth.refreshTokenGrantRequest(

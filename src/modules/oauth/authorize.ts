@@ -156,7 +156,6 @@ function parseAuthorization(ctx: OAuthContext, input: unknown): Parsed {
   }
 
   const scope = effectiveScope(params.scope, client.defaultScope);
-  if ('invalid' in scope) return error('invalid_scope', scope.invalid);
 
   if (client.samlProfile !== null) {
     // The client is registered for SAML single sign-on, which this server does not have: say so

@@ -141,7 +141,9 @@ export function consentPage(ctx: PageContext, proof: string, login: string, scop
   const what =
     scope.permissions === null
       ? `<p>It asks for <strong>full access</strong>: everything your account can do.</p>`
-      : `<p id="scope-intro">It asks for these permissions:</p>
+      : scope.permissions.length === 0
+        ? `<p>It asks for <strong>no permission</strong>: only what every signed-in user may do.</p>`
+        : `<p id="scope-intro">It asks for these permissions:</p>
 <ul class="scope" aria-labelledby="scope-intro">
 ${scope.permissions
   .map(

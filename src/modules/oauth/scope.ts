@@ -4,7 +4,9 @@
 
 import { PERMISSIONS, isKnownPermission, type Permission } from '../../access/catalogue.ts';
 
-export type ScopeResult = { readonly scope: readonly Permission[] | null } | { readonly invalid: string };
+export interface ScopeResult {
+  readonly scope: readonly Permission[] | null;
+}
 
 export function permissionNames(text: string): Set<Permission> {
   // Rule 5: names that are not permissions are ignored. Space (RFC 6749 §3.3) or comma (the
@@ -17,25 +19,20 @@ export const ordered = (names: ReadonlySet<string>): Permission[] => PERMISSIONS
 
 /**
  * The spec's scope rules: 1. default only → default; 2. request only → request; 3. neither → no
- * scope (a normal session); 4. both → intersection; 5. unknown names ignored. (6, the user's own
- * permissions, is applied per request: a scope only restricts.) A scope that applies but is empty
- * is refused (`invalid_scope`) rather than widened: an empty list never turns into "everything".
+ * scope (a normal session); 4. both → intersection; 5. unknown names ignored — a scope that names
+ * no known permission counts as not given. (6, the user's own permissions, is applied per request:
+ * a scope only restricts.) Two scopes with nothing in common intersect to an empty scope: a token
+ * that may use no permission, never one that may use every permission.
  */
 export function effectiveScope(requested: string | undefined, defaultScope: string | null): ScopeResult {
-  const req = requested !== undefined && requested.trim() !== '' ? permissionNames(requested) : null;
-  const def = defaultScope !== null ? permissionNames(defaultScope) : null;
+  const known = (text: string | null | undefined): Set<Permission> | null => {
+    const names = text === undefined || text === null ? null : permissionNames(text);
+    return names === null || names.size === 0 ? null : names;
+  };
+  const req = known(requested);
+  const def = known(defaultScope);
   if (req === null && def === null) return { scope: null };
   const names = req === null ? def! : def === null ? req : new Set([...req].filter((p) => def.has(p)));
-  if (names.size === 0) {
-    return {
-      invalid:
-        req === null
-          ? "the client's default scope names no known permission"
-          : def === null
-            ? 'the requested scope names no known permission'
-            : "no requested permission is within the client's scope",
-    };
-  }
   return { scope: ordered(names) };
 }
 

@@ -287,9 +287,9 @@ async function refreshGrant(
   if (g.client_id !== client.clientId)
     return tokenError('invalid_grant', 'refresh token issued to another client');
   let scope = g.scope;
-  if (p.scope !== undefined && p.scope.trim() !== '') {
-    const asked = permissionNames(p.scope);
-    if (asked.size === 0) return tokenError('invalid_scope', 'the requested scope names no known permission');
+  // Rule 5: unknown names are ignored; a scope of none but them asks for nothing narrower.
+  const asked = p.scope === undefined ? new Set<Permission>() : permissionNames(p.scope);
+  if (asked.size > 0) {
     if (g.scope !== null && [...asked].some((n) => !g.scope!.includes(n)))
       return tokenError('invalid_scope', 'the requested scope exceeds the scope of the grant');
     scope = ordered(asked);
