@@ -587,6 +587,37 @@ describe('account manager', () => {
         ],
       );
       assert.deepEqual(roles[1].permissions, ['WORKFLOW_FETCH', 'WORKFLOW_EDIT', 'WORKFLOW_ADMIN']);
+      // The fetch body clients send (paging, operationType, an empty data) pages the list, which
+      // answers startRow, endRow and totalRows; a filter is refused rather than ignored.
+      const paged = await call(
+        h,
+        `/accountmanager.fetchroles/${u.id}`,
+        { operationType: 'fetch', startRow: 1, endRow: 100, data: {}, textMatchStyle: 'exact' },
+        auditor,
+      );
+      assert.deepEqual(
+        okData(paged).map((r: any) => r.role),
+        ['WF_ADMIN'],
+      );
+      const { startRow, endRow, totalRows } = paged.body.response;
+      assert.deepEqual([startRow, endRow, totalRows], [1, 2, 2]);
+      const all = (await call(h, `/accountmanager.fetchroles/${u.id}`, {}, auditor)).body.response;
+      assert.deepEqual([all.startRow, all.endRow, all.totalRows], [0, 2, 2]);
+      expectError(
+        await call(h, `/accountmanager.fetchroles/${u.id}`, { data: { role: 'WF_ADMIN' } }, auditor),
+        400,
+        -4,
+        'data',
+      );
+      for (const path of [
+        `/accountmanager.fetchgroups/${u.id}`,
+        `/accountmanager.fetchbusinessroles/${u.id}`,
+        `/accountmanager.fetchroles/BR/${br.id}`,
+        `/accountmanager.fetchgroups/BR/${br.id}`,
+      ]) {
+        const r = await call(h, path, { operationType: 'fetch', startRow: 0, endRow: 50 });
+        assert.equal(r.body.response.totalRows, okData(r).length, path);
+      }
       await refused(h, `/accountmanager.fetchroles/${u.id}`, undefined, plain);
       expectError(await call(h, `/accountmanager.fetchroles/${u.id}`, undefined, u), 403, -3);
       expectError(await call(h, '/accountmanager.fetchroles/nope'), 400, -4, 'userId');

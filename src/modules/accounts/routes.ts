@@ -6,7 +6,7 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { ok, envelopeSchema } from '../../http/envelope.ts';
+import { ok, envelopeSchema, type Envelope } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import type { FetchBody } from '../../engine/crud.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
@@ -50,12 +50,15 @@ import {
   deletedGroup,
   effectiveGroup,
   effectiveRole,
+  listAnswer,
+  listBody,
   namedRef,
   noBody,
   optionRecord,
   ownPasswordBody,
   page,
   passwordChanged,
+  pageOfList,
   pathParams,
   recordsBody,
   userPasswordBody,
@@ -109,6 +112,12 @@ const REFUSED: readonly { path: string; access: RouteAccess; use: string }[] = [
 ];
 
 const param = (req: FastifyRequest, name: string): string => (req.params as Record<string, string>)[name]!;
+
+/** A list read by its path, paged as the body asks. */
+function listed<T>(req: FastifyRequest, rows: readonly T[]): Envelope {
+  const p = pageOfList(rows, req.body);
+  return ok(req, p.rows, p);
+}
 
 export function accountRoutes(app: FastifyInstance): void {
   const { db, config } = app;
@@ -283,46 +292,48 @@ export function accountRoutes(app: FastifyInstance): void {
     '/accountmanager.fetchgroups/:userId',
     route(AUTHENTICATED, "Effective user groups of a user (another user's need USER_FETCH)", {
       params: pathParams('userId'),
-      body: noBody,
-      ...answer(effectiveGroup),
+      body: listBody,
+      ...listAnswer(effectiveGroup),
     }),
-    async (req) => ok(req, await fetchUserGroups(db, req.principal!, param(req, 'userId'))),
+    async (req) => listed(req, await fetchUserGroups(db, req.principal!, param(req, 'userId'))),
   );
   app.post(
     '/accountmanager.fetchroles/:userId',
     route('ROLE_FETCH', 'Effective roles of a user, with where each comes from', {
       params: pathParams('userId'),
-      body: noBody,
-      ...answer(effectiveRole),
+      body: listBody,
+      ...listAnswer(effectiveRole),
     }),
-    async (req) => ok(req, await fetchUserRoles(db, req.principal!, param(req, 'userId'))),
+    async (req) => listed(req, await fetchUserRoles(db, req.principal!, param(req, 'userId'))),
   );
   app.post(
     '/accountmanager.fetchbusinessroles/:userId',
     route(AUTHENTICATED, "Business roles of a user (another user's need USER_FETCH)", {
       params: pathParams('userId'),
-      body: noBody,
-      ...answer(namedRef),
+      body: listBody,
+      ...listAnswer(namedRef),
     }),
-    async (req) => ok(req, await fetchUserBusinessRoles(db, req.principal!, param(req, 'userId'))),
+    async (req) => listed(req, await fetchUserBusinessRoles(db, req.principal!, param(req, 'userId'))),
   );
   app.post(
     '/accountmanager.fetchroles/BR/:businessroleId',
     route('ROLE_FETCH', 'Roles of a business role', {
       params: pathParams('businessroleId'),
-      body: noBody,
-      ...answer(effectiveRole),
+      body: listBody,
+      ...listAnswer(effectiveRole),
     }),
-    async (req) => ok(req, await fetchBusinessRoleRoles(db, req.principal!, param(req, 'businessroleId'))),
+    async (req) =>
+      listed(req, await fetchBusinessRoleRoles(db, req.principal!, param(req, 'businessroleId'))),
   );
   app.post(
     '/accountmanager.fetchgroups/BR/:businessroleId',
     route('USER_FETCH', 'User groups of a business role', {
       params: pathParams('businessroleId'),
-      body: noBody,
-      ...answer(namedRef),
+      body: listBody,
+      ...listAnswer(namedRef),
     }),
-    async (req) => ok(req, await fetchBusinessRoleGroups(db, req.principal!, param(req, 'businessroleId'))),
+    async (req) =>
+      listed(req, await fetchBusinessRoleGroups(db, req.principal!, param(req, 'businessroleId'))),
   );
   app.post(
     '/accountmanager.audit/:typeCode/:id',

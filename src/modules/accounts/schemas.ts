@@ -110,6 +110,8 @@ export const auditReport = {
 
 /** `{response: {data: [item...]}}` as the route's 200 answer. */
 export const answer = (item: object) => ({ response: { 200: envelopeSchema(item) } });
+/** A paged list of `item`s (with `startRow`, `endRow`, `totalRows`). */
+export const listAnswer = (item: object) => ({ response: { 200: envelopeSchema(item, true) } });
 /** Rows of a fetch: objects, or arrays of values with `valueFields`. */
 export const page = (item: object) => ({
   response: { 200: envelopeSchema({ anyOf: [item, { type: 'array' }] }, true) },
@@ -120,6 +122,38 @@ export const page = (item: object) => ({
 
 /** Operations that read only their path: no body, or an empty object. */
 export const noBody = { type: ['object', 'null'], maxProperties: 0 } as const;
+
+/**
+ * Lists read by their path (a user's roles, ...): the paging of a fetch body, and the fields fetch
+ * clients send with it; no filter (`data` empty) and no sort (the list has its own order).
+ */
+export const listBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    textMatchStyle: { type: 'string' },
+    startRow: { type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    endRow: { type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    data: { type: ['object', 'null'], maxProperties: 0 },
+    oldValues: { type: ['object', 'null'] },
+    componentId: { type: 'string' },
+    dataSource: { type: 'string' },
+    operationId: { type: 'string' },
+  },
+} as const;
+
+/** A list read by its path, paged as fetches are (`startRow` included, `endRow` excluded, 300 by default). */
+export function pageOfList<T>(
+  rows: readonly T[],
+  body: unknown,
+): { rows: T[]; startRow: number; endRow: number; totalRows: number } {
+  const b = (body ?? {}) as { startRow?: number | null; endRow?: number | null };
+  const start = b.startRow ?? 0;
+  const end = Math.max(start, b.endRow ?? start + 300);
+  const page = rows.slice(start, end);
+  return { rows: page, startRow: start, endRow: start + page.length, totalRows: rows.length };
+}
 
 /** Records as the general operations take them: `{data: {...}}`, `{data: [...]}` or an array. */
 export const recordsBody = { type: ['object', 'array'] } as const;
