@@ -119,6 +119,12 @@ describe('api tokens and one-time tokens', () => {
       status(await h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body: {} })),
       [401, -7],
     );
+    // ... and the token list says so.
+    const listed = await h.call('/accountmanager.listjsonwebtokens', {
+      basic: { user: 'changer', password: 'changed-password' },
+    });
+    const row = listed.body.response.data.find((t: any) => t.id === r.body.response.data[0].tokenId);
+    assert.ok(row && row.revoked !== null, JSON.stringify(listed.body));
   });
 
   test('a refresh token is never a credential', async () => {
