@@ -308,12 +308,35 @@ describe('data change requests', () => {
     const [failed] = okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }));
     assert.equal(failed.status, 'FAILED');
     assert.ok(JSON.stringify(failed.messages).includes(items[1].typedId));
-    // Fixed (the stale item removed and proposed again), the DCR is submitted again.
-    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: items[1].typedId } }));
-    okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'C-2', label: 'dcr two' } }));
+    // Fixed by updating the stale item (its proposal now stands on the record as it is: version and
+    // original values), the DCR is submitted again. A DRAFT's update keeps the proposed-on version.
+    const [fixed] = okData(
+      await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: items[1].typedId, label: 'dcr two' } }),
+    );
+    assert.equal(fixed.targetVersion, c2.version + 1);
+    assert.equal(fixed.originalValues.label, 'direct');
     assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
     assert.equal((await productBySku('C-2')).label, 'dcr two');
     assert.equal((await productBySku('C-3')).label, 'three');
+  });
+
+  test('an update of a DRAFT item keeps the version it was proposed on', async () => {
+    await product('K-1', { label: 'one' });
+    const dcr = await newDcr();
+    const [item] = okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'K-1', label: 'dcr' } }));
+    const k1 = await productBySku('K-1');
+    okData(
+      await call('/update/P', {
+        data: { typedId: k1.typedId, label: 'direct' },
+        oldValues: { version: k1.version },
+      }),
+    );
+    const [updated] = okData(
+      await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: item.typedId, label: 'dcr 2' } }),
+    );
+    assert.equal(updated.targetVersion, k1.version);
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1, item.typedId);
+    assert.equal((await productBySku('K-1')).label, 'direct');
   });
 
   test('the engine validates again when applying: a failing write leaves nothing behind', async () => {

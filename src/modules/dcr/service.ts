@@ -426,12 +426,32 @@ export async function updateItems(
         contexts,
       );
       const proposed = { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
-      checkRecordRules(s.type, { ...item.original, ...key, ...proposed }, prefix);
-      await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed);
+      // Fixing a FAILED DCR ("fix the items and submit again"): the item is now proposed on the
+      // record as it stands, so the conflict that failed it is resolved by this update.
+      const rebased = s.dcr.status === 'FAILED' ? await currentTarget(tx, principal, s, item) : undefined;
+      const original = rebased?.original ?? item.original;
+      checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
+      await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed, rebased);
     }
     return wanted;
   });
   return itemViews(db, principal, idText, ids);
+}
+
+/** The record an UPDATE item targets, as it stands: its version and values (dates as ISO text). */
+async function currentTarget(
+  q: Queryable,
+  principal: Principal,
+  s: DcrScope,
+  item: store.ItemRow,
+): Promise<{ version: number; original: Obj } | undefined> {
+  if (item.change_type !== 'UPDATE' || item.target_id === null) return undefined;
+  const found = await findTargets(q, principal, s.tc, { ids: [Number(item.target_id)], keys: [] });
+  const row = found.byId.get(Number(item.target_id));
+  if (row === undefined) return undefined; // gone meanwhile: the apply reports it
+  const original: Obj = {};
+  for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
+  return { version: Number(row.version), original };
 }
 
 export async function deleteItems(

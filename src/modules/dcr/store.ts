@@ -219,11 +219,20 @@ export async function updateItem(
   id: number,
   userId: number,
   proposed: Record<string, unknown>,
+  rebased?: { readonly version: number; readonly original: Record<string, unknown> },
 ): Promise<void> {
   await q.query(
-    `UPDATE dcr_items SET proposed = $3::jsonb, version = version + 1, last_update_at = now(), last_update_by = $4
+    `UPDATE dcr_items SET proposed = $3::jsonb, version = version + 1, last_update_at = now(), last_update_by = $4,
+            target_version = coalesce($5::int, target_version), original = coalesce($6::jsonb, original)
       WHERE partition_id = $1 AND id = $2`,
-    [partitionId, id, JSON.stringify(proposed), userId],
+    [
+      partitionId,
+      id,
+      JSON.stringify(proposed),
+      userId,
+      rebased?.version ?? null,
+      rebased === undefined ? null : JSON.stringify(rebased.original),
+    ],
   );
 }
 
