@@ -95,6 +95,9 @@ describe('data change requests', () => {
       'lookupTable',
     );
     expectError(await call('/dcrmanager.add', { data: { dcrType: 'nope' } }), 400, -4, 'dcrType');
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 5 } }), 400, -4, 'dcrType');
+    expectError(await call('/dcrmanager.add', { data: {} }), 400, -4, 'dcrType');
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 'products', foo: 1 } }), 400, -4, 'foo');
     okData(
       await call('/add/DCRT', { data: { uniqueName: 'wrongfield', targetType: 'P', fields: 'colour' } }),
     );

@@ -76,8 +76,15 @@ export async function dcrRecord(db: Queryable, principal: Principal, id: number)
 
 export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<Obj> {
   requireAccess(principal, 'DCR_EDIT');
-  if (typeof data.dcrType !== 'string' || data.dcrType === '')
+  // The fields a DCR is created with; the rest of a DCR (status, dates, ...) is the server's.
+  const unknown = Object.keys(data).find((k) => k !== 'dcrType' && k !== 'label');
+  if (unknown !== undefined) {
+    throw validationError(unknown, 'unknown field: a DCR is created with dcrType and label');
+  }
+  if (data.dcrType === undefined || data.dcrType === null || data.dcrType === '')
     throw validationError('dcrType', 'is required');
+  if (typeof data.dcrType !== 'string')
+    throw validationError('dcrType', 'must be the uniqueName of a DCR type (text)');
   if (data.label !== undefined && data.label !== null && typeof data.label !== 'string') {
     throw validationError('label', 'must be text');
   }
