@@ -196,6 +196,25 @@ describe('data change requests', () => {
     expectError(await add({ changeType: 'ADD', label: 'no key' }), 400, -4, 'sku');
     expectError(await add({ changeType: 'ADD', sku: 'V-1' }), 400, -4, 'sku');
     expectError(await add({ changeType: 'MOVE', sku: 'V-1' }), 400, -4, 'changeType');
+    // A record not found names the proposal's key; a record the DCR already has an item for names
+    // that item (409), in a batch at its index.
+    expectError(
+      await add([
+        { sku: 'V-1', label: 'a' },
+        { sku: 'V-404', label: 'b' },
+      ]),
+      404,
+      -1,
+      '1.sku',
+    );
+    const [first] = okData(await add({ sku: 'V-1', label: 'a' }));
+    const again = await add([
+      { changeType: 'ADD', sku: 'V-2', label: 'new' },
+      { sku: 'V-1', label: 'b' },
+    ]);
+    expectError(again, 409, -1, '1.typedId');
+    assert.match(again.body.response.data, new RegExp(`\\(${first.typedId.replace('.', '\\.')}\\)`));
+    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: first.typedId } }));
     expectError(
       await add([{ sku: 'V-1' }, { changeType: 'ADD', sku: 'V-9', attribute1: 'x' }]),
       400,

@@ -235,6 +235,7 @@ export async function addItems(
         throw new AppError(
           'NOT_FOUND',
           `${s.type.label} ${p.id !== undefined ? `${p.id}.${s.type.code}` : keyJson} not found`,
+          { field: prefix + (p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, p.values).at(-1)!) },
         );
       }
       if (!canEdit(s.type, principal, row)) {
@@ -266,12 +267,18 @@ export async function addItems(
     }
     const inserted = await store.insertItems(tx, principal.partitionId, s.dcr.id, principal.userId, items);
     if (inserted.length < items.length) {
+      // Name the first proposal whose record already has an item, and that item.
+      const taken = new Set(inserted.map((x) => JSON.stringify(JSON.parse(x.key))));
+      const at = items.findIndex((it) => !taken.has(JSON.stringify(it.targetKey)));
+      const existing = await store.itemIdByKey(tx, principal.partitionId, s.dcr.id, items[at]!.targetKey);
+      const what = `${s.type.label} ${JSON.stringify(items[at]!.targetKey)}`;
       throw new AppError(
         'CONFLICT',
-        'The DCR already has an item for one of these records: update that item instead',
+        `The DCR already has an item for ${what}${existing === undefined ? '' : ` (${existing}.DCRI)`}: update that item instead`,
+        { field: `${batch ? `${at}.` : ''}typedId` },
       );
     }
-    return inserted;
+    return inserted.map((x) => x.id);
   });
   return itemViews(db, principal, idText, ids);
 }

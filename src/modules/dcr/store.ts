@@ -164,8 +164,8 @@ export async function insertItems(
   dcrId: number,
   userId: number,
   items: readonly NewItem[],
-): Promise<number[]> {
-  const r = await q.query<{ id: number }>(
+): Promise<{ id: number; key: string }[]> {
+  const r = await q.query<{ id: number; key: string }>(
     `INSERT INTO dcr_items (partition_id, dcr_id, change_type, target_id, target_version, target_key,
                             proposed, original, created_by, last_update_by)
      SELECT $1, $2, e->>'changeType', (e->>'targetId')::bigint, (e->>'targetVersion')::int,
@@ -174,10 +174,24 @@ export async function insertItems(
        FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(e, n)
       ORDER BY n
      ON CONFLICT (partition_id, dcr_id, target_key) DO NOTHING
-     RETURNING id`,
+     RETURNING id, target_key::text AS key`,
     [partitionId, dcrId, userId, JSON.stringify(items)],
   );
-  return r.rows.map((x) => Number(x.id));
+  return r.rows.map((x) => ({ id: Number(x.id), key: x.key }));
+}
+
+/** The item of a DCR that targets the record with this key (jsonb equality), if any. */
+export async function itemIdByKey(
+  q: Queryable,
+  partitionId: number,
+  dcrId: number,
+  key: unknown,
+): Promise<number | undefined> {
+  const r = await q.query<{ id: number }>(
+    `SELECT id FROM dcr_items WHERE partition_id = $1 AND dcr_id = $2 AND target_key = $3::jsonb`,
+    [partitionId, dcrId, JSON.stringify(key)],
+  );
+  return r.rows[0] === undefined ? undefined : Number(r.rows[0].id);
 }
 
 export async function itemsOf(
