@@ -579,6 +579,12 @@ describe('calculation grids', () => {
         [g3.typedId, 'SUBMITTED', 'NOT_APPROVED'],
       ],
     );
+    // Under review, an item cannot be overridden; once decided, an override makes it a new proposal.
+    const override = (id: string) =>
+      call(`/calculationgridmanager.update/${id}`, { data: { overrides: { ListPrice: 9 } } });
+    expectError(await override(g3.typedId), 409, -1);
+    const [changed] = okData(await override(g1.typedId));
+    assert.deepEqual([changed.workflowStatus, changed.approvalState], ['DRAFT', 'NOT_APPROVED']);
     expectError(
       await call(`/calculationgridmanager.reject/${grid1.id}`, { data: { items: [g3.id] } }),
       409,

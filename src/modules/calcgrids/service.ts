@@ -233,6 +233,7 @@ interface ItemLock {
   keys: string[];
   overrides: Obj;
   version: number;
+  workflow_status: string;
 }
 
 /**
@@ -262,7 +263,8 @@ export async function overrideItem(
     throw validationError('oldValues.version', 'must be an integer');
   return db.transaction(async (tx) => {
     const r = await tx.query<ItemLock>(
-      `SELECT id, grid_id, key_number, ARRAY[key1, key2, key3, key4, key5, key6] AS keys, overrides, version
+      `SELECT id, grid_id, key_number, ARRAY[key1, key2, key3, key4, key5, key6] AS keys, overrides, version,
+              workflow_status
          FROM calc_grid_items WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
       [principal.partitionId, ref.id],
     );
@@ -274,6 +276,14 @@ export async function overrideItem(
         'VERSION_CONFLICT',
         `Item ${item.id}.CGI${item.key_number} is at version ${item.version}, not ${JSON.stringify(old)}: reload it`,
       );
+    // Under review, an item's values stay as submitted; decided (approved or denied), an override
+    // makes it a new proposal: back to DRAFT / NOT_APPROVED, to be accepted again.
+    if (item.workflow_status === 'SUBMITTED') {
+      throw new AppError(
+        'CONFLICT',
+        `Item ${item.id}.CGI${item.key_number} is waiting in a workflow: deny or withdraw it before overriding`,
+      );
+    }
     const grid = (await store.gridById(tx, principal.partitionId, Number(item.grid_id)))!;
     const { logic, date } = await gridLogic(tx, principal, grid.formula_name, grid.target_date);
     const types = resultTypesOf(logic);
@@ -305,6 +315,7 @@ export async function overrideItem(
     await tx.query(
       `UPDATE calc_grid_items SET overrides = $3::jsonb, calculation_results = $4::jsonb, results = $5::jsonb,
               warnings = $6::jsonb, alerts = $7::jsonb, error = $8, calculation_date = now(),
+              workflow_status = 'DRAFT', approval_state = 'NOT_APPROVED',
               version = version + 1, last_update_at = now(), last_update_by = $9
         WHERE partition_id = $1 AND id = $2`,
       [
