@@ -101,7 +101,9 @@ const EMAIL = /^[^\s@]+@[^\s@]+$/;
 function userRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const errors: FieldErrors = {};
   if (typeof data.loginName === 'string' && !LOGIN_NAME.test(data.loginName)) {
-    errors.loginName = { errorMessage: 'must not contain spaces, ":" or "/"' };
+    errors.loginName = {
+      errorMessage: data.loginName === '' ? 'is required' : 'must not contain spaces, ":" or "/"',
+    };
   }
   if (typeof data.email === 'string' && data.email !== '' && !EMAIL.test(data.email)) {
     errors.email = { errorMessage: 'is not an e-mail address' };

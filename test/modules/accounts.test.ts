@@ -146,6 +146,9 @@ describe('account manager', () => {
       expectError(await call(h, '/add/U', { data: { firstName: 'x' } }), 400, -4, 'loginName');
       expectError(await call(h, '/add/U', { data: { loginName: 'a:b' } }), 400, -4, 'loginName');
       expectError(await call(h, '/add/U', { data: { loginName: 'p/q' } }), 400, -4, 'loginName');
+      const empty = await call(h, '/add/U', { data: { loginName: '' } });
+      expectError(empty, 400, -4, 'loginName');
+      assert.equal(empty.body.response.errors.loginName.errorMessage, 'is required');
       expectError(await call(h, '/add/U', { data: { loginName: 'x1', email: 'nope' } }), 400, -4, 'email');
       expectError(
         await call(h, '/add/U', { data: { loginName: 'x1', activated: null } }),
