@@ -1094,6 +1094,18 @@ describe('account manager', () => {
       assert.deepEqual(copy.businessRoles, [br.uniqueName]);
       assert.equal(copy.copiedFrom, `${source.id}.U`);
       assert.ok(!r.text.includes('scrypt'));
+      // Record history: the ADD, then the copied assignments as the change that brought them.
+      const history = okData(await call(h, `/fetch/U/${copy.id}/history`, { sortBy: 'id' }));
+      assert.deepEqual(
+        history.map((e: any) => e.action),
+        ['ADD', 'UPDATE'],
+      );
+      assert.deepEqual(history[1].changes, {
+        roles: { old: [], new: ['PRICESHOP_RO', 'WF_BUILDER'] },
+        groups: { old: [], new: [g.uniqueName] },
+        businessRoles: { old: [], new: [br.uniqueName] },
+      });
+      assert.equal(history[1].version, copy.version);
       expectError(
         await call(h, '/login/extended', undefined, { user: login, password: source.password }),
         401,

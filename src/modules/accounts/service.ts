@@ -250,12 +250,29 @@ export async function copyUser(
     const roles = (await store.rolesOf(tx, pid, 'userRoles', [id])).get(id) ?? [];
     const groups = (await store.namedOf(tx, pid, 'userGroups', [id])).get(id) ?? [];
     const businessRoles = (await store.namedOf(tx, pid, 'userBusinessRoles', [id])).get(id) ?? [];
-    return {
-      ...row,
-      copiedFrom: source.typedId,
+    // The copied assignments are a change of the new user, recorded like any assignment.
+    const copied = {
       roles,
       groups: groups.map((g) => g.uniqueName),
       businessRoles: businessRoles.map((b) => b.uniqueName),
+    };
+    const changes = Object.fromEntries(
+      Object.entries(copied)
+        .filter(([, list]) => list.length > 0)
+        .map(([kind, list]) => [kind, { old: [], new: list }]),
+    );
+    let version = Number(row!.version);
+    if (Object.keys(changes).length > 0) {
+      version = (await store.bumpVersions(tx, pid, 'users', new Set([id]), principal.userId)).get(id)!;
+      await recordHistory(tx, principal, [
+        { typeCode: 'U', recordId: id, businessKey: record.loginName, action: 'UPDATE', changes, version },
+      ]);
+    }
+    return {
+      ...row,
+      version,
+      copiedFrom: source.typedId,
+      ...copied,
     };
   });
 }
