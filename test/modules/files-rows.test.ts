@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import ExcelJS from 'exceljs';
-import { XLSX_ATTEMPTS, rowsOf } from '../../src/modules/files/rows.ts';
+import { XLSX_ATTEMPTS, quotesWellFormed, rowsOf } from '../../src/modules/files/rows.ts';
 
 const LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
@@ -93,4 +93,66 @@ test('CSV is opened once', async () => {
   const o = opener([Buffer.from('name;value\na;1.5\nb;text\n')]);
   assert.deepEqual(await read(o.open), { ...EXPECTED, format: 'csv' });
   assert.equal(o.opens, 1);
+});
+
+// The byte scan that checks a CSV's quoting before a load writes anything: it must say "malformed"
+// exactly when csv-parse (with the options the loads use) fails, wherever the file is cut in pieces.
+
+async function parses(text: string, delimiter: string): Promise<boolean> {
+  try {
+    const source = await rowsOf(() => Readable.from([Buffer.from(text)]), delimiter);
+    for await (const _ of source.rows) void _;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function scanned(text: string, delimiter: string, cut: number[]): Promise<boolean> {
+  const bytes = Buffer.from(text);
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const at of [...cut, bytes.length]) {
+    pieces.push(bytes.subarray(from, Math.max(from, at)));
+    from = Math.max(from, at);
+  }
+  return quotesWellFormed(Readable.from(pieces), delimiter);
+}
+
+test('the quote scan agrees with csv-parse, whatever the pieces', async () => {
+  const cases = [
+    'a,b\n1,2\n',
+    'a,b\n"1","2"\n',
+    'a,b\n"1,x","2\ny"\n',
+    'a,b\n"say ""hi""",2\n',
+    'a,b\r\n"1"\r\n"2",""\r\n',
+    '\uFEFF"a",b\n1,2\n',
+    'a,b\n"1",2',
+    'a,b\n"1',
+    'a,b\n"unclosed,2\n3,4\n',
+    'a,b\n"1"x,2\n',
+    'a,b\n1"x,2\n',
+    'a,b\n 1,"2"\n',
+    'a,b\n"",""\n',
+    'a;b\n"1;2";3\n',
+    'a\tb\n"1\t2"\t3\n',
+  ];
+  for (const text of cases) {
+    const delimiter = text.includes('\t') ? '\t' : text.includes(';') ? ';' : ',';
+    const expected = await parses(text, delimiter);
+    for (let cut = 0; cut <= Buffer.byteLength(text); cut++) {
+      assert.equal(await scanned(text, delimiter, [cut]), expected, `${JSON.stringify(text)} cut at ${cut}`);
+    }
+  }
+  // Random texts of quotes, delimiters, line breaks and letters, cut in random pieces.
+  let seed = 7;
+  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+  const alphabet = ['"', '"', ',', '\n', '\r\n', 'a', 'b', ' '];
+  for (let k = 0; k < 2000; k++) {
+    let text = 'h1,h2\n';
+    const length = 1 + random(14);
+    for (let j = 0; j < length; j++) text += alphabet[random(alphabet.length)];
+    const cuts = [random(text.length + 1), random(text.length + 1)].sort((x, y) => x - y);
+    assert.equal(await scanned(text, ',', cuts), await parses(text, ','), JSON.stringify(text));
+  }
 });

@@ -16,7 +16,7 @@ import { loadDataStream, type LoadResult, type RowError } from '../../engine/loa
 import type { TypeDef } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { JobStopped } from '../../jobs/runner.ts';
-import { ByteCounter, DELIMITERS, checkWellFormed, chunked, rowsOf } from './rows.ts';
+import { ByteCounter, DELIMITERS, checkWellFormed, chunked, quotesWellFormed, rowsOf } from './rows.ts';
 import { isLookupFileCode, loadLookupFile, namedTable, syncLookupTables } from './loadlookups.ts';
 import { requireFileLoadAccess, type FileLoadOptions } from './loadfile.ts';
 import { failUploadStatus, type UploadStatusRow } from './upload-status.ts';
@@ -90,9 +90,15 @@ export async function executeFileLoad(
     const table = lookup ? await namedTable(db, principal, type.code, o) : undefined;
     const delimiter = o.delimiter === undefined ? undefined : DELIMITERS[o.delimiter];
     const source = await rowsOf(() => counter.count(blobs.read(s.partition_id, fileKey)), delimiter);
-    // A malformed CSV loads nothing: one read through first (a resumed job did it on its first run).
-    if (before === undefined && source.format === 'csv') {
-      await checkWellFormed(await rowsOf(() => blobs.read(s.partition_id, fileKey), delimiter));
+    // A malformed CSV loads nothing: its quoting is scanned first (a resumed job did it on its first
+    // run), and only a fault found is parsed through, for csv-parse's message naming the line.
+    const read = () => blobs.read(s.partition_id, fileKey);
+    if (
+      before === undefined &&
+      source.format === 'csv' &&
+      !(await quotesWellFormed(read(), source.delimiter!))
+    ) {
+      await checkWellFormed(await rowsOf(read, delimiter));
     }
     const skip = before?.rows ?? 0;
     const progress = async (done: { rows: number; inserted: number; updated: number; invalid: number }) => {
