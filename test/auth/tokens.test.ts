@@ -44,6 +44,13 @@ describe('api tokens and one-time tokens', () => {
     // Revoked by an admin: refused from then on.
     const listed = await h.call('/accountmanager.listjsonwebtokens', { basic: admin });
     assert.ok(listed.body.response.data.some((t: any) => t.id === tokenId && t.revoked === null));
+    assert.equal(listed.body.response.totalRows, listed.body.response.data.length);
+    const paged = await h.call('/accountmanager.listjsonwebtokens', {
+      basic: admin,
+      body: { operationType: 'fetch', startRow: 0, endRow: 1 },
+    });
+    assert.equal(paged.body.response.data.length, 1);
+    assert.equal(paged.body.response.totalRows, listed.body.response.totalRows);
     assert.equal(
       (await h.call(`/accountmanager.revokejsonwebtoken/${tokenId}`, { basic: admin })).status,
       200,

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { listAnswer, listBody, pageOfList } from './schemas.ts';
 import {
   confirmTfa,
   disableTfa,
@@ -100,9 +101,16 @@ export function tokenRoutes(app: FastifyInstance): void {
     '/accountmanager.listjsonwebtokens',
     {
       config: { access: AUTHENTICATED },
-      schema: { ...tag("Api tokens: the caller's, or everyone's for USER_EDIT"), ...records },
+      schema: {
+        ...tag("Api tokens: the caller's, or everyone's for USER_EDIT"),
+        body: listBody,
+        ...listAnswer({ type: 'object', additionalProperties: true }),
+      },
     },
-    async (req) => ok(req, await listTokens(app.db, req.principal!)),
+    async (req) => {
+      const page = pageOfList(await listTokens(app.db, req.principal!), req.body);
+      return ok(req, page.rows, page);
+    },
   );
   app.post(
     '/accountmanager.revokejsonwebtoken/:tokenId',
