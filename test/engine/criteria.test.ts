@@ -665,6 +665,23 @@ const ROW_CASES: Array<[string, unknown, number[], Opts?]> = [
   ['notEqual matches NULLs', leaf('name', 'notEqual', 'Apple'), except(1)],
   ['notEqual, strict', strict('and', leaf('name', 'notEqual', 'Apple')), except(1, 7)],
   ['notEqual null', leaf('name', 'notEqual', null), except(7)],
+  // strictSQLFiltering on a nested criteria holds for its subtree (and only there).
+  ['strict nested', adv('and', strict('and', leaf('name', 'notEqual', 'Apple'))), except(1, 7)],
+  [
+    'strict nested beside a lenient sibling',
+    adv('and', strict('and', leaf('name', 'notEqual', 'Apple')), leaf('qty', 'lessThan', 1)),
+    [3, 4, 5], // qty lessThan 1 still matches its NULLs (5; 7's name is NULL, out by the strict part)
+  ],
+  [
+    'strict false nested under a strict top level',
+    strict('and', { ...adv('and', leaf('name', 'notEqual', 'Apple')), strictSQLFiltering: false }),
+    except(1),
+  ],
+  [
+    'strict on a nested leaf',
+    adv('and', { ...leaf('name', 'notEqual', 'Apple'), strictSQLFiltering: true }),
+    except(1, 7),
+  ],
   ['iEquals', leaf('name', 'iEquals', 'APPLE'), [1]],
   ['iNotEqual', leaf('name', 'iNotEqual', 'apple'), except(1)],
   ['iNotEqual, strict', strict('and', leaf('name', 'iNotEqual', 'apple')), except(1, 7)],

@@ -21,7 +21,9 @@ export function compileCriteria(resolved: ResolvedCriteria, params: Params, alia
   return compileNode(resolved.root, { params, alias, strict: resolved.strict });
 }
 
-function compileNode(node: ResolvedNode, ctx: Ctx): string {
+function compileNode(node: ResolvedNode, outer: Ctx): string {
+  // A nested criteria's strictSQLFiltering holds for its subtree.
+  const ctx = 'strict' in node && node.strict !== undefined ? { ...outer, strict: node.strict } : outer;
   switch (node.kind) {
     case 'and':
       return join(node.children, ' AND ', 'TRUE', ctx);

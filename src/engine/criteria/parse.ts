@@ -17,7 +17,12 @@ export type TextMatchStyle = 'exact' | 'exactCase' | 'substring' | 'startsWith';
 export type Scalar = string | number | boolean | null;
 
 export type CriteriaNode =
-  | { readonly kind: LogicalOperator; readonly children: readonly CriteriaNode[] }
+  | {
+      readonly kind: LogicalOperator;
+      readonly children: readonly CriteriaNode[];
+      /** strictSQLFiltering given on this nested criteria: it holds for its subtree. */
+      readonly strict?: boolean;
+    }
   | LeafNode
   /** One key of simple criteria: equality (or a text match) against any of `values`. */
   | {
@@ -76,9 +81,7 @@ export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: 
     Object.hasOwn(input, 'criteria') ||
     (Object.hasOwn(input, 'fieldName') && Object.hasOwn(input, 'operator'));
   if (!advanced) return { strict: false, root: parseSimple(input, style, budget) };
-  const strict = input.strictSQLFiltering ?? false;
-  if (typeof strict !== 'boolean') throw validationError('strictSQLFiltering', 'must be true or false');
-  return { strict, root: parseNode(input, 1, budget) };
+  return { strict: strictOf(input) ?? false, root: parseNode(input, 1, budget) };
 }
 
 function countNode(budget: { nodes: number }): void {
@@ -95,7 +98,12 @@ function parseNode(obj: Obj, depth: number, budget: { nodes: number }): Criteria
   if (Object.hasOwn(obj, '_constructor') && obj._constructor !== 'AdvancedCriteria') {
     throw validationError('criteria', `unknown _constructor ${show(obj._constructor)}`);
   }
-  if (!Object.hasOwn(obj, 'criteria')) return parseLeaf(obj);
+  // strictSQLFiltering on a nested criteria holds for that subtree (the top level's for all).
+  const strict = depth > 1 ? strictOf(obj) : undefined;
+  if (!Object.hasOwn(obj, 'criteria')) {
+    const leaf = parseLeaf(obj);
+    return strict === undefined ? leaf : { kind: 'and', children: [leaf], strict };
+  }
   const { operator, criteria } = obj;
   if (operator !== 'and' && operator !== 'or' && operator !== 'not') {
     throw validationError('criteria', `unknown logical operator ${show(operator)} (use and, or, not)`);
@@ -105,7 +113,14 @@ function parseNode(obj: Obj, depth: number, budget: { nodes: number }): Criteria
     if (!isObject(child)) throw validationError('criteria', 'each criterion must be an object');
     return parseNode(child, depth + 1, budget);
   });
-  return { kind: operator, children };
+  return strict === undefined ? { kind: operator, children } : { kind: operator, children, strict };
+}
+
+function strictOf(obj: Obj): boolean | undefined {
+  const strict = obj.strictSQLFiltering;
+  if (strict === undefined || strict === null) return undefined;
+  if (typeof strict !== 'boolean') throw validationError('strictSQLFiltering', 'must be true or false');
+  return strict;
 }
 
 function parseLeaf(obj: Obj): LeafNode {

@@ -55,7 +55,13 @@ export type ResolvedLeaf =
   | { readonly kind: 'null'; readonly field: FieldSpec; readonly blank: boolean; readonly negate: boolean };
 
 export type ResolvedNode =
-  { readonly kind: LogicalOperator; readonly children: readonly ResolvedNode[] } | ResolvedLeaf;
+  | {
+      readonly kind: LogicalOperator;
+      readonly children: readonly ResolvedNode[];
+      /** strictSQLFiltering of a nested criteria, for its subtree. */
+      readonly strict?: boolean;
+    }
+  | ResolvedLeaf;
 
 declare const resolvedBrand: unique symbol;
 
@@ -109,7 +115,11 @@ export function resolveCriteria(
       case 'and':
       case 'or':
       case 'not':
-        return [{ kind: node.kind, children: node.children.flatMap(visit) }];
+        return [
+          node.strict === undefined
+            ? { kind: node.kind, children: node.children.flatMap(visit) }
+            : { kind: node.kind, children: node.children.flatMap(visit), strict: node.strict },
+        ];
       case 'leaf':
         return leaf(node.fieldName, () => resolveOne(node));
       case 'match':
