@@ -225,6 +225,7 @@ void describe('resolveCriteria', () => {
     rejects(() => compile(leaf('qty', 'greaterThan')), 'qty', /needs a value/);
     rejects(() => compile(leaf('name', 'equalsField', 'nope')), 'name', /another field's name, not "nope"/);
     rejects(() => compile(leaf('name', 'equalsField', 3)), 'name');
+    rejects(() => compile(leaf('name', 'equalsField')), 'name', /needs another field's name as its value/);
     rejects(() => compile(leaf('name', 'equalsField', 'qty')), 'name', /cannot compare/);
     rejects(() => compile(leaf('d', 'lessThanField', 'ts')), 'd');
     rejects(() => compile(leaf('name', 'regexp', '(')), 'name', /regular expression/);

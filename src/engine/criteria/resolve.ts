@@ -227,7 +227,9 @@ function resolveLeaf(
     if (!found)
       throw validationError(
         name,
-        `operator "${operator}" needs another field's name, not ${show(node.value)}`,
+        isMissing(node.value)
+          ? `operator "${operator}" needs another field's name as its value`
+          : `operator "${operator}" needs another field's name, not ${show(node.value)}`,
       );
     if (family(found.type) !== family(field.type)) {
       throw validationError(name, `cannot compare with the ${found.type} field ${show(found.name)}`);
