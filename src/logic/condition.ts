@@ -5,7 +5,7 @@
 
 import { AppError } from '../http/errors.ts';
 import { DEFAULT_LIMITS, newElementState, type Env, type LogicLimits } from './env.ts';
-import { EvalError, LimitError } from './failures.ts';
+import { LimitError, elementFailure } from './failures.ts';
 import { checkExpression, emptyReads } from './expression/check.ts';
 import { compile, type Closure } from './expression/compile.ts';
 import { ExpressionError, parseExpression } from './expression/parse.ts';
@@ -68,10 +68,10 @@ export function evaluateCondition(
   let v: Value;
   try {
     v = c.run(env);
-  } catch (err) {
-    if (err instanceof EvalError || err instanceof LimitError)
-      throw new AppError('VALIDATION', `condition: ${err.message}`, { field: 'condition' });
-    throw err;
+  } catch (thrown) {
+    const err = thrown instanceof LimitError ? thrown : elementFailure(thrown);
+    if (err === undefined) throw thrown;
+    throw new AppError('VALIDATION', `condition: ${err.message}`, { field: 'condition' });
   }
   if (v === null) return false;
   if (typeof v !== 'boolean')

@@ -3,7 +3,7 @@
 // with a CRITICAL alert and the later elements go on; a limit stops the whole evaluation. Element
 // rounding policies are applied here. With `explain`, each element also records what it read.
 
-import { EvalError, LimitError } from './failures.ts';
+import { EvalError, LimitError, elementFailure } from './failures.ts';
 import {
   addWarning,
   newElementState,
@@ -103,10 +103,12 @@ export function evaluateItem(
         value = el.run(env);
         if (el.def.rounding !== undefined) value = roundByPolicy(env, el.def.rounding, value);
       }
-    } catch (err) {
-      if (!(err instanceof EvalError)) {
-        if (err instanceof LimitError) throw new LimitError(`element ${el.def.elementName}: ${err.message}`);
-        throw err;
+    } catch (thrown) {
+      const err = elementFailure(thrown);
+      if (err === undefined) {
+        if (thrown instanceof LimitError)
+          throw new LimitError(`element ${el.def.elementName}: ${thrown.message}`);
+        throw thrown;
       }
       value = null;
       env.element.alertType = 'CRITICAL';

@@ -17,3 +17,15 @@ export class LimitError extends Error {
     this.name = 'LimitError';
   }
 }
+
+/**
+ * A failure of one element, as an EvalError: our own, or decimal.js refusing an argument (an
+ * exponent or a number of places it cannot take) — a bad value of the logic, never a server error.
+ */
+export function elementFailure(err: unknown): EvalError | undefined {
+  if (err instanceof EvalError) return err;
+  if (err instanceof Error && err.message.startsWith('[DecimalError] ')) {
+    return new EvalError(`a number operation failed: ${err.message.slice('[DecimalError] '.length)}`);
+  }
+  return undefined;
+}

@@ -20,8 +20,11 @@ export function isRoundMode(m: string): m is RoundMode {
   return Object.hasOwn(ROUND_MODES, m);
 }
 
+/** `places` decimals; negative places round left of the point, as spreadsheets do (-2: hundreds). */
 export function roundTo(x: Dec, places: number, mode: RoundMode): Dec {
-  return x.toDecimalPlaces(places, ROUND_MODES[mode]);
+  if (places >= 0) return x.toDecimalPlaces(places, ROUND_MODES[mode]);
+  const unit = new D(10).pow(-places);
+  return x.div(unit).toDecimalPlaces(0, ROUND_MODES[mode]).mul(unit);
 }
 
 export const ENDING_RULES = ['NEAREST', 'UP', 'DOWN'] as const;

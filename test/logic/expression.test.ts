@@ -2,6 +2,7 @@
 // checker's errors with line and column, hostile text and the step/time limits. Workflow conditions
 // (contracts.md #3) are this language over a record's fields.
 
+import { EvalError, elementFailure } from '../../src/logic/failures.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { compileCondition, evaluateCondition } from '../../src/logic/condition.ts';
@@ -47,6 +48,14 @@ describe('decimal arithmetic', () => {
     for (const [x, mode, want] of cases)
       assert.equal(ok(`round(${x}, 2, "${mode}") == ${want}`), true, `${x} ${mode}`);
     assert.equal(ok('round(2.5) == 3 and floor(-2.5) == -3 and ceil(2.01) == 3 and abs(-1.5) == 1.5'), true);
+    // Negative places round left of the point (as spreadsheets do); they crashed the run before.
+    assert.equal(
+      ok(
+        'round(1234.5, -2) == 1200 and round(1250, -2) == 1300 and floor(1299, -2) == 1200 and ceil(1201, -2) == 1300',
+      ),
+      true,
+    );
+    assert.equal(ok('round(-1250, -2, "HALF_EVEN") == -1200 and round(5, -1, "HALF_EVEN") == 0'), true);
   });
   test('numeric text from records compares and computes as decimals', () => {
     assert.equal(ok('amount * 2 == 25.0 and amount > 9', { amount: '12.50' }), true);
@@ -181,4 +190,11 @@ describe('hostile text', () => {
       (e: unknown) => e instanceof AppError && e.status === -4,
     );
   });
+});
+
+test('a decimal.js refusal is an element failure (CRITICAL), not a server error', () => {
+  const failure = elementFailure(new Error('[DecimalError] Invalid argument: -2'));
+  assert.ok(failure instanceof EvalError);
+  assert.match(failure.message, /number operation failed: Invalid argument: -2/);
+  assert.equal(elementFailure(new TypeError('x is undefined')), undefined);
 });
