@@ -32,8 +32,39 @@ const META_FIELD_TYPES = [
 /** Workflow statuses of a group; DRAFT before its first submit (and after a withdrawal). */
 export const RRG_WORKFLOW_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED', 'WITHDRAWN'] as const;
 
-/** Fields a group in a running or approved workflow, or a locked one, may still change. */
+/** Fields a group in a running or approved workflow may still change. */
 const FROZEN_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'comments', 'locked']);
+/** Fields a locked group takes (with `locked: false`, it takes any). */
+const LOCKED_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'locked']);
+
+const comparable = (v: unknown): string | null =>
+  v === undefined || v === null
+    ? null
+    : v instanceof Date
+      ? v.toISOString()
+      : typeof v === 'string'
+        ? v
+        : (JSON.stringify(v) ?? null);
+
+/**
+ * The fields of `data` that would change the group: not those it may change anyway, not its
+ * business key (which addresses it), not server fields (the general operations ignore them), and
+ * not a value equal to the stored one (a client sending the record back as it read it).
+ */
+function changedFields(
+  old: Readonly<Record<string, unknown>>,
+  data: Readonly<Record<string, unknown>>,
+  editable: ReadonlySet<string>,
+): string[] {
+  const server = new Set(RRG_FIELDS.filter((f) => f.system === true).map((f) => f.name));
+  return Object.keys(data).filter(
+    (k) =>
+      !editable.has(k) &&
+      k !== 'uniqueName' &&
+      !server.has(k) &&
+      !(Object.hasOwn(old, k) && comparable(old[k]) === comparable(data[k])),
+  );
+}
 
 const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
   name,
@@ -198,9 +229,12 @@ async function guardGroupChange(
       throw new AppError('CONFLICT', `${name} is in a running workflow: withdraw it to delete it`);
     return;
   }
-  const changes = Object.keys(data).filter((k) => !FROZEN_EDITABLE.has(k));
-  if (old.locked === true && data.locked !== false && changes.length > 0)
-    throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it`);
+  if (old.locked === true && data.locked !== false) {
+    const refused = changedFields(old, data, LOCKED_EDITABLE);
+    if (refused.length > 0)
+      throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it (${refused[0]})`);
+  }
+  const changes = changedFields(old, data, FROZEN_EDITABLE);
   if ((old.workflowStatus === 'SUBMITTED' || old.workflowStatus === 'APPROVED') && changes.length > 0) {
     throw new AppError(
       'CONFLICT',

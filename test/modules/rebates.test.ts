@@ -484,6 +484,22 @@ describe('rebate record groups', () => {
       expectError(await call('/update/RRG', { data: { typedId: c.typedId, label: 'late' } }), 409, -1);
       const [u] = okData(await call('/update/RRG', { data: { typedId: c.typedId, comments: 'paid' } }));
       assert.equal(u.comments, 'paid');
+      // By its business key too, and with the record sent back as read (server fields, unchanged
+      // values): only what changes counts.
+      const [byKey] = okData(
+        await call('/update/RRG', { data: { uniqueName: c.uniqueName, comments: 'paid twice' } }),
+      );
+      assert.equal(byKey.comments, 'paid twice');
+      const asRead = { ...byKey };
+      delete asRead.version;
+      delete asRead.lastUpdateDate;
+      const [roundTrip] = okData(
+        await call('/update/RRG', {
+          data: { ...asRead, comments: 'paid thrice' },
+          oldValues: { version: byKey.version },
+        }),
+      );
+      assert.equal(roundTrip.comments, 'paid thrice');
     });
 
     test('through a workflow definition: SUBMITTED, then approved by the approver', async () => {
@@ -650,6 +666,8 @@ describe('rebate record groups', () => {
     assert.equal(l.locked, true);
     expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }, rebater), 409, -1);
     expectError(await call('/integrate/RRG', [{ data: { uniqueName: g.uniqueName, label: 'x' } }]), 409, -1);
+    // Locked refuses comments too (only an approved group takes them).
+    expectError(await call('/update/RRG', { data: { typedId: g.typedId, comments: 'x' } }, rebater), 409, -1);
     expectError(await calculate(g, undefined, rebater), 409, -1);
     expectError(await calculate(g, { label: 'x' }, rebater), 409, -1);
     expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater), 409, -1);
