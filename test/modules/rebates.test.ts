@@ -598,6 +598,33 @@ describe('rebate record groups', () => {
       // Checked before queueing: an already submitted group is a 409, not a failed job.
       expectError(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, rebater), 409, -1);
       expectError(await call('/rebaterecordgroup.submit/999999.RRG/async', {}, rebater), 404, -1);
+      // ... and so are the workflow's own refusals (here a condition failing at run time): the
+      // error comes at once, as from the synchronous submit, and nothing is queued or changed.
+      const [broken] = okData(
+        await call('/add/WFD', {
+          data: {
+            uniqueName: 'rrg-broken',
+            approvableType: 'RRG',
+            priority: -1,
+            condition: '1 / (calculationStatus - calculationStatus) > 0',
+            steps: [{ name: 'Anyone', approverUsers: [approver.user] }],
+          },
+        }),
+      );
+      const g2 = await calculated();
+      const jobsBefore = await h.db.query('SELECT count(*)::int AS n FROM jobs WHERE partition_id = $1', [
+        h.partitionId,
+      ]);
+      const sync = await call(`/rebaterecordgroup.submit/${g2.typedId}`, {}, rebater);
+      const queued = await call(`/rebaterecordgroup.submit/${g2.typedId}/async`, {}, rebater);
+      expectError(sync, 400, -4, 'condition');
+      expectError(queued, 400, -4, 'condition');
+      const jobsAfter = await h.db.query('SELECT count(*)::int AS n FROM jobs WHERE partition_id = $1', [
+        h.partitionId,
+      ]);
+      assert.equal(jobsAfter.rows[0]!.n, jobsBefore.rows[0]!.n);
+      assert.equal((await groupById(g2.id)).workflowStatus, 'DRAFT');
+      okData(await call('/delete/WFD', { data: { typedId: broken.typedId } }));
     });
   });
 

@@ -170,6 +170,14 @@ export async function submitGroupAsync(db: Db, principal: Principal, idText: str
   const id = parseId(store.RRG, idText, 'typedId');
   const job = await db.transaction(async (tx) => {
     const row = await submittableGroup(tx, principal, id);
+    // The workflow's own refusals (a step with no active approver, a condition that fails) come at
+    // once, as with the synchronous submit: the submit is tried here and rolled back.
+    await tx.query('SAVEPOINT rrg_submit_check');
+    try {
+      await submitApprovable(tx, principal, 'RRG', id);
+    } finally {
+      await tx.query('ROLLBACK TO SAVEPOINT rrg_submit_check');
+    }
     const created = await createJob(tx, principal, {
       jobName: `Submit ${String(row.unique_name)}`,
       trackerType: REBATERECORD,
