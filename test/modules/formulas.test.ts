@@ -633,6 +633,11 @@ describe('pricing logics', () => {
     const [set] = okData(
       await api('/add/CRCS', { data: { uniqueName: 'SalesDiscount', label: 'Sales discount', keySize: 2 } }),
     );
+    okData(
+      await api('/add/CRCIAM', {
+        data: { conditionRecordSetId: set.id, fieldName: 'attribute1', label: 'Bonus', fieldType: 'NUMERIC' },
+      }),
+    );
     const item = async (validFrom: string, validTo: string, conditionValue: string) =>
       okData(
         await api('/add/CRCI2', {
@@ -643,6 +648,8 @@ describe('pricing logics', () => {
             validFrom,
             validTo,
             conditionValue,
+            attribute1: '10.5',
+            attribute2: 'note',
           },
         }),
       )[0];
@@ -667,6 +674,11 @@ describe('pricing logics', () => {
             },
             { elementName: 'NoSet', expression: 'conditionRecord("Nowhere", "C-1")' },
             { elementName: 'BadKeys', expression: 'conditionRecord("SalesDiscount", "C-1")' },
+            // Attributes typed by the set's attribute meta, the validity as dates.
+            { elementName: 'Bonus', expression: 'Rec.attribute1 * 2' },
+            { elementName: 'Raw', expression: 'max(Rec.attribute1, 9)' },
+            { elementName: 'Note', expression: 'Rec.attribute2' },
+            { elementName: 'EndsLate', expression: 'Rec.validTo > date("2026-06-01")' },
           ],
         },
       }),
@@ -687,6 +699,10 @@ describe('pricing logics', () => {
     assert.equal(july.Disc.result, 0.125);
     assert.equal(july.Net.result, 87.5);
     assert.equal(july.July.result, 0.125, 'a date argument overrides the target date');
+    assert.deepEqual([july.Bonus.result, july.Bonus.resultType], [21, 'NUMBER']);
+    assert.deepEqual([july.Raw.result, july.Raw.resultType], [10.5, 'NUMBER']);
+    assert.equal(july.Note.result, 'note');
+    assert.equal(july.EndsLate.result, true);
     assert.equal((await at('2027-01-01')).Disc.result, null, 'after the last validTo');
     assert.match(july.NoSet.alertMessage, /Nowhere/);
     assert.equal(july.NoSet.alertType, 'CRITICAL');

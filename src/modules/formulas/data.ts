@@ -18,7 +18,7 @@ import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
 import { ExtensionReader } from './extension-reader.ts';
 import { conditionRecordCache, lookupRowCache, versionPrefix, type SetVersions } from './read-cache.ts';
-import { recordOf } from './master-store.ts';
+import { attributeTypes, recordOf } from './master-store.ts';
 
 const SEP = '\u001f';
 const MAX_PASSES = 8;
@@ -44,6 +44,7 @@ export class BatchData {
   private readonly pendingExt = new Map<string, Set<string>>();
   /** Condition records by (set, date, key count) group, then by key tuple; null = none valid. */
   private readonly conditions = new Map<string, Map<string, RecordValue | null>>();
+  private readonly conditionTypes = new Map<number, Map<string, string>>();
   private readonly condProblems = new Map<string, string>();
   private readonly pendingCond = new Map<string, Set<string>>();
   /** Competition rows by date, then by sku; pending skus by date. */
@@ -371,6 +372,16 @@ export class BatchData {
     return anything;
   }
 
+  /** The attribute types of a condition record set (its CRCIAM rows), once per data port. */
+  private async setTypes(setId: number): Promise<Map<string, string>> {
+    let types = this.conditionTypes.get(setId);
+    if (types === undefined) {
+      types = await attributeTypes(this.q, this.partitionId, 'CRCI', String(setId));
+      this.conditionTypes.set(setId, types);
+    }
+    return types;
+  }
+
   /** One findConditionRecords statement per (set, date, key count) group of the pass. */
   private async loadConditions(): Promise<void> {
     for (const [group, keys] of this.pendingCond) {
@@ -387,8 +398,10 @@ export class BatchData {
           date,
         );
         const prefix = this.setPrefix.get(set);
+        const setId = items.find((x) => x !== null && x !== undefined)?.conditionRecordSetId;
+        const types = setId === undefined ? new Map<string, string>() : await this.setTypes(setId);
         tuples.forEach((t, i) => {
-          const record = conditionRecordOf(items[i] ?? null);
+          const record = conditionRecordOf(items[i] ?? null, types);
           cache.set(t, record);
           if (prefix !== undefined) conditionRecordCache.set(`${prefix}${SEP}${group}${SEP}${t}`, record);
         });

@@ -51,7 +51,7 @@ export async function attributeTypesOf(
 }
 
 /** A stored attribute text as its attribute meta types it (numbers as decimals, dates as dates). */
-function typedAttribute(v: unknown, type: string | undefined): unknown {
+export function typedAttribute(v: unknown, type: string | undefined): unknown {
   if (typeof v !== 'string' || type === undefined) return v;
   switch (type) {
     case 'NUMERIC':

@@ -3,7 +3,8 @@
 
 import type { ConditionRecordItem } from '../conditionrecords/lookup.ts';
 import type { FoundRow } from '../../logic/env.ts';
-import { D, RecordValue, decOfText, toValue, type Value } from '../../logic/values.ts';
+import { D, RecordValue, decOfText, parseIsoDate, toValue, type Value } from '../../logic/values.ts';
+import { typedAttribute } from './master-store.ts';
 import type { TableMeta } from './lookup-store.ts';
 
 type Row = Record<string, unknown>;
@@ -53,8 +54,14 @@ export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
   return { row, value };
 }
 
-/** A condition record item as a logic record (null: none valid). */
-export function conditionRecordOf(item: ConditionRecordItem | null): RecordValue | null {
+/**
+ * A condition record item as a logic record (null: none valid): its dates as dates, its attributes
+ * typed by its set's attribute meta (`types`: field name → meta type, from CRCIAM).
+ */
+export function conditionRecordOf(
+  item: ConditionRecordItem | null,
+  types: ReadonlyMap<string, string> = new Map(),
+): RecordValue | null {
   if (item === null) return null;
   const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   Object.assign(fields, {
@@ -62,8 +69,8 @@ export function conditionRecordOf(item: ConditionRecordItem | null): RecordValue
     typedId: item.typedId,
     conditionRecordSetId: item.conditionRecordSetId,
     keys: item.keys,
-    validFrom: item.validFrom,
-    validTo: item.validTo,
+    validFrom: parseIsoDate(item.validFrom) ?? item.validFrom,
+    validTo: parseIsoDate(item.validTo) ?? item.validTo,
     conditionValue: item.conditionValue === null ? null : new D(item.conditionValue),
     unitOfMeasure: item.unitOfMeasure,
     currency: item.currency,
@@ -71,6 +78,6 @@ export function conditionRecordOf(item: ConditionRecordItem | null): RecordValue
     version: item.version,
   });
   item.keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
-  for (const [a, v] of Object.entries(item.attributes)) fields[a] = v;
+  for (const [a, v] of Object.entries(item.attributes)) fields[a] = typedAttribute(v, types.get(a));
   return new RecordValue(fields, { source: 'CRCI', typedId: item.typedId, version: item.version });
 }
