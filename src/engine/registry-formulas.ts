@@ -12,12 +12,21 @@ import type { TypeDef } from './types.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 
+/**
+ * The fields a logic may read from `product.`, `customer.` and `seller.`: the registry's fields of
+ * P, C and SL, given by registry.ts once it has them (it imports this file, so not the other way).
+ */
+let rootFields: ReadonlyMap<string, ReadonlySet<string>> | undefined;
+export function setLogicRootFields(fields: ReadonlyMap<string, ReadonlySet<string>>): void {
+  rootFields = fields;
+}
+
 function logicRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   if (!('elements' in data) && !('inputs' in data)) return undefined;
   if (!('elements' in data))
     return { elements: { errorMessage: 'send elements together with inputs: they are checked together' } };
   try {
-    compileLogic(data.inputs, data.elements, LOGIC_FUNCTIONS);
+    compileLogic(data.inputs, data.elements, LOGIC_FUNCTIONS, rootFields);
   } catch (err) {
     if (err instanceof AppError && err.errors) return err.errors;
     throw err;

@@ -14,7 +14,7 @@ import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES } from './registry-dcr.ts';
 import { IMPORT_TYPES } from './registry-imports.ts';
-import { FORMULA_TYPES } from './registry-formulas.ts';
+import { FORMULA_TYPES, setLogicRootFields } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES, perSetItemMeta } from './registry-condrec.ts';
 import { HISTORY_TYPE } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
@@ -408,6 +408,16 @@ const TYPES: readonly TypeDef[] = [
 ];
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));
+
+// A logic saved with `product.<field>` (customer, seller) names a field the record has.
+const namesOf = (code: string) => new Set(BY_CODE.get(code)!.fields.map((f) => f.name));
+setLogicRootFields(
+  new Map([
+    ['product', namesOf('P')],
+    ['customer', namesOf('C')],
+    ['seller', namesOf('SL')],
+  ]),
+);
 
 export function findType(code: string): TypeDef | undefined {
   return BY_CODE.get(code);

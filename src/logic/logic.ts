@@ -271,6 +271,8 @@ export function compileLogic(
   inputsRaw: unknown,
   elementsRaw: unknown,
   functions: ReadonlyMap<string, FnDef>,
+  /** When saving: the fields `product.`, `customer.`, `seller.` may name (a typo is a -4). */
+  rootFields?: ReadonlyMap<string, ReadonlySet<string>>,
 ): CompiledLogic {
   const inputs = readInputs(inputsRaw);
   const defs = readElements(elementsRaw);
@@ -296,6 +298,7 @@ export function compileLogic(
           laterElements: new Set(defs.slice(index + 1).map((d) => d.elementName)),
           inputs: inputTypes,
           roots: RECORD_ROOTS,
+          ...(rootFields === undefined ? {} : { rootFields }),
           targetDate: true,
         },
         reads,

@@ -42,6 +42,9 @@ describe('logics: compile errors, the time limit, filtered customers, the README
       ['1 + out', 'line 1, column 5: out needs an element name: out.<name>'],
       ['1 + out.Nope', 'line 1, column 5: unknown name Nope'],
       ['1 + product', 'line 1, column 5: product needs a field: product.<field>'],
+      ['1 + product.nosuchfield', 'line 1, column 5: unknown field product.nosuchfield'],
+      ['customer.custmerId', 'line 1, column 1: unknown field customer.custmerId'],
+      ['seller.nmae', 'line 1, column 1: unknown field seller.nmae'],
       ['1 + constructor', 'line 1, column 5: the name constructor is not allowed'],
       ['1 +\n  product.__proto__', 'line 2, column 3: the name __proto__ is not allowed'],
       // calls

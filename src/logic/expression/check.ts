@@ -67,6 +67,8 @@ export interface CheckScope {
   readonly inputs?: ReadonlyMap<string, StaticType>;
   /** Record roots such as `product`, `customer`, `row` (`product.attribute3`). */
   readonly roots?: ReadonlySet<string>;
+  /** The fields of roots whose fields are known (`product`: a product's fields); others: any. */
+  readonly rootFields?: ReadonlyMap<string, ReadonlySet<string>>;
   /** Condition mode: a bare name is a field of the record (checked against the list when given). */
   readonly recordFields?: ReadonlySet<string> | 'any';
   /** `targetDate` is a name. */
@@ -207,6 +209,9 @@ function checkName(path: readonly string[], pos: number, scope: CheckScope, read
   }
   if (scope.roots?.has(head)) {
     if (rest.length === 0) throw new ExpressionError(`${head} needs a field: ${head}.<field>`, pos);
+    const known = scope.rootFields?.get(head);
+    if (known !== undefined && !known.has(rest[0]!))
+      throw new ExpressionError(`unknown field ${head}.${rest[0]!}`, pos);
     reads.fields.add(path.join('.'));
     return { k: 'field', root: head, rest, type: 'any' };
   }
