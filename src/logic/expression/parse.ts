@@ -4,6 +4,7 @@
 // prototype names) and enforces the size limits *before* anything recursive runs on hostile text.
 
 import jsep from 'jsep';
+import { D } from '../values.ts';
 
 /** Size limits of one expression (hostile text is refused here, at save time). */
 export const PARSE_LIMITS = {
@@ -195,10 +196,15 @@ function convert(e: PosExpr, text: string, counter: { nodes: number }, depth: nu
     case 'Literal': {
       const raw = typeof e.raw === 'string' ? e.raw : '';
       if (typeof e.value === 'number') {
-        if (raw.replace(/[^0-9]/g, '').length > PARSE_LIMITS.maxNumberDigits || !Number.isFinite(e.value))
+        if (raw.replace(/[^0-9]/g, '').length > PARSE_LIMITS.maxNumberDigits)
           throw new ExpressionError(`number literal longer than ${PARSE_LIMITS.maxNumberDigits} digits`, pos);
-        if (!/^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw))
-          throw new ExpressionError(`malformed number ${raw}`, pos);
+        const form = /^(\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/.exec(raw);
+        if (!form) throw new ExpressionError(`malformed number ${raw}`, pos);
+        // Read as a decimal from its text (1e309 is one, though no JavaScript number): within the
+        // decimals' exponents (±1,000), neither overflowing nor vanishing to 0.
+        const d = new D(raw);
+        if (!d.isFinite() || (d.isZero() && /[1-9]/.test(form[1]!)))
+          throw new ExpressionError(`number literal ${raw} out of range (exponents within ±1000)`, pos);
         return { kind: 'num', raw, pos };
       }
       if (typeof e.value === 'string') {
