@@ -126,11 +126,23 @@ function overlapError(fe: PgError & { message?: unknown; detail?: unknown }): Ap
  * record (an update of one end of a condition record's validity): a -4 naming the field.
  */
 function checkViolation(fe: PgError): AppError {
-  if (fe.constraint === 'condition_records_validity') {
-    return validationError('validTo', 'must not be before validFrom (the item would end before it starts)');
-  }
-  return validationError('data', 'A value breaks a rule of the table');
+  const rule = typeof fe.constraint === 'string' ? CHECKS.get(fe.constraint) : undefined;
+  return rule
+    ? validationError(rule[0], rule[1])
+    : validationError('data', 'A value breaks a rule of the table');
 }
+
+/** CHECK constraints a write of a few fields can break, and the field each names (migrations). */
+const CHECKS: ReadonlyMap<string, readonly [string, string]> = new Map([
+  [
+    'condition_records_validity',
+    ['validTo', 'must not be before validFrom (the item would end before it starts)'],
+  ],
+  ['rebate_record_groups_dates', ['endDate', 'must not be before startDate']],
+  ['rounding_policies_step_check', ['step', 'must be greater than 0']],
+  ['lookup_values_bounds', ['upperBound', 'must be greater than lowerBound']],
+  ['workflow_delegations_check1', ['endDate', 'must not be before startDate']],
+]);
 
 /**
  * A value too large for a btree entry of an index on its column (54000: "index row size ... for index

@@ -304,4 +304,25 @@ describe('bad values: a -4 naming the field, never a 500', () => {
       'nothing written',
     );
   });
+
+  test("a table rule a write breaks names its field (the database's CHECK, not 'data')", async () => {
+    expectError(
+      await call('/add/RP', { data: { uniqueName: uniqueName('rp'), currency: 'EUR', step: 0 } }),
+      400,
+      -4,
+      'step',
+    );
+    const [rp] = okData(
+      await call('/add/RP', { data: { uniqueName: uniqueName('rp'), currency: 'EUR', step: 0.05 } }),
+    );
+    expectError(
+      await call('/update/RP', {
+        data: { typedId: rp.typedId, step: -1 },
+        oldValues: { version: rp.version },
+      }),
+      400,
+      -4,
+      'step',
+    );
+  });
 });

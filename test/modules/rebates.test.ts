@@ -304,6 +304,18 @@ describe('rebate record groups', () => {
     await bad({ colour: 'red' }, 'colour');
     expectError(await call('/add/RRG', { data: { label: 'no key' } }), 400, -4, 'uniqueName');
     assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: 'BAD' } })).length, 0);
+    // One end of the period changed by an update: the table's rule names endDate too.
+    const [dated] = okData(
+      await call('/add/RRG', {
+        data: { uniqueName: 'DATED', rebateType: 'Volume', startDate: '2026-05-01', endDate: '2026-06-30' },
+      }),
+    );
+    expectError(
+      await call('/update/RRG', { data: { typedId: dated.typedId, endDate: '2026-04-30' } }),
+      400,
+      -4,
+      'endDate',
+    );
     // A batch add is all or nothing.
     expectError(
       await call('/add/RRG', [
