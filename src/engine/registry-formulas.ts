@@ -39,6 +39,15 @@ function policyRules(data: Readonly<Record<string, unknown>>): FieldErrors | und
   if (typeof ending === 'string' && ending !== '') {
     const problem = endingProblem(ending);
     if (problem) return { priceEnding: { errorMessage: problem } };
+    // An ending with more decimals than the step (".999" on 0.01) makes prices off the step.
+    const places = (t: string) => (t.includes('.') ? t.length - t.indexOf('.') - 1 : 0);
+    const step =
+      typeof data.step === 'number' || typeof data.step === 'string' ? String(data.step) : undefined;
+    if (step !== undefined && /^\d*\.?\d+$/.test(step) && places(ending) > places(step)) {
+      return {
+        priceEnding: { errorMessage: `has more decimals than the step ${step}: prices would leave the step` },
+      };
+    }
   }
   return undefined;
 }

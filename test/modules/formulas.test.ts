@@ -406,6 +406,13 @@ describe('pricing logics', () => {
       -4,
       /priceEnding/,
     );
+    // An ending finer than the step would put prices off the step.
+    expectError(
+      await api('/add/RP', { data: { uniqueName: 'R', currency: 'EUR', step: 0.01, priceEnding: '.999' } }),
+      400,
+      -4,
+      /priceEnding/,
+    );
     assert.equal(
       (await api('/fetch/F', { data: { uniqueName: 'Bad' } })).body.response.data.length,
       0,

@@ -261,7 +261,7 @@ function checkedSet(row: Row | undefined, { setUniqueName, tuples, canView }: Lo
   if (wrong >= 0) {
     throw validationError(
       `keys.${wrong}`,
-      `set ${setUniqueName} has ${keySize} keys, the tuple ${tuples[wrong]!.length}`,
+      `set ${setUniqueName} has ${keySize} keys, this tuple has ${tuples[wrong]!.length}`,
     );
   }
   return { setId: Number(row.set_id), keySize, wildcards: row.wildcard_keys === true };
