@@ -57,6 +57,15 @@ export const isLookupValueCode = (code: string): boolean => /^(LTV|JLTV2?|MLTV[2
 export const DCR_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED', 'APPLIED', 'FAILED'] as const;
 export const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'] as const;
 
+/**
+ * The writable fields of a target type code (not keys, not server fields): given by registry.ts once
+ * it has every type (it imports this file, so not the other way).
+ */
+let writableFieldsOf: ((code: string) => ReadonlySet<string> | undefined) | undefined;
+export function setDcrTargetFields(fn: (code: string) => ReadonlySet<string> | undefined): void {
+  writableFieldsOf = fn;
+}
+
 function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const t = data.targetType;
   if (t !== undefined && !(typeof t === 'string' && DCR_TYPE_TARGETS.includes(t))) {
@@ -75,6 +84,17 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
       .map((s) => s.trim())
       .find((s) => s !== '' && !/^[A-Za-z][A-Za-z0-9_]*$/.test(s));
     if (bad !== undefined) return { fields: { errorMessage: `${JSON.stringify(bad)} is not a field name` } };
+    // With the target type in the same write, each name is one of its writable fields.
+    const writable = typeof t === 'string' ? writableFieldsOf?.(t) : undefined;
+    const unknown = data.fields
+      .split(',')
+      .map((s) => s.trim())
+      .find((s) => s !== '' && writable !== undefined && !writable.has(s));
+    if (unknown !== undefined) {
+      return {
+        fields: { errorMessage: `${JSON.stringify(unknown)} is not a writable field of ${String(t)}` },
+      };
+    }
   }
   return undefined;
 }

@@ -12,7 +12,7 @@ import { masterType } from './registry-master.ts';
 import { MORE_MASTER_TYPES } from './registry-master-more.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
-import { DCR_TYPES } from './registry-dcr.ts';
+import { DCR_TYPES, setDcrTargetFields } from './registry-dcr.ts';
 import { IMPORT_TYPES } from './registry-imports.ts';
 import { FORMULA_TYPES, setLogicRootFields } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES, perSetItemMeta } from './registry-condrec.ts';
@@ -411,6 +411,11 @@ const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, 
 
 // A logic saved with `product.<field>` (customer, seller) names a field the record has.
 const namesOf = (code: string) => new Set(BY_CODE.get(code)!.fields.map((f) => f.name));
+// A DCR type names fields its target type can write (not keys, not server fields).
+setDcrTargetFields((code) => {
+  const t = BY_CODE.get(code);
+  return t && new Set(t.fields.filter((f) => f.system !== true && f.key !== true).map((f) => f.name));
+});
 setLogicRootFields(
   new Map([
     ['product', namesOf('P')],

@@ -98,10 +98,26 @@ describe('data change requests', () => {
     expectError(await call('/dcrmanager.add', { data: { dcrType: 5 } }), 400, -4, 'dcrType');
     expectError(await call('/dcrmanager.add', { data: {} }), 400, -4, 'dcrType');
     expectError(await call('/dcrmanager.add', { data: { dcrType: 'products', foo: 1 } }), 400, -4, 'foo');
+    // A field its target cannot write is refused when the DCR type is saved (a typo, a key, a server
+    // field); a DCR of a type whose fields no longer fit (a table changed since) still says so.
+    for (const fields of ['label,colour', 'sku', 'createDate']) {
+      expectError(
+        await call('/add/DCRT', { data: { uniqueName: 'wrongfield', targetType: 'P', fields } }),
+        400,
+        -4,
+        'fields',
+      );
+    }
     okData(
-      await call('/add/DCRT', { data: { uniqueName: 'wrongfield', targetType: 'P', fields: 'colour' } }),
+      await call('/add/DCRT', {
+        data: { uniqueName: 'rightfields', targetType: 'P', fields: 'label, attribute1' },
+      }),
     );
-    expectError(await call('/dcrmanager.add', { data: { dcrType: 'wrongfield' } }), 400, -4, 'dcrType');
+    await h.db.query(
+      `UPDATE dcr_types SET fields = 'colour' WHERE partition_id = $1 AND unique_name = 'rightfields'`,
+      [h.partitionId],
+    );
+    expectError(await call('/dcrmanager.add', { data: { dcrType: 'rightfields' } }), 400, -4, 'dcrType');
     // A type in use by a DCR not yet applied stays; a DRAFT DCR can be deleted, and then the type.
     const [temp] = okData(await call('/add/DCRT', { data: { uniqueName: 'temp', targetType: 'P' } }));
     const draft = await newDcr('temp');
