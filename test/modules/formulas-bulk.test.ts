@@ -19,7 +19,8 @@ import {
   recordOf,
   textArrayParam,
 } from '../../src/modules/formulas/master-store.ts';
-import { BatchData, evaluateItems } from '../../src/modules/formulas/data.ts';
+import { BatchData } from '../../src/modules/formulas/data.ts';
+import { evaluateItems } from '../../src/modules/formulas/evaluate-items.ts';
 import { checkInputs, policiesFor } from '../../src/modules/formulas/service.ts';
 import { resultObjects } from '../../src/logic/results.ts';
 import { okData } from '../helpers/envelope.ts';

@@ -14,7 +14,8 @@ import type { ElementOutcome } from '../../logic/evaluate.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { toValue, type LogicDate, type RecordValue, type Value } from '../../logic/values.ts';
-import { BatchData, evaluateEach, evaluateItems, type BatchRows, type ItemSpec } from './data.ts';
+import { BatchData, type BatchRows } from './data.ts';
+import { evaluateEach, evaluateItems, type ItemSpec } from './evaluate-items.ts';
 import { checkInputs, loadLogic, policiesFor } from './service.ts';
 import { attributeTypesOf, masterFields, masterRecords, recordOf } from './master-store.ts';
 

@@ -1,18 +1,17 @@
 // The data port of the logic engine over the database, for one item or a batch of thousands. An
 // evaluation pass reads only what is loaded; what is missing is recorded and read as null. The
-// evaluator then loads everything recorded by all items of the batch — one statement per lookup
-// table, extension table or condition-record set — and evaluates the items that missed something
-// again. So a batch costs a few set-based statements, never a statement per item.
+// evaluator (./evaluate-items.ts) then loads everything recorded by all items of the batch — one
+// statement per lookup table, extension table or condition-record set — and evaluates the items
+// that missed something again. So a batch costs a few set-based statements, never a statement per
+// item.
 
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
 import { findConditionRecords } from '../conditionrecords/lookup.ts';
 import type { DataPort, FoundRow } from '../../logic/env.ts';
 import { EvalError } from '../../logic/failures.ts';
-import { evaluateItem, type ElementOutcome, type ItemContext } from '../../logic/evaluate.ts';
-import type { CompiledLogic } from '../../logic/logic.ts';
 import type { RoundingPolicy } from '../../logic/rounding.ts';
-import { LogicDate, RecordValue, textOf, type Value } from '../../logic/values.ts';
+import { LogicDate, RecordValue, textOf } from '../../logic/values.ts';
 import { competitionRecord, competitionRows } from './competition-store.ts';
 import { conditionRecordOf, foundRowOf } from './rows.ts';
 import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
@@ -21,7 +20,6 @@ import { conditionRecordCache, lookupRowCache, versionPrefix, type SetVersions }
 import { attributeTypes, recordOf } from './master-store.ts';
 
 const SEP = '\u001f';
-const MAX_PASSES = 8;
 
 export interface ItemKeys {
   readonly sku?: string;
@@ -429,80 +427,4 @@ function ownerKeys(owner: 'product' | 'customer', items: readonly ItemKeys[]): S
     if (k !== undefined) out.add(k);
   }
   return out;
-}
-
-export interface ItemSpec extends ItemKeys {
-  readonly roots: Readonly<Record<string, Value>>;
-  readonly inputs: Readonly<Record<string, Value>>;
-  /** Element values fixed by the caller (see ItemContext.fixed). */
-  readonly fixed?: ReadonlyMap<string, Value> | undefined;
-}
-
-/** Evaluates one logic over items, loading the data they read set-based between passes. */
-export async function evaluateItems(
-  logic: CompiledLogic,
-  items: readonly ItemSpec[],
-  data: BatchData,
-  opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
-): Promise<ElementOutcome[][]> {
-  const results: ElementOutcome[][] = new Array<ElementOutcome[]>(items.length);
-  await evaluateEach(logic, items, data, opts, (i, outcomes) => (results[i] = outcomes));
-  return results;
-}
-
-/**
- * As evaluateItems, handing each item's outcomes to `done` as soon as they are final (the item read
- * nothing missing, or the last pass ran): a caller that turns them into its own results at once keeps
- * no outcomes of the batch alive (they die young, which the garbage collector handles cheaply).
- */
-export async function evaluateEach(
-  logic: CompiledLogic,
-  items: readonly ItemSpec[],
-  data: BatchData,
-  opts: Pick<ItemContext, 'targetDate' | 'explain' | 'limits'>,
-  done: (index: number, outcomes: ElementOutcome[]) => void,
-  /**
-   * `done` reads the outcomes at once and keeps nothing of the list: one list of outcome objects then
-   * serves every item, overwritten by the next evaluation (outcomes kept for a later pass are copied).
-   */
-  reuse = false,
-): Promise<void> {
-  const today = new LogicDate(new Date().toISOString().slice(0, 10));
-  // One context object for every item in turn (evaluateItem reads it while it runs, keeps nothing).
-  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = {
-    targetDate: opts.targetDate,
-    explain: opts.explain,
-    limits: opts.limits,
-    today,
-    inputs: {},
-    roots: {},
-    data: data.portFor({}),
-    fixed: undefined,
-  };
-  const scratch = reuse ? new Array<ElementOutcome>(logic.elements.length) : undefined;
-  let todo = items.map((_, i) => i);
-  for (let pass = 1; todo.length > 0; pass++) {
-    const again: number[] = [];
-    const last = pass >= MAX_PASSES;
-    const pending: [number, ElementOutcome[]][] = [];
-    for (const i of todo) {
-      const item = items[i]!;
-      const port = data.portFor(item);
-      context.inputs = item.inputs;
-      context.roots = item.roots;
-      context.data = port;
-      context.fixed = item.fixed;
-      const outcomes = evaluateItem(logic, context, scratch);
-      if (port.missing && !last) {
-        again.push(i);
-        pending.push([i, scratch ? outcomes.map((o) => ({ ...o })) : outcomes]);
-      } else done(i, outcomes);
-    }
-    // Nothing more to load: what missed stays missing (read as null), so those outcomes are final.
-    if (again.length === 0 || last || !(await data.load())) {
-      for (const [i, outcomes] of pending) done(i, outcomes);
-      break;
-    }
-    todo = again;
-  }
 }

@@ -13,7 +13,8 @@ import { LOGIC_FUNCTIONS } from '../../logic/functions/registry.ts';
 import { compileLogic, inputValue, type CompiledLogic, type InputDef } from '../../logic/logic.ts';
 import { resultObjects, type ResultObject } from '../../logic/results.ts';
 import { CriteriaValue, LogicDate, parseIsoDate, type Value } from '../../logic/values.ts';
-import { BatchData, evaluateItems } from './data.ts';
+import { BatchData } from './data.ts';
+import { evaluateItems } from './evaluate-items.ts';
 import {
   allLogics,
   logicAt,
