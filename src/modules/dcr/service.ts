@@ -253,8 +253,7 @@ export async function addItems(
         p.changeType === 'UPDATE'
           ? checkProposal(await proposalContext(tx, principal, s, row, contexts), s.allowed, p.values, prefix)
           : {};
-      const original: Obj = {};
-      for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
+      const original = originalOf(row);
       if (p.changeType === 'UPDATE') checkRecordRules(s.type, { ...original, ...proposed }, prefix);
       items.push({
         changeType: p.changeType,
@@ -463,9 +462,14 @@ async function currentTarget(
   const found = await findTargets(q, principal, s.tc, { ids: [Number(item.target_id)], keys: [] });
   const row = found.byId.get(Number(item.target_id));
   if (row === undefined) return undefined; // gone meanwhile: the apply reports it
+  return { version: Number(row.version), original: originalOf(row) };
+}
+
+/** A target record as an item keeps it (`originalValues`): dates as ISO text. */
+function originalOf(row: Obj): Obj {
   const original: Obj = {};
   for (const [name, v] of Object.entries(row)) original[name] = v instanceof Date ? v.toISOString() : v;
-  return { version: Number(row.version), original };
+  return original;
 }
 
 export async function deleteItems(
