@@ -5,7 +5,7 @@
 
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
-import type { FieldErrors } from '../http/errors.ts';
+import { AppError, type FieldErrors } from '../http/errors.ts';
 import { MAX_KEY_SIZE } from './registry-condrec.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
 
@@ -99,6 +99,28 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
   return undefined;
 }
 
+/**
+ * An update or upsert of a DCR type that sends only one of `targetType` and `fields`: the rules run
+ * over the record as it will be, so `fields` is checked against the stored target type (and the
+ * stored fields against a new target type).
+ */
+function dcrTypeChange(
+  _q: unknown,
+  _p: unknown,
+  old: Readonly<Record<string, unknown>>,
+  data: Readonly<Record<string, unknown>> | undefined,
+): Promise<void> {
+  if (data === undefined || !('targetType' in data) === !('fields' in data)) return Promise.resolve();
+  const problem = dcrTypeRules({
+    targetType: 'targetType' in data ? data.targetType : old.targetType,
+    fields: 'fields' in data ? data.fields : old.fields,
+    lookupTable: 'lookupTable' in data ? data.lookupTable : old.lookupTable,
+  });
+  if (problem === undefined) return Promise.resolve();
+  const [field, { errorMessage }] = Object.entries(problem)[0]!;
+  return Promise.reject(new AppError('VALIDATION', `${field}: ${errorMessage}`, { errors: problem }));
+}
+
 const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
   name,
   column,
@@ -129,6 +151,7 @@ export const DCR_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: AUTHENTICATED, write: 'DCRTYPE_EDIT' },
     validate: dcrTypeRules,
+    beforeChange: dcrTypeChange,
   },
   {
     code: 'DCR',

@@ -53,6 +53,17 @@ export function prepareValues(
 }
 
 /**
+ * A record that leaves out a required field (one without a default on add): an upsert of it can only
+ * update an existing record, whose stored value stands.
+ */
+export function lacksRequired(tc: TypeContext, data: Obj): boolean {
+  for (const f of tc.fields.values()) {
+    if (f.required && !f.system && !f.defaultOnAdd && data[f.name] === undefined) return true;
+  }
+  return false;
+}
+
+/**
  * Most bytes of a text value in a field with search indexes (btree entries of the value, and of its
  * lower case, hold at most 2,704 bytes with the partition id and the entry's header).
  */

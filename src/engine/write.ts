@@ -20,7 +20,7 @@ import {
 } from './context.ts';
 import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
-import { prepareValues, refuseKeyChanges } from './value-check.ts';
+import { lacksRequired, prepareValues, refuseKeyChanges } from './value-check.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -261,16 +261,16 @@ export async function integrateRecords(
   requireAccess(principal, type.access.write);
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
-  if (only !== undefined && byKey !== undefined && 'key' in byKey) {
-    // The common case — one record by business key — is a single upsert statement, atomic on its
-    // own: no BEGIN/COMMIT round trips.
-    const tc = await contextCache(db, principal, type)(only);
-    const values = prepareValues(tc, only, 'add');
+  const tcOne = only && byKey && 'key' in byKey ? await contextCache(db, principal, type)(only) : undefined;
+  if (only && byKey && 'key' in byKey && tcOne && !lacksRequired(tcOne, only)) {
+    // The common case — one complete record by business key — is a single upsert statement, atomic
+    // on its own: no BEGIN/COMMIT round trips.
+    const values = prepareValues(tcOne, only, 'add');
     await guardInsert(db, principal, type, only);
-    const row = await insertRow(db, tc, principal, values, 'merge');
+    const row = await insertRow(db, tcOne, principal, values, 'merge');
     if (!row)
       throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
-    return [toRecord(tc, row)];
+    return [toRecord(tcOne, row)];
   }
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
@@ -280,7 +280,8 @@ export async function integrateRecords(
       if (!address) {
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
       }
-      if ('id' in address || returnOld) {
+      // A record without its required fields can only be an update: read it first.
+      if ('id' in address || returnOld || lacksRequired(await ctx(data), data)) {
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {

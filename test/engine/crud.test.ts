@@ -177,6 +177,30 @@ describe('generic operations on products', () => {
     assert.equal(viaId.unitOfMeasure, 'KG');
     assert.equal(viaId.oldValues.label, 'second');
     expectError(await api('/integrate/P', [{ data: { label: 'no key' } }]), 400, -4, 'sku');
+    // A type with required fields (to-do items: label): an existing record needs only its key, alone
+    // or in a batch; a new one still needs them.
+    okData(await api('/add/TODO', { data: { uniqueName: 'int-todo-1', label: 'Call', priority: 2 } }));
+    const [todo] = okData(await api('/integrate/TODO', { data: { uniqueName: 'int-todo-1', priority: 1 } }));
+    assert.deepEqual([todo.label, todo.priority], ['Call', 1]);
+    const both = okData(
+      await api('/integrate/TODO', [
+        { data: { uniqueName: 'int-todo-1', priority: 3 } },
+        { data: { uniqueName: 'int-todo-2', label: 'Write' } },
+      ]),
+    );
+    assert.deepEqual(
+      both.map((t: any) => [t.label, t.priority]),
+      [
+        ['Call', 3],
+        ['Write', null],
+      ],
+    );
+    expectError(
+      await api('/integrate/TODO', { data: { uniqueName: 'int-todo-3', priority: 1 } }),
+      400,
+      -4,
+      'label',
+    );
     expectError(await api('/integrate/P', [{ data: { typedId: '999999999.P', label: 'x' } }]), 404, -1);
   });
 

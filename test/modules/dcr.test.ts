@@ -113,6 +113,26 @@ describe('data change requests', () => {
         data: { uniqueName: 'rightfields', targetType: 'P', fields: 'label, attribute1' },
       }),
     );
+    // An update or upsert that sends only one of the two is checked against the stored other one.
+    expectError(
+      await call('/update/DCRT', { data: { uniqueName: 'rightfields', fields: 'label,colour' } }),
+      400,
+      -4,
+      'fields',
+    );
+    expectError(
+      await call('/integrate/DCRT', { data: { uniqueName: 'rightfields', fields: 'sku' } }),
+      400,
+      -4,
+      'fields',
+    );
+    expectError(
+      await call('/update/DCRT', { data: { uniqueName: 'rightfields', targetType: 'C' } }),
+      400,
+      -4,
+      'fields',
+    );
+    okData(await call('/update/DCRT', { data: { uniqueName: 'rightfields', fields: 'label' } }));
     await h.db.query(
       `UPDATE dcr_types SET fields = 'colour' WHERE partition_id = $1 AND unique_name = 'rightfields'`,
       [h.partitionId],
