@@ -356,7 +356,6 @@ describe('rebate record groups', () => {
     assert.equal(c.warnings, 'Cap: rebate above 1000');
     assert.deepEqual(c.serverMessagesExtended, [
       { level: 'CRITICAL', resultName: 'Cap', message: 'rebate above 1000' },
-      { level: 'WARNING', resultName: 'Cap', message: 'rebate above 1000' },
     ]);
     assert.ok(typeof c.calculationDate === 'string' && c.calculationDate !== '');
     assert.equal(c.version, g.version + 1);

@@ -82,7 +82,10 @@ function summarise(results: readonly ResultObject[]): Summary {
     }
     for (const w of r.warnings) {
       warnings.push(`${r.resultName}: ${w}`);
-      messages.push({ level: 'WARNING', resultName: r.resultName, message: w });
+      // The alert's own message (warning() and critical() also list it in warnings) is one server
+      // message, at the alert's level.
+      if (r.alertType === null || w !== r.alertMessage)
+        messages.push({ level: 'WARNING', resultName: r.resultName, message: w });
       status = Math.max(status, CALCULATION_STATUS.WARNINGS);
     }
   }
