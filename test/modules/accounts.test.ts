@@ -821,6 +821,15 @@ describe('account manager', () => {
       );
       assert.equal(okData(await call(h, `/accountmanager.fetchgroups/${u.id}`)).length, 0);
       assert.equal(okData(await call(h, `/accountmanager.fetchgroups/BR/${br.id}`)).length, 0);
+      // The user and the business role that lost it have a new version and its history.
+      for (const path of [`/fetch/U/${u.id}`, `/fetch/BR/${br.id}`]) {
+        const [now] = okData(await call(h, path));
+        const [last] = okData(await call(h, `${path}/history`, { sortBy: '-id', endRow: 1 }));
+        assert.deepEqual(
+          [last.action, last.version, last.changes],
+          ['UPDATE', now.version, { groups: { old: [g.uniqueName], new: [] } }],
+        );
+      }
       expectError(await call(h, `/fetch/UG/${g.id}`), 404, -1);
       const left = await h.db.query(
         'SELECT 1 FROM user_group_members WHERE partition_id = $1 AND group_id = $2',
@@ -1050,6 +1059,9 @@ describe('account manager', () => {
         await call(h, '/accountmanager.deletebusinessrole', { data: { typedId: br.typedId } }),
       );
       assert.deepEqual([gone.unassignedUsers, gone.removedRoles, gone.removedGroups], [1, 1, 1]);
+      const [last] = okData(await call(h, `/fetch/U/${u.id}/history`, { sortBy: '-id', endRow: 1 }));
+      assert.deepEqual(last.changes, { businessRoles: { old: [br.uniqueName], new: [] } });
+      assert.equal(last.version, okData(await call(h, `/fetch/U/${u.id}`))[0].version);
       expectError(await call(h, '/add/P', { data: { sku: uniqueName('P') } }, u), 403, -3);
       assert.equal(okData(await call(h, `/accountmanager.fetchbusinessroles/${u.id}`)).length, 0);
       okData(await call(h, `/fetch/UG/${g.id}`));

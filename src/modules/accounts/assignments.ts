@@ -102,7 +102,7 @@ async function currentOf(
 }
 
 /** Record history of changed assignments: one UPDATE per changed owner, the whole list old → new. */
-function assignmentHistory(
+export function assignmentHistory(
   typeCode: 'U' | 'BR',
   kind: AssignKind,
   versions: ReadonlyMap<number, number>,

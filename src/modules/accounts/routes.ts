@@ -10,6 +10,7 @@ import { ok, envelopeSchema, type Envelope } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import type { FetchBody } from '../../engine/crud.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
+import { deleteBusinessRoles, deleteGroups } from './deletions.ts';
 import {
   assignToBusinessRole,
   assignToUsers,
@@ -27,8 +28,6 @@ import {
   changeOwnPassword,
   changeUserPassword,
   copyUser,
-  deleteBusinessRoles,
-  deleteGroups,
   deleteUsers,
   fetchUsers,
   integrateOptions,

@@ -25,7 +25,7 @@ import { findType, type TypeDef } from '../../engine/registry.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { RELEASE } from '../../release.ts';
-import { guardAccounts, guardBusinessRoles } from './guards.ts';
+import { guardAccounts } from './guards.ts';
 import { checkPassword } from './password-policy.ts';
 import { addressedId, userIdOf } from './refs.ts';
 import * as store from './store.ts';
@@ -367,79 +367,6 @@ export async function changeOwnPassword(
     me.loginName,
     await hashPassword(data.newPassword, cfg.scryptCost),
   );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Deleting groups and business roles, with their memberships, in one transaction
-
-async function namedIdOf(
-  q: Queryable,
-  principal: Principal,
-  type: TypeDef,
-  data: Obj,
-): Promise<number | undefined> {
-  const id = addressedId(data, type.code);
-  if (id !== undefined) return id;
-  if (data.typedId === undefined && data.id === undefined && typeof data.uniqueName === 'string') {
-    const table = type.code === 'UG' ? 'user_groups' : 'business_roles';
-    return store.idByUniqueName(q, principal.partitionId, table, data.uniqueName);
-  }
-  return undefined;
-}
-
-/**
- * `deletegroup`: removes the group's memberships (of users and of business roles), then the group.
- * Records whose `userGroupEdit`/`userGroupViewDetails` name it keep the name: only administrators
- * reach them until a group of that name exists again.
- */
-export async function deleteGroups(db: Db, principal: Principal, items: readonly Obj[]): Promise<Row[]> {
-  requireAccess(principal, GROUP.access.write);
-  return db.transaction(async (tx) => {
-    const out: Row[] = [];
-    for (const data of items) {
-      const id = await namedIdOf(tx, principal, GROUP, data);
-      const removedMemberships =
-        id === undefined
-          ? 0
-          : await store.removeAllLinksOf(tx, principal.partitionId, 'userGroups', 'member', id);
-      const removedFromBusinessRoles =
-        id === undefined
-          ? 0
-          : await store.removeAllLinksOf(tx, principal.partitionId, 'businessRoleGroups', 'member', id);
-      // The engine finds (404), checks and deletes the record itself.
-      const [row] = await deleteRecords(store.withinTx(db, tx), principal, GROUP, [data]);
-      out.push({ ...row, removedMemberships, removedFromBusinessRoles });
-    }
-    return out;
-  });
-}
-
-/** `deletebusinessrole`: unassigns it from its users, drops its roles and groups, then deletes it. */
-export async function deleteBusinessRoles(
-  db: Db,
-  principal: Principal,
-  items: readonly Obj[],
-): Promise<Row[]> {
-  requireAccess(principal, BUSINESS_ROLE.access.write);
-  return db.transaction(async (tx) => {
-    const pid = principal.partitionId;
-    const out: Row[] = [];
-    for (const data of items) {
-      const id = await namedIdOf(tx, principal, BUSINESS_ROLE, data);
-      let counts = { unassignedUsers: 0, removedRoles: 0, removedGroups: 0 };
-      if (id !== undefined) {
-        await guardBusinessRoles(tx, principal, [id]);
-        counts = {
-          unassignedUsers: await store.removeAllLinksOf(tx, pid, 'userBusinessRoles', 'member', id),
-          removedRoles: await store.removeAllLinksOf(tx, pid, 'businessRoleRoles', 'owner', id),
-          removedGroups: await store.removeAllLinksOf(tx, pid, 'businessRoleGroups', 'owner', id),
-        };
-      }
-      const [row] = await deleteRecords(store.withinTx(db, tx), principal, BUSINESS_ROLE, [data]);
-      out.push({ ...row, ...counts });
-    }
-    return out;
-  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -106,6 +106,21 @@ export async function removeAllLinksOf(
   return r.rowCount;
 }
 
+/** The owners linked to `member` (the users or business roles holding a group, say). */
+export async function ownersOf(
+  q: Queryable,
+  partitionId: number,
+  link: Link,
+  member: Member,
+): Promise<number[]> {
+  const l = LINKS[link];
+  const r = await q.query<{ owner: number }>(
+    `SELECT ${ident(l.owner)} AS owner FROM ${ident(l.table)} WHERE partition_id = $1 AND ${ident(l.member)} = $2`,
+    [partitionId, member],
+  );
+  return r.rows.map((row) => Number(row.owner));
+}
+
 /** Copies every link of `from` to each of `to` (copyroles, copyuser); answers the owners that gained one. */
 export async function copyLinks(
   q: Queryable,
