@@ -194,8 +194,9 @@ export function compileFetch(plan: FetchPlan): CompiledFetch {
 }
 
 /**
- * totalRows of a page whose rows carry it in `__total`; past the last page there is no row to carry
- * it: then the count alone (same filter, same parameters).
+ * totalRows of a page whose rows carry it in `__total`; past the last page, or on an empty page asked
+ * for (`endRow` = `startRow`: the count alone), there is no row to carry it: then the count alone
+ * (same filter, same parameters).
  */
 export async function pageTotal(
   db: Queryable,
@@ -203,7 +204,7 @@ export async function pageTotal(
   rows: readonly { __total?: unknown }[],
   c: Pick<CompiledFetch, 'countSql' | 'countParams'>,
 ): Promise<number> {
-  if (rows.length > 0 || plan.start === 0) return Number(rows[0]?.__total ?? 0);
+  if (rows.length > 0 || (plan.start === 0 && plan.end > 0)) return Number(rows[0]?.__total ?? 0);
   const n = await db.query<{ n: unknown }>(c.countSql, c.countParams);
   return Number(n.rows[0]!.n);
 }

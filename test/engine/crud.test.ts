@@ -345,6 +345,12 @@ describe('generic operations on products', () => {
     assert.deepEqual(okData(past), []);
     assert.equal(past.body.response.totalRows, 23);
     assert.equal(past.body.response.endRow, 100);
+    // An empty page asked for (endRow = startRow) answers the count alone.
+    for (const start of [0, 5]) {
+      const count = await api('/fetch/P', { data: filter, startRow: start, endRow: start });
+      assert.deepEqual(okData(count), []);
+      assert.equal(count.body.response.totalRows, 23);
+    }
     expectError(await api('/fetch/P', { startRow: 10, endRow: 5 }), 400, -4, 'endRow');
     expectError(await api('/fetch/P', { startRow: 0, endRow: 51 }), 400, -4, 'endRow');
     expectError(await api('/fetch/P', { startRow: -1 }), 400, -4);
