@@ -283,6 +283,25 @@ describe('loaddata', () => {
     assert.equal((await products(['dup-3'])).get('dup-3')!.label, 'label-a');
   });
 
+  test('concurrent upsert loads of the same new keys: one inserts each key, the others update it', async () => {
+    const data = Array.from({ length: 3000 }, (_, i) => [`race-${i}`, 'raced']);
+    const results = await Promise.all(
+      [0, 1, 2, 3].map(() =>
+        loadOk('P', { header: ['sku', 'label'], data, options: { detectJoinFields: true } }),
+      ),
+    );
+    assert.deepEqual(
+      results.flatMap((r: any) => r.errors),
+      [],
+    );
+    const sum = (k: string) => results.reduce((n: number, r: any) => n + r[k], 0);
+    assert.equal(sum('inserted'), 3000);
+    assert.equal(sum('updated'), 9000);
+    const rows = await products(data.map((d) => d[0]!));
+    assert.equal(rows.size, 3000);
+    assert.deepEqual(new Set([...rows.values()].map((r) => r.version)), new Set([3]));
+  });
+
   test('per-row validation: width, NUMERIC attribute, length, missing business key', async () => {
     const meta = await h.call('/add/PAM', {
       basic: admin,

@@ -67,6 +67,11 @@ export interface MergeSql {
   readonly analyze: string | undefined;
   /** Join mode: the matches the principal may edit get the header columns (RETURNING rownum). */
   readonly update: Stmt | undefined;
+  /**
+   * Join mode: the same UPDATE of the rows numbered by $1 only — those the insert found taken by a
+   * load that committed meanwhile (on PostgreSQL, the INSERT waits for it), now matches.
+   */
+  readonly updateLeft: Stmt | undefined;
   /** The given rows as new records (RETURNING rownum); absent when the header lacks a key field. */
   readonly insert: Stmt | undefined;
   /** Of the given rows, those matching a record the principal may not edit (user groups). */
@@ -114,9 +119,12 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     } AND ${joinMatch})`;
 
   let update: Stmt | undefined;
+  let updateLeft: Stmt | undefined;
   let matched: Stmt | undefined;
-  if (joinCols.length > 0) {
+  // The UPDATE of the matches: of the whole stage, or (`only`) of the rows numbered by $1.
+  const buildUpdate = (only: boolean): Stmt => {
     const p = new Params();
+    const rows = only ? `s.${rownum} = ANY(${p.add(null)}::int[]) AND ` : '';
     const sets = plan.header
       .filter((f, i) => !f.key && !plan.join.includes(i))
       .map((f) => `${ident(f.column)} = ${qualified('s', f.column)}`);
@@ -135,9 +143,9 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     if (type.deleteMode === 'soft') sets.push('deleted_at = NULL'); // a soft-deleted match is restored
     const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
     // With its record history (src/engine/history.ts): old values from the statement's snapshot.
-    update = {
+    return {
       sql: withHistory(
-        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${scope} AND ${joinMatch}`,
+        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${rows}${scope} AND ${joinMatch}`,
         {
           tc: base,
           principal,
@@ -150,8 +158,12 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
         `s.${rownum}`,
       ),
       params: p.values,
-      rowsParam: false,
+      rowsParam: only,
     };
+  };
+  if (joinCols.length > 0) {
+    update = buildUpdate(false);
+    updateLeft = buildUpdate(true);
     if (restricted) {
       const m = new Params();
       const rows = m.add(null);
@@ -249,6 +261,7 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
         ? `ANALYZE ${stage} (${[...new Set([ROWNUM, ...joinCols, ...keyCols.filter((c) => cols.includes(c))])].map(ident).join(', ')})`
         : undefined,
     update,
+    updateLeft,
     insert,
     matched,
     parentRefused,

@@ -387,6 +387,17 @@ async function runChunk(db: Db, plan: LoadPlan, sql: MergeSql, check: ChunkCheck
       inserted = done.size;
       left = left.filter((n) => !done.has(n));
     }
+    const byRow = new Map(rows.map((r) => [r.row, r]));
+    // Keys a concurrent load inserted after this chunk's UPDATE looked (each statement sees what had
+    // committed when it began) are matches now. A key given by two rows of the chunk stays a
+    // repeated key, as without a concurrent load.
+    const racing = sql.updateLeft && sql.insert && left.length > 0 ? onceGivenKeys(plan, rows, left) : [];
+    if (sql.updateLeft && racing.length > 0) {
+      const r = await tx.query<{ rownum: number }>(sql.updateLeft.sql, paramsOf(sql.updateLeft, racing));
+      const done = new Set(r.rows.map((u) => u.rownum));
+      updated += done.size;
+      left = left.filter((n) => !done.has(n));
+    }
     const rowsOf = async (stmt: Stmt | undefined): Promise<Set<number>> => {
       if (!stmt || left.length === 0) return new Set();
       const r = await tx.query<{ rownum: number }>(stmt.sql, paramsOf(stmt, left));
@@ -394,13 +405,21 @@ async function runChunk(db: Db, plan: LoadPlan, sql: MergeSql, check: ChunkCheck
     };
     const matched = await rowsOf(sql.matched);
     const parentRefused = await rowsOf(sql.parentRefused);
-    const byRow = new Map(rows.map((r) => [r.row, r]));
     return {
       updated,
       inserted,
       errors: left.map((n) => refusal(plan, byRow.get(n)!, matched.has(n), parentRefused.has(n))),
     };
   });
+}
+
+/** Of the rows numbered `left`, those whose business key no other row of the chunk gives. */
+function onceGivenKeys(plan: LoadPlan, rows: readonly ValidRow[], left: readonly number[]): number[] {
+  const keyOf = (r: ValidRow) => JSON.stringify(plan.key.map((i) => r.values[i]));
+  const count = new Map<string, number>();
+  for (const r of rows) count.set(keyOf(r), (count.get(keyOf(r)) ?? 0) + 1);
+  const byRow = new Map(rows.map((r) => [r.row, r]));
+  return left.filter((n) => count.get(keyOf(byRow.get(n)!)) === 1);
 }
 
 /** Why a valid row was neither an update nor an insert. */
