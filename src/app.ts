@@ -3,6 +3,7 @@
 // (one service call, one transaction) → envelope; every failure goes through handleError.
 
 import { randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import Fastify, {
   LogController,
   type FastifyInstance,
@@ -139,9 +140,15 @@ export async function buildApp({
   // An empty JSON body is "no body" (clients POST operations without a payload), not an error.
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, function parseJson(req, body, done) {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    void defaultJson(req, body as string, done);
+  // JSON text is UTF-8: bytes that are not (decoded, they would be stored as U+FFFD) are malformed.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseJson(req, body, done) {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      return done(new AppError('VALIDATION', 'Malformed JSON body: not UTF-8', { field: 'body' }), undefined);
+    }
+    const text = bytes.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    void defaultJson(req, text, done);
   });
 
   app.setErrorHandler(function onError(err, req, reply) {

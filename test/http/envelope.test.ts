@@ -52,6 +52,20 @@ describe('envelope and errors', () => {
     assert.ok(r.body.response.errors.body);
   });
 
+  test('a JSON body that is not UTF-8 is 400/-4 on field body (not stored as U+FFFD)', async () => {
+    const auth = Buffer.from(`${h.partition}/${ADMIN}:${ADMIN_PASSWORD}`).toString('base64');
+    const res = await fetch(`${h.url}${h.config.basePath}/${h.partition}/probe.strict`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json' },
+      body: Buffer.concat([Buffer.from('{"name":"U-'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+    });
+    const body = (await res.json()) as any;
+    assertError({ status: res.status, body }, 400, -4);
+    assert.ok(body.response.errors.body);
+    const ok = await h.call('/probe.strict', { basic: admin, body: { name: 'Grüße 😀' } });
+    assert.equal(ok.status, 200, ok.text);
+  });
+
   test('an empty JSON body is no body, not an error', async () => {
     const r = await h.call('/login/extended', { basic: admin, raw: '' });
     assert.equal(r.status, 200);

@@ -77,6 +77,13 @@ test('odd bodies on the general operations answer 4xx envelopes, never 500', asy
         criteria: [{ fieldName: 'label', operator: 'iregexp', value: '[[:alpha:]' }],
       },
     },
+    {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'label', operator: 'regexp', value: 'y'.repeat(300_000) }],
+      },
+    },
     { data: { sku: 'a', typedId: 'x' } },
     { data: { typedId: '1.P', id: 'zz' } },
     { oldValues: 5, data: { sku: 'a' } },

@@ -6,7 +6,7 @@ import { validationError } from '../../http/errors.ts';
 import { isOperator, type Operator } from './operators.ts';
 
 /** Nesting levels and leaf count a filter may have; beyond them a -4, never a deep recursion. */
-export const MAX_CRITERIA_DEPTH = 32;
+export const MAX_CRITERIA_DEPTH = 100;
 export const MAX_CRITERIA = 1000;
 
 // ---------------------------------------------------------------------------------------------

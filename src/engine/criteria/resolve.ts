@@ -291,12 +291,20 @@ function typedIdField(fields: ReadonlyMap<string, FieldSpec>, typeCode = ''): Fi
   return id === undefined ? undefined : { ...id, name: 'typedId', typedIdOf: typeCode };
 }
 
+/** Most characters of a `regexp` / `iregexp` pattern. */
+export const MAX_REGEXP = 1_000;
+
 const TYPED_ID = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/;
 
 /** PostgreSQL's regular expressions are not JavaScript's, but most mistakes (an unclosed group, a
  * dangling quantifier) are mistakes in both; checking here turns them into a -4 instead of a 500.
  * A leading embedded-options group such as `(?i)` is PostgreSQL-only, so it is set aside first. */
 function checkRegexp(name: string, pattern: string): void {
+  // Longer patterns are refused by PostgreSQL as "too complex" only once a row is tested (so the
+  // answer would depend on the data): a limit of our own, the same on both databases.
+  if (pattern.length > MAX_REGEXP) {
+    throw validationError(name, `a regular expression has at most ${MAX_REGEXP} characters`);
+  }
   try {
     new RegExp(pattern.replace(/^\(\?[a-z]+\)/, ''));
   } catch {
