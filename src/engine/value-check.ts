@@ -77,7 +77,8 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   if (f.type === 'json') return { value: JSON.stringify(raw) };
   const v = coerceValue(f.type, raw);
   if (v === undefined) return `${show(raw)} is not ${EXPECTED[f.type]}`;
-  if (f.required && v === '') return 'is required';
+  // A business key of blanks only names nothing a user could tell apart from the empty key.
+  if (f.required && typeof v === 'string' && (v === '' || (f.key && v.trim() === ''))) return 'is required';
   if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {
     return `is longer than ${f.maxLength} characters`;
   }

@@ -28,8 +28,13 @@ const DATETIME_RE =
   /^(\d{4}-\d{2}-\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?)?\s*(?:([Zz])|([-+])(\d{2})(?::?(\d{2}))?)?$/;
 
 function toText(v: unknown): Value | undefined {
+  // A number that overflowed when the JSON was parsed (1e999) is Infinity: no text of the client's.
   const s =
-    typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+    typeof v === 'string'
+      ? v
+      : (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean'
+        ? String(v)
+        : undefined;
   // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver. An unpaired
   // surrogate (JSON allows "\ud800") has no UTF-8 form: the driver would store U+FFFD instead.
   return s === undefined || s.includes('\u0000') || !s.isWellFormed() ? undefined : s;

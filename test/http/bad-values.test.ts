@@ -263,6 +263,26 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.match(r.body.response.errors.attribute7.errorMessage, /^Infinity is not a number/);
   });
 
+  test('a number that overflowed (1e999) is no text; a key of blanks is no key', async () => {
+    const raw = (path: string, text: string) => h.call(path, { headers: H, raw: text });
+    expectError(await raw('/add/P', '{"data":{"sku":1e999}}'), 400, -4, 'sku');
+    expectError(
+      await raw('/add/P', `{"data":{"sku":"${uniqueName('inf')}","label":-1e999}}`),
+      400,
+      -4,
+      'label',
+    );
+    expectError(await call('/add/P', { data: { sku: '   ' } }), 400, -4, 'sku');
+    expectError(await call('/add/C', { data: { customerId: '\t ' } }), 400, -4, 'customerId');
+    const load = okData(
+      await call('/loaddata/P', { data: { header: ['sku', 'label'], data: [['  ', 'x']] } }),
+    )[0];
+    assert.deepEqual([load.inserted, load.errors[0]?.field], [0, 'sku']);
+    // Blanks inside or around a key stay its own.
+    const sku = ` ${uniqueName('pad')} `;
+    assert.equal(okData(await call('/add/P', { data: { sku, label: 12 } }))[0].sku, sku);
+  });
+
   test('a regular expression only PostgreSQL refuses: a -4 with its reason', async () => {
     const r = await call('/fetch/P', { data: { fieldName: 'label', operator: 'regexp', value: 'a\\q' } });
     expectError(r, 400, -4, 'data');
