@@ -323,9 +323,17 @@ export async function deleteRecords(
     const tc = await loadTypeContext(tx, principal, type);
     await setDeleteActor(tx, principal);
     const out: Row[] = [];
-    for (const data of items) {
+    // Addresses of the records this batch has deleted: named again, they are repeated, not missing.
+    const gone = new Set<string>();
+    const one = async (data: Obj): Promise<Row> => {
+      const unknown = Object.keys(data).find((k) => k !== 'typedId' && !tc.fields.has(k));
+      if (unknown !== undefined) throw validationError(unknown, 'unknown field');
       const address = requireAddress(type, data);
       const old = await selectOne(tx, tc, principal, address, true);
+      if (!old && gone.has(JSON.stringify(address))) {
+        const field = ['typedId', 'id'].find((k) => k in data) ?? type.businessKey[0]!;
+        throw validationError(field, 'names a record an earlier element of the batch deletes');
+      }
       if (!old) throw notFound(describeAddress(type, address));
       if (!canEdit(tc.type, principal, old))
         throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
@@ -338,8 +346,13 @@ export async function deleteRecords(
                     last_update_by = ${params.add(principal.userId)} WHERE ${match}`
           : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
       await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
-      out.push(toRecord(tc, old));
-    }
+      gone.add(JSON.stringify({ id: Number(old.id) }));
+      gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
+      return toRecord(tc, old);
+    };
+    // Errors of a batch's element name it: `1.typedId`.
+    for (const [i, data] of items.entries())
+      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(data)));
     return out;
   });
 }

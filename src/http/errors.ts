@@ -84,7 +84,14 @@ export async function prefixed<T>(prefix: string, check: () => Promise<T>): Prom
   try {
     return await check();
   } catch (err) {
-    if (!(err instanceof AppError) || err.errors === undefined) throw err;
+    if (!(err instanceof AppError)) throw err;
+    // A missing record of a batch is named by its element's address.
+    if (err.errors === undefined && err.code === 'NOT_FOUND') {
+      throw new AppError(err.code, err.message, {
+        errors: { [`${prefix}typedId`]: { errorMessage: err.message } },
+      });
+    }
+    if (err.errors === undefined) throw err;
     const errors = Object.fromEntries(Object.entries(err.errors).map(([f, e]) => [prefix + f, e]));
     throw new AppError(err.code, err.message, { errors });
   }

@@ -219,12 +219,59 @@ describe('generic operations on products', () => {
       await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { typedId: '999999999.P' } }]),
       404,
       -1,
+      '1.typedId',
     );
+    // The same record twice: the second element is named, not a 404 of a record that exists.
+    expectError(
+      await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { sku: 'DEL-2' } }]),
+      400,
+      -4,
+      '1.sku',
+    );
+    // Unknown fields, in the record or beside it, are refused (nothing deleted).
+    expectError(await api('/delete/P', { data: { typedId: made[1].typedId, foo: 1 } }), 400, -4, 'foo');
+    expectError(await api('/delete/P', { data: { typedId: made[1].typedId }, bogus: 1 }), 400, -4, 'bogus');
     assert.equal(okData(await api(`/fetch/P/${made[1].id}`)).length, 1, 'the batch was rolled back');
     assert.equal(
       okData(await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { sku: 'DEL-3' } }]))
         .length,
       2,
+    );
+  });
+
+  test('unknown top-level fields are refused; an unknown type code is a 404 before the body is checked', async () => {
+    expectError(await api('/add/P', { data: { sku: 'TOP-1' }, bogus: 1 }), 400, -4, 'bogus');
+    expectError(
+      await api('/add/P', [{ data: { sku: 'TOP-1' } }, { data: { sku: 'TOP-2' }, x: 1 }]),
+      400,
+      -4,
+      '1.x',
+    );
+    expectError(await api('/integrate/P', { data: { sku: 'TOP-1' }, olvValues: {} }), 400, -4, 'olvValues');
+    expectError(await api('/update/P', { data: { sku: 'TOP-1' }, bogus: 1 }), 400, -4, 'bogus');
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'TOP-1' } })).length, 0);
+    okData(await api('/add/P', { data: { sku: 'TOP-1' }, operationType: 'add' }));
+    const [u] = okData(
+      await api('/update/P', { data: { sku: 'TOP-1', label: 'x' }, oldValues: { version: 0 } }),
+    );
+    assert.equal(u.label, 'x');
+    expectError(
+      await api('/update/P', [{ data: { sku: 'TOP-1' } }, { data: { sku: 'NOPE-9' } }]),
+      404,
+      -1,
+      '1.typedId',
+    );
+    for (const path of ['/massedit/XYZ', '/loaddata/XYZ', '/add/XYZ', '/delete/XYZ/batch']) {
+      expectError(await api(path, {}), 404, -1);
+    }
+    // massedit needs its filter (`{}` for every record, said on purpose).
+    expectError(
+      await api('/massedit/P', {
+        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'y' }],
+      }),
+      400,
+      -4,
+      'filterCriteria',
     );
   });
 
@@ -309,7 +356,10 @@ describe('generic operations on products', () => {
       'massEditRecords.0.massEditOperator',
     );
     expectError(
-      await api('/massedit/PAM', { massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }] }),
+      await api('/massedit/PAM', {
+        filterCriteria: {},
+        massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }],
+      }),
       400,
       -4,
     );
@@ -495,7 +545,10 @@ describe('extension tables, permissions, user groups and partitions', () => {
     expectError(await reader('/add/P', { data: { sku: 'R1' } }), 403, -3);
     expectError(await reader('/delete/P/batch/forcefilter', { data: { sku: 'x' } }), 403, -3);
     expectError(
-      await reader('/massedit/P', { massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }] }),
+      await reader('/massedit/P', {
+        filterCriteria: {},
+        massEditRecords: [{ fieldName: 'label', massEditOperator: 'null' }],
+      }),
       403,
       -3,
     );
@@ -560,6 +613,7 @@ describe('extension tables, permissions, user groups and partitions', () => {
     assert.notEqual(mine.typedId, foreign.typedId);
     okData(
       await admin('/massedit/P', {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'all mine' }],
       }),
     );

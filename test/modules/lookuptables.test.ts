@@ -937,7 +937,10 @@ describe('lookup tables', () => {
       ['/integrate/LTV', { data: { name: 'n', value: 'y' } }],
       ['/delete/LTV', { data: { typedId: v.typedId } }],
       ['/delete/LTV/batch/forcefilter', { data: { name: 'n' } }],
-      ['/massedit/LTV', { massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }] }],
+      [
+        '/massedit/LTV',
+        { filterCriteria: {}, massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }] },
+      ],
       ['/resetcolumn/MLTV/attribute1', undefined],
       ['/fetch/MLTV', {}],
       ['/add/MLTV3', { data: { key1: 'a' } }],

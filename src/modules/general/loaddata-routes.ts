@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { loadData, type LoadBody } from '../../engine/loaddata.ts';
-import { typeOf } from './routes.ts';
+import { knownTypeCode, typeOf } from './routes.ts';
 
 /** The body of every `loaddata` operation (also `/lookuptablemanager.loaddata/{TypeCode}`). */
 export const loaddataBodySchema = {
@@ -77,6 +77,7 @@ export function loaddataRoutes(app: FastifyInstance): void {
     '/loaddata/:typeCode',
     {
       config: { access: AUTHENTICATED },
+      preValidation: knownTypeCode,
       schema: {
         summary: 'Bulk load rows (insert, or update on join fields); per-row error report',
         tags: ['general'],

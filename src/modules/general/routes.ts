@@ -3,7 +3,7 @@
 // metadata.describe. Each handler is one call into the engine; the engine checks the type's
 // permission (routes only require an authenticated user, since the permission depends on the type).
 
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { envelopeSchema, ok, okText } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
@@ -60,6 +60,16 @@ const anyBody = {} as const;
 const records = { response: { 200: envelopeSchema() } };
 const list = { response: { 200: envelopeSchema({}, true) } };
 
+/** preValidation of the routes on a type code: an unknown one is a 404 before the body is checked. */
+export function knownTypeCode(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  try {
+    typeOf(req);
+    done();
+  } catch (err) {
+    done(err as Error);
+  }
+}
+
 export function typeOf(req: FastifyRequest): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
   const type = findType(code);
@@ -73,8 +83,21 @@ export function typeOf(req: FastifyRequest): TypeDef {
   return type;
 }
 
+/**
+ * The keys a write's wrapper `{data, ...}` may have: the interface's (`operation: 'add'`, the fetch
+ * body's `operationType` and `oldValues`, checked where an operation uses it); any other is a -4.
+ */
+const WRAPPER_KEYS: ReadonlySet<string> = new Set(['data', 'operation', 'operationType', 'oldValues']);
+function refuseUnknownKeys(e: unknown, at = ''): void {
+  if (!isObj(e)) return;
+  const unknown = Object.keys(e).find((k) => !WRAPPER_KEYS.has(k));
+  if (unknown !== undefined) throw validationError(`${at}${unknown}`, 'unknown field');
+}
+
 /** `{data: {...}}`, `{data: [...]}` or `[{data: {...}}, ...]` → the records. */
 export function itemsOf(body: unknown): Obj[] {
+  if (Array.isArray(body)) body.forEach((e, i) => isObj(e) && isObj(e.data) && refuseUnknownKeys(e, `${i}.`));
+  else refuseUnknownKeys(body);
   const raw: unknown[] = Array.isArray(body)
     ? body.map((e: unknown) => (isObj(e) && isObj(e.data) ? e.data : e))
     : isObj(body) && Array.isArray(body.data)
@@ -96,6 +119,7 @@ export function updateItemsOf(body: unknown): UpdateItem[] {
   return entries.map((e, i) => {
     const at = entries.length > 1 ? `${i}.` : '';
     if (!isObj(e) || !isObj(e.data)) throw validationError(`${at}data`, 'must be an object');
+    refuseUnknownKeys(e, at);
     if (e.oldValues !== undefined && e.oldValues !== null && !isObj(e.oldValues)) {
       throw validationError(`${at}oldValues`, 'must be an object');
     }
@@ -110,8 +134,9 @@ export function generalRoutes(app: FastifyInstance): void {
     if (isAttributeMeta(type)) await queueIndexSync(app.db, req.principal!, type);
     return result;
   };
-  const opts = (summary: string, schema: object = {}) => ({
+  const opts = (summary: string, schema: object = {}, typeChecked = true) => ({
     config: { access: AUTHENTICATED as RouteAccess },
+    ...(typeChecked ? { preValidation: knownTypeCode } : {}),
     schema: { summary, tags: ['general'], params: typeParams, ...schema },
   });
 
@@ -231,7 +256,8 @@ export function generalRoutes(app: FastifyInstance): void {
     opts('Change fields of all records matching a filter', {
       body: {
         type: 'object',
-        required: ['massEditRecords'],
+        // Without a filter the change would reach every record: `{}` says so on purpose.
+        required: ['filterCriteria', 'massEditRecords'],
         additionalProperties: false,
         properties: {
           filterCriteria: {},
@@ -291,7 +317,7 @@ export function generalRoutes(app: FastifyInstance): void {
       return describe(req, isObj(b.data) ? b.data.typeCode : b.typeCode);
     },
   );
-  app.post('/metadata.describe/:typeCode', opts('Field types of a type', records), (req) =>
+  app.post('/metadata.describe/:typeCode', opts('Field types of a type', records, false), (req) =>
     describe(req, (req.params as { typeCode: string }).typeCode),
   );
 }
