@@ -259,13 +259,30 @@ export function toRecord(tc: TypeContext, row: Record<string, unknown>): Record<
   return row;
 }
 
+/** Digits of a decimal's text between its first and last non-zero digit (`0.0120` → 2). */
+function significantDigits(text: string): number {
+  const e = text.search(/[eE]/);
+  const digits = (e < 0 ? text : text.slice(0, e)).replace(/[^0-9]/g, '');
+  let start = 0;
+  let end = digits.length;
+  while (start < end && digits.charCodeAt(start) === 48) start++;
+  while (end > start && digits.charCodeAt(end - 1) === 48) end--;
+  return end - start;
+}
+
 /** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
 export function outputValue(type: FieldType, stored: string): unknown {
   switch (type) {
-    case 'integer':
+    // A JSON number while a double keeps the value exactly (a safe integer; a decimal of at most 15
+    // significant digits, which prints back as the same decimal); else the exact text, so that what
+    // a client reads and writes back is what was stored.
+    case 'integer': {
+      const n = Number(stored);
+      return Number.isSafeInteger(n) ? n : stored;
+    }
     case 'decimal': {
       const n = Number(stored);
-      return Number.isFinite(n) ? n : stored;
+      return Number.isFinite(n) && significantDigits(stored) <= 15 ? n : stored;
     }
     case 'boolean':
       return stored === 'true' ? true : stored === 'false' ? false : stored;

@@ -107,6 +107,28 @@ describe('generic operations on products', () => {
       sorted.map((r) => r.sku),
       ['NUM-10', 'NUM-9'],
     );
+    // A JSON number while a double keeps it exactly; beyond, the exact text (read back, written back,
+    // found by its value).
+    for (const [sku, given, answered] of [
+      ['NUM-X1', '12345678901234567890.123456789', '12345678901234567890.123456789'],
+      ['NUM-X2', '0.000123456789012345', 0.000123456789012345],
+      ['NUM-X3', '-1e400', '-1e400'],
+    ] as const) {
+      const [added] = okData(await api('/add/P', { data: { sku, attribute3: given } }));
+      assert.deepEqual(added.attribute3, answered);
+      assert.deepEqual(okData(await api(`/fetch/P/${added.id}`))[0].attribute3, answered);
+      const found = okData(
+        await api('/fetch/P', {
+          data: { fieldName: 'attribute3', operator: 'equals', value: answered },
+          resultFields: ['sku'],
+        }),
+      );
+      assert.deepEqual(
+        found.map((r) => r.sku),
+        [sku],
+      );
+      okData(await api('/delete/P', { data: { typedId: added.typedId } }));
+    }
     const [meta] = okData(await api('/metadata.describe/P'));
     assert.equal(meta.fields.find((f: any) => f.name === 'attribute3').type, 'decimal');
     assert.equal(meta.fields.find((f: any) => f.name === 'attribute4').type, 'string');

@@ -24,6 +24,7 @@ describe('bad values: a -4 naming the field, never a 500', () => {
       await call('/integrate/PAM', [
         { data: { fieldName: 'attribute6', fieldType: 'DATETIME' } },
         { data: { fieldName: 'attribute7', fieldType: 'NUMERIC' } },
+        { data: { fieldName: 'attribute8', fieldType: 'INTEGER' } },
       ]),
     );
   });
@@ -281,6 +282,16 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     // Blanks inside or around a key stay its own.
     const sku = ` ${uniqueName('pad')} `;
     assert.equal(okData(await call('/add/P', { data: { sku, label: 12 } }))[0].sku, sku);
+  });
+
+  test('an INTEGER attribute past 2^53 comes back as its exact text, a safe one as a number', async () => {
+    const [big] = okData(
+      await call('/add/P', { data: { sku: uniqueName('int'), attribute8: '9007199254740993' } }),
+    );
+    assert.equal(big.attribute8, '9007199254740993');
+    assert.equal(okData(await call(`/fetch/P/${big.id}`))[0].attribute8, '9007199254740993');
+    const [safe] = okData(await call('/add/P', { data: { sku: uniqueName('int'), attribute8: '-42' } }));
+    assert.equal(safe.attribute8, -42);
   });
 
   test('a regular expression only PostgreSQL refuses: a -4 with its reason', async () => {
