@@ -133,6 +133,18 @@ describe('account manager', () => {
         const r = await call(h, '/add/U', { data: { loginName: login, password } });
         expectError(r, 400, -4, 'password');
       }
+      // In a batch the element is named, and nothing of the batch is written.
+      const first = uniqueName('Pol');
+      expectError(
+        await call(h, '/add/U', [
+          { data: { loginName: first, password: 'Long-enough-1' } },
+          { data: { loginName: login, password: 'x' } },
+        ]),
+        400,
+        -4,
+        '1.password',
+      );
+      assert.equal(okData(await call(h, '/fetch/U', { data: { loginName: first } })).length, 0);
       expectError(
         await call(h, '/add/U', { data: { loginName: login, password: 12345678 } }),
         400,

@@ -23,7 +23,7 @@ import {
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { coerceValue } from '../../engine/values.ts';
-import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { AppError, notFound, prefixed, validationError } from '../../http/errors.ts';
 import { RELEASE } from '../../release.ts';
 import { guardAccounts } from './guards.ts';
 import { checkPassword } from './password-policy.ts';
@@ -130,14 +130,17 @@ export async function addUsers(
 ): Promise<Row[]> {
   requireAccess(principal, USER.access.write);
   const prepared: { record: Obj; hash: string | undefined }[] = [];
-  for (const item of items) {
-    refuseAssignments(item);
-    const { password, ...record } = item;
-    let hash: string | undefined;
-    if (password !== undefined && password !== null) {
-      hash = await hashPassword(checkPassword(password, record.loginName, 'password'), cfg.scryptCost);
-    }
-    prepared.push({ record, hash });
+  for (const [i, item] of items.entries()) {
+    // Errors of a batch's element name it: `1.password`.
+    await prefixed(items.length > 1 ? `${i}.` : '', async () => {
+      refuseAssignments(item);
+      const { password, ...record } = item;
+      let hash: string | undefined;
+      if (password !== undefined && password !== null) {
+        hash = await hashPassword(checkPassword(password, record.loginName, 'password'), cfg.scryptCost);
+      }
+      prepared.push({ record, hash });
+    });
   }
   return db.transaction(async (tx) => {
     const rows = await addRecords(
