@@ -200,6 +200,78 @@ describe('attachments and product images', () => {
     assertError(await send(h, `/bdmanager.list/nonsense`), 400, -4);
   });
 
+  test('bdmanager.list takes the fetch body: filter, sort, paging, page-size limit, unknown fields', async () => {
+    const { typedId } = await product();
+    const ids: number[] = [];
+    for (const name of ['b.txt', 'a.txt', 'c.txt']) {
+      ids.push(
+        assertOk(await send(h, `/bdmanager.upload/${typedId}/${await slotWith(h, name, name)}`))[0].id,
+      );
+    }
+    const list = (body: unknown, headers: Record<string, string> = json) =>
+      send(h, `/bdmanager.list/${typedId}`, { body: JSON.stringify(body), headers });
+
+    const all = await list({});
+    assert.deepEqual(
+      assertOk(all).map((a: any) => a.id),
+      ids,
+      'by id without sortBy',
+    );
+    assert.deepEqual(Object.keys(assertOk(all)[0]), [
+      'id',
+      'binaryDataId',
+      'ownerTypedId',
+      'fileName',
+      'contentType',
+      'size',
+      'metadata',
+      'version',
+      'createDate',
+      'createdBy',
+      'lastUpdateDate',
+      'lastUpdateBy',
+    ]);
+    assert.equal(assertOk(all)[0].ownerTypedId, typedId);
+
+    const page = await list({ startRow: 1, endRow: 2, sortBy: 'fileName' });
+    assert.deepEqual(
+      assertOk(page).map((a: any) => a.fileName),
+      ['b.txt'],
+    );
+    const { startRow, endRow, totalRows } = page.body.response;
+    assert.deepEqual({ startRow, endRow, totalRows }, { startRow: 1, endRow: 2, totalRows: 3 });
+
+    const desc = assertOk(await list({ sortBy: '-fileName' }));
+    assert.deepEqual(
+      desc.map((a: any) => a.fileName),
+      ['c.txt', 'b.txt', 'a.txt'],
+    );
+    const filtered = await list({ data: { fieldName: 'fileName', operator: 'equals', value: 'zzz' } });
+    assert.deepEqual(assertOk(filtered), []);
+    assert.equal(filtered.body.response.totalRows, 0);
+    const simple = assertOk(await list({ data: { fileName: 'a.txt' } }));
+    assert.deepEqual(
+      simple.map((a: any) => a.id),
+      [ids[1]],
+    );
+    assert.deepEqual(assertOk(await list({ valueFields: ['fileName'], sortBy: 'fileName', endRow: 1 })), [
+      ['a.txt'],
+    ]);
+
+    const tooMany = await list({ startRow: 0, endRow: h.config.maxPageSize + 1 });
+    assertError(tooMany, 400, -4);
+    assert.ok(tooMany.body.response.errors.endRow, JSON.stringify(tooMany.body));
+    assertError(await list({ startRow: -5 }), 400, -4);
+    const bogus = await list({ bogus: 1 });
+    assertError(bogus, 400, -4);
+    assert.ok(bogus.body.response.errors.bogus, JSON.stringify(bogus.body));
+    const badField = await list({ data: { colour: 'red' } });
+    assertError(badField, 400, -4);
+    assert.ok(badField.body.response.errors.colour, JSON.stringify(badField.body));
+    // A body that is not JSON is not silently ignored.
+    assertError(await list({ startRow: 1 }, { 'content-type': 'text/plain' }), 415, -4);
+  });
+
   test('rights come from the owner: write permission, userGroupEdit, userGroupViewDetails', async () => {
     const open = await product();
     const locked = await product({ userGroupEdit: 'G_EDIT' });

@@ -158,20 +158,6 @@ export async function attach(
   });
 }
 
-export async function listAttachments(
-  db: Db,
-  principal: Principal,
-  ownerTypedId: string,
-): Promise<AttachmentRow[]> {
-  const owner = parseOwner(ownerTypedId);
-  await requireView(db, principal, owner);
-  const r = await db.query<AttachmentRow>(
-    'SELECT * FROM attachments WHERE partition_id = $1 AND owner_type = $2 AND owner_id = $3 ORDER BY id',
-    [principal.partitionId, owner.type.code, owner.id],
-  );
-  return r.rows;
-}
-
 /** An attachment the principal may read; `ownerTypedId` (when given) must be its owner. */
 export async function readableAttachment(
   db: Db,

@@ -6,19 +6,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
+import type { FetchBody } from '../../engine/crud.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { AppError } from '../../http/errors.ts';
+import { fetchBodySchema } from '../general/routes.ts';
 import {
   attach,
   attachmentExists,
   attachmentView,
   deleteAttachment,
-  listAttachments,
   readableAttachment,
   replaceAttachment,
   storedFileOf,
   updateAttachment,
   type AttachmentChange,
 } from './attachments.ts';
+import { listAttachments } from './attachment-list.ts';
 import { productImage, setProductImage } from './product-images.ts';
 import { sendFile } from './download.ts';
 
@@ -38,6 +41,12 @@ const params = (...names: string[]) => ({
   },
 });
 type P = Record<string, string>;
+
+/** The request has bytes of a body (declared length above 0, or chunked). */
+function carriesBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
 
 const updateBody = {
   type: 'object',
@@ -87,15 +96,28 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     {
       config,
       schema: {
-        summary: 'Files attached to a record',
+        summary: 'Files attached to a record (the filter and paging body of fetch)',
         tags,
         params: params('typedId'),
+        body: fetchBodySchema,
         response: { 200: envelopeSchema({}, true) },
       },
     },
     async (req) => {
-      const rows = await listAttachments(app.db, req.principal!, (req.params as P).typedId!);
-      return ok(req, rows.map(attachmentView), { startRow: 0, endRow: rows.length, totalRows: rows.length });
+      // This scope leaves bodies of other content types unread (raw uploads): a filter sent as
+      // anything but JSON would be ignored, so it is refused as elsewhere.
+      if (req.body === undefined && carriesBody(req)) {
+        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+      }
+      const body = (req.body ?? {}) as FetchBody;
+      const r = await listAttachments(
+        app.db,
+        req.principal!,
+        (req.params as P).typedId!,
+        body,
+        app.config.maxPageSize,
+      );
+      return ok(req, r.rows, r);
     },
   );
 
