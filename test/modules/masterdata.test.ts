@@ -335,6 +335,18 @@ describe('master-data manager operations', () => {
       assert.deepEqual(okData(await call(h, '/customermanager.fetchassignments/43.PL')), []);
     });
 
+    test('an owner of a type code that does not exist is a 404, and nothing is written', async () => {
+      const refused = await assign({ typedId: '1.ZZZ', customerIds: ['AS-1'] });
+      expectError(refused, 404, -1);
+      assert.match(refused.body.response.data, /ZZZ/);
+      expectError(await call(h, '/customermanager.fetchassignments/1.ZZZ'), 404, -1);
+      const stored = await h.db.query(
+        `SELECT 1 FROM customer_assignments WHERE partition_id = $1 AND owner_typed_id = '1.ZZZ'`,
+        [h.partitionId],
+      );
+      assert.equal(stored.rows.length, 0);
+    });
+
     test('bad input: unknown customers are named, a bad or unknown owner refused', async () => {
       const unknown = await assign({ typedId: owner, customerIds: ['AS-1', 'NOPE-9'] });
       expectError(unknown, 400, -4, 'customerIds');

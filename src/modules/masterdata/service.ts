@@ -104,9 +104,16 @@ export async function fetchFormulaFiltered(
 const TYPED_ID = /^(\d{1,15})\.([A-Z][A-Z0-9]{0,39})$/;
 
 /**
+ * Type codes of the entities the interface assigns customers to that this service does not store
+ * (price lists, manual price lists, live price grids, quotes, contracts, rebate agreements): their
+ * records cannot be checked, so an owner of these types is taken as named.
+ */
+const UNSTORED_OWNER_TYPES: ReadonlySet<string> = new Set(['PL', 'MPL', 'PG', 'Q', 'CT', 'RBA']);
+
+/**
  * The owner of assignments in its canonical form. Of a registered type it must exist and be visible
- * (the engine's fetchOne: 404, or 403 without the type's fetch permission); an owner of a type not
- * registered yet (price lists) is taken as named.
+ * (the engine's fetchOne: 404, or 403 without the type's fetch permission); an owner of one of the
+ * UNSTORED_OWNER_TYPES is taken as named; any other type code is unknown (404).
  */
 async function ownerOrFail(q: Queryable, principal: Principal, typedId: string): Promise<string> {
   const m = TYPED_ID.exec(typedId.trim());
@@ -116,6 +123,7 @@ async function ownerOrFail(q: Queryable, principal: Principal, typedId: string):
   const owner = `${Number(m[1])}.${m[2]!}`;
   const type = findType(m[2]!);
   if (type) await fetchOne(q, principal, type, owner);
+  else if (!UNSTORED_OWNER_TYPES.has(m[2]!)) throw notFound(`Type ${m[2]!}`);
   return owner;
 }
 
