@@ -5,12 +5,43 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { startHarness, type Harness } from '../helpers/app.ts';
-import { admin, assertError, assertOk, form, send } from '../jobs/helpers.ts';
+import { admin, assertError, assertOk, authHeader, form, send, type Res } from '../jobs/helpers.ts';
 import { removeExpiredSlots } from '../../src/modules/files/slots.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 
 const MAX = 100_000;
+
+/**
+ * A POST written on the socket as given (no header added but Host, Authorization and Connection; a
+ * chunked one gets its closing chunk): what clients like curl send, which fetch would normalise.
+ */
+function rawPost(h: Harness, path: string, headers: Record<string, string>): Promise<Res> {
+  const url = new URL(h.url);
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${url.host}`,
+    `Authorization: ${authHeader(h)}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
+  const chunked = headers['transfer-encoding'] === 'chunked';
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => {
+      socket.write(`${lines.join('\r\n')}\r\n\r\n${chunked ? '0\r\n\r\n' : ''}`);
+    });
+    const parts: Buffer[] = [];
+    socket.on('data', (b: Buffer) => parts.push(b));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const text = Buffer.concat(parts).toString('utf8');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+      const json = text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1);
+      resolve({ status, body: JSON.parse(json), headers: new Headers(), bytes: Buffer.from(text) });
+    });
+  });
+}
 
 describe('upload slots', () => {
   let h: Harness;
@@ -182,6 +213,39 @@ describe('upload slots', () => {
       headers: { 'content-type': 'multipart/form-data; boundary=XYZ' },
     });
     assertError(loaded, 400, -4);
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+  });
+
+  test('an empty raw body is a -4 on body, and the slot keeps the file it held', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    const good = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: 'seventeen bytes!!',
+        headers: { 'content-disposition': 'attachment; filename="raw.bin"' },
+      }),
+    )[0];
+    const blobs = await blobCount();
+    const path = `${h.config.basePath}/${h.partition}/uploadmanager.upload/${slotId}`;
+    const empties: [string, Record<string, string>][] = [
+      // What `curl -X POST` sends: no Content-Length, no Content-Type, no body.
+      ['no body, no content type', {}],
+      ['a typed body of no bytes', { 'content-type': 'text/csv', 'content-length': '0' }],
+      [
+        'a chunked body that ends without a byte',
+        { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+      ],
+    ];
+    for (const [what, headers] of empties) {
+      const r = await rawPost(h, path, headers);
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors.body, `${what}: ${JSON.stringify(r.body)}`);
+      const kept = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+      assert.equal(kept.status, 'FINISHED', what);
+      assert.equal(kept.fileName, 'raw.bin', what);
+      assert.equal(kept.size, 17, what);
+      assert.equal(kept.fileVersion, good.fileVersion, what);
+      assert.equal(await blobCount(), blobs, what);
+    }
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 

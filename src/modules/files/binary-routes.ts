@@ -24,6 +24,7 @@ import {
 import { listAttachments } from './attachment-list.ts';
 import { productImage, setProductImage } from './product-images.ts';
 import { sendFile } from './download.ts';
+import { carriesBody } from './incoming.ts';
 
 const one = { response: { 200: envelopeSchema() } };
 /** The envelope of an answer whose `data` is a boolean (`/bdmanager.checkifexists`). */
@@ -41,12 +42,6 @@ const params = (...names: string[]) => ({
   },
 });
 type P = Record<string, string>;
-
-/** The request has bytes of a body (declared length above 0, or chunked). */
-function carriesBody(req: FastifyRequest): boolean {
-  const length = req.headers['content-length'];
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
 
 const updateBody = {
   type: 'object',

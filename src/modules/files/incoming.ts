@@ -34,10 +34,24 @@ export function dispositionFileName(header: string | undefined): string | undefi
   return plain ? (plain[1] ?? plain[2])?.replace(/\\(.)/g, '$1') : undefined;
 }
 
-/** The raw body as the file (`Content-Type` and `Content-Disposition` describe it). */
+/** The request has bytes of a body: a declared length above 0, or chunked. */
+export function carriesBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length.trim() !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * The raw body as the file (`Content-Type` and `Content-Disposition` describe it). An empty body is
+ * no file: refused at once when the headers say so (no body, or a length of 0), else when it ends
+ * without a byte (chunked), the slot keeping the file it held.
+ */
 export function rawFile(req: FastifyRequest): IncomingFile {
+  if (!carriesBody(req)) {
+    throw validationError('body', 'is empty: send the file as the body or as multipart field `file`');
+  }
   const type = req.headers['content-type'];
   return {
+    emptyRefusedAs: 'body',
     fileName: cleanFileName(dispositionFileName(req.headers['content-disposition'])),
     contentType:
       typeof type === 'string' && type !== '' ? type.split(';')[0]!.trim() : 'application/octet-stream',

@@ -98,6 +98,8 @@ export interface IncomingFile {
   readonly fileName: string;
   readonly contentType: string;
   readonly stream: AsyncIterable<Uint8Array>;
+  /** A file of no bytes is refused (a -4 on this field), the slot keeping what it held: a raw body. */
+  readonly emptyRefusedAs?: string;
 }
 
 export interface UploadLimits {
@@ -171,6 +173,12 @@ export async function uploadIntoSlot(
         );
       },
     });
+    if (size === 0 && file.emptyRefusedAs !== undefined) {
+      throw validationError(
+        file.emptyRefusedAs,
+        'is empty: send the file as the body or as multipart field `file`',
+      );
+    }
     const r = await db.query<SlotRow>(
       `UPDATE upload_slots
           SET status = 'FINISHED', size = $3, bytes_received = $3, file_version = file_version + 1,
