@@ -163,6 +163,13 @@ describe('notifications', () => {
       'recipients.users',
     ]);
     assert.match(both.body.response.data, /nobody.*nogroup/);
+    // Recipients given but empty name nobody: a -4, not a note to the sender.
+    for (const recipients of [{ users: [] }, { users: [], groups: [] }, { groups: [] }, {}]) {
+      const empty = await sendAs(sender, { notification: { title: 'to nobody' }, recipients });
+      assertError(empty, 400, -4);
+      assert.ok(empty.body.response.errors.recipients, JSON.stringify(empty.body));
+    }
+    assert.ok(!(await titles(sender)).includes('to nobody'));
     // Text the database cannot hold (NUL) is a -4 naming where it is, and nothing is sent.
     const nul = await sendAs(sender, { notification: { title: 'n', payload: { note: 'a\u0000b' } } });
     assertError(nul, 400, -4);

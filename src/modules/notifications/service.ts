@@ -135,7 +135,14 @@ export async function sendNotification(db: Db, principal: Principal, body: SendB
   const checked = checkNotification(body.data.notification, 'notification.');
   const users = body.data.recipients?.users ?? [];
   const groups = body.data.recipients?.groups ?? [];
-  const toSelf = body.data.recipients === undefined || (users.length === 0 && groups.length === 0);
+  // Only a request without recipients notifies the caller: lists given empty name nobody.
+  const toSelf = body.data.recipients === undefined;
+  if (!toSelf && users.length === 0 && groups.length === 0) {
+    throw validationError(
+      'recipients',
+      'name at least one user or group (leave recipients out to notify yourself)',
+    );
+  }
   return db.transaction(async (tx) => {
     const recipients = toSelf
       ? [{ id: principal.userId, loginName: principal.loginName }]
