@@ -15,6 +15,8 @@ export interface TypeContext {
   readonly type: TypeDef;
   /** Every field by API name, custom attributes typed by the attribute meta. */
   readonly fields: ReadonlyMap<string, FieldDef>;
+  /** For `metaPerName` types: the table whose meta types the attributes (none: not typed). */
+  readonly metaName?: string;
 }
 
 /** Whose types: a partition, and the version of its attribute meta when the request knows it. */
@@ -64,6 +66,33 @@ async function attributeTypes(
   return typed;
 }
 
+const typedAnywhere = new Map<string, boolean>();
+
+/**
+ * Whether the attribute meta of any table of `type` (a `metaPerName` type) types an attribute as
+ * other than text: only then do rows of several tables need typing row by row (`rowContexts`).
+ */
+export async function typedMetaExists(q: Queryable, owner: ContextOwner, type: TypeDef): Promise<boolean> {
+  const metaOwner = type.metaOwner ?? type.code;
+  const key =
+    owner.metaVersion === undefined ? undefined : `${owner.partitionId}:${owner.metaVersion}:${metaOwner}`;
+  const hit = key === undefined ? undefined : typedAnywhere.get(key);
+  if (hit !== undefined) return hit;
+  const r = await q.query<{ ftype: string }>(
+    `SELECT DISTINCT field_type AS ftype FROM attribute_meta WHERE partition_id = $1 AND owner_type = $2`,
+    [owner.partitionId, metaOwner],
+  );
+  const typed = r.rows.some((row) => {
+    const t = ATTRIBUTE_TYPES[row.ftype];
+    return t !== undefined && t !== 'string';
+  });
+  if (key !== undefined) {
+    if (typedAnywhere.size >= MAX_CACHED) typedAnywhere.clear();
+    typedAnywhere.set(key, typed);
+  }
+  return typed;
+}
+
 /** Loads the attribute meta of `type` (for extension types: of the extension table `name`). */
 export async function loadTypeContext(
   q: Queryable,
@@ -87,7 +116,29 @@ export async function loadTypeContext(
     for (const f of await type.extraFields(q, owner.partitionId))
       if (!fields.has(f.name)) fields.set(f.name, f);
   }
-  return { type, fields };
+  return type.metaPerName && extName !== undefined ? { type, fields, metaName: extName } : { type, fields };
+}
+
+/**
+ * The context that types each row of `rows`: `tc` itself, or for a `metaPerName` type whose context
+ * names no table (rows of several tables), the context of the table each row names — loaded once
+ * per distinct name among the rows.
+ */
+export async function rowContexts(
+  q: Queryable,
+  owner: ContextOwner,
+  tc: TypeContext,
+  rows: readonly Readonly<Record<string, unknown>>[],
+): Promise<(row: Readonly<Record<string, unknown>>) => TypeContext> {
+  if (!tc.type.metaPerName || tc.metaName !== undefined) return () => tc;
+  const names = new Set<string>();
+  for (const row of rows) {
+    const n = metaNameOf(tc.type, row);
+    if (n !== undefined) names.add(n);
+  }
+  const byName = new Map<string, TypeContext>();
+  for (const n of names) byName.set(n, await loadTypeContext(q, owner, tc.type, n));
+  return (row) => byName.get(metaNameOf(tc.type, row) ?? '') ?? tc;
 }
 
 /**

@@ -36,6 +36,7 @@ import {
   outputSql,
   outputValue,
   rowScope,
+  typedMetaExists,
   type TypeContext,
 } from './context.ts';
 import {
@@ -287,6 +288,14 @@ async function rowJson(
 async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undefined> {
   const { tc } = plan;
   if (plan.distinct) return undefined;
+  // Extension rows of several tables, some typed by their table's meta: row by row (runFetch).
+  if (
+    tc.type.metaPerName &&
+    tc.metaName === undefined &&
+    (await typedMetaExists(db, plan.principal, tc.type))
+  ) {
+    return undefined;
+  }
   const json = await rowJson(db, tc, plan.names);
   if (json === undefined) return undefined;
   const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);

@@ -21,6 +21,7 @@ import {
   metaNameIsId,
   metaNameOf,
   metaNameText,
+  rowContexts,
   rowScope,
   selectList,
   toRecord,
@@ -212,9 +213,11 @@ export async function pageTotal(
 export async function runFetch(db: Queryable, plan: FetchPlan, c: CompiledFetch): Promise<FetchResult> {
   const r = await db.query<Row>(c.sql, c.params);
   const total = await pageTotal(db, plan, r.rows, c);
+  // Extension rows of several tables: each typed by its own table's meta.
+  const typeOf = await rowContexts(db, plan.principal, plan.tc, r.rows);
   const rows = r.rows.map((row) => {
     delete row.__total;
-    const rec = toRecord(plan.tc, row);
+    const rec = toRecord(typeOf(row), row);
     return plan.asArrays ? plan.names!.map((n) => rec[n] ?? null) : rec;
   });
   return { rows, startRow: plan.start, endRow: plan.start + rows.length, totalRows: total };

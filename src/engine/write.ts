@@ -321,6 +321,8 @@ export async function deleteRecords(
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);
+    // The answer types an extension row by its own table's meta.
+    const typed = contextCache(tx, principal, type);
     await setDeleteActor(tx, principal);
     const out: Row[] = [];
     // Addresses of the records this batch has deleted: named again, they are repeated, not missing.
@@ -348,7 +350,7 @@ export async function deleteRecords(
       await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
       gone.add(JSON.stringify({ id: Number(old.id) }));
       gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
-      return toRecord(tc, old);
+      return toRecord(type.metaPerName ? await typed(old) : tc, old);
     };
     // Errors of a batch's element name it: `1.typedId`.
     for (const [i, data] of items.entries())

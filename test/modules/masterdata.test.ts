@@ -578,6 +578,77 @@ describe('master-data manager operations', () => {
     });
   });
 
+  describe('extension rows typed by their own table', () => {
+    before(async () => {
+      for (const [code, name, fieldType] of [
+        ['PXAM', 'TypedCosts', 'NUMERIC'],
+        ['CXAM', 'TypedTerms', 'INTEGER'],
+        ['SXAM', 'TypedGoals', 'INTEGER'],
+      ] as const) {
+        okData(await call(h, `/add/${code}`, { data: { name, fieldName: 'attribute1', fieldType } }));
+      }
+      await seed(h, 'PX', [
+        { name: 'TypedCosts', sku: 'TY-1', attribute1: '4.5' },
+        { name: 'PlainCosts', sku: 'TY-1', attribute1: '4.5' },
+        { name: 'TypedCosts', sku: 'TY-2', attribute1: '7' },
+      ]);
+      await seed(h, 'CX', [{ name: 'TypedTerms', customerId: 'TY-C', attribute1: '30' }]);
+      await seed(h, 'SX', [
+        { name: 'TypedGoals', sellerId: 'TY-S', attribute1: '42' },
+        { name: 'PlainGoals', sellerId: 'TY-S', attribute1: '42' },
+      ]);
+    });
+
+    const byName = (r: Reply) =>
+      Object.fromEntries(
+        okData(r).map((x: any) => [`${x.name}/${x.sku ?? x.sellerId ?? x.customerId}`, x.attribute1]),
+      );
+
+    test('fetch without a name filter types each row by its table, in every answer form', async () => {
+      assert.deepEqual(byName(await call(h, '/fetch/PX', { data: { sku: ['TY-1', 'TY-2'] } })), {
+        'TypedCosts/TY-1': 4.5,
+        'PlainCosts/TY-1': '4.5',
+        'TypedCosts/TY-2': 7,
+      });
+      const all = byName(await call(h, '/fetch/PX', {}));
+      assert.equal(all['TypedCosts/TY-1'], 4.5);
+      assert.equal(all['PlainCosts/TY-1'], '4.5');
+      assert.deepEqual(byName(await call(h, '/fetch/SX', { data: { sellerId: 'TY-S' } })), {
+        'TypedGoals/TY-S': 42,
+        'PlainGoals/TY-S': '42',
+      });
+      assert.deepEqual(byName(await call(h, '/fetch/CX', { data: { customerId: 'TY-C' } })), {
+        'TypedTerms/TY-C': 30,
+      });
+      const values = okData(
+        await call(h, '/fetch/PX', {
+          data: { sku: 'TY-1' },
+          valueFields: ['name', 'attribute1'],
+          sortBy: 'name',
+        }),
+      );
+      assert.deepEqual(values, [
+        ['PlainCosts', '4.5'],
+        ['TypedCosts', 4.5],
+      ]);
+      // With the name in the filter, as before.
+      assert.deepEqual(byName(await call(h, '/fetch/PX', { data: { name: 'TypedCosts', sku: 'TY-1' } })), {
+        'TypedCosts/TY-1': 4.5,
+      });
+    });
+
+    test('delete answers the row typed by its table', async () => {
+      const px = okData(await call(h, '/delete/PX', { data: { name: 'TypedCosts', sku: 'TY-2' } }));
+      assert.equal(px[0].attribute1, 7);
+      const sx = okData(await call(h, '/delete/SX', { data: { name: 'TypedGoals', sellerId: 'TY-S' } }));
+      assert.equal(sx[0].attribute1, 42);
+      const plain = okData(await call(h, '/delete/SX', { data: { name: 'PlainGoals', sellerId: 'TY-S' } }));
+      assert.equal(plain[0].attribute1, '42');
+      const cx = okData(await call(h, '/delete/CX', { data: { name: 'TypedTerms', customerId: 'TY-C' } }));
+      assert.equal(cx[0].attribute1, 30);
+    });
+  });
+
   describe('productmanager.bomtree', () => {
     before(async () => {
       await seed(h, 'P', [
