@@ -839,6 +839,13 @@ describe('master-data manager operations', () => {
       call(h, '/productmanager.importproductcompetition', body, who);
     const fetchAll = (body: unknown = { sortBy: ['sku', 'competitor'] }, who: Who | null = admin) =>
       call(h, '/productmanager.fetchproductcompetition', body, who);
+    const counts = (inserted: number, updated: number, errors: object[] = []) => ({
+      insertedRecords: inserted,
+      updatedRecords: updated,
+      failedRecords: new Set(errors.map((e: any) => e.row)).size,
+      errors,
+      errorsTruncated: false,
+    });
 
     test('import upserts by sku + competitor + competitionDate and counts inserts and updates', async () => {
       const first = await importRows({
@@ -848,13 +855,13 @@ describe('master-data manager operations', () => {
           { sku: 'CP-3', competitor: 'Globex', competitionDate: '2024-01-01', price: 5 },
         ],
       });
-      assert.deepEqual(okData(first), [{ insertedRecords: 3, updatedRecords: 0, failedRecords: 0 }]);
+      assert.deepEqual(okData(first), [counts(3, 0)]);
       const second = await importRows([
         { data: { sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-01-01', price: 11 } },
         { data: { sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-02-01', price: 12 } },
         { data: { sku: 'CP-4', competitor: 'ACME', competitionDate: '2024-01-01', price: 40 } },
       ]);
-      assert.deepEqual(okData(second), [{ insertedRecords: 2, updatedRecords: 1, failedRecords: 0 }]);
+      assert.deepEqual(okData(second), [counts(2, 1)]);
       const rows = okData(
         await fetchAll({
           sortBy: ['sku', 'competitionDate'],
@@ -924,37 +931,60 @@ describe('master-data manager operations', () => {
       assert.deepEqual(okData(await call(h, '/productmanager.fetchproductsetcompetition/Set%20C')), []);
     });
 
-    test('bad input names the field, and a failed import writes nothing', async () => {
-      const noDate = await importRows({ data: [{ sku: 'CP-1', competitor: 'ACME', price: 1 }] });
-      expectError(noDate, 400, -4);
-      assert.match(noDate.body.response.data, /competitionDate/, 'the whole business key is asked for');
-      expectError(
-        await importRows({ data: [{ sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-13-01' }] }),
-        400,
-        -4,
-        'competitionDate',
+    test('a bad row is counted as failed with its error, the good rows of the call are written', async () => {
+      const noDate = okData(await importRows({ data: [{ sku: 'CP-1', competitor: 'ACME', price: 1 }] }))[0];
+      assert.equal(noDate.failedRecords, 1);
+      assert.equal(noDate.errors[0].row, 0);
+      assert.match(noDate.errors[0].message, /competitionDate/, 'the whole business key is asked for');
+      assert.deepEqual(
+        okData(
+          await importRows({ data: [{ sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-13-01' }] }),
+        ),
+        [
+          counts(0, 0, [
+            { row: 0, field: 'competitionDate', message: '"2024-13-01" is not a date (YYYY-MM-DD)' },
+          ]),
+        ],
       );
-      expectError(
-        await importRows({
-          data: [
-            { sku: 'CP-3', competitor: 'NEW', competitionDate: '2024-01-01', price: 1 },
-            { sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-01-01', price: 'cheap' },
+      const mixed = okData(
+        await importRows([
+          { data: { sku: 'CP-3', competitor: 'NEW', competitionDate: '2024-01-01', price: 1 } },
+          { data: { sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-01-01', price: 'cheap' } },
+          { data: { sku: 'CP-1', competitor: 'NEW', competitionDate: 'bad' } },
+          { data: { sku: 'CP-4', competitor: 'NEW', competitionDate: '2024-01-01', colour: 'red' } },
+          { data: { sku: 'CP-2', competitor: 'NEW', competitionDate: '2024-01-01', price: 2 } },
+        ]),
+      )[0];
+      assert.deepEqual(
+        {
+          ...mixed,
+          errors: mixed.errors.map((e: any) => [e.row, e.field]),
+        },
+        {
+          ...counts(2, 0, [{ row: 1 }, { row: 2 }, { row: 3 }]),
+          errors: [
+            [1, 'price'],
+            [2, 'competitionDate'],
+            [3, 'colour'],
           ],
-        }),
-        400,
-        -4,
-        '1.price', // the element of the batch at fault
+        },
       );
-      assert.equal(okData(await fetchAll({ data: { competitor: 'NEW' } })).length, 0, 'nothing half-applied');
+      assert.deepEqual(
+        okData(await fetchAll({ data: { competitor: 'NEW' }, valueFields: ['sku'], sortBy: 'sku' })),
+        [['CP-2'], ['CP-3']],
+        'the good rows are written, the bad ones not',
+      );
+      const price = okData(
+        await fetchAll({ data: { sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-01-01' } }),
+      );
+      assert.equal(Number(price[0].price), 11, 'the refused row changed nothing');
+      // Gone again, for the tests that count the rows.
+      for (const r of okData(await fetchAll({ data: { competitor: 'NEW' } })))
+        okData(await call(h, '/delete/PCOMP', { data: { typedId: r.typedId } }));
+      // A body that is not a list of records is refused whole.
       expectError(await importRows({}), 400, -4, 'data');
-      expectError(
-        await importRows({
-          data: [{ sku: 'CP-1', competitor: 'ACME', competitionDate: '2024-01-01', colour: 'red' }],
-        }),
-        400,
-        -4,
-        'colour',
-      );
+      expectError(await importRows([1, 2]), 400, -4);
+      expectError(await importRows({ data: 'x' }), 400, -4, 'data');
       expectError(await fetchAll({ data: { colour: 'red' } }), 400, -4, 'colour');
       expectError(
         await call(h, '/productmanager.fetchproductsetcompetition/Set%20A', {
@@ -981,9 +1011,7 @@ describe('master-data manager operations', () => {
       }
       expectError(await importRows(row, shopReader), 403, -3);
       assert.equal(okData(await fetchAll({}, shopReader)).length, 5);
-      assert.deepEqual(okData(await importRows(row, integrator)), [
-        { insertedRecords: 1, updatedRecords: 0, failedRecords: 0 },
-      ]);
+      assert.deepEqual(okData(await importRows(row, integrator)), [counts(1, 0)]);
     });
 
     test("another partition's competition rows and products never show up", async () => {

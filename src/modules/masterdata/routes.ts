@@ -83,6 +83,15 @@ const importResult = {
     insertedRecords: { type: 'integer' },
     updatedRecords: { type: 'integer' },
     failedRecords: { type: 'integer' },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['row', 'message'],
+        properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+    errorsTruncated: { type: 'boolean' },
   },
 };
 
@@ -173,9 +182,13 @@ export function masterdataRoutes(app: FastifyInstance): void {
 
   app.post(
     '/productmanager.importproductcompetition',
-    opts('products', 'Upsert competition rows by sku + competitor + competitionDate; answers counts', {
-      response: { 200: envelopeSchema(importResult) },
-    }),
+    opts(
+      'products',
+      'Upsert competition rows by sku + competitor + competitionDate; answers counts and the failed rows',
+      {
+        response: { 200: envelopeSchema(importResult) },
+      },
+    ),
     async (req) => ok(req, [await importProductCompetition(db, req.principal!, itemsOf(req.body))]),
   );
 

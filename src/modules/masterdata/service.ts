@@ -5,7 +5,7 @@
 // the engine does not cover (the assignment link table, the recursive BOM walk).
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { loadTypeContext } from '../../engine/context.ts';
 import {
@@ -320,23 +320,92 @@ function bomNode(
 // ---------------------------------------------------------------------------------------------
 // Product competition
 
+/** A row of an import that was not written: its index in the body, the field at fault, why. */
+export interface RowFailure {
+  readonly row: number;
+  readonly field?: string;
+  readonly message: string;
+}
+
 export interface ImportResult {
   readonly insertedRecords: number;
   readonly updatedRecords: number;
-  /** Always 0 on success: an import applies whole or not at all, and a bad row fails it with a -4. */
+  /** Rows refused (each listed in `errors`); the others are written. */
   readonly failedRecords: number;
+  /** The first MAX_ROW_ERRORS failures, in row order. */
+  readonly errors: RowFailure[];
+  readonly errorsTruncated: boolean;
 }
 
-/** Upserts competition rows by sku + competitor + competitionDate (the engine's integrate). */
+const MAX_ROW_ERRORS = 100;
+
+/** What a row's own fault can be: anything else (the database, a bug) fails the whole call. */
+const ROW_FAULTS: ReadonlySet<string> = new Set([
+  'VALIDATION',
+  'NOT_FOUND',
+  'FORBIDDEN',
+  'DUPLICATE_KEY',
+  'CONFLICT',
+  'VERSION_CONFLICT',
+]);
+
+/** The connection of a transaction as a Db whose `transaction` runs on it (rows behind savepoints). */
+function within(db: Db, tx: Tx): Db {
+  return {
+    kind: db.kind,
+    query: (sql, params) => tx.query(sql, params),
+    transaction: (fn) => fn(tx),
+    poolStats: () => db.poolStats(),
+    close: () => Promise.resolve(),
+  };
+}
+
+/**
+ * Upserts competition rows by sku + competitor + competitionDate (the engine's integrate), in one
+ * transaction: each row behind a savepoint, so a bad row is counted as failed and listed with its
+ * error while the good ones are written.
+ */
 export async function importProductCompetition(
   db: Db,
   principal: Principal,
   items: readonly Obj[],
 ): Promise<ImportResult> {
-  const rows = await integrateRecords(db, principal, COMPETITION, items, false);
-  // A row the upsert created is at version 0; one it changed has been bumped.
-  const inserted = rows.filter((r) => r.version === 0).length;
-  return { insertedRecords: inserted, updatedRecords: rows.length - inserted, failedRecords: 0 };
+  requireAccess(principal, COMPETITION.access.write);
+  return db.transaction(async (tx) => {
+    const inner = within(db, tx);
+    let inserted = 0;
+    let updated = 0;
+    let failed = 0;
+    const errors: RowFailure[] = [];
+    for (const [row, data] of items.entries()) {
+      await tx.query('SAVEPOINT pcomp_row');
+      try {
+        const [written] = await integrateRecords(inner, principal, COMPETITION, [data], false);
+        await tx.query('RELEASE SAVEPOINT pcomp_row');
+        // A row the upsert created is at version 0; one it changed has been bumped.
+        if (written!.version === 0) inserted++;
+        else updated++;
+      } catch (e) {
+        await tx.query('ROLLBACK TO SAVEPOINT pcomp_row');
+        if (!(e instanceof AppError) || !ROW_FAULTS.has(e.code)) throw e;
+        failed++;
+        const fields = Object.entries(e.errors ?? {});
+        const found =
+          fields.length === 0
+            ? [{ row, message: e.message }]
+            : fields.map(([field, f]) => ({ row, field, message: f.errorMessage }));
+        errors.push(...found.slice(0, MAX_ROW_ERRORS + 1 - errors.length));
+      }
+    }
+    const errorsTruncated = errors.length > MAX_ROW_ERRORS;
+    return {
+      insertedRecords: inserted,
+      updatedRecords: updated,
+      failedRecords: failed,
+      errors: errors.slice(0, MAX_ROW_ERRORS),
+      errorsTruncated,
+    };
+  });
 }
 
 export function fetchProductCompetition(
