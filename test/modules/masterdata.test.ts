@@ -165,6 +165,10 @@ describe('master-data manager operations', () => {
       expectError(await call(h, '/productmanager.quicksearch', { q: '   ' }), 400, -4, 'q');
       expectError(await call(h, '/productmanager.quicksearch', { q: 7 }), 400, -4, 'q');
       expectError(await call(h, '/productmanager.quicksearch/%20'), 400, -4, 'q');
+      const nul = await call(h, '/productmanager.quicksearch', { q: 'a\u0000' });
+      expectError(nul, 400, -4, 'q');
+      assert.deepEqual(Object.keys(nul.body.response.errors), ['q']);
+      expectError(await call(h, '/productmanager.quicksearch/a%00b'), 400, -4, 'q');
       expectError(await call(h, '/productmanager.quicksearch', { q: 'x', bogus: 1 }), 400, -4, 'bogus');
     });
 

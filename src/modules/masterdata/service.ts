@@ -57,6 +57,7 @@ export function quickSearch(
   requireAccess(principal, PRODUCT.access.fetch);
   const term = typeof q === 'string' ? q.trim() : '';
   if (term === '') throw validationError('q', 'give a search term');
+  if (term.includes('\u0000')) throw validationError('q', 'must not contain NUL characters');
   // iContains matches %, _ and \ literally: the engine escapes them.
   const data = {
     _constructor: 'AdvancedCriteria',
