@@ -120,9 +120,18 @@ export async function loadTypeContext(
 }
 
 /**
- * The context that types each row of `rows`: `tc` itself, or for a `metaPerName` type whose context
- * names no table (rows of several tables), the context of the table each row names — loaded once
- * per distinct name among the rows.
+ * Rows of several tables answered at once are typed row by row for the extension tables (PX, CX,
+ * SX: meta per table `name`). Condition record items and rebate record groups (meta per set or
+ * rebate type, `metaNameField`) answer text across sets, typed when one set or type is asked for.
+ */
+export function typedPerRow(type: TypeDef): boolean {
+  return type.metaPerName === true && type.metaNameField === undefined;
+}
+
+/**
+ * The context that types each row of `rows`: `tc` itself, or for an extension type (`typedPerRow`)
+ * whose context names no table (rows of several tables), the context of the table each row names —
+ * loaded once per distinct name among the rows.
  */
 export async function rowContexts(
   q: Queryable,
@@ -130,7 +139,7 @@ export async function rowContexts(
   tc: TypeContext,
   rows: readonly Readonly<Record<string, unknown>>[],
 ): Promise<(row: Readonly<Record<string, unknown>>) => TypeContext> {
-  if (!tc.type.metaPerName || tc.metaName !== undefined) return () => tc;
+  if (!typedPerRow(tc.type) || tc.metaName !== undefined) return () => tc;
   const names = new Set<string>();
   for (const row of rows) {
     const n = metaNameOf(tc.type, row);

@@ -37,6 +37,7 @@ import {
   outputValue,
   rowScope,
   typedMetaExists,
+  typedPerRow,
   type TypeContext,
 } from './context.ts';
 import {
@@ -290,7 +291,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   if (plan.distinct) return undefined;
   // Extension rows of several tables, some typed by their table's meta: row by row (runFetch).
   if (
-    tc.type.metaPerName &&
+    typedPerRow(tc.type) &&
     tc.metaName === undefined &&
     (await typedMetaExists(db, plan.principal, tc.type))
   ) {

@@ -16,6 +16,7 @@ import {
   rowScope,
   selectList,
   toRecord,
+  typedPerRow,
   type TypeContext,
 } from './context.ts';
 import { withHistory } from './history.ts';
@@ -350,7 +351,7 @@ export async function deleteRecords(
       await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
       gone.add(JSON.stringify({ id: Number(old.id) }));
       gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
-      return toRecord(type.metaPerName ? await typed(old) : tc, old);
+      return toRecord(typedPerRow(type) ? await typed(old) : tc, old);
     };
     // Errors of a batch's element name it: `1.typedId`.
     for (const [i, data] of items.entries())
