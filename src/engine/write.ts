@@ -219,7 +219,13 @@ export async function updateRecords(
       const movable = 'id' in address ? (type.movableKeys ?? []) : [];
       refuseKeyChanges(tc, item.data, old, movable);
       const values = prepareValues(tc, item.data, 'update', movable);
-      const row = await updateRow(tx, tc, principal, Number(old.id), values);
+      const row = await updateRow(tx, tc, principal, Number(old.id), values).catch((err: unknown) => {
+        // A key moved onto one that exists (SX's sellerId): the duplicate names the moved key.
+        const moved = movable.find((k) => k in item.data);
+        if (moved === undefined || (err as { code?: unknown }).code !== '23505') throw err;
+        const key = type.businessKey.map((k) => `${k}=${JSON.stringify(item.data[k] ?? old[k])}`).join(', ');
+        throw new AppError('DUPLICATE_KEY', `${type.label} ${key} already exists`, { field: moved });
+      });
       return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
     };
     // Errors of a batch's element name it: `2.attribute1`.

@@ -536,6 +536,18 @@ describe('master-data manager operations', () => {
         }),
       );
       assert.equal(moved.sellerId, 'S-MOVED');
+      // Moved onto a key that exists: a 409 naming the moved key.
+      okData(await call(h, '/add/SX', { data: { name: row.name, sellerId: 'S-TAKEN' } }));
+      expectError(
+        await call(h, '/update/SX', {
+          data: { typedId: row.typedId, sellerId: 'S-TAKEN' },
+          oldValues: { version: moved.version },
+        }),
+        409,
+        -1,
+        'sellerId',
+      );
+      okData(await call(h, '/delete/SX', { data: { name: row.name, sellerId: 'S-TAKEN' } }));
       expectError(
         await call(h, '/update/SX', {
           data: { typedId: row.typedId, name: 'Regions' },
