@@ -166,16 +166,29 @@ export function rowScope(
   if (type.fixed) parts.push(`${qualified(alias, type.fixed.column)} = ${params.add(type.fixed.value)}`);
   if (type.deleteMode === 'soft' && !opts.includeDeleted)
     parts.push(`${qualified(alias, 'deleted_at')} IS NULL`);
+  const current = type.userGroups && type.scopedBy?.currentGroups === true;
   if (type.userGroups && !principal.admin) {
     const groups = params.add(principal.groups);
-    const col = qualified(alias, 'user_group_view_details');
-    parts.push(`(${col} IS NULL OR ${col} = '' OR ${col} = ANY(${groups}::text[]))`);
-    if (opts.forEdit) {
-      const edit = qualified(alias, 'user_group_edit');
-      parts.push(`(${edit} IS NULL OR ${edit} = '' OR ${edit} = ANY(${groups}::text[]))`);
-    }
+    const allowed = (a: string, column: string) => {
+      const col = qualified(a, column);
+      return `(${col} IS NULL OR ${col} = '' OR ${col} = ANY(${groups}::text[]))`;
+    };
+    const own = opts.forEdit
+      ? `${allowed(alias, 'user_group_view_details')} AND ${allowed(alias, 'user_group_edit')}`
+      : allowed(alias, 'user_group_view_details');
+    if (current) {
+      // The parent's groups as they are now; the row's own copy only when the parent is gone.
+      const by = type.scopedBy!;
+      const p = `${alias}_parent`;
+      const parent = opts.forEdit
+        ? `${allowed(p, 'user_group_view_details')} AND ${allowed(p, 'user_group_edit')}`
+        : allowed(p, 'user_group_view_details');
+      parts.push(`coalesce((SELECT ${parent} FROM ${ident(by.table)} ${ident(p)}
+         WHERE ${qualified(p, 'partition_id')} = ${qualified(alias, 'partition_id')}
+           AND ${qualified(p, by.parentColumn)} = ${qualified(alias, by.column)}), ${own})`);
+    } else parts.push(own);
   }
-  if (type.scopedBy && !principal.admin)
+  if (type.scopedBy && !current && !principal.admin)
     parts.push(parentScope(type.scopedBy, principal, params, alias, opts));
   const owned = type.ownedRows?.(principal, (v) => params.add(v), alias);
   if (owned !== undefined) parts.push(owned);

@@ -265,7 +265,15 @@ export const HISTORY_TYPE: TypeDef = {
   deleteMode: 'hard',
   massEditable: false,
   bulkLoadable: false,
+  // A row keeps its item's groups as they were when it was written; what decides who reads it is
+  // the set's userGroupViewDetails as it is now (the copy only for a row whose set is gone).
   userGroups: true,
+  scopedBy: {
+    table: 'condition_record_sets',
+    column: 'condition_record_set_id',
+    parentColumn: 'id',
+    currentGroups: true,
+  },
   // Written only by the database (deleted and superseded items); removing history is housekeeping.
   access: { fetch: 'CONDITIONRECORD_FETCH', write: 'PARTITION_ADMIN' },
   validate: () => ({ typeCode: { errorMessage: 'CRCIH is written by the server (history of CRCI)' } }),
@@ -291,6 +299,8 @@ export function perSetItemMeta(meta: TypeDef): TypeDef {
     ],
     businessKey: ['conditionRecordSetId', ...meta.businessKey],
     access: { ...meta.access, fetch: 'CONDITIONRECORD_FETCH' },
+    // A set's meta is seen (and changed) by those who see (and may change) the set.
+    scopedBy: { table: 'condition_record_sets', column: 'condition_record_set_id', parentColumn: 'id' },
     beforeInsert: metaSetGuard,
   };
 }

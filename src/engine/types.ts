@@ -123,7 +123,17 @@ export interface TypeDef {
    * A row describing no stored record is scoped by its own type alone. Applied by `rowScope`, so
    * every generic operation and the loaders follow it; history rows take the record's view group.
    */
-  readonly scopedBy?: { readonly table: string; readonly column: string; readonly parentColumn: string };
+  readonly scopedBy?: {
+    readonly table: string;
+    readonly column: string;
+    readonly parentColumn: string;
+    /**
+     * For a type with `userGroups` whose rows keep a copy of their parent's groups (condition record
+     * item history, `CRCIH`): the parent's groups as they are now decide, not the copy; the copy
+     * applies only to a row whose parent is gone.
+     */
+    readonly currentGroups?: boolean;
+  };
   /**
    * Records that belong to users (a notification to its recipient, a delegation to who gives or
    * receives it, a workflow to who takes part): the SQL condition over the row `alias` of the rows

@@ -484,6 +484,93 @@ describe('condition records', () => {
     assert.ok(okData(await call('/fetch/CRCS', {}, ro)).length > 0);
   });
 
+  test("CRCIH and CRCIAM follow the set's current userGroupViewDetails (by id, by filter, queryapi)", async () => {
+    const s = await newSet(1);
+    const [meta] = okData(
+      await call('/add/CRCIAM', {
+        data: {
+          conditionRecordSetId: s.id,
+          fieldName: 'attribute1',
+          label: 'Margin floor',
+          fieldType: 'TEXT',
+        },
+      }),
+    );
+    const item = await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'CUST-1',
+      validFrom: '2026-01-01',
+    });
+    okData(await call('/delete/CRCI1', { data: { typedId: item.typedId } }));
+    const [hist] = okData(await call('/fetch/CRCIH', { data: { itemId: item.id } }));
+    await h.newUser('crc_board_out', 'crc-password-9', ['PRICESHOP_RO']);
+    const ro = { user: 'crc_board_out', password: 'crc-password-9' };
+    const reads = async (visible: boolean) => {
+      const n = visible ? 1 : 0;
+      assert.equal(
+        okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } }, ro)).length,
+        n,
+      );
+      assert.equal(
+        okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: s.id } }, ro)).length,
+        n,
+      );
+      for (const path of [`/fetch/CRCIH/${hist.id}`, `/fetch/CRCIAM/${meta.id}`]) {
+        const r = await call(path, undefined, ro);
+        if (visible) assert.equal(okData(r).length, 1, path);
+        else expectError(r, 404, -1);
+      }
+      const q = await call('/queryapi.execute', { data: { source: `CRCIH:${s.uniqueName}` } }, ro);
+      if (visible) assert.equal(okData(q).length, 1);
+      else expectError(q, 404, -1);
+    };
+    await reads(true);
+    // Hidden after the item was deleted: its history row (which kept the groups of then) goes too.
+    okData(
+      await call(`/conditionrecordset.update/${s.id}`, {
+        data: { userGroupViewDetails: 'board' },
+        oldValues: { version: 0 },
+      }),
+    );
+    await reads(false);
+    // Admins see all.
+    assert.equal(okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } })).length, 1);
+    assert.equal(okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: s.id } })).length, 1);
+    // Visible again: so is what was deleted while it was hidden.
+    const item2 = await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'CUST-2',
+      validFrom: '2026-01-01',
+    });
+    okData(await call('/delete/CRCI1', { data: { typedId: item2.typedId } }));
+    okData(
+      await call(`/conditionrecordset.update/${s.id}`, {
+        data: { userGroupViewDetails: null },
+        oldValues: { version: 1 },
+      }),
+    );
+    assert.equal(okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } }, ro)).length, 2);
+    // A set hidden from the start: its meta is hidden from the start.
+    const hidden = await newSet(1, { userGroupViewDetails: 'board' });
+    okData(
+      await call('/add/CRCIAM', {
+        data: {
+          conditionRecordSetId: hidden.id,
+          fieldName: 'attribute2',
+          label: 'Hidden meta',
+          fieldType: 'TEXT',
+        },
+      }),
+    );
+    assert.equal(
+      okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: hidden.id } }, ro)).length,
+      0,
+    );
+    assert.ok(
+      okData(await call('/fetch/CRCIAM', {}, ro)).every((m: any) => m.conditionRecordSetId !== hidden.id),
+    );
+  });
+
   test('look-up at a date: edges of validity, batch order, nulls, wrong sizes, unknown set', async () => {
     const s = await newSet(2);
     await addItem('CRCI2', {
