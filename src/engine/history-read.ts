@@ -14,13 +14,28 @@ import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges } from './history.ts';
 import { HISTORY_TYPE, changedFieldsSql } from './registry-history.ts';
-import { findType } from './registry.ts';
+import { allTypes, findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
 import { coerceValue } from './values.ts';
 
 type Row = Record<string, unknown>;
 
 const equals = (fieldName: string, value: unknown) => ({ fieldName, operator: 'equals', value });
+
+/**
+ * The type codes a record of `type` has history rows under: the code history keeps it under
+ * (`historyCode`, else its own) and the codes of the types sharing it, which wrote it under their
+ * own before (`CRCI`: also `CRCI1`..`CRCI12`).
+ */
+export function historyCodesOf(type: TypeDef): string[] {
+  const code = type.historyCode ?? type.code;
+  return [
+    code,
+    ...allTypes()
+      .filter((t) => t.historyCode === code && t.code !== code)
+      .map((t) => t.code),
+  ];
+}
 
 /**
  * Whether the principal may see record `id` of `type` now: a record that exists (soft-deleted
@@ -64,7 +79,10 @@ export async function fetchRecordHistory(
   const restrict = {
     _constructor: 'AdvancedCriteria',
     operator: 'and',
-    criteria: [equals('typeCode', type.code), equals('recordId', id)],
+    criteria: [
+      { fieldName: 'typeCode', operator: 'inSet', value: historyCodesOf(type) },
+      equals('recordId', id),
+    ],
   };
   return presentedFetch(q, principal, body, (b) =>
     fetchRecords(q, principal, HISTORY_TYPE, b, maxPageSize, restrict),
@@ -143,9 +161,12 @@ async function valuesAfter(
   const byType = new Map<string, Row[]>();
   for (const e of entries) {
     if (typeof e.recordId !== 'number' || typeof e.id !== 'number') continue;
-    const list = byType.get(String(e.typeCode)) ?? [];
+    // Grouped by the code history keeps the record under (rows of CRCI2 are CRCI items).
+    const code = String(e.typeCode);
+    const key = findType(code)?.historyCode ?? code;
+    const list = byType.get(key) ?? [];
     list.push(e);
-    byType.set(String(e.typeCode), list);
+    byType.set(key, list);
   }
   for (const [code, list] of byType) {
     const type = findType(code);
@@ -160,9 +181,9 @@ async function valuesAfter(
       `SELECT r.id, (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = r.id) AS row,
               coalesce((SELECT jsonb_agg(jsonb_build_object('id', h.id, 'f', ${changedFieldsSql('h')}, 'c', h.changes) ORDER BY h.id DESC)
                           FROM record_history h
-                         WHERE h.partition_id = $1 AND h.type_code = $3 AND h.record_id = r.id AND h.id > $4), '[]') AS later
+                         WHERE h.partition_id = $1 AND h.type_code = ANY($3::text[]) AND h.record_id = r.id AND h.id > $4), '[]') AS later
          FROM unnest($2::bigint[]) AS r(id)`,
-      [principal.partitionId, ids, type.code, from],
+      [principal.partitionId, ids, historyCodesOf(type), from],
     );
     const column = new Map(type.fields.map((f) => [f.name, f.column]));
     for (const rec of r.rows) {
@@ -239,7 +260,7 @@ export async function fetchOneAsOf(
     `SELECT h.action, ${changedFieldsSql('h')} AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
             h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
        FROM record_history h
-      WHERE ${visible} AND h.type_code = ${params.add(type.code)} AND h.record_id = ${params.add(id)}
+      WHERE ${visible} AND h.type_code = ANY(${params.add(historyCodesOf(type))}::text[]) AND h.record_id = ${params.add(id)}
       ORDER BY h.id DESC`,
     params.values,
   );

@@ -274,7 +274,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
                              WHERE o.partition_id = w.partition_id AND o.id = w.id LIMIT 1) o ON true`
       : '';
   const actor = actorValues(principal, params);
-  const typeCode = `${params.add(type.code)}::text`;
+  const typeCode = `${params.add(type.historyCode ?? type.code)}::text`;
   const version = kind === 'delete' ? 'w.version + 1' : 'w.version';
   return `${listCte}${ident(name)} AS (
     INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,

@@ -233,6 +233,8 @@ const SIZED_TYPES: readonly TypeDef[] = Array.from({ length: MAX_KEY_SIZE }, (_,
       n,
     ),
     fixed: { column: 'key_size_ref', value: String(n) },
+    // The same items as CRCI: one record history per item, whichever code writes it.
+    historyCode: 'CRCI',
   };
 });
 

@@ -85,6 +85,11 @@ export interface TypeDef {
   readonly attributeMeta?: string;
   /** The owner code the attribute meta is kept under, when not this type's code (`CRCI3` → `CRCI`). */
   readonly metaOwner?: string;
+  /**
+   * The type code record history keeps this type's records under, when not its own: the items of
+   * `CRCI1`..`CRCI12` are `CRCI` items, one history per item whichever code wrote it.
+   */
+  readonly historyCode?: string;
   /** For extension types: attribute meta is kept per extension table (the `name` field). */
   readonly metaPerName?: boolean;
   /** For `metaPerName` types: the field naming the meta, when not `name` (RRG: `rebateType`). */

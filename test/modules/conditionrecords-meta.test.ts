@@ -432,6 +432,74 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     }
   });
 
+  test('record history of an item is one, whichever code (CRCI, CRCIn) and write path wrote it', async () => {
+    const s = await newSet(1);
+    const key = { conditionRecordSetId: s.id, key1: 'HH', validFrom: '2026-01-01' };
+    const [a] = okData(
+      await call('/add/CRCI1', { data: { ...key, validTo: '2026-06-30', currency: 'usd' } }),
+    );
+    okData(await call('/update/CRCI1', { data: { ...key, currency: 'GBP' } }));
+    okData(await call('/update/CRCI', { data: { typedId: `${a.id}.CRCI`, currency: 'JPY' } }));
+    okData(await call('/integrate/CRCI1', { data: { ...key, currency: 'EUR' } }));
+    okData(
+      await call('/massedit/CRCI1', {
+        filterCriteria: { conditionRecordSetId: s.id },
+        massEditRecords: [{ fieldName: 'currency', massEditOperator: '=', fieldValue: 'CHF' }],
+      }),
+    );
+    // A spliced load cuts it (its tail), as /loaddata/CRCP writes items as CRCI.
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo'];
+    okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[s.id, 'HH', '2026-05-01', '2026-07-31']],
+          options: { conditionRecords: { splicing: {} } },
+        },
+      }),
+    );
+    okData(await call('/delete/CRCI1', { data: { typedId: `${a.id}.CRCI1` } }));
+    const expected = [
+      ['ADD', { currency: { old: null, new: 'usd' } }],
+      ['UPDATE', { currency: { old: 'usd', new: 'GBP' } }],
+      ['UPDATE', { currency: { old: 'GBP', new: 'JPY' } }],
+      ['UPDATE', { currency: { old: 'JPY', new: 'EUR' } }],
+      ['UPDATE', { currency: { old: 'EUR', new: 'CHF' } }],
+      ['UPDATE', { validTo: { old: '2026-06-30', new: '2026-04-30' } }],
+      ['DELETE', { currency: { old: 'CHF', new: null } }],
+    ];
+    const chain = async (code: string) =>
+      okData(await call(`/fetch/${code}/${a.id}/history`, {})).map((h) => [
+        h.action,
+        Object.fromEntries(
+          Object.entries(h.changes).filter(
+            ([f]) => f === (h.action === 'UPDATE' ? Object.keys(h.changes)[0] : 'currency'),
+          ),
+        ),
+      ]);
+    for (const code of ['CRCI1', 'CRCI']) assert.deepEqual(await chain(code), expected, code);
+    const rows = okData(await call(`/fetch/CRCI/${a.id}/history`, {}));
+    assert.deepEqual(
+      rows.map((h) => h.operation),
+      [
+        'add/CRCI1',
+        'update/CRCI1',
+        'update/CRCI',
+        'integrate/CRCI1',
+        'massedit/CRCI1',
+        'loaddata/CRCP',
+        'delete/CRCI1',
+      ],
+    );
+    assert.ok(rows.every((h) => h.typeCode === 'CRCI'));
+    // Rows stored under CRCIn before (one history per code) are still read, by either code.
+    await h.db.query(`UPDATE record_history SET type_code = 'CRCI1' WHERE partition_id = $1 AND id = $2`, [
+      h.partitionId,
+      rows[1].id,
+    ]);
+    for (const code of ['CRCI1', 'CRCI']) assert.deepEqual(await chain(code), expected, code);
+  });
+
   test('record history of a spliced load: ADD of new items and copies, UPDATE of cut items (changed fields only)', async () => {
     const s = await newSet(1);
     const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue', 'attribute1'];
