@@ -12,7 +12,7 @@ import { loadTypeContext, metaNameIsId, metaNameText, rowScope, selectList, toRe
 import { requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
-import { presentChanges } from './history.ts';
+import { presentChanges, rowJsonSql } from './history.ts';
 import { HISTORY_TYPE, changedFieldsSql } from './registry-history.ts';
 import { allTypes, findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
@@ -55,7 +55,7 @@ async function requireVisible(
   const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
   const idParam = params.add(id);
   const r = await q.query<{ visible: boolean; row: Row }>(
-    `SELECT ${scope} AS visible, to_jsonb(t) AS row FROM ${ident(type.table)} t
+    `SELECT ${scope} AS visible, ${rowJsonSql(type, 't')} AS row FROM ${ident(type.table)} t
       WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${idParam}`,
     params.values,
   );
@@ -178,7 +178,7 @@ async function valuesAfter(
       row: Row | null;
       later: { id: number; f: string[]; c: StoredChanges }[];
     }>(
-      `SELECT r.id, (SELECT to_jsonb(t) FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = r.id) AS row,
+      `SELECT r.id, (SELECT ${rowJsonSql(type, 't')} FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = r.id) AS row,
               coalesce((SELECT jsonb_agg(jsonb_build_object('id', h.id, 'f', ${changedFieldsSql('h')}, 'c', h.changes) ORDER BY h.id DESC)
                           FROM record_history h
                          WHERE h.partition_id = $1 AND h.type_code = ANY($3::text[]) AND h.record_id = r.id AND h.id > $4), '[]') AS later

@@ -89,6 +89,27 @@ const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const PAIRS_PER_CALL = 40;
 
 /**
+ * A field's value as history stores it: a decimal as its exact text (as the API answers it), since
+ * a JSON number read back is a double (0.1000000000000000000001 → 0.1, 1e400 → null).
+ */
+function valueSql(f: FieldDef, alias: string): string {
+  const col = qualified(alias, f.column);
+  return f.type === 'decimal' && !f.custom ? `${col}::text` : col;
+}
+
+/**
+ * A stored row as JSON (`to_jsonb`, keyed by column) with its decimal columns as their exact text,
+ * as history stores them: the state that reads of history rebuild values from.
+ */
+export function rowJsonSql(type: TypeDef, alias: string): string {
+  const decimals = type.fields.filter((f) => f.type === 'decimal' && !f.custom);
+  const row = `to_jsonb(${ident(alias)})`;
+  if (decimals.length === 0) return row;
+  const pairs = decimals.map((f) => `'${f.column}', ${qualified(alias, f.column)}::text`);
+  return `(${row} || jsonb_build_object(${pairs.join(', ')}))`;
+}
+
+/**
  * `{name: value}` of the fields whose value is not null (a record's values when it is added or
  * deleted), in one jsonb_build_object per 40 fields stripped of nulls. A null left out reads as null
  * (presentChanges: the names are in `changed_fields`). JSON fields are added one by one, since
@@ -97,7 +118,7 @@ const PAIRS_PER_CALL = 40;
 function presentJsonSql(fields: readonly FieldDef[], alias: string): string {
   const value = (f: FieldDef) => {
     if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
-    return qualified(alias, f.column);
+    return valueSql(f, alias);
   };
   const plain = fields.filter((f) => f.type !== 'json');
   const parts: string[] = [];
@@ -125,7 +146,7 @@ function someJsonSql(fields: readonly FieldDef[], alias: string, when: (f: Field
     .map((f) => {
       if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
       const col = qualified(alias, f.column);
-      return `CASE WHEN ${col} IS NOT NULL AND ${when(f)} THEN jsonb_build_object('${f.name}', ${col}) ELSE '{}'::jsonb END`;
+      return `CASE WHEN ${col} IS NOT NULL AND ${when(f)} THEN jsonb_build_object('${f.name}', ${valueSql(f, alias)}) ELSE '{}'::jsonb END`;
     })
     .join(' || ');
 }

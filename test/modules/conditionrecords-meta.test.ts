@@ -500,6 +500,50 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     for (const code of ['CRCI1', 'CRCI']) assert.deepEqual(await chain(code), expected, code);
   });
 
+  test('record history keeps exact decimals: old and new values, asOf, 1e400', async () => {
+    const s = await newSet(1);
+    const tiny = '0.1000000000000000000001';
+    const [a] = okData(
+      await call('/add/CRCI1', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'D',
+          validFrom: '2026-01-01',
+          conditionValue: tiny,
+          priceUnit: '1.50',
+        },
+      }),
+    );
+    assert.equal(a.conditionValue, tiny);
+    const before = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    const [big] = okData(
+      await call('/update/CRCI', { data: { typedId: `${a.id}.CRCI`, conditionValue: '1e400' } }),
+    );
+    assert.equal(big.conditionValue, `1${'0'.repeat(400)}`);
+    okData(
+      await call('/massedit/CRCI1', {
+        filterCriteria: { conditionRecordSetId: s.id },
+        massEditRecords: [{ fieldName: 'conditionValue', massEditOperator: '=', fieldValue: tiny }],
+      }),
+    );
+    const rows = okData(await call(`/fetch/CRCI1/${a.id}/history`, {}));
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.changes.conditionValue]),
+      [
+        ['ADD', { old: null, new: tiny }],
+        ['UPDATE', { old: tiny, new: big.conditionValue }],
+        ['UPDATE', { old: big.conditionValue, new: tiny }],
+      ],
+    );
+    assert.deepEqual(rows[0].changes.priceUnit, { old: null, new: '1.50' });
+    const [then] = okData(await call(`/fetch/CRCI1/${a.id}?asOf=${before}`));
+    assert.equal(then.conditionValue, tiny);
+    okData(await call('/delete/CRCI', { data: { typedId: `${a.id}.CRCI` } }));
+    const [gone] = okData(await call(`/fetch/CRCI/${a.id}/history`, { data: { action: 'DELETE' } }));
+    assert.deepEqual(gone.changes.conditionValue, { old: tiny, new: null });
+  });
+
   test('record history of a spliced load: ADD of new items and copies, UPDATE of cut items (changed fields only)', async () => {
     const s = await newSet(1);
     const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue', 'attribute1'];
@@ -545,7 +589,7 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       attribute1: { old: 'orig', new: 'cut' },
       validTo: { old: '2026-12-31', new: '2026-04-30' },
     });
-    assert.deepEqual(cut[0].changes.conditionValue, { old: null, new: 1 });
+    assert.deepEqual(cut[0].changes.conditionValue, { old: null, new: '1' });
     const copy = await history(items[2].id);
     assert.deepEqual(
       copy.map((h) => h.action),
