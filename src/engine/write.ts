@@ -7,6 +7,7 @@ import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, notFound, prefixed, validationError } from '../http/errors.ts';
+import { toAppError } from '../http/envelope.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
 import {
@@ -87,6 +88,52 @@ async function guardInsert(q: Queryable, principal: Principal, type: TypeDef, da
   await type.beforeInsert?.(q, principal, data);
 }
 
+/** Database refusals that name a field of the written record (an overlap, a CHECK, a rule of a trigger). */
+const FIELD_REFUSALS = new Set(['23P01', '23514', 'RC400']);
+
+/**
+ * Writes the elements of a batch in order, each through `one`; an error of element i names it
+ * (`2.attribute1`), also when the database refused the write (an overlap of condition record items:
+ * `1.validFrom`). A record added by an earlier element is not stored once the batch fails (it is
+ * rolled back): an error naming it (`item 25.CRCI`) names that element instead. `added` tells of a
+ * written record whether this element created it.
+ */
+async function eachElement<T extends Obj>(
+  type: TypeDef,
+  items: readonly T[],
+  one: (item: T) => Promise<Row>,
+  added: (row: Row) => boolean,
+): Promise<Row[]> {
+  const out: Row[] = [];
+  const created = new Map<string, number>();
+  const codes = [...new Set([type.code, type.historyCode ?? type.code])].join('|');
+  const named = new RegExp(`\\b(?:item )?(\\d+)\\.(?:${codes})\\b`, 'g');
+  const rename = (text: string) =>
+    text.replace(named, (whole, id: string) => {
+      const j = created.get(id);
+      return j === undefined ? whole : `element ${j} of this request`;
+    });
+  for (const [i, item] of items.entries()) {
+    const row = await prefixed(items.length > 1 ? `${i}.` : '', async () => {
+      try {
+        return await one(item);
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        const e =
+          err instanceof AppError ? err : FIELD_REFUSALS.has(String(code)) ? toAppError(err) : undefined;
+        if (e === undefined || e.errors === undefined || created.size === 0) throw e ?? err;
+        const errors = Object.fromEntries(
+          Object.entries(e.errors).map(([f, v]) => [f, { ...v, errorMessage: rename(v.errorMessage) }]),
+        );
+        throw new AppError(e.code, rename(e.message), { errors });
+      }
+    });
+    if (added(row)) created.set(String(row.id), i);
+    out.push(row);
+  }
+  return out;
+}
+
 export async function addRecords(
   db: Db,
   principal: Principal,
@@ -106,10 +153,12 @@ export async function addRecords(
   if (items.length === 1) return [await add(db, contextCache(db, principal, type), items[0]!)];
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
-    const out: Row[] = [];
-    // Errors of a batch's element name it: `2.attribute1`.
-    for (const [i, data] of items.entries()) out.push(await prefixed(`${i}.`, () => add(tx, ctx, data)));
-    return out;
+    return eachElement(
+      type,
+      items,
+      (data) => add(tx, ctx, data),
+      () => true,
+    );
   });
 }
 
@@ -203,7 +252,6 @@ export async function updateRecords(
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
   return db.transaction(async (tx) => {
-    const out: Row[] = [];
     const one = async (item: UpdateItem): Promise<Row> => {
       const address = requireAddress(type, item.data);
       const base = await loadTypeContext(tx, principal, type);
@@ -228,10 +276,7 @@ export async function updateRecords(
       });
       return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
     };
-    // Errors of a batch's element name it: `2.attribute1`.
-    for (const [i, item] of items.entries())
-      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(item)));
-    return out;
+    return eachElement(type, items as readonly (UpdateItem & Obj)[], one, () => false);
   });
 }
 
@@ -281,7 +326,6 @@ export async function integrateRecords(
   }
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
-    const out: Row[] = [];
     const one = async (data: Obj): Promise<Row> => {
       const address = addressOf(type, data);
       if (!address) {
@@ -312,10 +356,8 @@ export async function integrateRecords(
         throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);
       return withOld(toRecord(tc, row), returnOld ? {} : undefined);
     };
-    // Errors of a batch's element name it: `2.attribute1`.
-    for (const [i, data] of items.entries())
-      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(data)));
-    return out;
+    // A record integrate created is at version 0 (an update of an existing one bumps it).
+    return eachElement(type, items, one, (row) => row.version === 0);
   });
 }
 

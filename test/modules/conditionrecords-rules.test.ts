@@ -176,6 +176,77 @@ describe('condition records: rules on every path', () => {
     );
   });
 
+  test('a batch element that overlaps is named (1.validFrom); an item of the rolled-back batch is named as its element', async () => {
+    const s = await newSet(2);
+    const stored = await call('/add/CRCI2', {
+      data: {
+        conditionRecordSetId: s.id,
+        key1: 'C-100',
+        key2: 'PG-7',
+        validFrom: '2026-03-01',
+        validTo: '2026-06-30',
+      },
+    });
+    const [old] = okData(stored);
+    const el = (key1: string, validFrom: string, validTo?: string) => ({
+      data: { conditionRecordSetId: s.id, key1, key2: 'X', validFrom, ...(validTo ? { validTo } : {}) },
+    });
+    // Element 1 overlaps a stored item: named as element 1, the item named as it is.
+    let r = await call('/add/CRCI2', [
+      el('N1', '2026-01-01'),
+      { data: { ...el('C-100', '2026-04-01').data, key2: 'PG-7' } },
+    ]);
+    expectError(r, 400, -4, '1.validFrom');
+    assert.match(
+      r.body.response.errors['1.validFrom'].errorMessage,
+      new RegExp(`overlaps item ${old.id}\\.CRCI`),
+    );
+    // Element 1 overlaps element 0 (never stored: the batch is rolled back): named as that element.
+    for (const path of ['/add/CRCI2', '/integrate/CRCI2']) {
+      // (The same start is the same item to integrate: an update of it.)
+      const seconds = [
+        el('I8', '2026-03-01'),
+        ...(path === '/add/CRCI2' ? [el('I8', '2026-01-01', '2026-02-01')] : []),
+      ];
+      for (const second of seconds) {
+        r = await call(path, [el('I8', '2026-01-01', '2026-05-01'), second]);
+        expectError(r, 400, -4, '1.validFrom');
+        const message = r.body.response.errors['1.validFrom'].errorMessage as string;
+        assert.match(
+          message,
+          /overlaps element 0 of this request \(valid 2026-01-01\.\.2026-05-01\)/,
+          message,
+        );
+        assert.doesNotMatch(r.body.response.data, /item \d+\.CRCI/);
+      }
+      assert.equal(
+        okData(await call('/fetch/CRCI2', { data: { conditionRecordSetId: s.id, key1: 'I8' } })).length,
+        0,
+      );
+    }
+    // An update batch: element 1 moves into the validity of a stored item.
+    const [b] = okData(
+      await call('/add/CRCI2', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'C-100',
+          key2: 'PG-7',
+          validFrom: '2026-07-01',
+          validTo: '2026-07-31',
+        },
+      }),
+    );
+    r = await call('/update/CRCI', [
+      { data: { typedId: `${old.id}.CRCI`, currency: 'EUR' } },
+      { data: { typedId: `${old.id}.CRCI`, validTo: '2026-07-15' } },
+    ]);
+    expectError(r, 400, -4, '1.validFrom');
+    assert.match(
+      r.body.response.errors['1.validFrom'].errorMessage,
+      new RegExp(`overlaps item ${b.id}\\.CRCI`),
+    );
+  });
+
   test('CRCIH is read-only, for admins too', async () => {
     const s = await newSet();
     const item = await addItem(s.id, 'K', '2026-01-01', '2026-01-31');
