@@ -54,11 +54,28 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
     const col = ident(e.field.column);
     if (e.op === 'null') return `${col} = NULL`;
     if (e.op === '=') return `${col} = ${params.add(e.value)}`;
-    const current = e.field.storedAsText ? `rc_try_numeric(${col})` : col;
+    const field = `${params.add(e.field.name)}::text`;
+    // A stored attribute that is not a number (written before its meta said NUMERIC) is refused,
+    // naming the field, rather than becoming NULL; a blank one stays blank, as NULL does.
+    const current = e.field.storedAsText
+      ? `(CASE WHEN btrim(${col}) <> '' AND rc_try_numeric(${col}) IS NULL
+           THEN rc_refuse_value(${field}, 'record ' || t.id || ' holds ' || quote_literal(${col})
+                || ', not a number: ' || ${params.add(e.op)}::text || ' cannot change it')
+           ELSE rc_try_numeric(${col}) END)`
+      : col;
     let expr = `${current} ${e.op} ${params.add(e.operand)}::numeric`;
-    // An integer stays one: past its column's range (or int64's, stored as text) the database
-    // refuses it (22003, a -4) instead of storing a number no write would accept.
-    if (e.field.type === 'integer') expr = `round(${expr})::${e.field.int32 ? 'integer' : 'bigint'}`;
+    // An integer stays one: past its column's range (or int64's, stored as text) it is refused,
+    // naming the field, instead of storing a number no write would accept.
+    if (e.field.type === 'integer') {
+      const [lo, hi] = e.field.int32
+        ? ['-2147483648', '2147483647']
+        : ['-9223372036854775808', '9223372036854775807'];
+      const r = `round(${expr})`;
+      expr = `(CASE WHEN ${r} NOT BETWEEN ${lo} AND ${hi}
+                THEN rc_refuse_value(${field}, 'record ' || t.id || ' would hold ' || ${r}
+                     || ', outside ${lo}..${hi}')
+                ELSE ${r} END)::${e.field.int32 ? 'integer' : 'bigint'}`;
+    }
     return `${col} = (${expr})${e.field.storedAsText ? '::text' : ''}`;
   });
   const audit = () =>

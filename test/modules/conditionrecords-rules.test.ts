@@ -307,6 +307,55 @@ describe('condition records: rules on every path', () => {
     );
   });
 
+  test('massedit arithmetic: a stored value that is not a number and an integer overflow are -4s naming the field', async () => {
+    const s = await newSet();
+    const a = await addItem(s.id, 'A', '2026-01-01', '2026-01-31');
+    okData(
+      await call('/update/CRCI', {
+        data: { typedId: a.typedId, attribute2: 'abc', integrationStatus: 2147483000 },
+      }),
+    );
+    const b = await addItem(s.id, 'B', '2026-01-01', '2026-01-31');
+    okData(await call('/update/CRCI', { data: { typedId: b.typedId, attribute2: '5' } }));
+    okData(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: s.id, fieldName: 'attribute2', label: 'Rank', fieldType: 'NUMERIC' },
+      }),
+    );
+    const edit = (fieldName: string, fieldValue: unknown) =>
+      call('/massedit/CRCI1', {
+        filterCriteria: { conditionRecordSetId: s.id },
+        massEditRecords: [{ fieldName, massEditOperator: '+', fieldValue }],
+      });
+    let r = await edit('attribute2', 1);
+    expectError(r, 400, -4, 'attribute2');
+    assert.match(r.body.response.data, new RegExp(`record ${a.id} holds 'abc', not a number`));
+    r = await edit('integrationStatus', 1000);
+    expectError(r, 400, -4, 'integrationStatus');
+    assert.match(r.body.response.data, /outside -2147483648\.\.2147483647/);
+    // Nothing changed: the stored values stand.
+    const items = okData(
+      await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id }, sortBy: ['key1'] }),
+    );
+    assert.deepEqual(
+      items.map((i: any) => [i.attribute2, i.integrationStatus, i.version]),
+      [
+        ['abc', 2147483000, 1],
+        [5, null, 1],
+      ],
+    );
+    // Once the value is a number, the arithmetic applies (a blank one stays blank).
+    okData(await call('/update/CRCI', { data: { typedId: a.typedId, attribute2: null } }));
+    okData(await edit('attribute2', 1));
+    const after = okData(
+      await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id }, sortBy: ['key1'] }),
+    );
+    assert.deepEqual(
+      after.map((i: any) => i.attribute2),
+      [null, 6],
+    );
+  });
+
   test('of two rows of one load that overlap, the later one is the error', async () => {
     const s = await newSet();
     const [r] = okData(
