@@ -276,7 +276,10 @@ export function handleError(err: unknown, req: FastifyRequest, reply: FastifyRep
   // The database refused a value: when the body holds NUL somewhere, that is it, and its path says
   // which field (a module that writes text it does not check itself still names the field).
   // Named like every field error, inside `data` (`label`, `2.label` in a batch).
-  const nul = isDataException(err) ? nulPath(req.body)?.replace(/^(\d+\.)?data\./, '$1') : undefined;
+  // A path parameter with NUL (`/conditionrecordset.lookup/A%00B`) is named as itself.
+  const nul = isDataException(err)
+    ? (nulPath(req.body)?.replace(/^(\d+\.)?data\./, '$1') ?? nulPath(req.params))
+    : undefined;
   if (nul !== undefined) e = validationError(nul, 'must not contain NUL characters');
   if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
   const response: Envelope['response'] = {

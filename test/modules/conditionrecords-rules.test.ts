@@ -420,6 +420,12 @@ describe('condition records: rules on every path', () => {
       -4,
       'keys.1.0',
     );
+    // In the set's name (the path): named as the path parameter, no database text.
+    const bad = await call('/conditionrecordset.lookup/A%00B', {
+      data: { keys: [['a']], date: '2026-06-15' },
+    });
+    expectError(bad, 400, -4, 'setUniqueName');
+    assert.doesNotMatch(bad.body.response.data, /database|UTF8/);
     const [r] = okData(
       await call('/loaddata/CRCP', {
         data: {

@@ -110,6 +110,9 @@ export async function lookupForClient(
   setUniqueName: string,
   body: unknown,
 ): Promise<string> {
+  // No set name holds NUL (checkValue refuses it), and the database cannot take it as text.
+  if (setUniqueName.includes('\u0000'))
+    throw validationError('setUniqueName', 'must not contain NUL characters');
   const data = isObj(body) && isObj(body.data) ? body.data : undefined;
   if (data === undefined) throw validationError('data', 'must be {keys: [[...], ...], date}');
   if (!Array.isArray(data.keys)) throw validationError('keys', 'must be an array of key tuples');
