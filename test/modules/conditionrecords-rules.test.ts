@@ -410,6 +410,37 @@ describe('condition records: rules on every path', () => {
     assert.equal(found.id, item.id);
   });
 
+  test('look-up keys given as JSON numbers or booleans are their text, as writes take them', async () => {
+    const s = await newSet(2);
+    const [item] = okData(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 12345, key2: true, validFrom: '2026-01-01' },
+      }),
+    );
+    assert.deepEqual([item.key1, item.key2], ['12345', 'true']);
+    const [found, none] = okData(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: {
+          keys: [
+            [12345, true],
+            [12345, false],
+          ],
+          date: '2026-06-15',
+        },
+      }),
+    );
+    assert.equal(found.id, item.id);
+    assert.deepEqual(found.keys, ['12345', 'true']);
+    assert.equal(none, null);
+    expectError(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: { keys: [[{ a: 1 }, 'x']], date: '2026-06-15' },
+      }),
+      400,
+      -4,
+    );
+  });
+
   test('NUL: a look-up key is a -4 naming it, a load row naming a set with NUL a row error', async () => {
     const s = await newSet();
     expectError(

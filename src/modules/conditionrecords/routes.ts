@@ -65,7 +65,11 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
               required: ['keys', 'date'],
               additionalProperties: false,
               properties: {
-                keys: { type: 'array', items: { type: 'array', items: { type: 'string', maxLength: 63 } } },
+                // A key is text; a JSON number or boolean is taken as its text, as writes take it.
+                keys: {
+                  type: 'array',
+                  items: { type: 'array', items: { type: ['string', 'number', 'boolean'], maxLength: 63 } },
+                },
                 date: { type: 'string' },
               },
             },

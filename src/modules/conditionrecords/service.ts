@@ -121,7 +121,12 @@ export async function lookupForClient(
   return findConditionRecordsJson(db, {
     partitionId: principal.partitionId,
     setUniqueName,
-    tuples: data.keys as string[][],
+    // Keys given as JSON numbers or booleans are their text, as a write of an item takes them.
+    tuples: data.keys.map((t: unknown) =>
+      Array.isArray(t)
+        ? t.map((k: unknown) => (typeof k === 'number' || typeof k === 'boolean' ? String(k) : k))
+        : t,
+    ) as string[][],
     date: data.date,
     canView: (g) => inUserGroup(principal, g),
   });
