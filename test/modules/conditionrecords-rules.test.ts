@@ -73,6 +73,32 @@ describe('condition records: rules on every path', () => {
     assert.equal(await setCount(other.name), 0);
   });
 
+  test('force of /delete/CRCS must be a boolean', async () => {
+    const s = await newSet();
+    await addItem(s.id, 'A', '2026-01-01', '2026-01-31');
+    expectError(
+      await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` }, force: 'yes' }),
+      400,
+      -4,
+      'force',
+    );
+    expectError(
+      await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS`, force: 1 } }),
+      400,
+      -4,
+      'data.force',
+    );
+    expectError(
+      await call('/delete/CRCS', [{ data: { typedId: `${s.id}.CRCS` } }, { data: { id: 0 }, force: 'true' }]),
+      400,
+      -4,
+      '1.force',
+    );
+    assert.equal(await setCount(s.name), 1);
+    okData(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` }, force: true }));
+    assert.equal(await setCount(s.name), 0);
+  });
+
   test('/resetcolumn/CRCS is refused with a pointer to conditionrecordset.update', async () => {
     const s = await newSet();
     const r = await call('/resetcolumn/CRCS/label', {});

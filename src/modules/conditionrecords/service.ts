@@ -62,9 +62,14 @@ export async function deleteSets(db: Db, principal: Principal, body: unknown): P
   const entries: unknown[] = Array.isArray(body) ? body : [body];
   const topForce = isObj(body) && body.force === true;
   const items = entries.map((e, i) => {
+    const at = entries.length > 1 ? `${i}.` : '';
     const data = isObj(e) && isObj(e.data) ? { ...e.data } : undefined;
-    if (data === undefined)
-      throw validationError(entries.length > 1 ? `${i}.data` : 'data', 'must be an object');
+    if (data === undefined) throw validationError(`${at}data`, 'must be an object');
+    // `force` is a boolean wherever it is given ("yes" must not read as "no" in silence).
+    if (isObj(e) && e.force !== undefined && typeof e.force !== 'boolean')
+      throw validationError(`${at}force`, 'must be true or false');
+    if (data.force !== undefined && typeof data.force !== 'boolean')
+      throw validationError(`${at}data.force`, 'must be true or false');
     const force = topForce || data.force === true || (isObj(e) && e.force === true);
     delete data.force;
     return { data, force };
