@@ -19,7 +19,7 @@ export async function describeType(q: Queryable, principal: Principal, type: Typ
     typeCode: type.code,
     businessKey: type.businessKey,
     massEditable: type.massEditable,
-    bulkLoadable: type.bulkLoadable,
+    bulkLoadable: type.bulkLoadable || type.loadedBy !== undefined,
     deleteMode: type.deleteMode,
     fields: [
       { name: 'typedId', type: 'string', required: false, updatable: false },

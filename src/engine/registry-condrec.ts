@@ -208,6 +208,7 @@ function itemType(
     // Bulk loads of items are `/loaddata/CRCP`, `/loaddata/CRCI`, `/loaddata/CRCIn`: routes of
     // their own (src/modules/conditionrecords/splice.ts), not the generic loader.
     bulkLoadable: false,
+    loadedBy: `/loaddata/${code}`,
     userGroups: true,
     access: { fetch: 'CONDITIONRECORD_FETCH', write: 'CONDITIONRECORD_EDIT' },
     validate: itemRules,

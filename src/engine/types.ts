@@ -112,6 +112,11 @@ export interface TypeDef {
   readonly deleteMode: 'soft' | 'hard';
   readonly massEditable: boolean;
   readonly bulkLoadable: boolean;
+  /**
+   * The route that bulk-loads this type, when a module's own and not the generic loader (condition
+   * record items: `/loaddata/CRCI2`): `/metadata.describe` reports it bulk-loadable all the same.
+   */
+  readonly loadedBy?: string;
   /** `/update` must carry `oldValues.version`. */
   readonly updateNeedsVersion?: boolean;
   /**

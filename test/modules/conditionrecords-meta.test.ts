@@ -299,6 +299,17 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     assert.equal(e.validTo, '9999-12-31');
   });
 
+  test('/metadata.describe reports CRCI and CRCIn bulk-loadable, as /loaddata/CRCI and /loaddata/CRCIn load them', async () => {
+    for (const code of ['CRCI', 'CRCI1', 'CRCI12']) {
+      const [d] = okData(await call(`/metadata.describe/${code}`));
+      assert.equal(d.bulkLoadable, true, code);
+    }
+    for (const code of ['CRCS', 'CRCIH']) {
+      const [d] = okData(await call(`/metadata.describe/${code}`));
+      assert.equal(d.bulkLoadable, false, code);
+    }
+  });
+
   test('/loaddata/CRCI and /loaddata/CRCIn: the CRCP load without splicing, pointing to CRCP for it', async () => {
     const s = await newSet(1);
     const header = ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue'];
