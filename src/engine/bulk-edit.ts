@@ -160,6 +160,8 @@ export function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
     seen.add(field.name);
     const op = edit.massEditOperator;
     if (op === 'null') {
+      // A field whose null means a value (an item's open end) is set to it, as by /update.
+      if (field.nullAs !== undefined) return { field, op: '=', value: field.nullAs };
       if (field.required) throw validationError(`${at}.massEditOperator`, `${field.name} is required`);
       return { field, op };
     }

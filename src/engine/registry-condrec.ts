@@ -16,6 +16,8 @@ export const MAX_KEY_SIZE = 12;
 export const KEY_MAX_LENGTH = 63;
 export const ITEM_TABLE = 'condition_records';
 export const HISTORY_TABLE = 'condition_records_history';
+/** The validTo of an open-ended item (the column's default, migration 037). */
+export const OPEN_END = '9999-12-31';
 
 const MANAGER_UPDATE = '/conditionrecordset.update/{id}';
 
@@ -86,8 +88,16 @@ function itemFields(keys: readonly FieldDef[]): FieldDef[] {
     },
     ...keys,
     { name: 'validFrom', column: 'valid_from', type: 'date', required: true, key: true },
-    // May be left out: an item without one is open-ended (valid to 9999-12-31, the column's default).
-    { name: 'validTo', column: 'valid_to', type: 'date', required: true, defaultOnAdd: true },
+    // May be left out or null: an item without one is open-ended (valid to 9999-12-31, the column's
+    // default), as in /loaddata/CRCP.
+    {
+      name: 'validTo',
+      column: 'valid_to',
+      type: 'date',
+      required: true,
+      defaultOnAdd: true,
+      nullAs: OPEN_END,
+    },
     { name: 'conditionValue', column: 'condition_value', type: 'decimal' },
     text('unitOfMeasure', 'unit_of_measure', { maxLength: 255 }),
     text('currency', 'currency', { maxLength: 255 }),

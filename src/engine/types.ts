@@ -61,6 +61,11 @@ export interface FieldDef extends FieldSpec {
    * open end of a condition record's validity), but never set empty.
    */
   readonly defaultOnAdd?: boolean;
+  /**
+   * With `required`: the value a write of null (or blank) stores, as when the field is left out (the
+   * open end of a condition record's validity, `9999-12-31`), instead of refusing it.
+   */
+  readonly nullAs?: string;
   /** Server-maintained (id, version, dates): never written by clients, silently ignored on input. */
   readonly system?: boolean;
   /** A custom attribute: text column, type from the attribute meta. */

@@ -72,6 +72,7 @@ export const INDEXED_TEXT_BYTES = 2_600;
 /** A value in its stored form, or the reason it is refused. */
 export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | string {
   if (raw === null || raw === undefined || (raw === '' && f.type !== 'string')) {
+    if (f.nullAs !== undefined) return { value: f.nullAs };
     return f.required ? 'is required' : { value: null };
   }
   if (f.type === 'json') return { value: JSON.stringify(raw) };

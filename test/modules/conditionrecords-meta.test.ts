@@ -244,36 +244,38 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     ]);
     expectError(clash, 400, -4, 'validFrom');
     assert.match(clash.body.response.data, new RegExp(`item ${a.id}\\.CRCI`));
-    expectError(
+    // validTo null is open-ended, as left out (and as in /loaddata/CRCP): add, update, massedit.
+    const [nulled] = okData(
       await call('/add/CRCI2', {
-        data: { conditionRecordSetId: s.id, key1: 'D', key2: 'P', validFrom: '2026-01-01', validTo: null },
+        data: { conditionRecordSetId: s.id, key1: 'N', key2: 'P', validFrom: '2026-01-01', validTo: null },
       }),
-      400,
-      -4,
-      'validTo',
     );
+    assert.equal(nulled.validTo, '9999-12-31');
     const [added] = okData(
       await call('/add/CRCI2', {
-        data: { conditionRecordSetId: s.id, key1: 'D', key2: 'P', validFrom: '2026-01-01' },
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'D',
+          key2: 'P',
+          validFrom: '2026-01-01',
+          validTo: '2026-03-31',
+        },
       }),
     );
-    assert.equal(added.validTo, '9999-12-31');
-    // Left out is open-ended; set empty is refused (update, massedit).
-    expectError(
+    assert.equal(added.validTo, '2026-03-31');
+    const [reopened] = okData(
       await call('/update/CRCI', { data: { typedId: `${added.id}.CRCI`, validTo: null } }),
-      400,
-      -4,
-      'validTo',
     );
-    expectError(
+    assert.equal(reopened.validTo, '9999-12-31');
+    okData(await call('/update/CRCI', { data: { typedId: `${added.id}.CRCI`, validTo: '2026-03-31' } }));
+    okData(
       await call('/massedit/CRCI2', {
-        filterCriteria: { conditionRecordSetId: s.id },
+        filterCriteria: { conditionRecordSetId: s.id, key1: 'D' },
         massEditRecords: [{ fieldName: 'validTo', massEditOperator: 'null' }],
       }),
-      400,
-      -4,
-      'massEditRecords.0.massEditOperator',
     );
+    const [massed] = okData(await call(`/fetch/CRCI/${added.id}`));
+    assert.equal(massed.validTo, '9999-12-31');
     // A load without validTo (or with an empty one): open-ended too.
     const [r] = okData(
       await call('/loaddata/CRCP', {
