@@ -54,12 +54,14 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
     const col = ident(e.field.column);
     if (e.op === 'null') return `${col} = NULL`;
     if (e.op === '=') return `${col} = ${params.add(e.value)}`;
-    const field = `${params.add(e.field.name)}::text`;
+    // (Added only where used: an unused parameter has no type, which PostgreSQL refuses.)
+    let fieldParam: string | undefined;
+    const field = () => (fieldParam ??= `${params.add(e.field.name)}::text`);
     // A stored attribute that is not a number (written before its meta said NUMERIC) is refused,
     // naming the field, rather than becoming NULL; a blank one stays blank, as NULL does.
     const current = e.field.storedAsText
       ? `(CASE WHEN btrim(${col}) <> '' AND rc_try_numeric(${col}) IS NULL
-           THEN rc_refuse_value(${field}, 'record ' || t.id || ' holds ' || quote_literal(${col})
+           THEN rc_refuse_value(${field()}, 'record ' || t.id || ' holds ' || quote_literal(${col})
                 || ', not a number: ' || ${params.add(e.op)}::text || ' cannot change it')
            ELSE rc_try_numeric(${col}) END)`
       : col;
@@ -72,7 +74,7 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
         : ['-9223372036854775808', '9223372036854775807'];
       const r = `round(${expr})`;
       expr = `(CASE WHEN ${r} NOT BETWEEN ${lo} AND ${hi}
-                THEN rc_refuse_value(${field}, 'record ' || t.id || ' would hold ' || ${r}
+                THEN rc_refuse_value(${field()}, 'record ' || t.id || ' would hold ' || ${r}
                      || ', outside ${lo}..${hi}')
                 ELSE ${r} END)::${e.field.int32 ? 'integer' : 'bigint'}`;
     }
