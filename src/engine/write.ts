@@ -6,8 +6,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, notFound, prefixed, validationError } from '../http/errors.ts';
-import { toAppError } from '../http/envelope.ts';
+import { AppError, markElement, notFound, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
 import {
@@ -88,15 +87,12 @@ async function guardInsert(q: Queryable, principal: Principal, type: TypeDef, da
   await type.beforeInsert?.(q, principal, data);
 }
 
-/** Database refusals that name a field of the written record (an overlap, a CHECK, a rule of a trigger). */
-const FIELD_REFUSALS = new Set(['23P01', '23514', 'RC400']);
-
 /**
  * Writes the elements of a batch in order, each through `one`; an error of element i names it
  * (`2.attribute1`), also when the database refused the write (an overlap of condition record items:
- * `1.validFrom`). A record added by an earlier element is not stored once the batch fails (it is
- * rolled back): an error naming it (`item 25.CRCI`) names that element instead. `added` tells of a
- * written record whether this element created it.
+ * `1.validFrom`, named once the error is answered). A record added by an earlier element is not
+ * stored once the batch fails (it is rolled back): an error naming it (`item 25.CRCI`) names that
+ * element instead. `added` tells of a written record whether this element created it.
  */
 async function eachElement<T extends Obj>(
   type: TypeDef,
@@ -114,20 +110,25 @@ async function eachElement<T extends Obj>(
       return j === undefined ? whole : `element ${j} of this request`;
     });
   for (const [i, item] of items.entries()) {
-    const row = await prefixed(items.length > 1 ? `${i}.` : '', async () => {
-      try {
-        return await one(item);
-      } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        const e =
-          err instanceof AppError ? err : FIELD_REFUSALS.has(String(code)) ? toAppError(err) : undefined;
-        if (e === undefined || e.errors === undefined || created.size === 0) throw e ?? err;
-        const errors = Object.fromEntries(
-          Object.entries(e.errors).map(([f, v]) => [f, { ...v, errorMessage: rename(v.errorMessage) }]),
-        );
-        throw new AppError(e.code, rename(e.message), { errors });
-      }
-    });
+    const prefix = items.length > 1 ? `${i}.` : '';
+    const name = (e: AppError): AppError => {
+      if (e.errors === undefined || (prefix === '' && created.size === 0)) return e;
+      const errors = Object.fromEntries(
+        Object.entries(e.errors).map(([f, v]) => [
+          prefix + f,
+          { ...v, errorMessage: rename(v.errorMessage) },
+        ]),
+      );
+      return new AppError(e.code, rename(e.message), { errors });
+    };
+    let row: Row;
+    try {
+      row = await one(item);
+    } catch (err) {
+      if (err instanceof AppError) throw name(err);
+      markElement(err, name);
+      throw err;
+    }
     if (added(row)) created.set(String(row.id), i);
     out.push(row);
   }

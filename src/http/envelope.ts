@@ -2,7 +2,7 @@
 // process can meet (ours, Fastify's, the database's) to one catalogue entry of ./errors.ts.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, validationError, type FieldErrors } from './errors.ts';
+import { AppError, namedElement, validationError, type FieldErrors } from './errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import type {} from './fastify-types.ts';
 
@@ -164,6 +164,11 @@ function tooLargeForIndex(fe: PgError & { message?: unknown }): AppError {
 /** The catalogue entry of anything thrown while serving a request. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  // A refusal of the database while an element of a batch was written names the element.
+  return namedElement(err, mapError(err));
+}
+
+function mapError(err: unknown): AppError {
   if (err instanceof DeadlineError) return new AppError('TIMEOUT', err.message);
   const fe = err as Partial<FastifyError> & PgError;
   if (Array.isArray(fe.validation)) {

@@ -97,6 +97,24 @@ export async function prefixed<T>(prefix: string, check: () => Promise<T>): Prom
   }
 }
 
+const elements = new WeakMap<object, (e: AppError) => AppError>();
+
+/**
+ * Marks an error the database raised while one element of a batch was written (an overlap of
+ * condition record items): once it is answered as an AppError (envelope.ts `toAppError`), `name`
+ * names the element in it (`1.validFrom`). The error itself travels on unchanged, for callers that
+ * read its code. The first mark stands (the innermost batch).
+ */
+export function markElement(err: unknown, name: (e: AppError) => AppError): void {
+  if (typeof err === 'object' && err !== null && !elements.has(err)) elements.set(err, name);
+}
+
+/** `e` (the answer to `err`) with the element of a batch named, if `err` was marked. */
+export function namedElement(err: unknown, e: AppError): AppError {
+  const name = typeof err === 'object' && err !== null ? elements.get(err) : undefined;
+  return name === undefined ? e : name(e);
+}
+
 export function notFound(what: string): AppError {
   return new AppError('NOT_FOUND', `${what} not found`);
 }
