@@ -178,7 +178,7 @@ export function rowScope(
       : allowed(alias, 'user_group_view_details');
     if (current) {
       // The parent's groups as they are now; the row's own copy only when the parent is gone.
-      const by = type.scopedBy!;
+      const by = type.scopedBy;
       const p = `${alias}_parent`;
       const parent = opts.forEdit
         ? `${allowed(p, 'user_group_view_details')} AND ${allowed(p, 'user_group_edit')}`
