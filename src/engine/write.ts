@@ -6,7 +6,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, markElement, notFound, validationError } from '../http/errors.ts';
+import { AppError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
 import {
@@ -112,6 +112,11 @@ async function eachElement<T extends Obj>(
   for (const [i, item] of items.entries()) {
     const prefix = items.length > 1 ? `${i}.` : '';
     const name = (e: AppError): AppError => {
+      // A missing record of a batch is named by its element's address.
+      if (e.errors === undefined && e.code === 'NOT_FOUND' && prefix !== '')
+        return new AppError(e.code, e.message, {
+          errors: { [`${prefix}typedId`]: { errorMessage: e.message } },
+        });
       if (e.errors === undefined || (prefix === '' && created.size === 0)) return e;
       const errors = Object.fromEntries(
         Object.entries(e.errors).map(([f, v]) => [
@@ -374,7 +379,6 @@ export async function deleteRecords(
     // The answer types an extension row by its own table's meta.
     const typed = contextCache(tx, principal, type);
     await setDeleteActor(tx, principal);
-    const out: Row[] = [];
     // Addresses of the records this batch has deleted: named again, they are repeated, not missing.
     const gone = new Set<string>();
     const one = async (data: Obj): Promise<Row> => {
@@ -402,7 +406,9 @@ export async function deleteRecords(
       gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
       return toRecord(typedPerRow(type) ? await typed(old) : tc, old);
     };
-    // Errors of a batch's element name it: `1.typedId`.
+    // Errors of a batch's element name it (`1.typedId`); a database rule's field (`force` of a
+    // set that holds items) is the request's, not the element's.
+    const out: Row[] = [];
     for (const [i, data] of items.entries())
       out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(data)));
     return out;
