@@ -18,7 +18,7 @@ import { loadTypeContext, metaNameIsId, rowScope, type TypeContext } from './con
 import { extensionNameOf, type FetchBody } from './fetch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
-import { coerceValue } from './values.ts';
+import { MAX_DECIMAL_TEXT, coerceValue } from './values.ts';
 import { countWritten, setDeleteActor, written } from './write.ts';
 
 function countLeaves(node: CriteriaNode): number {
@@ -77,6 +77,14 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
                 THEN rc_refuse_value(${field()}, 'record ' || t.id || ' would hold ' || ${r}
                      || ', outside ${lo}..${hi}')
                 ELSE ${r} END)::${e.field.int32 ? 'integer' : 'bigint'}`;
+    }
+    // A decimal stays one a write would take (at most MAX_DECIMAL_TEXT characters): repeated products
+    // grow it past what the client could send back.
+    if (e.field.type === 'decimal') {
+      expr = `(CASE WHEN length((${expr})::text) > ${MAX_DECIMAL_TEXT}
+                THEN rc_refuse_value(${field()}, 'record ' || t.id || ' would hold a number of more than '
+                     || ${MAX_DECIMAL_TEXT} || ' characters')
+                ELSE ${expr} END)`;
     }
     return `${col} = (${expr})${e.field.storedAsText ? '::text' : ''}`;
   });

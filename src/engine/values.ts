@@ -21,7 +21,8 @@ const I64_MAX = 2n ** 63n - 1n;
 const SAFE_MIN = BigInt(Number.MIN_SAFE_INTEGER);
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const INTEGER_RE = /^[-+]?\d+$/;
-const MAX_DECIMAL_TEXT = 10_000;
+/** Most characters of a decimal's text (what a write takes, and a massedit may produce). */
+export const MAX_DECIMAL_TEXT = 10_000;
 const DECIMAL_RE = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([-+]?\d+))?$/;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATETIME_RE =

@@ -221,6 +221,15 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.equal(Number(p.attribute11), 3);
     expectError(await edit('/', '0.000e5'), 400, -4, 'massEditRecords.0.fieldValue');
     okData(await edit('/', '1e-400'));
+    // Repeated products grow a decimal past what a write takes (10,000 characters): refused there,
+    // the value kept.
+    okData(await call('/update/P', { data: { sku, attribute7: '1' } }));
+    for (let i = 0; i < 10; i++) okData(await edit('*', '1e999'));
+    const [before] = okData(await call('/fetch/P', { data: { sku } }));
+    assert.equal(String(before.attribute7).length, 1 + 10 * 999);
+    expectError(await edit('*', '1e999'), 400, -4, 'attribute7');
+    const [kept] = okData(await call('/fetch/P', { data: { sku } }));
+    assert.equal(kept.attribute7, before.attribute7);
   });
 
   test('ids past 2^53 name no set or grid; a body nested thousands of levels deep', async () => {
