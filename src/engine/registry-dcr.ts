@@ -4,6 +4,8 @@
 // .fetchmassop with the engine's filter and paging.
 
 import { AUTHENTICATED } from '../access/catalogue.ts';
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import { AppError, type FieldErrors } from '../http/errors.ts';
 import { MAX_KEY_SIZE } from './registry-condrec.ts';
@@ -100,25 +102,44 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
 }
 
 /**
- * An update or upsert of a DCR type that sends only one of `targetType` and `fields`: the rules run
- * over the record as it will be, so `fields` is checked against the stored target type (and the
- * stored fields against a new target type).
+ * An update or upsert of a DCR type. Its target (`targetType`, `lookupTable`) does not change while a
+ * DCR not yet applied uses the type (its items were proposed for that target: a 409, as a delete).
+ * When only one of `targetType` and `fields` is sent, the rules run over the record as it will be, so
+ * `fields` is checked against the stored target type (and the stored fields against a new one).
  */
-function dcrTypeChange(
-  _q: unknown,
-  _p: unknown,
+async function dcrTypeChange(
+  q: Queryable,
+  principal: Principal,
   old: Readonly<Record<string, unknown>>,
   data: Readonly<Record<string, unknown>> | undefined,
 ): Promise<void> {
-  if (data === undefined || !('targetType' in data) === !('fields' in data)) return Promise.resolve();
+  if (data === undefined) return;
+  const retargeted = (['targetType', 'lookupTable'] as const).find(
+    (f) => f in data && (data[f] ?? null) !== (old[f] ?? null),
+  );
+  if (retargeted !== undefined) {
+    const r = await q.query<{ name: string }>(
+      `SELECT unique_name AS name FROM dcrs
+        WHERE partition_id = $1 AND dcr_type = $2 AND status <> 'APPLIED' ORDER BY id LIMIT 1`,
+      [principal.partitionId, old.uniqueName],
+    );
+    if (r.rows[0] !== undefined) {
+      throw new AppError(
+        'CONFLICT',
+        `DCR type ${String(old.uniqueName)} is used by ${r.rows[0].name} (not yet applied): its ${retargeted} stays`,
+        { field: retargeted },
+      );
+    }
+  }
+  if (!('targetType' in data) === !('fields' in data)) return;
   const problem = dcrTypeRules({
     targetType: 'targetType' in data ? data.targetType : old.targetType,
     fields: 'fields' in data ? data.fields : old.fields,
     lookupTable: 'lookupTable' in data ? data.lookupTable : old.lookupTable,
   });
-  if (problem === undefined) return Promise.resolve();
+  if (problem === undefined) return;
   const [field, { errorMessage }] = Object.entries(problem)[0]!;
-  return Promise.reject(new AppError('VALIDATION', `${field}: ${errorMessage}`, { errors: problem }));
+  throw new AppError('VALIDATION', `${field}: ${errorMessage}`, { errors: problem });
 }
 
 const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({

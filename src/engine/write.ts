@@ -320,9 +320,9 @@ export async function integrateRecords(
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
   const tcOne = only && byKey && 'key' in byKey ? await contextCache(db, principal, type)(only) : undefined;
-  if (only && byKey && 'key' in byKey && tcOne && !lacksRequired(tcOne, only)) {
-    // The common case — one complete record by business key — is a single upsert statement, atomic
-    // on its own: no BEGIN/COMMIT round trips.
+  if (only && byKey && 'key' in byKey && tcOne && !type.beforeChange && !lacksRequired(tcOne, only)) {
+    // The common case — one complete record by business key, of a type without state rules — is a
+    // single upsert statement, atomic on its own: no BEGIN/COMMIT round trips.
     const values = prepareValues(tcOne, only, 'add');
     await guardInsert(db, principal, type, only);
     const row = await insertRow(db, tcOne, principal, values, 'merge');
@@ -337,8 +337,9 @@ export async function integrateRecords(
       if (!address) {
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
       }
-      // A record without its required fields can only be an update: read it first.
-      if ('id' in address || returnOld || lacksRequired(await ctx(data), data)) {
+      // A record without its required fields can only be an update, and a type's state rules
+      // (beforeChange) judge the stored record: read it first.
+      if ('id' in address || returnOld || type.beforeChange || lacksRequired(await ctx(data), data)) {
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {

@@ -142,6 +142,19 @@ describe('data change requests', () => {
     const [temp] = okData(await call('/add/DCRT', { data: { uniqueName: 'temp', targetType: 'P' } }));
     const draft = await newDcr('temp');
     expectError(await call('/delete/DCRT', { data: { typedId: temp.typedId } }), 409, -1);
+    // Nor is it retargeted while in use (its DCR's items were proposed for P); a label may change.
+    expectError(
+      await call('/update/DCRT', { data: { typedId: temp.typedId, targetType: 'C' } }),
+      409,
+      -1,
+      'targetType',
+    );
+    expectError(
+      await call('/integrate/DCRT', { data: { uniqueName: 'temp', targetType: 'LTV', lookupTable: 'x' } }),
+      409,
+      -1,
+    );
+    okData(await call('/update/DCRT', { data: { typedId: temp.typedId, targetType: 'P', label: 'T' } }));
     okData(await call('/delete/DCR', { data: { typedId: `${draft.id}.DCR` } }));
     okData(await call('/delete/DCRT', { data: { typedId: temp.typedId } }));
   });
