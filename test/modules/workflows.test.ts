@@ -326,14 +326,16 @@ describe('workflows', () => {
       )[0];
       assert.equal(c.version, wf.version);
       assertError(await call(ann, `/workflowsmanager.addcomment/${wf.id}`, { data: {} }), 400, -4);
+      // To someone taking no part the workflow does not exist (a 403 would tell the id is taken).
       assertError(
         await call(outsider, `/workflowsmanager.addcomment/${wf.id}`, { data: { comment: 'x' } }),
-        403,
-        -3,
+        404,
+        -1,
       );
-      assertError(await call(outsider, `/workflowsmanager.details/${wf.id}`), 403, -3);
+      assertError(await call(outsider, `/workflowsmanager.details/${wf.id}`), 404, -1);
       const d = await details(wf.id, ann);
       assert.equal(d.history.at(-1).comment, 'looking');
+      assert.match(d.history.find((e: any) => e.action === 'STEP_STARTED').text, /^step \d+ started$/);
       assertError(await call(ann, '/workflowsmanager.details/999999999'), 404, -1);
       assertError(await call(ann, '/workflowsmanager.details/abc'), 400, -4);
       assertOk(await act(sub, 'withdraw', wf));

@@ -432,7 +432,10 @@ export async function withdrawWorkflow(
   });
 }
 
-/** Whether the principal may see a workflow: a workflow administrator, or someone taking part. */
+/**
+ * Whether the principal may see a workflow: a workflow administrator, or someone taking part. To
+ * anyone else it does not exist (404, as its attachments): a 403 would tell which ids are taken.
+ */
 export async function requireParticipant(
   q: Queryable,
   principal: Principal,
@@ -446,7 +449,7 @@ export async function requireParticipant(
      UNION ALL SELECT 1 FROM workflow_events WHERE partition_id = $1 AND workflow_id = $2 AND user_id = $4 LIMIT 1`,
     [pid, wf.id, users, principal.userId],
   );
-  if (r.rows.length === 0) throw new AppError('FORBIDDEN', `You take no part in workflow ${wf.id}.WF`);
+  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}.WF`);
 }
 
 export async function commentWorkflow(

@@ -116,12 +116,13 @@ export async function workflowDetails(
       WHERE e.partition_id = $1 AND e.workflow_id = $2 ORDER BY e.id`,
     [pid, id],
   );
-  const events = history.rows.map((e) => ({
-    ...e,
-    text:
-      e.onBehalfOfName === null
-        ? `${String(e.action).toLowerCase()}${e.userName === null ? '' : ` by ${e.userName as string}`}`
-        : `${String(e.action).toLowerCase()} by ${e.userName as string} on behalf of ${e.onBehalfOfName as string}`,
-  }));
+  // `approved by del on behalf of ann`, `submitted by sub`, `step 2 started`.
+  const events = history.rows.map((e) => {
+    const action = String(e.action).toLowerCase();
+    const verb = action === 'step_started' ? `step ${String(e.stepNo)} started` : action;
+    const by = e.userName === null ? '' : ` by ${e.userName as string}`;
+    const behalf = e.onBehalfOfName === null ? '' : ` on behalf of ${e.onBehalfOfName as string}`;
+    return { ...e, text: `${verb}${by}${behalf}` };
+  });
   return { ...wf, steps: steps.rows, history: events };
 }
