@@ -117,6 +117,12 @@ function overlapError(fe: PgError & { message?: unknown; detail?: unknown }): Ap
   if (fe.constraint === 'condition_records_overlap' && typeof fe.message === 'string') {
     return new AppError('VALIDATION', fe.message, { errors: { [field]: { errorMessage: fe.message } } });
   }
+  // The ranges of a RANGE lookup table (migration 008's trigger): its text names both ranges and
+  // DETAIL the bound at fault; a 409, as the lookup table operations answer it.
+  if (fe.constraint === 'lookup_values_ranges' && typeof fe.message === 'string') {
+    const bound = fe.detail === 'upperBound' ? 'upperBound' : 'lowerBound';
+    return new AppError('CONFLICT', fe.message, { errors: { [bound]: { errorMessage: fe.message } } });
+  }
   const message = 'The record overlaps another one';
   return new AppError('VALIDATION', message, { errors: { [field]: { errorMessage: message } } });
 }

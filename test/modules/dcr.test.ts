@@ -464,6 +464,35 @@ describe('data change requests', () => {
     );
   });
 
+  test('RANGE lookup values: an overlap met when applied names both ranges, without database codes', async () => {
+    const [table] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: 'bands', label: 'Bands', type: 'RANGE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await call(`/lookuptablemanager.add/${table.id}`, [
+        { data: { name: 'small', upperBound: 100, value: 1 } },
+        { data: { name: 'big', lowerBound: 100, value: 2 } },
+      ]),
+    );
+    okData(
+      await call('/add/DCRT', { data: { uniqueName: 'bands', targetType: 'LTV', lookupTable: 'bands' } }),
+    );
+    const dcr = await newDcr('bands');
+    okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: { changeType: 'ADD', name: 'huge', lowerBound: 1000, upperBound: 2000, value: 0.1 },
+      }),
+    );
+    const r = await call(`/dcrmanager.submit/${dcr.id}`);
+    expectError(r, 400, -4);
+    const text = JSON.stringify(r.body.response.errors);
+    assert.match(text, /The range \[1000, 2000\) of huge overlaps the range \[100, inf\) of big/);
+    assert.doesNotMatch(text, /database error|23P01/);
+    assert.equal(okData(await call(`/lookuptablemanager.fetch/${table.id}`)).length, 2);
+  });
+
   test('JSON lookup values stay JSON through propose, fetch and apply (JSON and JSON2 tables)', async () => {
     const [json] = okData(
       await call('/lookuptablemanager.add', { data: { uniqueName: 'cfg', label: 'Cfg', type: 'JSON' } }),

@@ -5,7 +5,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
-import { AppError } from '../../http/errors.ts';
+import { toAppError } from '../../http/envelope.ts';
 import { DeadlineError } from '../../db/deadline.ts';
 import { loadTypeContext, type TypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
@@ -214,11 +214,9 @@ async function loadChunks(
   };
 }
 
-/** A failed chunk's reason without SQL text: our own message, or the SQLSTATE. */
+/** A failed chunk's reason without SQL text: our own message, or the database's as answered. */
 function reasonOf(err: unknown): string {
-  if (err instanceof AppError) return err.message;
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? `database error ${code}` : 'database error';
+  return toAppError(err).message;
 }
 
 const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
