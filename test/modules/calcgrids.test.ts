@@ -590,6 +590,24 @@ describe('calculation grids', () => {
       409,
       -1,
     );
+    // Waiting in a workflow, the item is not deleted on any path, nor is its grid (the workflow
+    // would point at nothing): 409 saying why, nothing deleted.
+    const byId = { fieldName: 'id', operator: 'equals', value: g3.id };
+    const refusals = [
+      await call('/delete/CGI1', { data: { typedId: g3.typedId } }),
+      await call('/delete/CGI1', [{ data: { typedId: g1.typedId } }, { data: { typedId: g3.typedId } }]),
+      await call('/delete/CGI1/batch/forcefilter', { data: byId }),
+      await call('/delete/CG', { data: { typedId: grid1.typedId } }),
+      await call('/delete/CG/batch/forcefilter', {
+        data: { fieldName: 'id', operator: 'equals', value: grid1.id },
+      }),
+    ];
+    for (const r of refusals) {
+      expectError(r, 409, -1);
+      assert.match(r.body.response.data, /waiting in a workflow/, r.text);
+    }
+    assert.match(refusals[0]!.body.response.data, new RegExp(`${g3.id}\\.CGI1`));
+    assert.equal((await items('CGI1', grid1.id)).length, 3, 'nothing deleted');
     const active = okData(await call('/workflowsmanager.fetch/active', {}, approver));
     const wf = active.find((w: any) => w.approvableTypedId === `${g3.id}.CGI`);
     assert.ok(wf, JSON.stringify(active));
@@ -699,6 +717,24 @@ describe('calculation grids', () => {
       400,
       -4,
     );
+  });
+
+  test('a grid whose calculation is queued or running is not deleted (409), on every path', async () => {
+    // No runner serves this server's partition: the job stays queued.
+    const c = (path: string, body?: unknown) => call(path, body, admin, quiet);
+    const [q] = okData(await c('/calculationgridmanager.addgrid', { data: { formulaName: 'GridPrice' } }));
+    const queued = await calculate(q.id, quiet);
+    const byId = { fieldName: 'id', operator: 'equals', value: q.id };
+    for (const r of [
+      await c('/delete/CG', { data: { typedId: q.typedId } }),
+      await c('/delete/CG/batch/forcefilter', { data: byId }),
+    ]) {
+      expectError(r, 409, -1);
+      assert.match(r.body.response.data, new RegExp(`being calculated \\(job ${queued.jstId}\\.JST\\)`));
+    }
+    okData(await c(`/admin.canceljst/${queued.jstId}`, {}));
+    assert.equal((await waitJob(queued.jstId, quiet)).status, 'CANCELLED');
+    okData(await c('/delete/CG', { data: { typedId: q.typedId } }));
   });
 
   test('delete a grid: answers it and removes its items', async () => {
