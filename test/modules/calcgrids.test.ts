@@ -568,6 +568,24 @@ describe('calculation grids', () => {
       404,
       -1,
     );
+    // An item without results (added since the last run, or whose product does not exist) gives
+    // the approvers nothing to decide on: 409 naming it, nothing submitted.
+    const [fresh] = okData(await call('/add/CGI1', { data: { calculationGridId: grid1.id, key1: 'NOPE' } }));
+    const uncalculated = await call(`/calculationgridmanager.accept/${grid1.id}`, {
+      data: { items: [g1.typedId, fresh.typedId] },
+    });
+    expectError(uncalculated, 409, -1);
+    assert.match(uncalculated.body.response.data, new RegExp(`${fresh.id}\\.CGI1.*never calculated`));
+    assert.equal(okData(await call(`/fetch/CGI1/${g1.id}`))[0].workflowStatus, 'DRAFT');
+    await waitJob((await calculate(grid1.id)).jstId);
+    const [failed] = okData(await call(`/fetch/CGI1/${fresh.id}`));
+    assert.ok(failed.error, JSON.stringify(failed));
+    expectError(
+      await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [fresh.id] } }),
+      409,
+      -1,
+    );
+    okData(await call('/delete/CGI1', { data: { typedId: fresh.typedId } }));
     // G-03 (110) needs an approval; G-01 (10.45) meets no definition and is approved at once.
     const accepted = okData(
       await call(`/calculationgridmanager.accept/${grid1.id}`, { data: { items: [g1.typedId, g3.typedId] } }),

@@ -6,6 +6,7 @@
 // keys, its grid and its element values (`ListPrice > 100`).
 
 import type { Queryable } from '../../db/db.ts';
+import { AppError } from '../../http/errors.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 
 export const APPROVABLE_CODE = 'CGI';
@@ -30,6 +31,31 @@ export async function setItemApproval(
             last_update_at = now(), last_update_by = $5
       WHERE partition_id = $1 AND id = ANY($2::bigint[])`,
     [partitionId, ids, workflowStatus, approvalState, userId],
+  );
+}
+
+/**
+ * Items to accept must have results: one never calculated (added since the last run) or whose
+ * calculation failed (`error`, no results) gives its approvers nothing to decide on. 409 naming the
+ * first few, as a rebate record group that was never calculated is not submitted.
+ */
+export async function requireResults(
+  q: Queryable,
+  partitionId: number,
+  ids: readonly number[],
+): Promise<void> {
+  const r = await q.query<{ typed_id: string }>(
+    `SELECT id::text || '.CGI' || key_number AS typed_id FROM calc_grid_items
+      WHERE partition_id = $1 AND id = ANY($2::bigint[]) AND calculation_results IS NULL
+      ORDER BY id LIMIT 6`,
+    [partitionId, ids],
+  );
+  if (r.rows.length === 0) return;
+  const names = r.rows.slice(0, 5).map((x) => x.typed_id);
+  const more = r.rows.length > 5 ? ', ...' : '';
+  throw new AppError(
+    'CONFLICT',
+    `${names.join(', ')}${more}: no results (never calculated, or the calculation failed): calculate the grid before accepting ${r.rows.length > 1 ? 'them' : 'it'}`,
   );
 }
 

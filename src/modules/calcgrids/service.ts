@@ -20,7 +20,7 @@ import { parseIsoDate } from '../../logic/values.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
 import { submitApprovable } from '../workflows/service.ts';
-import { APPROVABLE_CODE, setItemApproval } from './approval.ts';
+import { APPROVABLE_CODE, requireResults, setItemApproval } from './approval.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
@@ -441,8 +441,10 @@ export async function acceptItems(
   data: unknown,
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
-    const grid = await gridOrFail(tx, principal, idText);
+    const grid = await gridOrFail(tx, principal, idText, true); // a delete of the grid waits for this
+
     const ids = await selectItems(tx, principal, grid, data);
+    await requireResults(tx, principal.partitionId, ids);
     for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
     return answer(await summaries(tx, principal.partitionId, ids));
   });
