@@ -183,6 +183,9 @@ export class JobRunner {
     const started = Date.now();
     this.log.info({ job: job.id, kind: job.tracker_type, attempt: job.attempts }, 'job started');
     const progress = async (p: Progress): Promise<void> => {
+      // On PGlite every query answers without I/O, so a job would never give the event loop back
+      // and requests (a second calculate, /health) would wait for its end: each report yields.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (signal.aborted) throw new JobStopped('stop');
       const state = await recordProgress(this.o.db, job, p);
       if (state === 'lost') throw new JobStopped('lost');

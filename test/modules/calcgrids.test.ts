@@ -755,6 +755,22 @@ describe('calculation grids', () => {
     okData(await c('/delete/CG', { data: { typedId: q.typedId } }));
   });
 
+  test('while a calculation runs (PGlite too): a second one and a delete of the grid are refused', async () => {
+    // Every product, one item per batch: the job reports progress after each of its 34 batches,
+    // giving the server back to requests in between (on PGlite as well).
+    const [g] = okData(await call('/calculationgridmanager.addgrid', { data: { formulaName: 'GridPrice' } }));
+    const first = await calculate(g.id, h, { batchSize: 1 });
+    const second = await call(`/calculationgridmanager.calculate/${g.id}`, {});
+    expectError(second, 409, -1);
+    assert.match(second.body.response.data, new RegExp(`being calculated \\(job ${first.jstId}\\.JST\\)`));
+    const deleting = await call('/delete/CG', { data: { typedId: g.typedId } });
+    expectError(deleting, 409, -1);
+    const job = await waitJob(first.jstId);
+    assert.equal(job.status, 'FINISHED', JSON.stringify(job));
+    assert.equal(job.calculationResults.computed, 34);
+    okData(await call('/delete/CG', { data: { typedId: g.typedId } }));
+  });
+
   test('delete a grid: answers it and removes its items', async () => {
     const [g] = okData(
       await call('/calculationgridmanager.addgrid', {
