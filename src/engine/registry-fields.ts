@@ -3,7 +3,20 @@
 // the custom attributes. A file of its own so both can import them without an import cycle
 // (registry.ts imports registry-lookup.ts; this file imports only types).
 
-import type { FieldDef } from './types.ts';
+import type { FieldDef, FieldType } from './types.ts';
+
+/** Attribute-meta field types and the comparison type each gives an attribute. */
+export const ATTRIBUTE_TYPES: Readonly<Record<string, FieldType>> = {
+  TEXT: 'string',
+  LINK: 'string',
+  NUMERIC: 'decimal',
+  MONEY: 'decimal',
+  PERCENT: 'decimal',
+  INTEGER: 'integer',
+  DATE: 'date',
+  DATETIME: 'datetime',
+  BOOLEAN: 'boolean',
+};
 
 export const SYSTEM: readonly FieldDef[] = [
   { name: 'id', column: 'id', type: 'integer', system: true },

@@ -6,11 +6,14 @@
 // operations ignore them on input. A locked group, or one in a running or approved workflow, refuses
 // general changes (beforeChange).
 
+import { Decimal } from 'decimal.js';
 import type { Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
+import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
-import { SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { ATTRIBUTE_TYPES, SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { coerceValue } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
 /** Custom attributes of a rebate record group (the interface: up to attribute100). */
@@ -37,24 +40,67 @@ const FROZEN_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version'
 /** Fields a locked group takes (with `locked: false`, it takes any). */
 const LOCKED_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'locked']);
 
-const comparable = (v: unknown): string | null =>
-  v === undefined || v === null
-    ? null
-    : v instanceof Date
-      ? v.toISOString()
-      : typeof v === 'string'
-        ? v
-        : (JSON.stringify(v) ?? null);
+/** JSON with object keys sorted: jsonb keeps keys in its own order, not the client's. */
+function canonical(v: unknown): string {
+  const sorted = (x: unknown): unknown =>
+    Array.isArray(x)
+      ? x.map(sorted)
+      : typeof x === 'object' && x !== null && !(x instanceof Date)
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sorted((x as Record<string, unknown>)[k])]),
+          )
+        : x;
+  return JSON.stringify(sorted(v)) ?? '';
+}
+
+/**
+ * A value sent equals the stored one by what it means in the field's type: a NUMERIC attribute
+ * stored as "1.50" is 1.5 and "1.500" too, a date "2026-01-01" is its midnight date-time, a boolean
+ * "true" is true, a list or object is the same whatever its key order. Values not of the type
+ * (refused by the write anyway) compare as text.
+ */
+function sameValue(type: FieldType, stored: unknown, sent: unknown): boolean {
+  if (stored === undefined || stored === null || sent === undefined || sent === null)
+    return (stored ?? null) === (sent ?? null);
+  if (type === 'json') return canonical(stored) === canonical(sent);
+  const a = coerceValue(type, stored instanceof Date ? stored.toISOString() : stored);
+  const b = coerceValue(type, sent);
+  if (a === undefined || b === undefined) return canonical(stored) === canonical(sent);
+  if (type === 'decimal') return new Decimal(a as string).eq(b as string);
+  if (type === 'datetime') return Date.parse(String(a)) === Date.parse(String(b));
+  return a === b;
+}
+
+/** Comparison types of a group's fields: its attributes as the meta of its rebate type types them. */
+async function groupFieldTypes(
+  q: Queryable,
+  partitionId: number,
+  rebateType: unknown,
+): Promise<ReadonlyMap<string, FieldType>> {
+  const types = new Map(RRG_FIELDS.map((f) => [f.name, f.type]));
+  if (typeof rebateType !== 'string' || rebateType === '') return types;
+  const r = await q.query<{ field_name: string; field_type: string }>(
+    `SELECT field_name, field_type FROM attribute_meta
+      WHERE partition_id = $1 AND owner_type = 'RRG' AND name = $2`,
+    [partitionId, rebateType],
+  );
+  for (const m of r.rows) types.set(m.field_name, ATTRIBUTE_TYPES[m.field_type] ?? 'string');
+  return types;
+}
 
 /**
  * The fields of `data` that would change the group: not those it may change anyway, not its
  * business key (which addresses it), not server fields (the general operations ignore them), and
- * not a value equal to the stored one (a client sending the record back as it read it).
+ * not a value equal to the stored one in its field's type (a client sending the record back as it
+ * read it, numbers and dates typed).
  */
 function changedFields(
   old: Readonly<Record<string, unknown>>,
   data: Readonly<Record<string, unknown>>,
   editable: ReadonlySet<string>,
+  types: ReadonlyMap<string, FieldType>,
 ): string[] {
   const server = new Set(RRG_FIELDS.filter((f) => f.system === true).map((f) => f.name));
   return Object.keys(data).filter(
@@ -62,7 +108,7 @@ function changedFields(
       !editable.has(k) &&
       k !== 'uniqueName' &&
       !server.has(k) &&
-      !(Object.hasOwn(old, k) && comparable(old[k]) === comparable(data[k])),
+      !(Object.hasOwn(old, k) && sameValue(types.get(k) ?? 'string', old[k], data[k])),
   );
 }
 
@@ -229,13 +275,17 @@ async function guardGroupChange(
       throw new AppError('CONFLICT', `${name} is in a running workflow: withdraw it to delete it`);
     return;
   }
-  if (old.locked === true && data.locked !== false) {
-    const refused = changedFields(old, data, LOCKED_EDITABLE);
+  const frozen = old.workflowStatus === 'SUBMITTED' || old.workflowStatus === 'APPROVED';
+  const locked = old.locked === true && data.locked !== false;
+  const types =
+    locked || frozen ? await groupFieldTypes(q, principal.partitionId, old.rebateType) : undefined;
+  if (locked) {
+    const refused = changedFields(old, data, LOCKED_EDITABLE, types!);
     if (refused.length > 0)
       throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it (${refused[0]})`);
   }
-  const changes = changedFields(old, data, FROZEN_EDITABLE);
-  if ((old.workflowStatus === 'SUBMITTED' || old.workflowStatus === 'APPROVED') && changes.length > 0) {
+  const changes = frozen ? changedFields(old, data, FROZEN_EDITABLE, types!) : [];
+  if (changes.length > 0) {
     throw new AppError(
       'CONFLICT',
       `${name} is ${String(old.workflowStatus)}: only comments and locked can change (${changes[0]})`,
@@ -252,12 +302,15 @@ async function guardGroupUpsert(
 ): Promise<void> {
   await checkRebateType(q, principal, data.rebateType, 'rebateType');
   if (typeof data.uniqueName !== 'string') return;
-  const r = await q.query<{ typedId: string; locked: boolean; workflowStatus: string }>(
-    `SELECT id::text || '.RRG' AS "typedId", locked, workflow_status AS "workflowStatus"
+  // The whole stored group, as the general update reads it: what it sends back unchanged is no change.
+  const cols = RRG_FIELDS.map((f) => `${ident(f.column)} AS "${f.name}"`).join(', ');
+  const r = await q.query<Record<string, unknown>>(
+    `SELECT id::text || '.RRG' AS "typedId", ${cols}
        FROM rebate_record_groups WHERE partition_id = $1 AND unique_name = $2`,
     [principal.partitionId, data.uniqueName],
   );
-  if (r.rows[0]) await guardGroupChange(q, principal, r.rows[0], data);
+  const row = r.rows[0];
+  if (row) await guardGroupChange(q, principal, row, data);
 }
 
 export const RRG_FIELDS: readonly FieldDef[] = [

@@ -7,7 +7,7 @@ import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
-import { ATTRIBUTE_COUNT, SYSTEM, key, text } from './registry-fields.ts';
+import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
 import { MORE_MASTER_TYPES } from './registry-master-more.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
@@ -24,24 +24,11 @@ import { CALC_GRID_TYPES } from './registry-calcgrids.ts';
 export type { FieldDef, TypeDef } from './types.ts';
 
 // SYSTEM, text, key and attributes live in ./registry-fields.ts, shared with ./registry-lookup.ts.
-export { ATTRIBUTE_COUNT } from './registry-fields.ts';
+export { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES } from './registry-fields.ts';
 const userGroupFields = [
   text('userGroupEdit', 'user_group_edit'),
   text('userGroupViewDetails', 'user_group_view_details'),
 ];
-
-/** Attribute-meta field types and the comparison type each gives an attribute. */
-export const ATTRIBUTE_TYPES: Readonly<Record<string, FieldType>> = {
-  TEXT: 'string',
-  LINK: 'string',
-  NUMERIC: 'decimal',
-  MONEY: 'decimal',
-  PERCENT: 'decimal',
-  INTEGER: 'integer',
-  DATE: 'date',
-  DATETIME: 'datetime',
-  BOOLEAN: 'boolean',
-};
 
 /** An attribute-meta row may only describe a custom attribute its owner type has. */
 function attributeOfOwner(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {

@@ -700,8 +700,32 @@ describe('rebate record groups', () => {
 
   test('locked: no change, calculation, submit or delete until unlocked', async () => {
     const g = await calculatedGroup();
-    const [l] = okData(await call('/update/RRG', { data: { typedId: g.typedId, locked: true } }, rebater));
+    const [l] = okData(
+      await call('/update/RRG', { data: { typedId: g.typedId, locked: true, attribute1: '12.50' } }, rebater),
+    );
     assert.equal(l.locked, true);
+    // The group sent back as it was read changes nothing: attribute1 (NUMERIC) stored as "12.50" and
+    // read as 12.5 is the same number in any spelling, a date the same at midnight, a list of
+    // inputs the same whatever its key order; by update and by integrate.
+    const [read] = okData(await call(`/fetch/RRG/${g.id}`, undefined, rebater));
+    assert.equal(read.attribute1, 12.5);
+    okData(await call('/update/RRG', { data: read }, rebater));
+    for (const v of ['12.5', '12.500', 12.5, '1.25e1'])
+      okData(await call('/update/RRG', { data: { typedId: g.typedId, attribute1: v } }, rebater));
+    const same = {
+      uniqueName: g.uniqueName,
+      label: read.label,
+      attribute1: 12.5,
+      startDate: '2026-01-01T00:00:00Z',
+      inputs: read.inputs.map((x: any) => ({ value: x.value, name: x.name })),
+      locked: true,
+    };
+    okData(await call('/update/RRG', { data: same }, rebater));
+    okData(await call('/integrate/RRG', [{ data: same }], rebater));
+    okData(await call('/integrate/RRG', [{ data: same }, { data: same }], rebater));
+    const changed = await call('/update/RRG', { data: { typedId: g.typedId, attribute1: 12.51 } }, rebater);
+    expectError(changed, 409, -1);
+    assert.match(changed.body.response.data, /locked.*\(attribute1\)/);
     expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }, rebater), 409, -1);
     expectError(await call('/integrate/RRG', [{ data: { uniqueName: g.uniqueName, label: 'x' } }]), 409, -1);
     // Locked refuses comments too (only an approved group takes them).
