@@ -7,7 +7,7 @@
 // general changes (beforeChange).
 
 import { Decimal } from 'decimal.js';
-import type { Principal } from '../access/access.ts';
+import { inUserGroup, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
@@ -310,7 +310,9 @@ async function guardGroupUpsert(
     [principal.partitionId, data.uniqueName],
   );
   const row = r.rows[0];
-  if (row) await guardGroupChange(q, principal, row, data);
+  // A group hidden from the caller is not named by its state: the upsert is refused as not found.
+  if (row && inUserGroup(principal, row.userGroupViewDetails))
+    await guardGroupChange(q, principal, row, data);
 }
 
 export const RRG_FIELDS: readonly FieldDef[] = [

@@ -308,6 +308,23 @@ function withOld(row: Row, old: Row | undefined): Row {
   return row;
 }
 
+/**
+ * An upsert whose update the row scope refused: 403 for a record the caller sees but may not edit;
+ * one hidden from him (its `userGroupViewDetails`) is not found, as `/update` answers, so that
+ * hidden business keys cannot be probed.
+ */
+async function upsertRefused(
+  q: Queryable,
+  tc: TypeContext,
+  principal: Principal,
+  key: readonly unknown[],
+): Promise<AppError> {
+  const seen = await selectOne(q, tc, principal, { key }, false, true);
+  return seen
+    ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${JSON.stringify(key)}`)
+    : notFound(describeAddress(tc.type, { key }));
+}
+
 /** Upsert by typedId or business key; partial: unspecified fields keep their values; no version check. */
 export async function integrateRecords(
   db: Db,
@@ -326,8 +343,7 @@ export async function integrateRecords(
     const values = prepareValues(tcOne, only, 'add');
     await guardInsert(db, principal, type, only);
     const row = await insertRow(db, tcOne, principal, values, 'merge');
-    if (!row)
-      throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(byKey.key)}`);
+    if (!row) throw await upsertRefused(db, tcOne, principal, byKey.key);
     return [toRecord(tcOne, row)];
   }
   return db.transaction(async (tx) => {
@@ -359,8 +375,7 @@ export async function integrateRecords(
       const values = prepareValues(tc, data, 'add');
       await guardInsert(tx, principal, type, data);
       const row = await insertRow(tx, tc, principal, values, 'merge');
-      if (!row)
-        throw new AppError('FORBIDDEN', `Not allowed to change ${type.label} ${JSON.stringify(address.key)}`);
+      if (!row) throw await upsertRefused(tx, tc, principal, address.key);
       return withOld(toRecord(tc, row), returnOld ? {} : undefined);
     };
     // A record integrate created is at version 0 (an update of an existing one bumps it).

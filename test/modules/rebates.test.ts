@@ -687,6 +687,19 @@ describe('rebate record groups', () => {
     expectError(await call(`/rebaterecordgroup.submit/${readOnly.typedId}/async`, {}, rebater), 403, -3);
     expectError(await call(`/workflowsmanager.submit/${readOnly.typedId}`, {}, rebater), 403, -3);
     assert.equal((await groupById(readOnly.id)).label, readOnly.label);
+    // integrate answers a hidden group as update does (404): its state or existence is not probed,
+    // one record or a batch, locked or not; a group seen but not editable stays a 403.
+    const hiddenLocked = await newGroup({ userGroupViewDetails: 'rebates-eu', locked: true });
+    for (const name of [hidden.uniqueName, hiddenLocked.uniqueName]) {
+      const change = { data: { uniqueName: name, label: 'probe' } };
+      expectError(await call('/update/RRG', change, rebater), 404, -1);
+      expectError(await call('/integrate/RRG', [change], rebater), 404, -1);
+      expectError(await call('/integrate/RRG', [change, change], rebater), 404, -1);
+    }
+    const seen = { data: { uniqueName: readOnly.uniqueName, label: 'probe' } };
+    expectError(await call('/integrate/RRG', [seen], rebater), 403, -3);
+    expectError(await call('/integrate/RRG', [seen, seen], rebater), 403, -3);
+    assert.equal((await groupById(hidden.id)).label, hidden.label);
     // A member of the group does both.
     const uid = okData(await call('/fetch/U', { data: { loginName: rebater.user } }))[0].id;
     okData(await call(`/accountmanager.assigngroup/${uid}`, { data: { groups: ['rebates-eu'] } }));
