@@ -636,6 +636,32 @@ describe('rebate record groups', () => {
       assert.equal(jobsAfter.rows[0]!.n, jobsBefore.rows[0]!.n);
       assert.equal((await groupById(g2.id)).workflowStatus, 'DRAFT');
       okData(await call('/delete/WFD', { data: { typedId: broken.typedId } }));
+
+      // A second submit while the first one's job is queued is refused at once (409 naming the
+      // job), async or not; the runner is stopped here so that the job waits.
+      const g3 = await calculated();
+      await runner.stop();
+      let first: any;
+      try {
+        [first] = okData(await call(`/rebaterecordgroup.submit/${g3.typedId}/async`, {}, rebater));
+        const again = await call(`/rebaterecordgroup.submit/${g3.typedId}/async`, {}, rebater);
+        expectError(again, 409, -1);
+        assert.match(again.body.response.data, new RegExp(`being submitted \\(job ${first.jstId}\\.JST\\)`));
+        expectError(await call(`/rebaterecordgroup.submit/${g3.typedId}`, {}, rebater), 409, -1);
+      } finally {
+        runner = runnerFor(h).start();
+      }
+      const done = await waitForJob(h, first.jstId);
+      assert.equal(done.status, 'FINISHED', JSON.stringify(done));
+      assert.notEqual((await groupById(g3.id)).workflowStatus, 'DRAFT');
+      // Two at the same time: one is queued, the other refused; the queued job does not fail.
+      const g4 = await calculated();
+      const both = await Promise.all(
+        [1, 2].map(() => call(`/rebaterecordgroup.submit/${g4.typedId}/async`, {}, rebater)),
+      );
+      assert.deepEqual(both.map((r) => r.status).sort(), [200, 409], both.map((r) => r.text).join(' | '));
+      const winner = both.find((r) => r.status === 200)!.body.response.data[0];
+      assert.equal((await waitForJob(h, winner.jstId)).status, 'FINISHED');
     });
   });
 

@@ -11,7 +11,7 @@ import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
 import { principalForJob, restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
-import { createJob, type JobRow } from '../../jobs/store.ts';
+import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { CALCULATION_STATUS } from './calculate.ts';
@@ -142,20 +142,45 @@ export function registerRebateApprovable(): void {
   });
 }
 
-/** The group the caller may submit, locked; 404 / 403 / 409 otherwise. */
-async function submittableGroup(q: Queryable, principal: Principal, id: number): Promise<store.Row> {
+/**
+ * The group the caller may submit, locked; 404 / 403 / 409 otherwise. An asynchronous submit queued
+ * and not ended (other than `ownJob`, the job doing the submit) is a 409 too: the row lock makes
+ * this check and the async submit's mark (`job_id`) one step, so of two concurrent async submits the
+ * second is refused at once instead of failing later as a job.
+ */
+async function submittableGroup(
+  q: Queryable,
+  principal: Principal,
+  id: number,
+  ownJob?: number,
+): Promise<store.Row> {
   const row = await store.lockGroupOrFail(q, principal, id);
   store.requireEditGroup(principal, row);
   checkSubmittable(row);
+  const job = row.job_id === null || row.job_id === undefined ? undefined : Number(row.job_id);
+  if (job !== undefined && job !== ownJob) {
+    const r = await q.query<{ status: string }>(
+      'SELECT status FROM jobs WHERE partition_id = $1 AND id = $2',
+      [principal.partitionId, job],
+    );
+    const status = r.rows[0]?.status;
+    if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
+      throw new AppError('CONFLICT', `${id}.RRG is already being submitted (job ${job}.JST)`);
+  }
   return row;
 }
 
 /** Submits the group (one transaction); answers the group after the workflow's first decision. */
-export async function submitGroup(db: Db, principal: Principal, idText: string): Promise<Obj> {
+export async function submitGroup(
+  db: Db,
+  principal: Principal,
+  idText: string,
+  ownJob?: number,
+): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
   const id = parseId(store.RRG, idText, 'typedId');
   await db.transaction(async (tx) => {
-    await submittableGroup(tx, principal, id);
+    await submittableGroup(tx, principal, id, ownJob);
     await submitApprovable(tx, principal, 'RRG', id);
   });
   return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
@@ -204,7 +229,7 @@ export function rebateRecordJobKind(db: Db): JobKind {
     async run(ctx: JobContext) {
       const groupId = Number(ctx.job.parameters.groupId);
       await ctx.progress({ progress: 1 });
-      const group = await submitGroup(db, ctx.principal, String(groupId));
+      const group = await submitGroup(db, ctx.principal, String(groupId), Number(ctx.job.id));
       return { groupId, typedId: group.typedId, workflowStatus: group.workflowStatus };
     },
   };
