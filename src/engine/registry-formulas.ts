@@ -13,8 +13,9 @@ import { SYSTEM, key, text } from './registry-fields.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 
 /**
- * The fields a logic may read from `product.`, `customer.` and `seller.`: the registry's fields of
- * P, C and SL, given by registry.ts once it has them (it imports this file, so not the other way).
+ * The fields a logic may read from `product.`, `customer.`, `seller.` and `row.` (also as
+ * `product("<field>")`): the registry's fields of P, C, SL and RRG, given by registry.ts once it
+ * has them (it imports this file, so not the other way).
  */
 let rootFields: ReadonlyMap<string, ReadonlySet<string>> | undefined;
 export function setLogicRootFields(fields: ReadonlyMap<string, ReadonlySet<string>>): void {

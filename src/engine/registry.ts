@@ -396,7 +396,7 @@ const TYPES: readonly TypeDef[] = [
 
 const BY_CODE: ReadonlyMap<string, TypeDef> = new Map(TYPES.map((t) => [t.code, t]));
 
-// A logic saved with `product.<field>` (customer, seller) names a field the record has.
+// A logic saved with `product.<field>` (customer, seller, row) names a field the record has.
 const namesOf = (code: string) => new Set(BY_CODE.get(code)!.fields.map((f) => f.name));
 // A DCR type names fields its target type can write (not keys, not server fields).
 setDcrTargetFields((code) => {
@@ -408,6 +408,8 @@ setLogicRootFields(
     ['product', namesOf('P')],
     ['customer', namesOf('C')],
     ['seller', namesOf('SL')],
+    // REBATE logics: the rebate record group calculated (row is null in other logics).
+    ['row', namesOf('RRG')],
   ]),
 );
 

@@ -271,7 +271,7 @@ export function compileLogic(
   inputsRaw: unknown,
   elementsRaw: unknown,
   functions: ReadonlyMap<string, FnDef>,
-  /** When saving: the fields `product.`, `customer.`, `seller.` may name (a typo is a -4). */
+  /** When saving: the fields `product.`, `customer.`, `seller.`, `row.` may name (a typo is a -4). */
   rootFields?: ReadonlyMap<string, ReadonlySet<string>>,
 ): CompiledLogic {
   const inputs = readInputs(inputsRaw);

@@ -45,6 +45,12 @@ describe('logics: compile errors, the time limit, filtered customers, the README
       ['1 + product.nosuchfield', 'line 1, column 5: unknown field product.nosuchfield'],
       ['customer.custmerId', 'line 1, column 1: unknown field customer.custmerId'],
       ['seller.nmae', 'line 1, column 1: unknown field seller.nmae'],
+      // the function form with the field in quotes is the same as the dotted one; row is the group
+      ['1 + product("nosuchfield")', 'line 1, column 13: unknown field product.nosuchfield'],
+      ['customer(\n  "custmerId")', 'line 2, column 3: unknown field customer.custmerId'],
+      ['seller("nmae")', 'line 1, column 8: unknown field seller.nmae'],
+      ['1 + row.nope', 'line 1, column 5: unknown field row.nope'],
+      ['row("nope")', 'line 1, column 1: unknown function row'],
       ['1 + constructor', 'line 1, column 5: the name constructor is not allowed'],
       ['1 +\n  product.__proto__', 'line 2, column 3: the name __proto__ is not allowed'],
       // calls
@@ -143,6 +149,32 @@ describe('logics: compile errors, the time limit, filtered customers, the README
         },
       }),
     );
+  });
+
+  test('fields named in quotes or read from row are checked on save; a field given by an expression, and logics saved before, still run', async () => {
+    const logic = (uniqueName: string, expression: string, nature?: string) => ({
+      data: {
+        uniqueName,
+        validAfter: '2026-01-01',
+        ...(nature === undefined ? {} : { nature }),
+        elements: [{ elementName: 'A', expression }],
+      },
+    });
+    okData(await api('/add/F', logic('Quoted', 'concat(product("label"), customer("customerId"))')));
+    okData(await api('/add/F', logic('Dynamic', 'product(concat("lab", "el"))')));
+    okData(await api('/add/F', logic('Group', 'concat(row.uniqueName, row.attribute7)', 'REBATE')));
+    const run = async (name: string) =>
+      okData(await api(`/formulamanager.execute/MB-1/${name}`, { data: {} })).find(
+        (r: any) => r.resultName === 'A',
+      ).result;
+    assert.equal(await run('Dynamic'), 'Bolt');
+    // A logic stored before this check (written here past the server) still runs: null, as before.
+    okData(await api('/add/F', logic('Earlier', 'product("label")')));
+    await h.db.query(
+      `UPDATE formulas SET elements = $2::jsonb, version = version + 1 WHERE partition_id = $1 AND unique_name = 'Earlier'`,
+      [h.partitionId, JSON.stringify([{ elementName: 'A', expression: 'product("nope")' }])],
+    );
+    assert.equal(await run('Earlier'), null);
   });
 
   test('the time limit (LOGIC_MAX_MS) cuts a long evaluation with a -4; the server goes on', async () => {

@@ -279,6 +279,11 @@ function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, rea
         node.args[i]?.pos ?? pos,
       );
   }
+  // product("attribute3") is product.attribute3: a field named in quotes is checked the same way
+  // (a field given by an expression is only known when the logic runs).
+  const fields = scope.roots?.has(name) ? scope.rootFields?.get(name) : undefined;
+  if (fields !== undefined && literals[0] !== undefined && !fields.has(literals[0]))
+    throw new ExpressionError(`unknown field ${name}.${literals[0].slice(0, 100)}`, node.args[0]?.pos ?? pos);
   reads.calls.push({ name, literals });
   const site: CallSite = { name, literals };
   const type = typeof fn.returns === 'function' ? fn.returns(args.map((a) => a.type)) : fn.returns;
