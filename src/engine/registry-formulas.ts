@@ -4,7 +4,9 @@
 // that saves, runs. Inputs and elements are checked together, so an update that changes either sends
 // both.
 
-import { AppError, type FieldErrors } from '../http/errors.ts';
+import type { Principal } from '../access/access.ts';
+import type { Queryable } from '../db/db.ts';
+import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { LOGIC_FUNCTIONS } from '../logic/functions/registry.ts';
 import { compileLogic, NATURES } from '../logic/logic.ts';
 import { ENDING_RULES, endingProblem, ROUND_MODES } from '../logic/rounding.ts';
@@ -41,7 +43,7 @@ function policyRules(data: Readonly<Record<string, unknown>>): FieldErrors | und
     const problem = endingProblem(ending);
     if (problem) return { priceEnding: { errorMessage: problem } };
     // An ending with more decimals than the step (".999" on 0.01) makes prices off the step.
-    const places = (t: string) => (t.includes('.') ? t.length - t.indexOf('.') - 1 : 0);
+    const places = (t: string) => (t.includes('.') ? t.replace(/0+$/, '').length - t.indexOf('.') - 1 : 0);
     const step =
       typeof data.step === 'number' || typeof data.step === 'string' ? String(data.step) : undefined;
     if (step !== undefined && /^\d*\.?\d+$/.test(step) && places(ending) > places(step)) {
@@ -51,6 +53,33 @@ function policyRules(data: Readonly<Record<string, unknown>>): FieldErrors | und
     }
   }
   return undefined;
+}
+
+/**
+ * A policy's step and ending are checked together also when a write gives only one of them: with the
+ * stored policy's other value (an update, an integrate onto it), or the step's default 0.01 (an add).
+ */
+async function checkPolicyWhole(
+  q: Queryable,
+  principal: Principal,
+  stored: Readonly<Record<string, unknown>> | undefined,
+  data: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  if (!('step' in data) && !('priceEnding' in data)) return;
+  let old = stored;
+  if (old === undefined && typeof data.uniqueName === 'string') {
+    const r = await q.query<{ step: string; priceEnding: string | null }>(
+      `SELECT step, price_ending AS "priceEnding" FROM rounding_policies WHERE partition_id = $1 AND unique_name = $2`,
+      [principal.partitionId, data.uniqueName],
+    );
+    old = r.rows[0];
+  }
+  const whole = {
+    step: data.step ?? old?.step ?? '0.01',
+    priceEnding: 'priceEnding' in data ? data.priceEnding : old?.priceEnding,
+  };
+  const [field, problem] = Object.entries(policyRules(whole) ?? {})[0] ?? [];
+  if (field !== undefined && problem !== undefined) throw validationError(field, problem.errorMessage);
 }
 
 export const FORMULA_TYPES: readonly TypeDef[] = [
@@ -102,5 +131,9 @@ export const FORMULA_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: AUTHENTICATED, write: 'FORMULA_EDIT' },
     validate: policyRules,
+    beforeInsert: (q, principal, data) => checkPolicyWhole(q, principal, undefined, data),
+    beforeChange: async (q, principal, old, data) => {
+      if (data !== undefined) await checkPolicyWhole(q, principal, old, data);
+    },
   },
 ];

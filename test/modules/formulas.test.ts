@@ -406,13 +406,46 @@ describe('pricing logics', () => {
       -4,
       /priceEnding/,
     );
-    // An ending finer than the step would put prices off the step.
+    // An ending finer than the step would put prices off the step (12.40 → 11.999 on 0.01): also
+    // with the default step, or when an update or integrate gives only one of the two.
     expectError(
       await api('/add/RP', { data: { uniqueName: 'R', currency: 'EUR', step: 0.01, priceEnding: '.999' } }),
       400,
       -4,
       /priceEnding/,
     );
+    expectError(
+      await api('/add/RP', { data: { uniqueName: 'R', currency: 'EUR', priceEnding: '.999' } }),
+      400,
+      -4,
+      /priceEnding/,
+    );
+    const [fine] = okData(
+      await api('/add/RP', {
+        data: { uniqueName: 'Fine', currency: 'XTS', step: '0.010', priceEnding: '.99' },
+      }),
+    );
+    expectError(
+      await api('/update/RP', { data: { typedId: fine.typedId, priceEnding: '.999' } }),
+      400,
+      -4,
+      /priceEnding/,
+    );
+    expectError(
+      await api('/update/RP', { data: { typedId: fine.typedId, step: 0.1 } }),
+      400,
+      -4,
+      /priceEnding/,
+    );
+    expectError(
+      await api('/integrate/RP', [{ data: { uniqueName: 'Fine', priceEnding: '.999' } }]),
+      400,
+      -4,
+      /priceEnding/,
+    );
+    okData(await api('/update/RP', { data: { typedId: fine.typedId, step: 0.001, priceEnding: '.999' } }));
+    okData(await api('/integrate/RP', [{ data: { uniqueName: 'Fine', priceEnding: '.995' } }]));
+    okData(await api('/delete/RP', { data: { typedId: fine.typedId } }));
     assert.equal(
       (await api('/fetch/F', { data: { uniqueName: 'Bad' } })).body.response.data.length,
       0,
