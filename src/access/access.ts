@@ -28,6 +28,10 @@ export interface Principal {
   readonly tokenId?: number;
   /** The external system whose JWT authenticated the request (record history). */
   readonly externalSystem?: string;
+  /** The user's token epoch the credential was checked against (a one-time token keeps it). */
+  readonly epoch?: number;
+  /** When the request's token expires (seconds since 1970), for a token that does. */
+  readonly expiresAt?: number;
 }
 
 export function permissionsOfRoles(roles: readonly string[]): ReadonlySet<Permission> {

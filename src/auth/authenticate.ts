@@ -96,10 +96,11 @@ function principalOf(
   row: AccountRow,
   via: Principal['via'],
   restriction: readonly string[] | null = null,
-  actor: Pick<Principal, 'tokenId' | 'externalSystem'> = {},
+  actor: Pick<Principal, 'tokenId' | 'externalSystem' | 'expiresAt'> = {},
 ): Principal {
   return {
     ...actor,
+    epoch: row.epoch!,
     partitionId: row.pid,
     partition: req.partitionRef!.name,
     metaVersion: row.meta_version,
@@ -313,13 +314,10 @@ async function tokenAuth(
     }
   }
   if (claims.knd === 'session') await reissueIfOld(req, reply, row, claims);
-  return principalOf(
-    req,
-    row,
-    via,
-    claims.scp ?? null,
-    claims.tid === undefined ? {} : { tokenId: claims.tid },
-  );
+  return principalOf(req, row, via, claims.scp ?? null, {
+    ...(claims.tid === undefined ? {} : { tokenId: claims.tid }),
+    ...(claims.exp === undefined ? {} : { expiresAt: claims.exp }),
+  });
 }
 
 /** Less than a quarter of its lifetime left: a fresh session token, same session id (and CSRF token). */
@@ -335,12 +333,19 @@ async function reissueIfOld(
   setSessionCookies(req, reply, await issueSession(req, reply, row, claims.sid), undefined);
 }
 
+/**
+ * A one-time token is consumed, then must still be backed by what asked for it: an active user whose
+ * token epoch has not moved (no password change since), and a live api_tokens row when an api
+ * token, OAuth grant or v2 pair asked for it (not revoked, not expired).
+ */
 async function oneTimeAuth(req: FastifyRequest, partition: string, token: string) {
   const row0 = await loadAccount(req, partition, BY_ID, 0);
   const used = await consumeOneTimeToken(req.server.db, row0.pid, token);
-  if (used === null) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
-  const row = await loadAccount(req, partition, BY_ID, used.userId);
-  if (!isActive(row)) throw new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
+  const refused = () => new AppError('UNAUTHENTICATED', 'One-time token unknown, used or expired');
+  if (used === null) throw refused();
+  const row = await loadAccount(req, partition, BY_ID, used.userId, used.apiTokenId);
+  if (!isActive(row) || used.epoch === null || used.epoch !== row.epoch) throw refused();
+  if (used.apiTokenId !== null && row.token_ok !== true) throw refused();
   return principalOf(req, row, 'onetime', used.restriction);
 }
 

@@ -1,11 +1,23 @@
 // Tokens a user asks for: api tokens (`getjsonwebtoken`, recorded so they can be listed and
 // revoked; optionally restricted to a permission list and/or expiring) and one-time tokens (random,
-// stored as a hash, short-lived, consumed atomically by the one request that presents them).
+// stored as a hash, short-lived, consumed atomically by the one request that presents them). A
+// one-time token carries what asked for it: the user's token epoch, the api_tokens row of an api
+// token / OAuth grant / v2 pair, and a lifetime within the asking token's own.
 
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/db.ts';
 
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** The credential a one-time token is asked with, which it must not outlive. */
+export interface OneTimeIssuer {
+  /** The user's token epoch the asking credential is valid for. */
+  readonly epoch: number;
+  /** The api_tokens row of the asking api token, OAuth grant or v2 pair. */
+  readonly apiTokenId: number | null;
+  /** When the asking token expires (seconds since the epoch), if it does. */
+  readonly expiresAt: number | null;
+}
 
 export async function issueOneTimeToken(
   q: Queryable,
@@ -13,12 +25,25 @@ export async function issueOneTimeToken(
   userId: number,
   ttlSeconds: number,
   restriction: readonly string[] | null,
+  issuer: OneTimeIssuer,
 ): Promise<{ token: string; expires: Date }> {
   const token = randomBytes(24).toString('base64url');
   const r = await q.query<{ expires: Date }>(
-    `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at, permissions)
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5::text[]) RETURNING expires_at AS expires`,
-    [partitionId, hashOf(token), userId, ttlSeconds, restriction],
+    `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at, permissions, token_epoch, api_token_id)
+     VALUES ($1, $2, $3,
+             least(now() + make_interval(secs => $4), coalesce(to_timestamp($8::float8), 'infinity')),
+             $5::text[], $6, $7)
+     RETURNING expires_at AS expires`,
+    [
+      partitionId,
+      hashOf(token),
+      userId,
+      ttlSeconds,
+      restriction,
+      issuer.epoch,
+      issuer.apiTokenId,
+      issuer.expiresAt,
+    ],
   );
   // Expired tokens are of no use to anyone: clear them while we are here.
   await q.query(
@@ -28,23 +53,45 @@ export async function issueOneTimeToken(
   return { token, expires: r.rows[0]!.expires };
 }
 
+export interface ConsumedOneTimeToken {
+  readonly userId: number;
+  /** The permission restriction of the credential that asked for it. */
+  readonly restriction: string[] | null;
+  /** The user's token epoch at issue (null: issued before tokens carried it — refused). */
+  readonly epoch: number | null;
+  /** The api_tokens row of the asking credential, which must still be live. */
+  readonly apiTokenId: number | null;
+}
+
 /**
- * Marks the token used and answers its user and the permission restriction it carries (that of the
- * credential that asked for it); null if unknown, used or expired.
+ * Marks the token used and answers its user and what it was asked with; null if unknown, used or
+ * expired. The caller checks the epoch and the api_tokens row against the user's current ones.
  */
 export async function consumeOneTimeToken(
   q: Queryable,
   partitionId: number,
   token: string,
-): Promise<{ userId: number; restriction: string[] | null } | null> {
-  const r = await q.query<{ user_id: number; permissions: string[] | null }>(
+): Promise<ConsumedOneTimeToken | null> {
+  const r = await q.query<{
+    user_id: number;
+    permissions: string[] | null;
+    token_epoch: number | null;
+    api_token_id: number | null;
+  }>(
     `UPDATE one_time_tokens SET used_at = now()
       WHERE partition_id = $1 AND token_hash = $2 AND used_at IS NULL AND expires_at > now()
-      RETURNING user_id, permissions`,
+      RETURNING user_id, permissions, token_epoch, api_token_id`,
     [partitionId, hashOf(token)],
   );
   const row = r.rows[0];
-  return row === undefined ? null : { userId: Number(row.user_id), restriction: row.permissions };
+  return row === undefined
+    ? null
+    : {
+        userId: Number(row.user_id),
+        restriction: row.permissions,
+        epoch: row.token_epoch === null ? null : Number(row.token_epoch),
+        apiTokenId: row.api_token_id === null ? null : Number(row.api_token_id),
+      };
 }
 
 export interface ApiTokenRow {

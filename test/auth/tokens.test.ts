@@ -171,6 +171,68 @@ describe('api tokens and one-time tokens', () => {
   });
 });
 
+describe('one-time tokens die with what asked for them', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  const ott = async (headers: Record<string, string>): Promise<string> => {
+    const r = await h.call('/accountmanager.getonetimetoken', { headers });
+    assert.equal(r.status, 200, r.text);
+    return r.body.response.data[0].token;
+  };
+  const use = (token: string) => h.call(`/fetch/P?token=${encodeURIComponent(token)}`, { body: {} });
+
+  test('a password change ends the one-time tokens of the user', async () => {
+    await h.newUser('ottpw', 'ottpw-password-1');
+    const s = await h.login('ottpw', 'ottpw-password-1');
+    const a = await ott({ 'X-Ratecard-jwt': s.token });
+    const b = await ott({ 'X-Ratecard-jwt': s.token });
+    assert.equal((await use(a)).status, 200);
+    const changed = await h.call('/accountmanager.changepassword', {
+      basic: { user: 'ottpw', password: 'ottpw-password-1' },
+      body: { data: { newPassword: 'Second-secret-2' } },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    assert.deepEqual(status(await use(b)), [401, -7]);
+  });
+
+  test('a one-time token cannot ask for another one (no self-renewal)', async () => {
+    const a = await ott({ 'X-Ratecard-jwt': (await h.login()).token });
+    const r = await h.call(`/accountmanager.getonetimetoken?token=${encodeURIComponent(a)}`);
+    assert.deepEqual(status(r), [403, -3]);
+  });
+
+  test('revoking the api token (or OAuth grant) that asked ends its one-time tokens', async () => {
+    const api = (await h.call('/accountmanager.getjsonwebtoken', { basic: admin })).body.response.data[0];
+    const a = await ott({ authorization: `Bearer ${api.token}` });
+    const b = await ott({ authorization: `Bearer ${api.token}` });
+    assert.equal((await use(a)).status, 200);
+    const revoked = await h.call(`/accountmanager.revokejsonwebtoken/${api.tokenId}`, { basic: admin });
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.deepEqual(status(await use(b)), [401, -7]);
+    // An expiring api token: its one-time token expires with it at the latest.
+    const short = (await h.call('/accountmanager.getjsonwebtoken/1', { basic: admin })).body.response.data[0];
+    const c = await h.call('/accountmanager.getonetimetoken', {
+      headers: { authorization: `Bearer ${short.token}` },
+    });
+    assert.ok(new Date(c.body.response.data[0].expires) <= new Date(short.expires), c.text);
+  });
+
+  test('deactivating the user ends his one-time tokens', async () => {
+    const id = await h.newUser('ottgone', 'ottgone-password');
+    const a = await ott({ 'X-Ratecard-jwt': (await h.login('ottgone', 'ottgone-password')).token });
+    const r = await h.call('/update/U', {
+      basic: admin,
+      body: { data: { typedId: `${id}.U`, activated: false } },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(status(await use(a)), [401, -7]);
+  });
+});
+
 describe('external JWT', () => {
   let h: Harness;
   let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];

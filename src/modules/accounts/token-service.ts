@@ -54,6 +54,10 @@ export async function getJsonWebToken(
 }
 
 export async function getOneTimeToken(app: FastifyInstance, principal: Principal) {
+  // A one-time token asking for the next one would renew itself forever.
+  if (principal.via === 'onetime')
+    throw new AppError('FORBIDDEN', 'A one-time token cannot ask for another one-time token');
+  const epoch = principal.epoch ?? (await accountOf(app.db, principal)).epoch;
   const t = await issueOneTimeToken(
     app.db,
     principal.partitionId,
@@ -62,6 +66,8 @@ export async function getOneTimeToken(app: FastifyInstance, principal: Principal
     // The token may do no more than the credential that asks for it (an api token's permission
     // list, an OAuth scope, an external system's list).
     principal.restriction === null ? null : [...principal.restriction],
+    // ... and lives no longer than it: same token epoch, same api_tokens row, not past its expiry.
+    { epoch, apiTokenId: principal.tokenId ?? null, expiresAt: principal.expiresAt ?? null },
   );
   return { token: t.token, expires: t.expires };
 }
