@@ -12,7 +12,7 @@ import { AUTHENTICATED, PUBLIC } from '../access/catalogue.ts';
 import { AppError } from '../http/errors.ts';
 import type {} from '../http/fastify-types.ts';
 import { dummyHash, verifyPassword } from './password.ts';
-import { clearFailures, isLockedOut, recordFailure } from './login-guard.ts';
+import { clearFailures, takeAttempt } from './login-guard.ts';
 import { csrfTokenOf, peekSession, signSession, verifySession, type SessionClaims } from './session.ts';
 import { acceptCode } from './tfa.ts';
 import { consumeOneTimeToken } from './tokens.ts';
@@ -190,8 +190,8 @@ async function issueSession(
 /**
  * The checks of a password login, shared by Basic and `POST /token` (API version 2): lock-out,
  * password (unknown users verify against a dummy hash: same time, same answer), active user, and
- * the TFA code in the `<product>-TFA` header when the user has TFA on. Failures count toward the
- * lock-out; a success clears them.
+ * the TFA code in the `<product>-TFA` header when the user has TFA on. Every attempt counts toward
+ * the lock-out before its password is checked (./login-guard.ts); a success clears them.
  */
 async function verifyLogin(
   req: FastifyRequest,
@@ -203,14 +203,13 @@ async function verifyLogin(
   const row = await loadAccount(req, partition, BY_LOGIN, login ?? '');
   if (login === undefined || login === '') throw new AppError('BAD_CREDENTIALS');
   const db = req.server.db;
-  const failures = await isLockedOut(db, row.pid, login, cfg);
-  if (failures.locked) {
+  const attempt = await takeAttempt(db, row.pid, login, cfg);
+  if (attempt.locked) {
     req.log.warn({ partition, login }, 'login refused: locked out');
     throw new AppError('LOCKED_OUT');
   }
   const ok = await verifyPassword(password, row.hash ?? (await dummyHash(cfg.scryptCost)));
   if (!ok || !isActive(row)) {
-    await recordFailure(db, row.pid, login, cfg);
     req.log.info({ partition, login }, 'login failed');
     throw new AppError('BAD_CREDENTIALS');
   }
@@ -218,7 +217,6 @@ async function verifyLogin(
     const code = req.headers[authNames(cfg.productToken).tfaHeader];
     const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
     if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
-      await recordFailure(db, row.pid, login, cfg);
       req.log.info({ partition, login }, 'login failed: two-factor code');
       throw new AppError(
         'BAD_CREDENTIALS',
@@ -226,7 +224,7 @@ async function verifyLogin(
       );
     }
   }
-  if (failures.count > 0) await clearFailures(db, row.pid, login);
+  await clearFailures(db, row.pid, login);
   return row;
 }
 

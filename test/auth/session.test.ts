@@ -207,6 +207,30 @@ describe('session authentication', () => {
     );
   });
 
+  test('lock-out holds under parallel attempts: only LOGIN_MAX_FAILURES of them check a password', async () => {
+    await h.newUser('burst', 'burst-password');
+    const wrong = (i: number) =>
+      h.call('/login/extended', { basic: { user: i % 2 ? 'burst' : 'BURST', password: `wrong-${i}` } });
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => wrong(i)));
+    const codes = answers.map((r) => r.body.response.status);
+    assert.equal(codes.filter((c) => c === -5).length, 3, JSON.stringify(codes));
+    assert.equal(codes.filter((c) => c === -6).length, 27, JSON.stringify(codes));
+    // Once the limit is reached the right password sent among wrong ones does not get in either.
+    const mixed = await Promise.all([
+      wrong(100),
+      h.call('/login/extended', { basic: { user: 'burst', password: 'burst-password' } }),
+      wrong(101),
+    ]);
+    assert.deepEqual(
+      mixed.map((r) => [r.status, r.body.response.status]),
+      [
+        [401, -6],
+        [401, -6],
+        [401, -6],
+      ],
+    );
+  });
+
   test('a deactivated user cannot log in nor use an existing token', async () => {
     await h.newUser('leaver', 'leaver-password');
     const s = await h.login('leaver', 'leaver-password');

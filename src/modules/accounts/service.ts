@@ -7,7 +7,7 @@
 import { can, type Principal } from '../../access/access.ts';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { verifyPassword, dummyHash, hashPassword } from '../../auth/password.ts';
-import { isLockedOut, recordFailure, clearFailures } from '../../auth/login-guard.ts';
+import { clearFailures, takeAttempt } from '../../auth/login-guard.ts';
 import type { Config } from '../../config.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import {
@@ -354,13 +354,11 @@ export async function changeOwnPassword(
     );
   }
   if (data.oldPassword !== undefined) {
-    const failures = await isLockedOut(db, pid, me.loginName, cfg);
-    if (failures.locked) throw new AppError('LOCKED_OUT');
+    if ((await takeAttempt(db, pid, me.loginName, cfg)).locked) throw new AppError('LOCKED_OUT');
     if (!(await verifyPassword(data.oldPassword, me.hash ?? (await dummyHash(cfg.scryptCost))))) {
-      await recordFailure(db, pid, me.loginName, cfg);
       throw validationError('data.oldPassword', 'is not your current password');
     }
-    if (failures.count > 0) await clearFailures(db, pid, me.loginName);
+    await clearFailures(db, pid, me.loginName);
   }
   checkPassword(data.newPassword, me.loginName, 'data.newPassword');
   return storePassword(
