@@ -136,6 +136,20 @@ export async function listApiTokens(
   return r.rows;
 }
 
+/** The user an api token (or OAuth grant, v2 pair) belongs to; undefined when there is none. */
+export async function apiTokenOwner(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+): Promise<number | undefined> {
+  const r = await q.query<{ user_id: number }>(
+    'SELECT user_id FROM api_tokens WHERE partition_id = $1 AND id = $2',
+    [partitionId, id],
+  );
+  const row = r.rows[0];
+  return row === undefined ? undefined : Number(row.user_id);
+}
+
 /** Revokes a token; answers false when there is no such token in the partition. */
 export async function revokeApiToken(
   q: Queryable,

@@ -60,6 +60,8 @@ describe('account manager', () => {
   let other: Harness;
   let plain: Who & { id: number };
   let userAdmin: Who & { id: number };
+  /** A user manager who also holds the roles he hands out (a non-ADMIN grants only what he holds). */
+  let roleManager: Who & { id: number };
   let auditor: Who & { id: number };
   let adminId: number;
 
@@ -68,6 +70,7 @@ describe('account manager', () => {
     other = await startHarness({ shareDbWith: h });
     plain = await newUser(h);
     userAdmin = await newUser(h, ['USERADMIN']);
+    roleManager = await newUser(h, ['USERADMIN', 'PRICESHOP_EDIT', 'WF_ADMIN', 'RM_RAT']);
     auditor = await newUser(h, ['USERAUDIT']);
     adminId = okData(await call(h, '/login/extended'))[0].id;
   });
@@ -483,7 +486,7 @@ describe('account manager', () => {
           h,
           `/accountmanager.assignrole/${u.id}.U`,
           { data: { unassign: ['PRICESHOP_EDIT'] } },
-          userAdmin,
+          roleManager,
         ),
       );
       assert.deepEqual(b.roles, ['PRICESHOP_RO']);
@@ -567,7 +570,7 @@ describe('account manager', () => {
           h,
           `/accountmanager.assignrole/${plain.id}`,
           { data: { roles: ['CONTRACTS_RO'] } },
-          userAdmin,
+          roleManager,
         ),
       );
       okData(
@@ -575,9 +578,151 @@ describe('account manager', () => {
           h,
           `/accountmanager.assignrole/${plain.id}`,
           { data: { unassign: ['CONTRACTS_RO'] } },
-          userAdmin,
+          roleManager,
         ),
       );
+    });
+
+    test('user management below administration: a non-ADMIN grants only what he holds, never to himself', async () => {
+      const ua = await newUser(h, ['USERADMIN']);
+      const target = await newUser(h);
+      const assign = (id: number, roles: string[], who: Who = ua) =>
+        call(h, `/accountmanager.assignrole/${id}`, { data: { roles } }, who);
+      // A role with permissions the caller lacks: refused, to himself and to anyone else.
+      expectError(await assign(ua.id, ['ADMIN_WO_USER_MGMT']), 403, -3);
+      expectError(await assign(target.id, ['ADMIN_WO_USER_MGMT']), 403, -3);
+      expectError(
+        await call(
+          h,
+          '/accountmanager.assignrole',
+          { data: { userIds: [target.id], roles: ['PRICESHOP_RO'] } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      // Within his own permissions he may grant (USERAUDIT ⊂ USERADMIN), and revoke.
+      okData(await assign(target.id, ['USERAUDIT']));
+      okData(
+        await call(h, `/accountmanager.assignrole/${target.id}`, { data: { unassign: ['USERAUDIT'] } }, ua),
+      );
+      // ... but he changes nothing of his own: roles, groups, business roles.
+      expectError(await assign(ua.id, ['USERAUDIT']), 403, -3);
+      const g = await newNamed(h, 'UG');
+      expectError(
+        await call(h, `/accountmanager.assigngroup/${ua.id}`, { data: { groups: [g.id] } }, ua),
+        403,
+        -3,
+      );
+      // Business roles: their roles count, assigned or as content; his own business role is not his to change.
+      const strong = await newNamed(h, 'BR');
+      okData(
+        await call(h, `/accountmanager.assignrole/BR/${strong.id}`, {
+          data: { roles: ['ADMIN_WO_USER_MGMT'] },
+        }),
+      );
+      expectError(
+        await call(
+          h,
+          `/accountmanager.assignbusinessrole/${target.id}`,
+          { data: { businessRoles: [strong.id] } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      const mine = await newNamed(h, 'BR');
+      okData(
+        await call(h, `/accountmanager.assignbusinessrole/${ua.id}`, { data: { businessRoles: [mine.id] } }),
+      );
+      expectError(
+        await call(h, `/accountmanager.assignrole/BR/${mine.id}`, { data: { roles: ['USERAUDIT'] } }, ua),
+        403,
+        -3,
+      );
+      const empty = await newNamed(h, 'BR');
+      expectError(
+        await call(
+          h,
+          `/accountmanager.assignrole/BR/${empty.id}`,
+          { data: { roles: ['ADMIN_WO_USER_MGMT'] } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      okData(
+        await call(h, `/accountmanager.assignrole/BR/${empty.id}`, { data: { roles: ['USERAUDIT'] } }, ua),
+      );
+      // Copies: the source's roles (direct and through business roles) must be his to grant.
+      const strongUser = await newUser(h, ['PRICESHOP_EDIT']);
+      expectError(
+        await call(
+          h,
+          '/accountmanager.copyroles',
+          { data: { fromUserId: strongUser.id, toUserIds: [target.id] } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      const auditUser = await newUser(h, ['USERAUDIT']);
+      expectError(
+        await call(
+          h,
+          '/accountmanager.copyroles',
+          { data: { fromUserId: auditUser.id, toUserIds: [ua.id] } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      expectError(
+        await call(
+          h,
+          `/accountmanager.copyuser/${strongUser.id}`,
+          { data: { loginName: uniqueName('cp') } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      okData(
+        await call(h, `/accountmanager.assignbusinessrole/${auditUser.id}`, {
+          data: { businessRoles: [strong.id] },
+        }),
+      );
+      expectError(
+        await call(
+          h,
+          `/accountmanager.copyuser/${auditUser.id}`,
+          { data: { loginName: uniqueName('cp') } },
+          ua,
+        ),
+        403,
+        -3,
+      );
+      // Nothing changed.
+      const [check] = okData(await call(h, '/accountmanager.audit/U/' + ua.id));
+      assert.deepEqual(
+        check.roles.map((r: any) => r.role),
+        ['USERADMIN'],
+      );
+      assert.deepEqual(okData(await call(h, `/accountmanager.fetchroles/${target.id}`)), []);
+    });
+
+    test("a non-ADMIN user manager cannot revoke an ADMIN's api tokens", async () => {
+      const api = okData(await call(h, '/accountmanager.getjsonwebtoken'))[0];
+      expectError(
+        await call(h, `/accountmanager.revokejsonwebtoken/${api.tokenId}`, undefined, userAdmin),
+        403,
+        -3,
+      );
+      okData(await withToken(h, api.token, '/fetch/P', {}));
+      const u = await newUser(h);
+      const theirs = okData(await call(h, '/accountmanager.getjsonwebtoken', undefined, u))[0];
+      okData(await call(h, `/accountmanager.revokejsonwebtoken/${theirs.tokenId}`, undefined, userAdmin));
+      expectError(await withToken(h, theirs.token, '/fetch/P', {}), 401, -7);
     });
 
     test('fetchroles/{userId} needs ROLE_FETCH and tells where each role comes from', async () => {
@@ -948,11 +1093,11 @@ describe('account manager', () => {
           h,
           `/accountmanager.assignrole/BR/${br.typedId}`,
           { data: { roles: ['RM_RAT', 'SC_ADMIN'] } },
-          userAdmin,
+          roleManager,
         ),
       );
       okData(
-        await call(h, `/accountmanager.assigngroup/BR/${br.id}`, { data: { groups: [g.id] } }, userAdmin),
+        await call(h, `/accountmanager.assigngroup/BR/${br.id}`, { data: { groups: [g.id] } }, roleManager),
       );
       const roles = okData(await call(h, `/accountmanager.fetchroles/BR/${br.id}`, undefined, auditor));
       assert.deepEqual(
@@ -1107,7 +1252,7 @@ describe('account manager', () => {
         h,
         `/accountmanager.copyuser/${source.id}`,
         { data: { loginName: login } },
-        userAdmin,
+        roleManager,
       );
       const [copy] = okData(r);
       assert.equal(copy.loginName, login);

@@ -10,7 +10,7 @@ import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { recordHistory, type HistoryEntry } from '../../engine/history.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { guardBusinessRoles, guardRoles } from './guards.ts';
+import { guardBusinessRoles, guardNotOwnBusinessRole, guardNotSelf, guardRoles } from './guards.ts';
 import { idOf, namedRefsOf, roleNamesOf, userIdOf, userIdsOf } from './refs.ts';
 import { BUSINESS_ROLE, USER } from './service.ts';
 import * as store from './store.ts';
@@ -132,6 +132,7 @@ export async function assignToUsers(
 ): Promise<AssignedUser[]> {
   requireAccess(principal, 'USER_EDIT');
   const ids = userIdsOf(users.ids, users.field);
+  guardNotSelf(principal, ids);
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
     const found = await usersOrFail(tx, principal, ids);
@@ -181,6 +182,7 @@ export async function assignToBusinessRole(
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
     const br = await businessRoleOrFail(tx, principal, businessRoleText, true);
+    await guardNotOwnBusinessRole(tx, principal, br.id);
     const m = await resolveMembers(tx, principal, kind, lists);
     // Adding ADMIN to a business role grants it to every holder; so is removing it a revocation.
     const link = kind === 'roles' ? 'businessRoleRoles' : 'businessRoleGroups';
@@ -222,6 +224,7 @@ export async function copyRoles(
   requireAccess(principal, 'USER_EDIT');
   const from = userIdOf(data.fromUserId, 'data.fromUserId');
   const to = userIdsOf(data.toUserIds, 'data.toUserIds');
+  guardNotSelf(principal, to);
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
     const found = await usersOrFail(tx, principal, [from, ...to]);

@@ -1,33 +1,76 @@
-// The two rules that keep user management below administration: USER_EDIT (USERADMIN) manages
-// accounts, but only an ADMIN may grant or revoke the role ADMIN — directly, inside a business
-// role, or by copying it — and only an ADMIN may change the password of, update or delete a user who
-// holds ADMIN. Without them a user administrator could make himself administrator or lock one out.
+// The rules that keep user management below administration. USER_EDIT (USERADMIN) manages accounts,
+// but a user who is not an ADMIN
+// - grants or revokes only roles whose permissions he holds (and may use with this request's
+//   credential) himself — directly, inside a business role, by assigning, unassigning or deleting a
+//   business role, or by copying roles (copyroles, copyuser); the role ADMIN only an ADMIN grants;
+// - changes no assignment of his own: not his roles, groups or business roles, nor the content of a
+//   business role he holds;
+// - changes neither the password, the record, the existence nor the api tokens of a user who holds
+//   ADMIN.
+// Without them a user administrator could make himself (or an account he controls) administrator.
 
-import type { Principal } from '../../access/access.ts';
+import { can, permissionsOfRoles, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
-import { adminBusinessRoles, administrators } from './store.ts';
+import { administrators, namedOf, rolesOf } from './store.ts';
 
-/** Granting or revoking these roles needs ADMIN. */
-export function guardRoles(principal: Principal, roles: readonly string[]): void {
-  if (!principal.admin && roles.includes('ADMIN')) {
-    throw new AppError('FORBIDDEN', 'Only an ADMIN may grant or revoke the role ADMIN');
+/** Granting or revoking these roles: ADMIN only by an ADMIN, any other only by a holder of its permissions. */
+export function guardRoles(principal: Principal, roles: readonly string[], via = ''): void {
+  if (principal.admin) return;
+  if (roles.includes('ADMIN')) {
+    throw new AppError('FORBIDDEN', `Only an ADMIN may grant or revoke the role ADMIN${via}`);
+  }
+  for (const role of [...new Set(roles)].sort()) {
+    const missing = [...permissionsOfRoles([role])].filter((p) => !can(principal, p));
+    if (missing.length > 0) {
+      throw new AppError(
+        'FORBIDDEN',
+        `Only an ADMIN or a user holding its permissions may grant or revoke the role ${role}${via}: you do not hold ${missing.join(', ')}`,
+      );
+    }
   }
 }
 
-/** Assigning, unassigning or deleting these business roles needs ADMIN if one bundles ADMIN. */
+/** Assigning, unassigning or deleting these business roles: guardRoles over the roles they bundle. */
 export async function guardBusinessRoles(
   q: Queryable,
   principal: Principal,
   businessRoleIds: readonly number[],
 ): Promise<void> {
-  if (principal.admin) return;
-  if ((await adminBusinessRoles(q, principal.partitionId, businessRoleIds)).length > 0) {
-    throw new AppError('FORBIDDEN', 'Only an ADMIN may grant or revoke a business role that bundles ADMIN');
+  if (principal.admin || businessRoleIds.length === 0) return;
+  const roles = await rolesOf(q, principal.partitionId, 'businessRoleRoles', businessRoleIds);
+  guardRoles(principal, [...roles.values()].flat(), ' (through a business role)');
+}
+
+/** A non-ADMIN changes no assignment of his own (roles, groups, business roles). */
+export function guardNotSelf(principal: Principal, userIds: readonly number[]): void {
+  if (!principal.admin && userIds.includes(principal.userId)) {
+    throw new AppError(
+      'FORBIDDEN',
+      'You cannot change your own roles, groups or business roles; another user manager or an ADMIN can',
+    );
   }
 }
 
-/** Changing the password, the record or the existence of these users needs ADMIN if one is an ADMIN. */
+/** A non-ADMIN changes the content of no business role he holds himself. */
+export async function guardNotOwnBusinessRole(
+  q: Queryable,
+  principal: Principal,
+  businessRoleId: number,
+): Promise<void> {
+  if (principal.admin) return;
+  const mine = (await namedOf(q, principal.partitionId, 'userBusinessRoles', [principal.userId])).get(
+    principal.userId,
+  );
+  if (mine?.some((b) => b.id === businessRoleId)) {
+    throw new AppError(
+      'FORBIDDEN',
+      'You cannot change a business role you hold; another user manager or an ADMIN can',
+    );
+  }
+}
+
+/** Changing the password, the record, the existence or the tokens of these users needs ADMIN if one is an ADMIN. */
 export async function guardAccounts(
   q: Queryable,
   principal: Principal,

@@ -25,7 +25,7 @@ import { findType, type TypeDef } from '../../engine/registry.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { AppError, notFound, prefixed, validationError } from '../../http/errors.ts';
 import { RELEASE } from '../../release.ts';
-import { guardAccounts } from './guards.ts';
+import { guardAccounts, guardBusinessRoles, guardRoles } from './guards.ts';
 import { checkPassword } from './password-policy.ts';
 import { addressedId, userIdOf } from './refs.ts';
 import * as store from './store.ts';
@@ -244,6 +244,14 @@ export async function copyUser(
     if (!principal.admin && (await store.administrators(tx, pid, [sourceId])).length > 0) {
       throw new AppError('FORBIDDEN', 'Only an ADMIN may copy a user who holds ADMIN');
     }
+    // ... and so would a copy of any role: only what the caller may grant himself.
+    guardRoles(principal, (await store.rolesOf(tx, pid, 'userRoles', [sourceId])).get(sourceId) ?? []);
+    const sourceBusinessRoles = (await store.namedOf(tx, pid, 'userBusinessRoles', [sourceId])).get(sourceId);
+    await guardBusinessRoles(
+      tx,
+      principal,
+      (sourceBusinessRoles ?? []).map((b) => b.id),
+    );
     const [row] = await addRecords(store.withinTx(db, tx), principal, USER, [record]);
     const id = Number(row!.id);
     if (hash !== undefined) await store.setPasswordHash(tx, pid, id, hash, null);

@@ -275,21 +275,6 @@ export async function administrators(
   return r.rows.map((row) => Number(row.id));
 }
 
-/** The business roles among `ids` that bundle ADMIN. */
-export async function adminBusinessRoles(
-  q: Queryable,
-  partitionId: number,
-  ids: readonly number[],
-): Promise<number[]> {
-  if (ids.length === 0) return [];
-  const r = await q.query<{ id: number }>(
-    `SELECT business_role_id AS id FROM business_role_roles
-      WHERE partition_id = $1 AND business_role_id = ANY($2::bigint[]) AND role = 'ADMIN'`,
-    [partitionId, ids],
-  );
-  return r.rows.map((row) => Number(row.id));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Users, groups and business roles by id or name
 

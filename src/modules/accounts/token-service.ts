@@ -6,9 +6,16 @@ import { can, type Principal } from '../../access/access.ts';
 import { isKnownPermission } from '../../access/catalogue.ts';
 import { signSession } from '../../auth/session.ts';
 import { acceptCode, enroll, loadTfa, setEnabled } from '../../auth/tfa.ts';
-import { createApiToken, issueOneTimeToken, listApiTokens, revokeApiToken } from '../../auth/tokens.ts';
+import {
+  apiTokenOwner,
+  createApiToken,
+  issueOneTimeToken,
+  listApiTokens,
+  revokeApiToken,
+} from '../../auth/tokens.ts';
 import type { Db } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { guardAccounts } from './guards.ts';
 
 async function accountOf(db: Db, principal: Principal): Promise<{ secret: Uint8Array; epoch: number }> {
   const r = await db.query<{ secret: Uint8Array; epoch: number }>(
@@ -77,8 +84,11 @@ export async function listTokens(db: Db, principal: Principal) {
 }
 
 export async function revokeToken(db: Db, principal: Principal, id: number) {
-  const mine = (await listApiTokens(db, principal.partitionId, principal.userId)).some((t) => t.id === id);
-  if (!mine && !can(principal, 'USER_EDIT')) throw notFound(`Token ${id}`);
+  const owner = await apiTokenOwner(db, principal.partitionId, id);
+  const mine = owner === principal.userId;
+  if (owner === undefined || (!mine && !can(principal, 'USER_EDIT'))) throw notFound(`Token ${id}`);
+  // An administrator's tokens are his account: only an ADMIN ends them.
+  if (!mine) await guardAccounts(db, principal, [owner]);
   if (!(await revokeApiToken(db, principal.partitionId, id, principal.userId))) throw notFound(`Token ${id}`);
   return { tokenId: id, revoked: true };
 }
