@@ -299,13 +299,10 @@ async function tokenAuth(
   // CSRF guards sessions a browser holds: only a session token sent as the cookie needs it. Api and
   // OAuth tokens are not set as cookies by us (a client that sends one as the cookie chose to), and
   // their CSRF value would derive from an id no client can obtain.
-  if (
-    via === 'cookie' &&
-    claims.knd === 'session' &&
-    row.csrf &&
-    req.method !== 'GET' &&
-    req.method !== 'HEAD'
-  ) {
+  // GET and HEAD are exempt, except on the few GET operations that change state (changesState).
+  const safeMethod =
+    (req.method === 'GET' || req.method === 'HEAD') && req.routeOptions.config.changesState !== true;
+  if (via === 'cookie' && claims.knd === 'session' && row.csrf && !safeMethod) {
     const sent = req.headers[authNames(cfg.productToken).csrfHeader];
     if (typeof sent !== 'string' || !sameToken(sent, csrfTokenOf(row.secret, claims.sid))) {
       throw new AppError('CSRF');

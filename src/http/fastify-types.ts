@@ -30,5 +30,10 @@ declare module 'fastify' {
     access?: RouteAccess;
     /** `basic`: only Basic credentials are accepted (token operations need real credentials). */
     credentials?: 'basic';
+    /**
+     * The route changes state even when called with GET (or HEAD): a session cookie needs the CSRF
+     * header on every method, not only on those other than GET/HEAD.
+     */
+    changesState?: true;
   }
 }

@@ -106,6 +106,35 @@ describe('session authentication', () => {
     assert.equal(withCsrf.body.response.csrfToken, undefined, 'csrfToken only on the first response');
   });
 
+  test('GET operations that change state need the CSRF token with the cookie; read-only GETs do not', async () => {
+    const s = await h.login();
+    const get = (path: string, headers: Record<string, string>) =>
+      h.call(path, { method: 'GET', headers: { cookie: s.cookie, ...headers } });
+    const csrf = { 'X-Ratecard-Csrf-Token': s.csrf };
+    const refused = await get('/uploadmanager.newuploadslot', {});
+    assert.deepEqual([refused.status, refused.body.response.status], [403, -3]);
+    const head = await h.call('/uploadmanager.newuploadslot', {
+      method: 'HEAD',
+      headers: { cookie: s.cookie },
+    });
+    assert.equal(head.status, 403);
+    const created = await get('/uploadmanager.newuploadslot', csrf);
+    assert.equal(created.status, 200, created.text);
+    const slotId = created.body.response.data[0].slotId;
+    const notDeleted = await get(`/uploadmanager.deleteslot/${slotId}`, {});
+    assert.deepEqual([notDeleted.status, notDeleted.body.response.status], [403, -3]);
+    assert.equal((await get(`/uploadmanager.deleteslot/${slotId}`, csrf)).status, 200);
+    // The header token and Basic need none, on GET as elsewhere.
+    const viaHeader = await h.call('/uploadmanager.newuploadslot', {
+      method: 'GET',
+      headers: { 'X-Ratecard-jwt': s.token },
+    });
+    assert.equal(viaHeader.status, 200);
+    // A read-only GET (a download) stays exempt: the cookie alone reaches the operation (404: no such file).
+    const read = await get('/bdmanager.downloaddata/999999999', {});
+    assert.equal(read.status, 404, read.text);
+  });
+
   test('CSRF off for the partition: the cookie alone is enough', async () => {
     await h.db.query('UPDATE partitions SET csrf_enabled = false WHERE id = $1', [h.partitionId]);
     try {

@@ -102,8 +102,10 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   };
   const slotIdOf = (req: FastifyRequest) => (req.params as { slotId: string }).slotId;
 
+  // Creating and deleting slots change state under GET too: a session cookie needs the CSRF header.
+  const changing = { ...config, changesState: true } as const;
   const newSlot = {
-    config,
+    config: changing,
     schema: { summary: 'Create an upload slot; answers its id', tags: ['uploads'], ...one },
   };
   const createHandler = async (req: FastifyRequest) =>
@@ -160,7 +162,7 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   );
 
   const del = {
-    config,
+    config: changing,
     schema: {
       summary: 'Delete a slot (and its file); answers upload status, file name, size and file version',
       tags: ['uploads'],
