@@ -370,6 +370,12 @@ describe('account manager', () => {
         ),
       );
       assert.deepEqual(done, { id: u.id, typedId: `${u.id}.U`, loginName: u.user, passwordChanged: true });
+      // History keeps the fact (never the secret) with the record's new version.
+      const [record] = okData(await call(h, `/fetch/U/${u.id}`));
+      const [last] = okData(await call(h, `/fetch/U/${u.id}/history`, { sortBy: '-id', endRow: 1 }));
+      assert.deepEqual(last.changes, { password: { old: null, new: '(changed)' } });
+      assert.equal(last.version, record.version);
+      assert.equal(typeof last.version, 'number');
       expectError(await withToken(h, token, '/fetch/P', {}), 401, -7);
       expectError(await call(h, '/login/extended', undefined, u), 401, -5);
       okData(await call(h, '/login/extended', undefined, { user: u.user, password: 'Brand-new-pass-1' }));

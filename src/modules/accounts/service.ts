@@ -306,8 +306,10 @@ async function storePassword(
   hash: string,
 ): Promise<PasswordChanged> {
   const done = await db.transaction(async (tx) => {
-    if (!(await store.setPasswordHash(tx, principal.partitionId, id, hash, { by: principal.userId })))
-      return false;
+    const version = await store.setPasswordHash(tx, principal.partitionId, id, hash, {
+      by: principal.userId,
+    });
+    if (version === undefined) return false;
     // Record history keeps the fact of the change, never the secret.
     await recordHistory(tx, principal, [
       {
@@ -316,6 +318,7 @@ async function storePassword(
         businessKey: loginName,
         action: 'UPDATE',
         changes: { password: { old: null, new: '(changed)' } },
+        version,
       },
     ]);
     return true;

@@ -384,19 +384,19 @@ export async function setPasswordHash(
   partitionId: number,
   id: number,
   hash: string,
-  change: { by: number } | null,
-): Promise<boolean> {
+  change: { by: number | null } | null,
+): Promise<number | undefined> {
   const r = change
-    ? await q.query(
+    ? await q.query<{ version: number }>(
         `UPDATE users SET password_hash = $3, token_epoch = token_epoch + 1, version = version + 1,
                 last_update_at = now(), last_update_by = $4
-          WHERE partition_id = $1 AND id = $2`,
+          WHERE partition_id = $1 AND id = $2 RETURNING version`,
         [partitionId, id, hash, change.by],
       )
-    : await q.query('UPDATE users SET password_hash = $3 WHERE partition_id = $1 AND id = $2', [
-        partitionId,
-        id,
-        hash,
-      ]);
-  return r.rowCount === 1;
+    : await q.query<{ version: number }>(
+        'UPDATE users SET password_hash = $3 WHERE partition_id = $1 AND id = $2 RETURNING version',
+        [partitionId, id, hash],
+      );
+  const row = r.rows[0];
+  return row === undefined ? undefined : Number(row.version);
 }
