@@ -370,5 +370,21 @@ describe('two-factor authentication', () => {
     const off = await h.call('/accountmanager.tfa.disable', { basic, headers: { 'Ratecard-TFA': next } });
     assert.equal(off.status, 200, off.text);
     assert.equal((await h.call('/login/extended', { basic })).status, 200);
+    // Both switches are in the user's history, with his new version, and never the secret.
+    const me = (await h.call('/login/extended', { basic })).body.response.data[0];
+    const history = await h.call(`/fetch/U/${me.id}/history`, { basic, body: { sortBy: 'id' } });
+    assert.equal(history.status, 200, history.text);
+    const tfa = history.body.response.data.filter((e: any) => 'tfaEnabled' in (e.changes ?? {}));
+    assert.deepEqual(
+      tfa.map((e: any) => [e.action, e.changes.tfaEnabled.old, e.changes.tfaEnabled.new]),
+      [
+        ['UPDATE', false, true],
+        ['UPDATE', true, false],
+      ],
+    );
+    assert.ok(tfa.every((e: any) => typeof e.version === 'number'));
+    const [record] = (await h.call(`/fetch/U/${me.id}`, { basic })).body.response.data;
+    assert.equal(tfa[1].version, record.version);
+    assert.ok(!history.text.includes(secret));
   });
 });

@@ -16,6 +16,8 @@ import {
 import type { Db } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { guardAccounts } from './guards.ts';
+import { recordHistory } from '../../engine/history.ts';
+import { bumpVersions } from './store.ts';
 
 async function accountOf(db: Db, principal: Principal): Promise<{ secret: Uint8Array; epoch: number }> {
   const r = await db.query<{ secret: Uint8Array; epoch: number }>(
@@ -93,6 +95,30 @@ export async function revokeToken(db: Db, principal: Principal, id: number) {
   return { tokenId: id, revoked: true };
 }
 
+/** Switches TFA on or off: a new version of the user and a history entry (the fact, no secret). */
+async function switchTfa(db: Db, principal: Principal, enabled: boolean): Promise<void> {
+  await db.transaction(async (tx) => {
+    await setEnabled(tx, principal.partitionId, principal.userId, enabled);
+    const versions = await bumpVersions(
+      tx,
+      principal.partitionId,
+      'users',
+      new Set([principal.userId]),
+      principal.userId,
+    );
+    await recordHistory(tx, principal, [
+      {
+        typeCode: 'U',
+        recordId: principal.userId,
+        businessKey: principal.loginName,
+        action: 'UPDATE',
+        changes: { tfaEnabled: { old: !enabled, new: enabled } },
+        version: versions.get(principal.userId)!,
+      },
+    ]);
+  });
+}
+
 export async function enrollTfa(app: FastifyInstance, principal: Principal) {
   const state = await loadTfa(app.db, principal.partitionId, principal.userId);
   if (state.enabled)
@@ -108,7 +134,7 @@ export async function confirmTfa(db: Db, principal: Principal, code: string) {
   if (!(await acceptCode(db, principal.partitionId, principal.userId, state, code))) {
     throw validationError('data.code', 'wrong or already used code');
   }
-  await setEnabled(db, principal.partitionId, principal.userId, true);
+  await switchTfa(db, principal, true);
   return { tfaEnabled: true };
 }
 
@@ -120,6 +146,6 @@ export async function confirmTfa(db: Db, principal: Principal, code: string) {
 export async function disableTfa(db: Db, principal: Principal) {
   const state = await loadTfa(db, principal.partitionId, principal.userId);
   if (!state.enabled) throw new AppError('CONFLICT', 'Two-factor authentication is off');
-  await setEnabled(db, principal.partitionId, principal.userId, false);
+  await switchTfa(db, principal, false);
   return { tfaEnabled: false };
 }
