@@ -7,6 +7,8 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createDb } from './db/db.ts';
 import { LockError } from './db/lock.ts';
 import { migrate } from './db/migrate.ts';
+import { LOGIN_NAME } from './engine/registry.ts';
+import { passwordProblem } from './modules/accounts/password-policy.ts';
 import {
   PartitionError,
   createPartition,
@@ -46,14 +48,30 @@ async function readPasswordLine(stdin: NodeJS.ReadableStream): Promise<string> {
   return line;
 }
 
-/** The password of a command: from standard input, or from the command line — exactly one of them. */
-async function passwordOf(given: string | undefined, fromStdin: boolean | undefined): Promise<string> {
+/**
+ * The password of a command: from standard input, or from the command line — exactly one of them;
+ * held to the password policy of the API (long enough, not containing the login name).
+ */
+async function passwordOf(
+  given: string | undefined,
+  fromStdin: boolean | undefined,
+  login: string,
+): Promise<string> {
   if (fromStdin === true && given !== undefined)
     throw new UsageError('give the password on the command line or with --password-stdin, not both');
   const password = fromStdin === true ? await readPasswordLine(process.stdin) : given;
   if (password === undefined) throw new UsageError(USAGE);
-  if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
+  const problem = passwordProblem(password, login);
+  if (problem !== undefined) throw new UsageError(`the password ${problem}`);
   return password;
+}
+
+/** A login name the API would take: it travels in Basic credentials as `<partition>/<login>:<pw>`. */
+function checkLoginName(login: string): void {
+  if (!LOGIN_NAME.test(login))
+    throw new UsageError(
+      `invalid login name ${JSON.stringify(login)}: it must not be empty nor contain spaces, ":" or "/"`,
+    );
 }
 
 async function run(argv: string[]): Promise<string> {
@@ -77,10 +95,11 @@ async function run(argv: string[]): Promise<string> {
   let password: string | undefined;
   if (command === 'partition create') {
     if (rest[0] === undefined || values.admin === undefined) throw new UsageError(USAGE);
-    password = await passwordOf(values.password, fromStdin);
+    checkLoginName(values.admin);
+    password = await passwordOf(values.password, fromStdin, values.admin);
   } else if (command === 'user set-password') {
     if (rest[0] === undefined || rest[1] === undefined) throw new UsageError(USAGE);
-    password = await passwordOf(rest[2], fromStdin);
+    password = await passwordOf(rest[2], fromStdin, rest[1]);
   }
 
   const config = loadConfig();

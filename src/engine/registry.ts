@@ -82,7 +82,7 @@ const decimal = (name: string, column: string): FieldDef => ({ name, column, typ
 // those writes. The password hash is deliberately not a field, so no generic operation can read it.
 
 /** Login names travel in Basic credentials as `<partition>/<login>:<password>`. */
-const LOGIN_NAME = /^[^\s:/]+$/;
+export const LOGIN_NAME = /^[^\s:/]+$/;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 function userRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {

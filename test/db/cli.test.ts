@@ -79,4 +79,45 @@ describe('operator CLI', () => {
     assert.match(empty.out, /holds no password/);
     assert.equal(await passwordMatches('acme', 'boss', 'stdin-password-2'), true);
   });
+
+  test("the API's password policy and login-name rules hold; a CLI password change is in the history", async () => {
+    const refusals: Array<[string[], RegExp]> = [
+      [['partition', 'create', 'pwname', '--admin', 'bossman', '--password', 'xxBOSSMANxx'], /login name/],
+      [
+        ['partition', 'create', 'weird', '--admin', 'a:b', '--password', 'a-long-password'],
+        /invalid login name/,
+      ],
+      [
+        ['partition', 'create', 'weird', '--admin', 'a b', '--password', 'a-long-password'],
+        /invalid login name/,
+      ],
+      [['user', 'set-password', 'acme', 'boss', 'bossXXXXXX'], /must not contain the login name/],
+      [['user', 'set-password', 'acme', 'boss', 'short'], /at least 8 characters/],
+    ];
+    for (const [args, message] of refusals) {
+      const r = await runCli(args, env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.out}`);
+      assert.match(r.out, message);
+    }
+    const listed = await runCli(['partition', 'list'], env);
+    assert.doesNotMatch(listed.out, /pwname|weird/);
+
+    const changed = await runCli(['user', 'set-password', 'acme', 'boss', 'third-password-3'], env);
+    assert.equal(changed.code, 0, changed.out);
+    const db = await createDb(loadConfig({ DATA_DIR: dir, DATABASE_URL: '' }));
+    try {
+      const r = await db.query<{ changes: unknown; version: number; current: number; operation: string }>(
+        `SELECT h.changes, h.record_version AS version, u.version AS current, h.operation
+           FROM record_history h JOIN users u ON u.partition_id = h.partition_id AND u.id = h.record_id
+           JOIN partitions p ON p.id = u.partition_id
+          WHERE p.name = 'acme' AND u.login_name = 'boss' AND h.type_code = 'U' ORDER BY h.id DESC LIMIT 1`,
+      );
+      const last = r.rows[0]!;
+      assert.deepEqual(last.changes, { password: { old: null, new: '(changed)' } });
+      assert.equal(last.version, last.current);
+      assert.equal(last.operation, 'cli user set-password');
+    } finally {
+      await db.close();
+    }
+  });
 });

@@ -1,6 +1,7 @@
 // The password policy of every password a user or an administrator sets (add/U, copyuser,
 // changepassword): long enough, bounded (scrypt input), and not a variant of the login name.
-// The bootstrap and the CLI set passwords outside the API and keep their own 8-character rule.
+// The operator CLI applies the same policy (src/cli.ts); only the start-up bootstrap keeps its own
+// 8-character rule.
 
 import { validationError } from '../../http/errors.ts';
 

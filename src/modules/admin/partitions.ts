@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { PARTITION_NAME } from '../../config.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { hashPassword } from '../../auth/password.ts';
+import { historyEnabled } from '../../engine/history.ts';
 
 export interface PartitionRow {
   readonly id: number;
@@ -86,7 +87,11 @@ export async function listPartitions(db: Db): Promise<PartitionRow[]> {
   return r.rows;
 }
 
-/** Sets a password and bumps the token epoch, which invalidates the user's existing tokens. */
+/**
+ * Sets a password and bumps the token epoch, which invalidates the user's existing tokens. The
+ * user's record history keeps the fact (never the secret), as for `accountmanager.changepassword`,
+ * with no actor user and the operation `cli user set-password`.
+ */
 export async function setUserPassword(
   db: Db,
   partition: string,
@@ -95,14 +100,29 @@ export async function setUserPassword(
   cost: number,
 ): Promise<void> {
   const hash = await hashPassword(password, cost);
-  const r = await db.query(
-    `UPDATE users u SET password_hash = $3, token_epoch = token_epoch + 1, version = version + 1,
-            last_update_at = now()
-       FROM partitions p
-      WHERE p.name = $1 AND u.partition_id = p.id AND lower(u.login_name) = lower($2)`,
-    [partition, login, hash],
-  );
-  if (r.rowCount === 0)
+  const done = await db.transaction(async (tx) => {
+    const r = await tx.query<{ pid: number; id: number; login: string; version: number }>(
+      `UPDATE users u SET password_hash = $3, token_epoch = token_epoch + 1, version = version + 1,
+              last_update_at = now(), last_update_by = NULL
+         FROM partitions p
+        WHERE p.name = $1 AND u.partition_id = p.id AND lower(u.login_name) = lower($2)
+        RETURNING u.partition_id AS pid, u.id, u.login_name AS login, u.version`,
+      [partition, login, hash],
+    );
+    const user = r.rows[0];
+    if (user === undefined) return false;
+    if (historyEnabled()) {
+      await tx.query(
+        `INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,
+                                     changes, record_version, operation)
+         VALUES ($1, 'U', $2, $3, 'UPDATE', '{password}', '{"password":{"old":null,"new":"(changed)"}}', $4,
+                 'cli user set-password')`,
+        [user.pid, user.id, user.login, user.version],
+      );
+    }
+    return true;
+  });
+  if (!done)
     throw new PartitionError(`no user ${JSON.stringify(login)} in partition ${JSON.stringify(partition)}`);
 }
 
