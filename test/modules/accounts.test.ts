@@ -1131,10 +1131,31 @@ describe('account manager', () => {
         -1,
       );
       expectError(
-        await call(h, '/accountmanager.assignrole/BR/x', { data: { roles: ['SC_ADMIN'] } }),
+        await call(h, '/accountmanager.assignrole/BR/3.UG', { data: { roles: ['SC_ADMIN'] } }),
         400,
         -4,
         'businessroleId',
+      );
+      // By unique name, as in body lists; an unknown name is a 404.
+      const [byName] = okData(
+        await call(h, `/accountmanager.assignrole/BR/${encodeURIComponent(br.uniqueName)}`, {
+          data: { roles: ['RM_RAT'] },
+        }),
+      );
+      assert.deepEqual([byName.id, byName.roles], [br.id, ['RM_RAT', 'SC_ADMIN']]);
+      const [groupsByName] = okData(
+        await call(h, `/accountmanager.assigngroup/BR/${encodeURIComponent(br.uniqueName)}`, {
+          data: { unassign: [g.id] },
+        }),
+      );
+      assert.deepEqual(groupsByName.groups, []);
+      okData(await call(h, `/accountmanager.assignrole/BR/${br.id}`, { data: { unassign: ['RM_RAT'] } }));
+      expectError(
+        await call(h, '/accountmanager.assignrole/BR/no-such-business-role', {
+          data: { roles: ['SC_ADMIN'] },
+        }),
+        404,
+        -1,
       );
       expectError(
         await call(h, '/accountmanager.assignrole/BR/999999999', { data: { roles: ['SC_ADMIN'] } }),

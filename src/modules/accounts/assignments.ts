@@ -154,6 +154,7 @@ export async function assignToUsers(
   });
 }
 
+/** A business role named in the path: id (`5`), typedId (`5.BR`) or unique name; 404 if none. */
 async function businessRoleOrFail(
   q: Queryable,
   principal: Principal,
@@ -161,9 +162,12 @@ async function businessRoleOrFail(
   lock = false,
 ): Promise<NamedRow> {
   const id = idOf(text, 'BR');
-  if (id === undefined)
-    throw validationError('businessroleId', `${JSON.stringify(text)} is not an id or typedId of BR`);
-  const [row] = await store.namedByRef(q, principal.partitionId, 'business_roles', [id], [], lock);
+  if (id === undefined && /^\d{1,15}\.[A-Za-z0-9]+$/.test(text.trim()))
+    throw validationError('businessroleId', `${JSON.stringify(text)} is not a typedId of BR`);
+  const [row] =
+    id === undefined
+      ? await store.namedByRef(q, principal.partitionId, 'business_roles', [], [text], lock)
+      : await store.namedByRef(q, principal.partitionId, 'business_roles', [id], [], lock);
   if (!row) throw notFound(`Business role ${text}`);
   return row;
 }
