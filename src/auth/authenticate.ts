@@ -283,9 +283,9 @@ async function tokenAuth(
   const peek = peekSession(token);
   const userId = peek && /^\d{1,15}$/.test(peek.sub) ? Number(peek.sub) : 0;
   const row = await loadAccount(req, partition, BY_ID, userId, peek?.tid ?? null);
+  if (!peek) throw new AppError('UNAUTHENTICATED', 'Token not valid');
   // A token of another partition names another partition (and fails this partition's key anyway).
-  if (!peek || peek.ptn !== partition)
-    throw new AppError('UNAUTHENTICATED', 'Token not valid in this partition');
+  if (peek.ptn !== partition) throw new AppError('UNAUTHENTICATED', 'Token not valid in this partition');
   const claims = await verifySession(token, row.secret);
   if (!claims || !isActive(row) || claims.epc !== row.epoch || claims.knd === 'refresh') {
     throw new AppError('UNAUTHENTICATED', 'Token expired or revoked; log in again');

@@ -177,6 +177,11 @@ describe('session authentication', () => {
       assert.equal(r.status, 401, token);
       assert.equal(r.body.response.status, -7);
     }
+    // A malformed token is not a partition matter.
+    for (const headers of [{ 'X-Ratecard-jwt': 'garbage' }, { authorization: 'Bearer garbage' }]) {
+      const r = await h.call('/login/extended', { headers });
+      assert.equal(r.body.response.data, 'Token not valid', r.text);
+    }
   });
 
   test('a password change bumps the epoch and invalidates older tokens', async () => {

@@ -543,6 +543,16 @@ describe('account manager', () => {
         404,
         -1,
       );
+      // A bad user id in the path is named as the path parameter, not as a list entry.
+      for (const [path, kind] of [
+        ['assignrole', 'roles'],
+        ['assigngroup', 'groups'],
+        ['assignbusinessrole', 'businessRoles'],
+      ]) {
+        const bad = await call(h, `/accountmanager.${path}/ua`, { data: { [kind!]: ['SUPPORT'] } });
+        expectError(bad, 400, -4);
+        assert.deepEqual(Object.keys(bad.body.response.errors), ['userId'], bad.text);
+      }
       await refused(h, one, { data: { roles: ['SUPPORT'] } }, auditor);
       await refused(
         h,

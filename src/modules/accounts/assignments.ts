@@ -127,11 +127,12 @@ export async function assignToUsers(
   db: Db,
   principal: Principal,
   kind: AssignKind,
-  users: { readonly ids: readonly unknown[]; readonly field: string },
+  users: { readonly ids: readonly unknown[]; readonly field: string; readonly path?: true },
   lists: AssignLists,
 ): Promise<AssignedUser[]> {
   requireAccess(principal, 'USER_EDIT');
-  const ids = userIdsOf(users.ids, users.field);
+  // One user by path is named by the path parameter itself (`userId`), not as a list entry.
+  const ids = users.path ? [userIdOf(users.ids[0], users.field)] : userIdsOf(users.ids, users.field);
   guardNotSelf(principal, ids);
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {

@@ -240,7 +240,7 @@ export function accountRoutes(app: FastifyInstance): void {
       }),
       async (req) => {
         const { data } = req.body as AssignBody;
-        const users = { ids: [param(req, 'userId')], field: 'userId' };
+        const users = { ids: [param(req, 'userId')], field: 'userId', path: true } as const;
         return ok(
           req,
           await assignToUsers(db, req.principal!, kind, users, { add: data[kind], unassign: data.unassign }),
