@@ -178,7 +178,10 @@ describe('session authentication', () => {
       assert.equal(r.body.response.status, -7);
     }
     // A malformed token is not a partition matter.
-    for (const headers of [{ 'X-Ratecard-jwt': 'garbage' }, { authorization: 'Bearer garbage' }]) {
+    for (const headers of [{ 'X-Ratecard-jwt': 'garbage' }, { authorization: 'Bearer garbage' }] as Record<
+      string,
+      string
+    >[]) {
       const r = await h.call('/login/extended', { headers });
       assert.equal(r.body.response.data, 'Token not valid', r.text);
     }
