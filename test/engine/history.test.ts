@@ -627,7 +627,8 @@ describe('record history', () => {
     );
     assert.deepEqual(
       rows.map((r) => r.version),
-      [1, 2, null],
+      // A password change is a new version of the user like any other change.
+      [1, 2, 3],
     );
     assert.ok(!JSON.stringify(rows).includes('Brand-new-pass-1'));
     const stored = await h.db.query<{ t: string }>(
