@@ -12,7 +12,7 @@ import { AUTHENTICATED, PUBLIC } from '../access/catalogue.ts';
 import { AppError } from '../http/errors.ts';
 import type {} from '../http/fastify-types.ts';
 import { dummyHash, verifyPassword } from './password.ts';
-import { clearFailures, takeAttempt } from './login-guard.ts';
+import { takeAttempt } from './login-guard.ts';
 import { csrfTokenOf, peekSession, signSession, verifySession, type SessionClaims } from './session.ts';
 import { acceptCode } from './tfa.ts';
 import { consumeOneTimeToken } from './tokens.ts';
@@ -208,23 +208,28 @@ async function verifyLogin(
     req.log.warn({ partition, login }, 'login refused: locked out');
     throw new AppError('LOCKED_OUT');
   }
-  const ok = await verifyPassword(password, row.hash ?? (await dummyHash(cfg.scryptCost)));
-  if (!ok || !isActive(row)) {
-    req.log.info({ partition, login }, 'login failed');
-    throw new AppError('BAD_CREDENTIALS');
-  }
-  if (row.tfa_enabled === true) {
-    const code = req.headers[authNames(cfg.productToken).tfaHeader];
-    const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
-    if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
-      req.log.info({ partition, login }, 'login failed: two-factor code');
-      throw new AppError(
-        'BAD_CREDENTIALS',
-        `Two-factor code missing, wrong or already used (header ${cfg.productToken}-TFA)`,
-      );
+  let outcome: 'success' | 'failure' = 'failure';
+  try {
+    const ok = await verifyPassword(password, row.hash ?? (await dummyHash(cfg.scryptCost)));
+    if (!ok || !isActive(row)) {
+      req.log.info({ partition, login }, 'login failed');
+      throw new AppError('BAD_CREDENTIALS');
     }
+    if (row.tfa_enabled === true) {
+      const code = req.headers[authNames(cfg.productToken).tfaHeader];
+      const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
+      if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
+        req.log.info({ partition, login }, 'login failed: two-factor code');
+        throw new AppError(
+          'BAD_CREDENTIALS',
+          `Two-factor code missing, wrong or already used (header ${cfg.productToken}-TFA)`,
+        );
+      }
+    }
+    outcome = 'success';
+  } finally {
+    await attempt.done(outcome);
   }
-  await clearFailures(db, row.pid, login);
   return row;
 }
 

@@ -244,6 +244,26 @@ describe('session authentication', () => {
     );
   });
 
+  test('parallel right passwords are never locked out for being many (past the limit they wait)', async () => {
+    await h.newUser('busy', 'busy-password');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        h.call('/login/extended', { basic: { user: 'busy', password: 'busy-password' } }),
+      ),
+    );
+    assert.deepEqual(new Set(answers.map((r) => r.body.response.status)), new Set([0]));
+    // Two wrong ones among them leave room (limit 3): the right ones still get in.
+    const mixed = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        h.call('/login/extended', { basic: { user: 'busy', password: i < 2 ? 'nope' : 'busy-password' } }),
+      ),
+    );
+    assert.deepEqual(
+      mixed.map((r) => r.body.response.status),
+      [-5, -5, 0, 0, 0, 0, 0, 0],
+    );
+  });
+
   test('lock-out holds under parallel attempts: only LOGIN_MAX_FAILURES of them check a password', async () => {
     await h.newUser('burst', 'burst-password');
     const wrong = (i: number) =>

@@ -7,7 +7,7 @@
 import { can, type Principal } from '../../access/access.ts';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { verifyPassword, dummyHash, hashPassword } from '../../auth/password.ts';
-import { clearFailures, takeAttempt } from '../../auth/login-guard.ts';
+import { takeAttempt } from '../../auth/login-guard.ts';
 import type { Config } from '../../config.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import {
@@ -365,11 +365,15 @@ export async function changeOwnPassword(
     );
   }
   if (data.oldPassword !== undefined) {
-    if ((await takeAttempt(db, pid, me.loginName, cfg)).locked) throw new AppError('LOCKED_OUT');
-    if (!(await verifyPassword(data.oldPassword, me.hash ?? (await dummyHash(cfg.scryptCost))))) {
-      throw validationError('data.oldPassword', 'is not your current password');
+    const attempt = await takeAttempt(db, pid, me.loginName, cfg);
+    if (attempt.locked) throw new AppError('LOCKED_OUT');
+    let ok = false;
+    try {
+      ok = await verifyPassword(data.oldPassword, me.hash ?? (await dummyHash(cfg.scryptCost)));
+    } finally {
+      await attempt.done(ok ? 'success' : 'failure');
     }
-    await clearFailures(db, pid, me.loginName);
+    if (!ok) throw validationError('data.oldPassword', 'is not your current password');
   }
   checkPassword(data.newPassword, me.loginName, 'data.newPassword');
   return storePassword(

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { permissionsOfRoles } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
-import { clearFailures, takeAttempt } from '../../auth/login-guard.ts';
+import { takeAttempt } from '../../auth/login-guard.ts';
 import { dummyHash, verifyPassword } from '../../auth/password.ts';
 import { acceptCode } from '../../auth/tfa.ts';
 import { CARRIED, NONCE, csrfTokenFor, signStage, verifyStage, type Params } from './browser-state.ts';
@@ -283,25 +283,31 @@ async function loginStep(
   const { db, config: cfg } = ctx;
   if (login.trim() === '' || password === '')
     return page(request, 422, loginPage(pc, { error: 'Enter your user name and password.', login }));
-  // Counted before the password is checked (../../auth/login-guard.ts); a TFA user's attempt stays
-  // counted until the code step succeeds.
+  // Gated by the lock-out (../../auth/login-guard.ts); a TFA user's right password counts as a
+  // failure until the code step succeeds.
   const attempt = await takeAttempt(db, ctx.partitionId, login, cfg);
   if (attempt.locked) {
     ctx.log.warn({ partition: ctx.partition, login }, 'OAuth login refused: locked out');
     return page(request, 429, loginPage(pc, { error: LOCKED, login }));
   }
-  const row = await accountBy(db, ctx.partitionId, 'login', login);
-  const ok = await verifyPassword(password, row?.hash ?? (await dummyHash(cfg.scryptCost)));
-  if (!ok || row === null || !row.activated) {
-    ctx.log.info({ partition: ctx.partition, login }, 'OAuth login failed');
-    return page(request, 422, loginPage(pc, { error: BAD_LOGIN, login }));
+  let outcome: 'success' | 'failure' | 'pending' = 'failure';
+  try {
+    const row = await accountBy(db, ctx.partitionId, 'login', login);
+    const ok = await verifyPassword(password, row?.hash ?? (await dummyHash(cfg.scryptCost)));
+    if (!ok || row === null || !row.activated) {
+      ctx.log.info({ partition: ctx.partition, login }, 'OAuth login failed');
+      return page(request, 422, loginPage(pc, { error: BAD_LOGIN, login }));
+    }
+    if (row.tfa_enabled) {
+      outcome = 'pending';
+      const pending = await signStage(secret, 'tfa', row.id, row.epoch, request.params, TFA_PENDING_SECONDS);
+      return page(request, 200, tfaPage(pc, pending));
+    }
+    outcome = 'success';
+    return await showConsent(secret, request, pc, row);
+  } finally {
+    await attempt.done(outcome);
   }
-  if (row.tfa_enabled) {
-    const pending = await signStage(secret, 'tfa', row.id, row.epoch, request.params, TFA_PENDING_SECONDS);
-    return page(request, 200, tfaPage(pc, pending));
-  }
-  await clearFailures(db, ctx.partitionId, row.login);
-  return showConsent(secret, request, pc, row);
 }
 
 async function tfaStep(
@@ -320,12 +326,17 @@ async function tfaStep(
   }
   const attempt = await takeAttempt(db, ctx.partitionId, row.login, cfg);
   if (attempt.locked) return page(request, 429, loginPage(pc, { error: LOCKED, login: row.login }));
-  const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
-  if (!(await acceptCode(db, ctx.partitionId, row.id, state, code))) {
-    ctx.log.info({ partition: ctx.partition, login: row.login }, 'OAuth login failed: two-factor code');
-    return page(request, 422, tfaPage(pc, pending!, { error: 'The code is wrong or was already used.' }));
+  let outcome: 'success' | 'failure' = 'failure';
+  try {
+    const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
+    if (!(await acceptCode(db, ctx.partitionId, row.id, state, code))) {
+      ctx.log.info({ partition: ctx.partition, login: row.login }, 'OAuth login failed: two-factor code');
+      return page(request, 422, tfaPage(pc, pending!, { error: 'The code is wrong or was already used.' }));
+    }
+    outcome = 'success';
+  } finally {
+    await attempt.done(outcome);
   }
-  await clearFailures(db, ctx.partitionId, row.login);
   return showConsent(secret, request, pc, row);
 }
 
