@@ -399,6 +399,8 @@ describe('record history', () => {
     okData(await api('/integrate/P', { data: { sku: 'HA-1', label: 'third', currency: 'USD' } }));
     await pause();
     const t3 = new Date().toISOString();
+    // A change made at t3 itself (the same millisecond) belongs to the record as of t3: keep clear.
+    await pause();
     okData(await api('/delete/P', { data: { typedId: p.typedId } }));
 
     const at = async (t: string) => okData(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(t)}`))[0];
