@@ -11,7 +11,8 @@ import { fetchOne } from '../../engine/fetch.ts';
 import { findType } from '../../engine/registry.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
 import { registerGridApprovable } from './approval.ts';
-import { acceptItems, addGrid, overrideItem, queueCalculation, rejectItems } from './service.ts';
+import { acceptItems, rejectItems } from './decisions.ts';
+import { addGrid, overrideItem, queueCalculation } from './service.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,14 +1,11 @@
 // Calculation grids, the domain rules behind /calculationgridmanager.*: creating a grid (its logic,
-// key sources and inputs checked), queueing its calculation (a CALCULATIONGRID job, ./job.ts),
-// overriding element results of one item (dependent elements recomputed for that item), and
-// accepting / rejecting items (the workflow engine, ./approval.ts). The general operations of the
-// engine serve /fetch|update|delete/CG and /add|fetch|delete/CGI{k} (src/engine/registry-calcgrids.ts).
+// key sources and inputs checked), queueing its calculation (a CALCULATIONGRID job, ./job.ts) and
+// overriding element results of one item (dependent elements recomputed for that item); accepting
+// and rejecting items is ./decisions.ts. The general operations of the engine serve
+// /fetch|update|delete/CG and /add|fetch|delete/CGI{k} (src/engine/registry-calcgrids.ts).
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
-import { Params } from '../../db/sql.ts';
-import { loadTypeContext, rowScope } from '../../engine/context.ts';
-import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchOne } from '../../engine/fetch.ts';
 import { recordHistory } from '../../engine/history.ts';
 import { GRID_TYPE, MAX_GRID_KEYS, gridItemType } from '../../engine/registry-calcgrids.ts';
@@ -19,8 +16,6 @@ import type { LogicLimits } from '../../logic/env.ts';
 import { parseIsoDate } from '../../logic/values.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
-import { submitApprovable } from '../workflows/service.ts';
-import { APPROVABLE_CODE, requireResults, setItemApproval } from './approval.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
@@ -138,14 +133,14 @@ function gridIdOf(text: string): number {
   return Number(m[1]);
 }
 
-function itemIdOf(text: unknown, field: string): { id: number; keyNumber?: number } {
+export function itemIdOf(text: unknown, field: string): { id: number; keyNumber?: number } {
   const s = typeof text === 'number' ? String(text) : text;
   const m = typeof s === 'string' ? /^(\d{1,15})(?:\.CGI([1-6]))?$/.exec(s) : null;
   if (!m) throw validationError(field, 'must be an item id or typedId (<id>.CGI<k>)');
   return { id: Number(m[1]), ...(m[2] === undefined ? {} : { keyNumber: Number(m[2]) }) };
 }
 
-async function gridOrFail(q: Queryable, principal: Principal, idText: string, lock = false) {
+export async function gridOrFail(q: Queryable, principal: Principal, idText: string, lock = false) {
   const grid = await store.gridById(q, principal.partitionId, gridIdOf(idText), lock);
   if (!grid) throw notFound(`Calculation grid ${idText}`);
   return grid;
@@ -340,162 +335,5 @@ export async function overrideItem(
       },
     ]);
     return fetchOne(tx, principal, gridItemType(item.key_number), String(item.id));
-  });
-}
-
-/** Items one request may accept or reject at most. */
-export const MAX_SELECTED = 10_000;
-
-/** `{data: {items: [ids or typedIds]}}` or `{data: {filter: <criteria over CGI{k}>}}`: the ids, in the grid. */
-async function selectItems(
-  q: Queryable,
-  principal: Principal,
-  grid: store.GridRow,
-  data: unknown,
-): Promise<number[]> {
-  if (!isObj(data) || (data.items === undefined) === (data.filter === undefined))
-    throw validationError('data', 'give {items: [ids]} or {filter: criteria}');
-  for (const k of Object.keys(data))
-    if (k !== 'items' && k !== 'filter') throw validationError(`data.${k}`, 'unknown field');
-  const pid = principal.partitionId;
-  if (data.items !== undefined) {
-    if (!Array.isArray(data.items) || data.items.length === 0 || data.items.length > MAX_SELECTED)
-      throw validationError('data.items', `must list 1 to ${MAX_SELECTED} items`);
-    const ids = [
-      ...new Set(
-        data.items.map((v, i) => {
-          const ref = itemIdOf(v, `data.items.${i}`);
-          // A typedId names its type: CGI<k> of another key number is no item of this grid.
-          if (ref.keyNumber !== undefined && ref.keyNumber !== grid.key_number)
-            throw notFound(
-              `Item ${String(v)} of calculation grid ${grid.id} (its items are CGI${grid.key_number})`,
-            );
-          return ref.id;
-        }),
-      ),
-    ];
-    const r = await q.query<{ id: string }>(
-      `SELECT id FROM calc_grid_items WHERE partition_id = $1 AND grid_id = $2 AND id = ANY($3::bigint[])`,
-      [pid, grid.id, ids],
-    );
-    const found = new Set(r.rows.map((x) => Number(x.id)));
-    const missing = ids.find((id) => !found.has(id));
-    if (missing !== undefined) throw notFound(`Item ${missing} of calculation grid ${grid.id}`);
-    return ids;
-  }
-  const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number));
-  const params = new Params();
-  let where: string;
-  try {
-    where = compileCriteria(resolveCriteria(parseCriteria(data.filter), tc.fields).criteria, params, 't');
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'VALIDATION')
-      throw validationError('data.filter', err.message);
-    throw err;
-  }
-  const r = await q.query<{ id: string }>(
-    `SELECT t.id FROM calc_grid_items t WHERE ${rowScope(tc, principal, params, 't')}
-        AND t.grid_id = ${params.add(grid.id)} AND ${where} ORDER BY t.id LIMIT ${params.add(MAX_SELECTED + 1)}`,
-    params.values,
-  );
-  if (r.rows.length > MAX_SELECTED)
-    throw validationError('data.filter', `selects more than ${MAX_SELECTED} items: narrow it`);
-  return r.rows.map((x) => Number(x.id));
-}
-
-interface Summary {
-  readonly typedId: string;
-  readonly workflowStatus: string;
-  readonly approvalState: string;
-  readonly version: number;
-}
-
-async function summaries(q: Queryable, pid: number, ids: readonly number[]): Promise<Summary[]> {
-  const r = await q.query<{
-    id: string;
-    key_number: number;
-    workflow_status: string;
-    approval_state: string;
-    version: number;
-  }>(
-    `SELECT id, key_number, workflow_status, approval_state, version FROM calc_grid_items
-      WHERE partition_id = $1 AND id = ANY($2::bigint[]) ORDER BY id`,
-    [pid, ids],
-  );
-  return r.rows.map((x) => ({
-    typedId: `${x.id}.CGI${x.key_number}`,
-    workflowStatus: x.workflow_status,
-    approvalState: x.approval_state,
-    version: Number(x.version),
-  }));
-}
-
-const answer = (s: readonly Summary[]): Obj[] =>
-  s.map((x) => ({ typedId: x.typedId, workflowStatus: x.workflowStatus, approvalState: x.approvalState }));
-
-/** `/calculationgridmanager.accept/{gridId}`: submits each chosen item to its workflow (one transaction). */
-export async function acceptItems(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  data: unknown,
-): Promise<Obj[]> {
-  return db.transaction(async (tx) => {
-    const grid = await gridOrFail(tx, principal, idText, true); // a delete of the grid waits for this
-
-    const ids = await selectItems(tx, principal, grid, data);
-    await requireResults(tx, principal.partitionId, ids);
-    for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
-    return answer(await summaries(tx, principal.partitionId, ids));
-  });
-}
-
-/**
- * `/calculationgridmanager.reject/{gridId}`: denies the chosen items (DENIED). An item waiting in a
- * workflow is refused (409): its approvers deny it there (`/workflowsmanager.deny`).
- */
-export async function rejectItems(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  data: unknown,
-): Promise<Obj[]> {
-  return db.transaction(async (tx) => {
-    const grid = await gridOrFail(tx, principal, idText);
-    const ids = await selectItems(tx, principal, grid, data);
-    const r = await tx.query<{ id: string; approvable_id: string }>(
-      `SELECT id, approvable_id FROM workflows
-        WHERE partition_id = $1 AND code = $2 AND approvable_id = ANY($3::bigint[]) AND workflow_status = 'SUBMITTED'
-        LIMIT 1`,
-      [principal.partitionId, APPROVABLE_CODE, ids],
-    );
-    const waiting = r.rows[0];
-    if (waiting)
-      throw new AppError(
-        'CONFLICT',
-        `Item ${waiting.approvable_id} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
-      );
-    const before = await summaries(tx, principal.partitionId, ids);
-    await setItemApproval(tx, principal.partitionId, ids, principal.userId, 'DENIED', 'DENIED');
-    const after = await summaries(tx, principal.partitionId, ids);
-    await recordHistory(
-      tx,
-      principal,
-      after.map((a, i) => {
-        const b = before[i]!;
-        const [id, code] = String(a.typedId).split('.');
-        return {
-          typeCode: code!,
-          recordId: Number(id),
-          action: 'UPDATE' as const,
-          changes: {
-            workflowStatus: { old: b.workflowStatus, new: a.workflowStatus },
-            approvalState: { old: b.approvalState, new: a.approvalState },
-          },
-          version: a.version,
-        };
-      }),
-    );
-    return answer(after);
   });
 }
