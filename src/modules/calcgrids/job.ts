@@ -153,13 +153,13 @@ async function calculate(
           current.map((p) => p.keys),
         )
       : new Map<string, store.ExistingItem>();
-    const todo: Pending[] = [];
+    const toCompute: Pending[] = [];
     for (const p of current) {
       const e = existing.get(store.keyText(p.keys));
       if (e && e.runId === runId && e.inputHash === p.inputHash) continue;
-      todo.push(e ? { ...p, overrides: e.overrides } : p);
+      toCompute.push(e ? { ...p, overrides: e.overrides } : p);
     }
-    const rows = await computeItems(db, principal, logic, todo, opts);
+    const rows = await computeItems(db, principal, logic, toCompute, opts);
     await writing;
     const mode = fresh ? 'insert' : 'upsert';
     const write = (async () => {
@@ -168,7 +168,7 @@ async function calculate(
         ...cp,
         ...end,
         computed: cp.computed + rows.length,
-        skipped: cp.skipped + current.length - todo.length,
+        skipped: cp.skipped + current.length - toCompute.length,
         errors: cp.errors + rows.filter((r) => r.error !== null).length,
       };
       const done = cp.computed + cp.skipped;

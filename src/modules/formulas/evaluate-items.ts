@@ -57,12 +57,12 @@ export async function evaluateEach(
     fixed: undefined,
   };
   const scratch = reuse ? new Array<ElementOutcome>(logic.elements.length) : undefined;
-  let todo = items.map((_, i) => i);
-  for (let pass = 1; todo.length > 0; pass++) {
+  let round = items.map((_, i) => i);
+  for (let pass = 1; round.length > 0; pass++) {
     const again: number[] = [];
     const last = pass >= MAX_PASSES;
     const pending: [number, ElementOutcome[]][] = [];
-    for (const i of todo) {
+    for (const i of round) {
       const item = items[i]!;
       const port = data.portFor(item);
       context.inputs = item.inputs;
@@ -80,6 +80,6 @@ export async function evaluateEach(
       for (const [i, outcomes] of pending) done(i, outcomes);
       break;
     }
-    todo = again;
+    round = again;
   }
 }
