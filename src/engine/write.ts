@@ -6,7 +6,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
+import { AppError, elementError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
 import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
 import {
@@ -111,21 +111,8 @@ async function eachElement<T extends Obj>(
     });
   for (const [i, item] of items.entries()) {
     const prefix = items.length > 1 ? `${i}.` : '';
-    const name = (e: AppError): AppError => {
-      // A missing record of a batch is named by its element's address.
-      if (e.errors === undefined && e.code === 'NOT_FOUND' && prefix !== '')
-        return new AppError(e.code, e.message, {
-          errors: { [`${prefix}typedId`]: { errorMessage: e.message } },
-        });
-      if (e.errors === undefined || (prefix === '' && created.size === 0)) return e;
-      const errors = Object.fromEntries(
-        Object.entries(e.errors).map(([f, v]) => [
-          prefix + f,
-          { ...v, errorMessage: rename(v.errorMessage) },
-        ]),
-      );
-      return new AppError(e.code, rename(e.message), { errors });
-    };
+    const name = (e: AppError): AppError =>
+      prefix === '' && created.size === 0 ? e : elementError(prefix, e, rename);
     let row: Row;
     try {
       row = await one(item);
@@ -336,15 +323,17 @@ export async function integrateRecords(
   requireAccess(principal, type.access.write);
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
-  const tcOne = only && byKey && 'key' in byKey ? await contextCache(db, principal, type)(only) : undefined;
-  if (only && byKey && 'key' in byKey && tcOne && !type.beforeChange && !lacksRequired(tcOne, only)) {
-    // The common case — one complete record by business key, of a type without state rules — is a
-    // single upsert statement, atomic on its own: no BEGIN/COMMIT round trips.
-    const values = prepareValues(tcOne, only, 'add');
-    await guardInsert(db, principal, type, only);
-    const row = await insertRow(db, tcOne, principal, values, 'merge');
-    if (!row) throw await upsertRefused(db, tcOne, principal, byKey.key);
-    return [toRecord(tcOne, row)];
+  // The common case — one complete record by business key, of a type without state rules — is a
+  // single upsert statement, atomic on its own: no BEGIN/COMMIT round trips.
+  if (only && byKey && 'key' in byKey && !type.beforeChange) {
+    const tc = await contextCache(db, principal, type)(only);
+    if (!lacksRequired(tc, only)) {
+      const values = prepareValues(tc, only, 'add');
+      await guardInsert(db, principal, type, only);
+      const row = await insertRow(db, tc, principal, values, 'merge');
+      if (!row) throw await upsertRefused(db, tc, principal, byKey.key);
+      return [toRecord(tc, row)];
+    }
   }
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);

@@ -76,24 +76,31 @@ export function validationError(field: string, message: string): AppError {
 }
 
 /**
+ * `e`, an error of the batch element whose names start with `prefix` (`2.`): its fields named with
+ * it (`2.attribute1`), a missing record by the element's address (`2.typedId`); `rename` rewrites
+ * the texts (records of the rolled-back batch named as its elements).
+ */
+export function elementError(prefix: string, e: AppError, rename = (text: string) => text): AppError {
+  if (e.errors === undefined && e.code === 'NOT_FOUND' && prefix !== '') {
+    return new AppError(e.code, e.message, { errors: { [`${prefix}typedId`]: { errorMessage: e.message } } });
+  }
+  if (e.errors === undefined) return e;
+  const errors = Object.fromEntries(
+    Object.entries(e.errors).map(([f, v]) => [prefix + f, { ...v, errorMessage: rename(v.errorMessage) }]),
+  );
+  return new AppError(e.code, rename(e.message), { errors });
+}
+
+/**
  * Runs a check of one element of a batch whose errors name bare fields, naming them with the
- * element's prefix (`2.attribute1`); no prefix, no change.
+ * element's prefix (`elementError`); no prefix, no change.
  */
 export async function prefixed<T>(prefix: string, check: () => Promise<T>): Promise<T> {
   if (prefix === '') return check();
   try {
     return await check();
   } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    // A missing record of a batch is named by its element's address.
-    if (err.errors === undefined && err.code === 'NOT_FOUND') {
-      throw new AppError(err.code, err.message, {
-        errors: { [`${prefix}typedId`]: { errorMessage: err.message } },
-      });
-    }
-    if (err.errors === undefined) throw err;
-    const errors = Object.fromEntries(Object.entries(err.errors).map(([f, e]) => [prefix + f, e]));
-    throw new AppError(err.code, err.message, { errors });
+    throw err instanceof AppError ? elementError(prefix, err) : err;
   }
 }
 
