@@ -6,14 +6,13 @@
 // operations ignore them on input. A locked group, or one in a running or approved workflow, refuses
 // general changes (beforeChange).
 
-import { Decimal } from 'decimal.js';
 import { inUserGroup, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_TYPES, SYSTEM, attributes, key, text } from './registry-fields.ts';
-import { coerceValue } from './values.ts';
+import { sameTypedValue } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
 /** Custom attributes of a rebate record group (the interface: up to attribute100). */
@@ -39,39 +38,6 @@ export const RRG_WORKFLOW_STATUSES = ['DRAFT', 'SUBMITTED', 'APPROVED', 'DENIED'
 const FROZEN_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'comments', 'locked']);
 /** Fields a locked group takes (with `locked: false`, it takes any). */
 const LOCKED_EDITABLE: ReadonlySet<string> = new Set(['typedId', 'id', 'version', 'locked']);
-
-/** JSON with object keys sorted: jsonb keeps keys in its own order, not the client's. */
-function canonical(v: unknown): string {
-  const sorted = (x: unknown): unknown =>
-    Array.isArray(x)
-      ? x.map(sorted)
-      : typeof x === 'object' && x !== null && !(x instanceof Date)
-        ? Object.fromEntries(
-            Object.keys(x)
-              .sort()
-              .map((k) => [k, sorted((x as Record<string, unknown>)[k])]),
-          )
-        : x;
-  return JSON.stringify(sorted(v)) ?? '';
-}
-
-/**
- * A value sent equals the stored one by what it means in the field's type: a NUMERIC attribute
- * stored as "1.50" is 1.5 and "1.500" too, a date "2026-01-01" is its midnight date-time, a boolean
- * "true" is true, a list or object is the same whatever its key order. Values not of the type
- * (refused by the write anyway) compare as text.
- */
-function sameValue(type: FieldType, stored: unknown, sent: unknown): boolean {
-  if (stored === undefined || stored === null || sent === undefined || sent === null)
-    return (stored ?? null) === (sent ?? null);
-  if (type === 'json') return canonical(stored) === canonical(sent);
-  const a = coerceValue(type, stored instanceof Date ? stored.toISOString() : stored);
-  const b = coerceValue(type, sent);
-  if (a === undefined || b === undefined) return canonical(stored) === canonical(sent);
-  if (type === 'decimal') return new Decimal(a as string).eq(b as string);
-  if (type === 'datetime') return Date.parse(String(a)) === Date.parse(String(b));
-  return a === b;
-}
 
 /** Comparison types of a group's fields: its attributes as the meta of its rebate type types them. */
 async function groupFieldTypes(
@@ -108,7 +74,7 @@ function changedFields(
       !editable.has(k) &&
       k !== 'uniqueName' &&
       !server.has(k) &&
-      !(Object.hasOwn(old, k) && sameValue(types.get(k) ?? 'string', old[k], data[k])),
+      !(Object.hasOwn(old, k) && sameTypedValue(types.get(k) ?? 'string', old[k], data[k])),
   );
 }
 

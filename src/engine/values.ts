@@ -2,6 +2,7 @@
 // alike. Each parser answers `undefined` for "not a value of that type", and the caller names the
 // field in its -4. Integers beyond 2^53 stay exact as decimal strings.
 
+import { Decimal } from 'decimal.js';
 import type { FieldType } from './types.ts';
 
 export type Value = string | number | boolean;
@@ -119,4 +120,38 @@ const COERCE: Record<FieldType, (v: unknown) => Value | undefined> = {
 /** The value in the field type's normal form, or undefined when `v` is not of that type. */
 export function coerceValue(type: FieldType, v: unknown): Value | undefined {
   return COERCE[type](v);
+}
+
+/** JSON with object keys sorted: jsonb keeps keys in its own order, not the client's. */
+function canonical(v: unknown): string {
+  const sorted = (x: unknown): unknown =>
+    Array.isArray(x)
+      ? x.map(sorted)
+      : typeof x === 'object' && x !== null && !(x instanceof Date)
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sorted((x as Record<string, unknown>)[k])]),
+          )
+        : x;
+  return JSON.stringify(sorted(v)) ?? '';
+}
+
+/**
+ * A value sent equals the stored one by what it means in the field's type (a locked rebate group
+ * sent back as read, a DCR item's unchanged fields): a NUMERIC attribute
+ * stored as "1.50" is 1.5 and "1.500" too, a date "2026-01-01" is its midnight date-time, a boolean
+ * "true" is true, a list or object is the same whatever its key order. Values not of the type
+ * (refused by the write anyway) compare as text.
+ */
+export function sameTypedValue(type: FieldType, stored: unknown, sent: unknown): boolean {
+  if (stored === undefined || stored === null || sent === undefined || sent === null)
+    return (stored ?? null) === (sent ?? null);
+  if (type === 'json') return canonical(stored) === canonical(sent);
+  const a = coerceValue(type, stored instanceof Date ? stored.toISOString() : stored);
+  const b = coerceValue(type, sent);
+  if (a === undefined || b === undefined) return canonical(stored) === canonical(sent);
+  if (type === 'decimal') return new Decimal(a as string).eq(b as string);
+  if (type === 'datetime') return Date.parse(String(a)) === Date.parse(String(b));
+  return a === b;
 }

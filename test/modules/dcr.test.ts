@@ -163,6 +163,7 @@ describe('data change requests', () => {
     await product('A-1', { currency: 'EUR', attribute1: '1' });
     await product('A-2', { currency: 'EUR', attribute1: '2' });
     await product('A-3', { currency: 'USD' });
+    await product('A-5', { attribute1: '2' });
     await product('M-1', { attribute1: '10' });
     await product('M-2', { attribute1: '20' });
     const dcr = await newDcr();
@@ -172,16 +173,18 @@ describe('data change requests', () => {
       await call(`/dcrmanager.add/${dcr.typedId}`, {
         data: [
           { changeType: 'UPDATE', sku: 'A-1', label: 'new label', attribute1: '1.5' },
-          { changeType: 'UPDATE', sku: 'A-2', currency: 'EUR' },
+          // The same value as stored (2 is 2.00); A-5's differs past a double's digits.
+          { changeType: 'UPDATE', sku: 'A-2', currency: 'EUR', attribute1: '2.00' },
+          { changeType: 'UPDATE', sku: 'A-5', attribute1: '2.0000000000000000001' },
           { changeType: 'DELETE', sku: 'A-3' },
           { changeType: 'ADD', sku: 'A-4', label: 'added', attribute1: 4 },
         ],
       }),
     );
-    assert.equal(items.length, 4);
+    assert.equal(items.length, 5);
     assert.equal(items[0].targetVersion, 0);
     assert.equal(items[0].originalValues.label, 'label A-1');
-    assert.deepEqual(items[3].targetKey, ['A-4']);
+    assert.deepEqual(items[4].targetKey, ['A-4']);
     okData(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {
         data: {
@@ -197,10 +200,10 @@ describe('data change requests', () => {
     assert.equal(okData(await call(`/dcrmanager.fetchmassop/${dcr.id}`, {})).length, 1);
 
     const fetched = await call(`/dcrmanager.fetch/${dcr.id}`, { data: { changeType: 'UPDATE' } });
-    assert.equal(fetched.body.response.totalRows, 2);
-    // changesOnly: A-2 proposes its current currency only, so it is left out.
+    assert.equal(fetched.body.response.totalRows, 3);
+    // changesOnly: A-2 proposes its current values only, so it is left out.
     const changes = okData(await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {}));
-    assert.deepEqual(changes.map((c) => c.targetKey[0]).sort(), ['A-1', 'A-3', 'A-4']);
+    assert.deepEqual(changes.map((c) => c.targetKey[0]).sort(), ['A-1', 'A-3', 'A-4', 'A-5']);
     const a1 = changes.find((c) => c.targetKey[0] === 'A-1');
     assert.deepEqual(Object.keys(a1.changes).sort(), ['attribute1', 'label']);
     assert.equal(a1.changes.label.old, 'label A-1');
@@ -224,7 +227,8 @@ describe('data change requests', () => {
       [
         ['ADD', 1],
         ['DELETE', 1],
-        ['UPDATE', 3],
+        // A-1, A-2 (its attribute1 stored as written, "2.00"), A-5, M-1, M-2
+        ['UPDATE', 5],
       ],
     );
     // An applied DCR is closed.

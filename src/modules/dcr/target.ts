@@ -13,6 +13,7 @@ import { ITEM_TYPE, MAX_KEY_SIZE, sizedItemType } from '../../engine/registry-co
 import { isLookupValueCode } from '../../engine/registry-dcr.ts';
 import { valueCodeOf, valueTypeOf } from '../../engine/registry-lookup.ts';
 import { AppError, validationError } from '../../http/errors.ts';
+import { sameTypedValue } from '../../engine/values.ts';
 import { tableByName } from '../lookuptables/store.ts';
 
 type Row = Record<string, unknown>;
@@ -243,17 +244,9 @@ export function checkRecordRules(
   throw new AppError('VALIDATION', `${prefix + first[0]}: ${first[1].errorMessage}`, { errors });
 }
 
-/** Two stored values are the same (numbers and dates compared by their text). */
+/** Two stored values are the same, by what they mean in the field's type (`sameTypedValue`). */
 export function sameValue(f: FieldDef | undefined, a: unknown, b: unknown): boolean {
-  const norm = (v: unknown): string | null => {
-    if (v === null || v === undefined) return null;
-    if (v instanceof Date) return v.toISOString().slice(0, f?.type === 'date' ? 10 : 19);
-    if (f && (f.type === 'decimal' || f.type === 'integer') && v !== '' && Number.isFinite(Number(v))) {
-      return String(Number(v));
-    }
-    return scalarText(v);
-  };
-  return norm(a) === norm(b);
+  return sameTypedValue(f?.type ?? 'string', a, b);
 }
 
 export function conflict(message: string, errors: Record<string, { errorMessage: string }>): AppError {
