@@ -52,7 +52,18 @@ export const loaddataBodySchema = {
   },
 } as const;
 
-const resultSchema = {
+/** The per-row errors of a load's answer (`errors: [{row, field?, message}]`). */
+export const rowErrorsSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['row', 'message'],
+    properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
+  },
+} as const;
+
+/** The answer of every `loaddata` operation. */
+export const loadResultSchema = {
   type: 'object',
   required: ['inserted', 'updated', 'invalid', 'total', 'errors', 'errorsTruncated'],
   properties: {
@@ -60,17 +71,10 @@ const resultSchema = {
     updated: { type: 'integer' },
     invalid: { type: 'integer' },
     total: { type: 'integer' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['row', 'message'],
-        properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
+    errors: rowErrorsSchema,
     errorsTruncated: { type: 'boolean' },
   },
-};
+} as const;
 
 export function loaddataRoutes(app: FastifyInstance): void {
   app.post(
@@ -87,7 +91,7 @@ export function loaddataRoutes(app: FastifyInstance): void {
           properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
         },
         body: loaddataBodySchema,
-        response: { 200: envelopeSchema(resultSchema) },
+        response: { 200: envelopeSchema(loadResultSchema) },
       },
     },
     async function loaddata(req) {

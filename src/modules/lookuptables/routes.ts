@@ -10,7 +10,7 @@ import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
-import { loaddataBodySchema } from '../general/loaddata-routes.ts';
+import { loadResultSchema, loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { exportValues, writeXlsx } from './export.ts';
 import { loadValues } from './load.ts';
 import {
@@ -83,26 +83,6 @@ const copyBody = {
     },
   },
 } as const;
-
-const loadResult = {
-  type: 'object',
-  required: ['inserted', 'updated', 'invalid', 'total', 'errors', 'errorsTruncated'],
-  properties: {
-    inserted: { type: 'integer' },
-    updated: { type: 'integer' },
-    invalid: { type: 'integer' },
-    total: { type: 'integer' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['row', 'message'],
-        properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    errorsTruncated: { type: 'boolean' },
-  },
-};
 
 const count = (name: string) => ({
   response: { 200: envelopeSchema({ type: 'object', properties: { [name]: { type: 'integer' } } }) },
@@ -312,7 +292,7 @@ export function lookupTableRoutes(app: FastifyInstance): void {
           properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
         },
         body: loaddataBodySchema,
-        response: { 200: envelopeSchema(loadResult) },
+        response: { 200: envelopeSchema(loadResultSchema) },
       },
     ),
     async function loaddata(req) {

@@ -8,6 +8,7 @@ import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult } from '../../engine/crud.ts';
 import { fetchBodySchema, itemsOf } from '../general/routes.ts';
+import { rowErrorsSchema } from '../general/loaddata-routes.ts';
 import {
   assignCustomers,
   bomTree,
@@ -83,14 +84,7 @@ const importResult = {
     insertedRecords: { type: 'integer' },
     updatedRecords: { type: 'integer' },
     failedRecords: { type: 'integer' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['row', 'message'],
-        properties: { row: { type: 'integer' }, field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
+    errors: rowErrorsSchema,
     errorsTruncated: { type: 'boolean' },
   },
 };
