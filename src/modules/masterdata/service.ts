@@ -5,7 +5,8 @@
 // the engine does not cover (the assignment link table, the recursive BOM walk).
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable, Tx } from '../../db/db.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { inTransaction } from '../../db/views.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { loadTypeContext } from '../../engine/context.ts';
 import {
@@ -350,17 +351,6 @@ const ROW_FAULTS: ReadonlySet<string> = new Set([
   'VERSION_CONFLICT',
 ]);
 
-/** The connection of a transaction as a Db whose `transaction` runs on it (rows behind savepoints). */
-function within(db: Db, tx: Tx): Db {
-  return {
-    kind: db.kind,
-    query: (sql, params) => tx.query(sql, params),
-    transaction: (fn) => fn(tx),
-    poolStats: () => db.poolStats(),
-    close: () => Promise.resolve(),
-  };
-}
-
 /**
  * Upserts competition rows by sku + competitor + competitionDate (the engine's integrate), in one
  * transaction: each row behind a savepoint, so a bad row is counted as failed and listed with its
@@ -373,7 +363,8 @@ export async function importProductCompetition(
 ): Promise<ImportResult> {
   requireAccess(principal, COMPETITION.access.write);
   return db.transaction(async (tx) => {
-    const inner = within(db, tx);
+    // The engine's integrate runs on this transaction (each row behind its savepoint).
+    const inner = inTransaction(db, tx);
     let inserted = 0;
     let updated = 0;
     let failed = 0;
