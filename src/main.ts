@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/db.ts';
 import { LockError } from './db/lock.ts';
 import { migrate } from './db/migrate.ts';
+import { syncOutdatedIndexes } from './engine/indexes.ts';
 import { bootstrap } from './modules/admin/partitions.ts';
 import { buildApp } from './app.ts';
 import { buildJobRunner } from './modules/files/runner-setup.ts';
@@ -66,6 +67,13 @@ async function main(): Promise<void> {
 
   // Every process is also a worker: it claims jobs from the shared jobs table.
   const runner = buildJobRunner(db, config, { log });
+  // Attribute indexes an older version built from another definition are built again, in the
+  // background (the filters work meanwhile, through the old index or none).
+  void syncOutdatedIndexes(db)
+    .then((synced) => {
+      for (const [table, result] of synced) log.info({ table, ...result }, 'attribute indexes synced');
+    })
+    .catch((err: unknown) => log.warn({ err }, 'attribute index sync at start-up failed'));
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -3,14 +3,20 @@
 //   TEXT / LINK          (partition_id, col)                          equals, inSet, ranges, sort
 //                        (partition_id, lower(col) text_pattern_ops)  iEquals, (i)StartsWith
 //                        gin (lower(col) gin_trgm_ops)                (i)Contains, (i)EndsWith
-//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col))
-//   DATE                 (partition_id, rc_try_date(col))
-//   DATETIME             (partition_id, rc_try_timestamptz(col))
-//   BOOLEAN              (partition_id, rc_try_boolean(col))
+//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col)) INCLUDE (col)
+//   DATE                 (partition_id, rc_try_date(col)) INCLUDE (col)
+//   DATETIME             (partition_id, rc_try_timestamptz(col)) INCLUDE (col)
+//   BOOLEAN              (partition_id, rc_try_boolean(col)) INCLUDE (col)
+// A typed index carries the stored text too (INCLUDE): PostgreSQL answers a query from an expression
+// index alone (an index-only scan, e.g. the count of a page's totalRows) only when the index holds
+// every column the query names, and the filter names `col` inside the cast. The text indexes do not:
+// `(partition_id, col)` holds it already, and the others would halve the longest text they can take.
 // Tables are shared by all partitions, so an index is too: it serves every partition that declares
 // the same attribute with the same type as indexed, and it stays while any partition still does.
-// Their names (`rcx_<table>_<column>_<kind>`) say what they are; `syncIndexes` compares the indexes
-// the meta asks for with the `rcx_` indexes that exist and creates or drops the difference
+// Their names (`rcx_<table>_<column>_<kind>`) say what they are, and each carries its definition as its
+// comment; `syncIndexes` compares the indexes the meta asks for with the `rcx_` indexes that exist (an
+// index whose comment is not its wanted definition, one built by an older version, is built again)
+// and creates or drops the difference
 // (CONCURRENTLY on PostgreSQL, outside any transaction; plainly on PGlite). It runs as the job
 // INDEX_SYNC (src/modules/admin/indexes.ts), queued when attribute meta changes.
 
@@ -53,7 +59,9 @@ export function attributeIndexes(table: string, column: string, type: FieldType)
     ];
   }
   const typed = TYPED[type];
-  return typed ? [{ name: name(typed.kind), body: `USING btree (partition_id, ${typed.fn}(${col}))` }] : [];
+  return typed
+    ? [{ name: name(typed.kind), body: `USING btree (partition_id, ${typed.fn}(${col})) INCLUDE (${col})` }]
+    : [];
 }
 
 /** Tables with custom attributes, and the type codes (attribute-meta owners) stored in each. */
@@ -86,11 +94,13 @@ export async function wantedIndexes(q: Queryable, table: string): Promise<Map<st
 interface ExistingIndex {
   readonly name: string;
   readonly valid: boolean;
+  /** Its comment: the definition (`IndexSpec.body`) it was built from. */
+  readonly built: string | null;
 }
 
 async function managedIndexes(q: Queryable, table: string): Promise<ExistingIndex[]> {
   const r = await q.query<ExistingIndex>(
-    `SELECT c.relname AS name, i.indisvalid AS valid
+    `SELECT c.relname AS name, i.indisvalid AS valid, obj_description(c.oid, 'pg_class') AS built
        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       WHERE i.indrelid = $1::regclass AND starts_with(c.relname, $2)`,
     [table, MANAGED_PREFIX],
@@ -109,8 +119,24 @@ export interface SyncResult {
 }
 
 /**
- * Creates the indexes the meta asks for and drops those it no longer does. An invalid index (a
- * concurrent build that failed) is dropped and built again. `step` is told before each statement
+ * What a sync of `table` would do: drop the managed indexes that are invalid (a concurrent build that
+ * failed), built from another definition, or no longer asked for; create those missing.
+ */
+async function syncPlan(
+  q: Queryable,
+  table: string,
+): Promise<{ wanted: Map<string, IndexSpec>; drop: string[]; create: IndexSpec[] }> {
+  const wanted = await wantedIndexes(q, table);
+  const existing = await managedIndexes(q, table);
+  const current = (e: ExistingIndex) => e.valid && wanted.get(e.name)?.body === e.built;
+  const have = new Set(existing.filter(current).map((e) => e.name));
+  const drop = existing.filter((e) => !current(e)).map((e) => e.name);
+  return { wanted, drop, create: [...wanted.values()].filter((s) => !have.has(s.name)) };
+}
+
+/**
+ * Creates the indexes the meta asks for and drops those it no longer does; an invalid one, or one
+ * built from another definition, is dropped and built again. `step` is told before each statement
  * (job progress). Idempotent, and safe against another node syncing the same table (IF [NOT] EXISTS).
  */
 export async function syncIndexes(
@@ -118,11 +144,7 @@ export async function syncIndexes(
   table: string,
   step: (done: number, total: number, what: string) => Promise<void> = async () => {},
 ): Promise<SyncResult> {
-  const wanted = await wantedIndexes(db, table);
-  const existing = await managedIndexes(db, table);
-  const have = new Set(existing.filter((e) => e.valid).map((e) => e.name));
-  const drop = existing.filter((e) => !e.valid || !wanted.has(e.name)).map((e) => e.name);
-  const create = [...wanted.values()].filter((s) => !have.has(s.name));
+  const { wanted, drop, create } = await syncPlan(db, table);
   const concurrently = db.kind === 'postgres' ? ' CONCURRENTLY' : '';
   const total = drop.length + create.length;
   let done = 0;
@@ -138,6 +160,8 @@ export async function syncIndexes(
       await db.query(
         `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
       );
+      if (spec.body.includes("'")) throw new Error(`index definition with a quote: ${spec.body}`);
+      await db.query(`COMMENT ON INDEX ${ident(spec.name)} IS '${spec.body}'`);
       created.push(spec.name);
     } catch (err) {
       const { code, message } = err as { code?: unknown; message?: unknown };
@@ -150,6 +174,19 @@ export async function syncIndexes(
     }
   }
   return { created, dropped: drop.filter((n) => !wanted.has(n)), failed };
+}
+
+/**
+ * Syncs every table whose managed indexes are not what the meta asks for (at start-up: indexes an
+ * older version built from another definition). Answers what each such table's sync did.
+ */
+export async function syncOutdatedIndexes(db: Db): Promise<Map<string, SyncResult>> {
+  const out = new Map<string, SyncResult>();
+  for (const table of attributeTables().keys()) {
+    const { drop, create } = await syncPlan(db, table);
+    if (drop.length > 0 || create.length > 0) out.set(table, await syncIndexes(db, table));
+  }
+  return out;
 }
 
 export interface IndexInfo {

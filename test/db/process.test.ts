@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { createDb } from '../../src/db/db.ts';
+import { createDb, type Db } from '../../src/db/db.ts';
 import { basic, runCli, startServer, stopServer, type Server } from '../helpers/process.ts';
 import { uniqueName } from '../helpers/app.ts';
 
@@ -133,6 +133,46 @@ async function failuresOf(db: Awaited<ReturnType<typeof createDb>>, login: strin
   );
   return r.rows[0]!.n;
 }
+
+describe('start-up', () => {
+  test('an attribute index an older version built from another definition is built again', async () => {
+    const dir = tempDir();
+    await stopServer(await startServer({ DATA_DIR: dir }));
+    const definition = async (db: Db) =>
+      (await db.query<{ d: string }>(`SELECT pg_get_indexdef('rcx_products_attribute2_num'::regclass) AS d`))
+        .rows[0]!.d;
+    const db = await createDb({ databaseUrl: undefined, dataDir: dir, dbPoolSize: 1 });
+    try {
+      await db.query(
+        `INSERT INTO attribute_meta (partition_id, owner_type, field_name, field_type, indexed)
+         SELECT id, 'P', 'attribute2', 'NUMERIC', true FROM partitions WHERE name = 'p1'`,
+      );
+      // What versions before the INCLUDE built (and left without a comment).
+      await db.query(
+        'CREATE INDEX rcx_products_attribute2_num ON products (partition_id, rc_try_numeric(attribute2))',
+      );
+      assert.doesNotMatch(await definition(db), /INCLUDE/);
+    } finally {
+      await db.close();
+    }
+    const s = await startServer({ DATA_DIR: dir });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!/attribute indexes synced/.test(s.output()) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(s.output(), /attribute indexes synced/);
+    } finally {
+      assert.equal(await stopServer(s), 0, s.output());
+    }
+    const reopened = await createDb({ databaseUrl: undefined, dataDir: dir, dbPoolSize: 1 });
+    try {
+      assert.match(await definition(reopened), /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2\)/);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
 
 describe('kill -9 during writes', () => {
   const env = { LOGIN_MAX_FAILURES: '10000' };

@@ -215,6 +215,20 @@ describe('indexes on what users filter on', () => {
     );
   });
 
+  test('an index built from another definition (an older version) is built again by the next sync', async () => {
+    await h.db.query('DROP INDEX rcx_products_attribute2_num');
+    await h.db.query(
+      'CREATE INDEX rcx_products_attribute2_num ON products (partition_id, rc_try_numeric(attribute2))',
+    );
+    const again = await syncIndexes(h.db, 'products');
+    assert.ok(again.created.includes('rcx_products_attribute2_num'), JSON.stringify(again));
+    assert.ok(!again.dropped.includes('rcx_products_attribute2_num'), JSON.stringify(again));
+    const num = okData(await call('/admin.indexes/P')).find((i) => i.name === 'rcx_products_attribute2_num');
+    assert.match(num.definition, /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2\)/);
+    const quiet = await syncIndexes(h.db, 'products');
+    assert.deepEqual(quiet.created, []);
+  });
+
   test('with the indexes, every named operator is served by one (no sequential scan)', async () => {
     for (const [name, filter] of INDEXED_FILTERS) {
       const { plan } = await idsWith(h, adv(filter), 'index');
@@ -301,6 +315,18 @@ describe(
       ['iStartsWith on an indexed attribute', leaf('attribute1', 'iStartsWith', 'V499')],
       ['iContains on an indexed attribute', leaf('attribute1', 'iContains', '4999')],
     ];
+
+    test('once vacuumed, the count of a typed range is answered by the index alone', async () => {
+      await h.db.query('VACUUM products');
+      const principal = adminPrincipal(h);
+      const tc = await loadTypeContext(h.db, principal, P);
+      const range = leaf('attribute2', 'betweenInclusive', undefined, { start: 100, end: 2000 });
+      const c = compileFetch(planFetch(tc, principal, { data: adv(range) }, 1000));
+      const plan = (await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${c.countSql}`, c.countParams)).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      assert.match(plan, /Index Only Scan using rcx_products_attribute2_num/, plan);
+    });
 
     test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {
       const principal = adminPrincipal(h);

@@ -106,3 +106,22 @@ test('while a load runs, the key columns are analyzed as its rows double; the ot
     await h.db.query(`DROP TABLE ${table}`);
   }
 });
+
+test('the settled table is vacuumed too: its pages are marked all-visible (index-only scans)', async () => {
+  const table = await tableWith(5000);
+  const allVisible = async () =>
+    (
+      await h.db.query<{ n: number }>('SELECT relallvisible AS n FROM pg_class WHERE oid = $1::regclass', [
+        table,
+      ])
+    ).rows[0]!.n;
+  try {
+    assert.equal(await allVisible(), 0);
+    wroteRows(h.db, table, 5000, { quietMs: 20 });
+    await until(async () => (await allVisible()) > 0);
+    assert.ok((await allVisible()) > 0, 'VACUUM marked the pages all-visible');
+    assert.equal(await reltuples(table), 5000);
+  } finally {
+    await h.db.query(`DROP TABLE ${table}`);
+  }
+});

@@ -251,7 +251,11 @@ function resolveLeaf(
         isMissing(v) ? [] : [{ kind: 'compare', field, cmp, ci, negate: false, rhs: { value: value(v) } }];
       const low = test.inclusive ? 'ge' : 'gt';
       const high = test.inclusive ? 'le' : 'lt';
-      return { kind: 'and', children: [...bound(low, node.start), ...bound(high, node.end)] };
+      const children = [...bound(low, node.start), ...bound(high, node.end)];
+      // With both bounds, a NULL (the lowest value outside strict mode) fails the lower one, so the
+      // upper one need not let it through: compiled strictly, the range is the two comparisons alone
+      // (same rows, same NULL answer), which a range scan of an index serves, count by the index alone.
+      return children.length === 2 ? { kind: 'and', children, strict: true } : { kind: 'and', children };
     }
     case 'like': {
       const { anchor, glob } = test;
