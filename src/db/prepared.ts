@@ -43,9 +43,10 @@ const MAX_PAGES = 64;
  * Marks the page statement of a `/fetch` (src/engine/fetch-json.ts): its text depends on the
  * request's shape — the type, the outputs, the filter's fields and operators, the sort — and never on
  * its values, which are parameters. Prepared, PostgreSQL parses it once per connection and plans its
- * first five runs for their own values; after that it runs a generic plan only while that plan is
- * estimated to cost no more than those did (plan_cache_mode `auto`), so a filter whose good plan needs
- * its value (a `LIKE` prefix on an index, say) goes on being planned per run, without the parse.
+ * first five runs for their own values; after that it runs a generic plan while that plan is
+ * estimated to cost no more than those did (plan_cache_mode `auto`). That estimate misjudges a filter
+ * whose good plan needs its value: a `LIKE` anchored at the start got the generic plan (the partition
+ * filtered, 9 ms a page instead of 2), so such a page is not marked (`Params.planPerValue`).
  * Measured on the bench's `equals` page (1,000–1,500 runs in a row, one connection): the backend's
  * CPU 0.87–1.0 ms per run unprepared, 0.59–0.65 prepared, 0.75–0.77 prepared but planned per run
  * (force_custom_plan). The risk a generic plan carries: it is made for an average value, so a rare

@@ -304,7 +304,10 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   const sql = `SELECT x."__total", ${json.sql} AS "__row"
                  FROM (SELECT ${total}, ${json.inner} FROM ${from}
                         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
-  const r = await db.query<{ __total: unknown; __row: string }>(preparedPage(sql), params.values);
+  const r = await db.query<{ __total: unknown; __row: string }>(
+    params.planPerValue ? sql : preparedPage(sql),
+    params.values,
+  );
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
   const write = plan.asArrays ? json.array : json.object;
   const rowsJson = r.rows.map((x) => write(x.__row));

@@ -10,6 +10,7 @@ import { adminPrincipal, clientOf, startHarness, type Client, type Harness } fro
 import { fetchOne, fetchRecords, type FetchBody } from '../../src/engine/fetch.ts';
 import { fetchForAnswer, fetchOneJson } from '../../src/engine/fetch-json.ts';
 import { findType } from '../../src/engine/registry.ts';
+import { preparedName } from '../../src/db/prepared.ts';
 
 let h: Harness;
 let api: Client;
@@ -259,4 +260,29 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   const [row] = ok(await api('/fetch/PX', { data: { name: 'fj_ext' } })).data;
   assert.equal(await fetchOneJson(h.db, adminPrincipal(h), findType('PX')!, String(row.id)), undefined);
   assert.deepEqual(ok(await api(`/fetch/PX/${row.id}`)).data, [row]);
+});
+
+test('a page filtered by a LIKE anchored at the start is planned per run (not prepared); others are prepared', async () => {
+  const pages: string[] = [];
+  const recording = {
+    query: (sql: string, params?: readonly unknown[]) => {
+      if (/ORDER BY/.test(sql)) pages.push(sql);
+      return h.db.query(sql, params);
+    },
+  } as typeof h.db;
+  const leaf = (fieldName: string, operator: string, value: string) => ({
+    data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [{ fieldName, operator, value }] },
+  });
+  const cases: [object, boolean][] = [
+    [leaf('label', 'iStartsWith', 'prefix-one'), false],
+    [leaf('sku', 'startsWith', 'prefix-two'), false],
+    [leaf('label', 'iContains', 'inside'), true],
+    [leaf('sku', 'equals', 'exact'), true],
+  ];
+  for (const [body, preparedToo] of cases) {
+    pages.length = 0;
+    await fetchForAnswer(recording, adminPrincipal(h), findType('P')!, body, 100);
+    assert.equal(pages.length, 1, JSON.stringify(body));
+    assert.equal(preparedName(pages[0]!) !== undefined, preparedToo, JSON.stringify(body));
+  }
 });

@@ -133,6 +133,7 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
   } else {
     const { value, glob } = leaf.rhs;
     pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
+    if (pre === '') ctx.params.planPerValue = true;
   }
   // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
   // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
