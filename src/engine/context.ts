@@ -110,6 +110,7 @@ export async function loadTypeContext(
     if (t === undefined) fields.set(f.name, f);
     else if (t.indexed && t.type === 'string')
       fields.set(f.name, { ...f, type: t.type, searchIndexed: true });
+    else if (t.indexed && t.type !== 'json') fields.set(f.name, { ...f, type: t.type, indexCovers: true });
     else fields.set(f.name, { ...f, type: t.type });
   }
   if (type.extraFields) {

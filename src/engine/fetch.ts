@@ -15,6 +15,7 @@ import {
   parseCriteria,
   resolveCriteria,
   type ResolvedCriteria,
+  type ResolvedNode,
 } from './criteria.ts';
 import {
   loadTypeContext,
@@ -158,38 +159,82 @@ export interface FetchParts {
   readonly countParams: readonly unknown[];
   /** `table t WHERE <scope and filters>`. */
   readonly from: string;
+  /** What the page reads: `from`, or its own rows by the ids an index found (`idsByIndex`). */
+  readonly pageFrom: string;
   readonly limit: string;
+  /** The page's OFFSET: `offset`, or 0 when `pageFrom` has applied it already. */
   readonly offset: string;
   readonly countSql: string;
   /** The count as a select-list item `(...) AS "__total"`. */
   readonly total: string;
 }
 
+/**
+ * Whether an index alone finds the page's ids: every filter only compares one typed attribute whose
+ * btree carries the row id (`indexCovers`) with values, in ways a range of that index serves; the rows
+ * go in id order (no sortBy) and nothing but the partition scopes them. The page then takes its ids
+ * from the index (an index-only scan, ordered and cut there) and reads only its own rows from the
+ * table. Without this, a range of 1,029 of 100,000 products read all 1,029 rows to keep 100 of them
+ * (page and count, one client: 4.2 ms a query; with it 1.5 ms). Equality is left out: it usually
+ * matches about a page's worth of rows, for which the extra step costs more than it saves.
+ */
+function idsByIndex(plan: FetchPlan): boolean {
+  const { tc, principal, sortBy } = plan;
+  if (
+    plan.distinct ||
+    (sortBy !== undefined && sortBy !== null && !(Array.isArray(sortBy) && sortBy.length === 0))
+  )
+    return false;
+  if (tc.type.fixed || tc.type.deleteMode === 'soft' || (tc.type.userGroups && !principal.admin))
+    return false;
+  const fields = new Set<string>();
+  // Outside strict mode `lessThan`/`lessOrEqual` let NULLs through (`OR col IS NULL`), which no range
+  // serves; within a two-bound range (compiled strictly) they do not.
+  const ranged = (n: ResolvedNode, strict: boolean): boolean => {
+    if (n.kind === 'and') return n.children.every((c) => ranged(c, n.strict ?? strict));
+    if (n.kind !== 'compare' || !n.field.indexCovers || n.negate || n.ci || !('value' in n.rhs)) return false;
+    fields.add(n.field.name);
+    return n.cmp === 'gt' || n.cmp === 'ge' || ((n.cmp === 'lt' || n.cmp === 'le') && strict);
+  };
+  return plan.filters.every((f) => ranged(f.root, f.strict)) && fields.size === 1;
+}
+
 export function compileParts(plan: FetchPlan): FetchParts {
   const { tc, names } = plan;
   const params = new Params();
-  const where = [
-    rowScope(tc, plan.principal, params),
-    ...plan.filters.map((f) => compileCriteria(f, params, 't')),
-  ].join(' AND ');
+  const scope = rowScope(tc, plan.principal, params);
+  const where = [scope, ...plan.filters.map((f) => compileCriteria(f, params, 't'))].join(' AND ');
   const countParams = params.values.slice();
   const limit = params.add(plan.end - plan.start);
   const offset = params.add(plan.start);
-  const from = `${ident(tc.type.table)} t WHERE ${where}`;
+  const table = ident(tc.type.table);
+  const from = `${table} t WHERE ${where}`;
   // totalRows: a count of its own, not `count(*) OVER ()` (which builds the whole match set before the
   // first row of the page). It rides along as an uncorrelated scalar subquery — evaluated once, able
   // to use an index-only or bitmap scan — so page and count still take one round trip.
   const counted = plan.distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
   const countSql = `SELECT count(*) AS n FROM ${counted}`;
-  return { params, countParams, from, limit, offset, countSql, total: `(${countSql}) AS "__total"` };
+  const deferred = idsByIndex(plan);
+  return {
+    params,
+    countParams,
+    from,
+    pageFrom: deferred
+      ? `${table} t WHERE ${scope} AND t.id = ANY(ARRAY(SELECT t.id FROM ${from} ORDER BY t.id LIMIT ${limit} OFFSET ${offset}))`
+      : from,
+    limit,
+    offset: deferred ? '0' : offset,
+    countSql,
+    total: `(${countSql}) AS "__total"`,
+  };
 }
 
 export function compileFetch(plan: FetchPlan): CompiledFetch {
   const { tc, names } = plan;
-  const { params, countParams, from, limit, offset, countSql, total } = compileParts(plan);
+  const { params, countParams, from, pageFrom, limit, offset, countSql, total } = compileParts(plan);
   const sql = plan.distinct
     ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
-    : `SELECT ${selectList(tc, names)}, ${total} FROM ${from}
+    : `SELECT ${selectList(tc, names)}, ${total} FROM ${pageFrom}
         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
   return { sql, params: params.values, countSql, countParams };
 }

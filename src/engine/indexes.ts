@@ -3,14 +3,16 @@
 //   TEXT / LINK          (partition_id, col)                          equals, inSet, ranges, sort
 //                        (partition_id, lower(col) text_pattern_ops)  iEquals, (i)StartsWith
 //                        gin (lower(col) gin_trgm_ops)                (i)Contains, (i)EndsWith
-//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col)) INCLUDE (col)
-//   DATE                 (partition_id, rc_try_date(col)) INCLUDE (col)
-//   DATETIME             (partition_id, rc_try_timestamptz(col)) INCLUDE (col)
-//   BOOLEAN              (partition_id, rc_try_boolean(col)) INCLUDE (col)
-// A typed index carries the stored text too (INCLUDE): PostgreSQL answers a query from an expression
-// index alone (an index-only scan, e.g. the count of a page's totalRows) only when the index holds
-// every column the query names, and the filter names `col` inside the cast. The text indexes do not:
-// `(partition_id, col)` holds it already, and the others would halve the longest text they can take.
+//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col)) INCLUDE (col, id)
+//   DATE                 (partition_id, rc_try_date(col)) INCLUDE (col, id)
+//   DATETIME             (partition_id, rc_try_timestamptz(col)) INCLUDE (col, id)
+//   BOOLEAN              (partition_id, rc_try_boolean(col)) INCLUDE (col, id)
+// A typed index carries the stored text and the row id too (INCLUDE): PostgreSQL answers a query
+// from an expression index alone (an index-only scan) only when the index holds every column the
+// query names, and the filter names `col` inside the cast. So the count of a page's totalRows, and
+// the ids of the page itself, come from the index alone (`FieldDef.indexCovers`; the page then reads
+// only its own rows: src/engine/fetch.ts). The text indexes do not: `(partition_id, col)` holds `col`
+// already, and the others would halve the longest text they can take.
 // Tables are shared by all partitions, so an index is too: it serves every partition that declares
 // the same attribute with the same type as indexed, and it stays while any partition still does.
 // Their names (`rcx_<table>_<column>_<kind>`) say what they are, and each carries its definition as its
@@ -60,7 +62,12 @@ export function attributeIndexes(table: string, column: string, type: FieldType)
   }
   const typed = TYPED[type];
   return typed
-    ? [{ name: name(typed.kind), body: `USING btree (partition_id, ${typed.fn}(${col})) INCLUDE (${col})` }]
+    ? [
+        {
+          name: name(typed.kind),
+          body: `USING btree (partition_id, ${typed.fn}(${col})) INCLUDE (${col}, id)`,
+        },
+      ]
     : [];
 }
 

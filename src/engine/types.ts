@@ -29,6 +29,11 @@ export interface FieldSpec {
    */
   readonly searchIndexed?: boolean;
   /**
+   * A typed attribute whose meta is `indexed`: its btree (src/engine/indexes.ts) carries the column
+   * and the row id, so comparisons of it find the matching ids by the index alone.
+   */
+  readonly indexCovers?: boolean;
+  /**
    * The column is a `text[]` of values (record history's changed fields): `equals` / `inSet` match
    * when any element does, their negations when none does; no other operator applies.
    */

@@ -224,7 +224,7 @@ describe('indexes on what users filter on', () => {
     assert.ok(again.created.includes('rcx_products_attribute2_num'), JSON.stringify(again));
     assert.ok(!again.dropped.includes('rcx_products_attribute2_num'), JSON.stringify(again));
     const num = okData(await call('/admin.indexes/P')).find((i) => i.name === 'rcx_products_attribute2_num');
-    assert.match(num.definition, /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2\)/);
+    assert.match(num.definition, /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2, id\)/);
     const quiet = await syncIndexes(h.db, 'products');
     assert.deepEqual(quiet.created, []);
   });
@@ -243,6 +243,45 @@ describe('indexes on what users filter on', () => {
       const idx = await idsWith(h, criteria, 'index');
       assert.deepEqual(idx.ids, seq.ids, name);
       assert.deepEqual(await fetchSkus(h, criteria), before$.get(name), name);
+    }
+  });
+
+  test('a range of an indexed typed attribute: the page ids come from the index, the pages are the same', async () => {
+    const principal = adminPrincipal(h);
+    const tc = await loadTypeContext(h.db, principal, P);
+    const ranges: [object, boolean][] = [
+      [adv(leaf('attribute2', 'greaterThan', 2)), true],
+      [adv(leaf('attribute2', 'betweenInclusive', undefined, { start: 2.5, end: 10 })), true],
+      [adv(leaf('attribute3', 'greaterOrEqual', '2024-01-05')), true],
+      [{ ...adv(leaf('attribute2', 'lessThan', 11)), strictSQLFiltering: true }, true],
+      // NULLs pass a lone lessThan outside strict mode; equality and sorted pages keep the plain page.
+      [adv(leaf('attribute2', 'lessThan', 11)), false],
+      [adv(leaf('attribute2', 'equals', 10)), false],
+      [adv(leaf('attribute2', 'greaterThan', 2), leaf('attribute3', 'greaterThan', '2000-01-01')), false],
+    ];
+    for (const [criteria, deferred] of ranges) {
+      const all = (await idsWith(h, criteria, 'seq')).ids;
+      assert.ok(all.length >= 2, JSON.stringify(criteria));
+      for (const [startRow, endRow] of [
+        [0, 100],
+        [1, 3],
+        [all.length - 1, all.length + 5],
+      ] as const) {
+        const c = compileFetch(planFetch(tc, principal, { data: criteria, startRow, endRow }, 1000));
+        assert.equal(/ANY\(ARRAY\(/.test(c.sql), deferred, JSON.stringify(criteria));
+        const r = await h.call('/fetch/P', {
+          basic: { user: 'admin', password: 'admin-password-1' },
+          body: { data: criteria, startRow, endRow },
+        });
+        const rows = okData(r);
+        const ids = rows.map((x) => Number(String(x.typedId).split('.')[0]));
+        assert.deepEqual(
+          ids,
+          all.slice(startRow, endRow),
+          `${JSON.stringify(criteria)} ${startRow}-${endRow}`,
+        );
+        assert.equal(r.body.response.totalRows, all.length);
+      }
     }
   });
 
@@ -326,6 +365,20 @@ describe(
         .map((r) => r['QUERY PLAN'])
         .join('\n');
       assert.match(plan, /Index Only Scan using rcx_products_attribute2_num/, plan);
+    });
+
+    test('the page of a typed range reads its ids by the index alone', async () => {
+      await h.db.query('VACUUM products');
+      const principal = adminPrincipal(h);
+      const tc = await loadTypeContext(h.db, principal, P);
+      // 105 of the 50,000 rows, spread over the partition: the primary key's order would read it all.
+      const range = leaf('attribute2', 'betweenInclusive', undefined, { start: 100, end: 120 });
+      const c = compileFetch(planFetch(tc, principal, { data: adv(range), startRow: 0, endRow: 100 }, 1000));
+      const plan = (await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${c.sql}`, c.params)).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      const scans = plan.match(/Index Only Scan using rcx_products_attribute2_num/g) ?? [];
+      assert.equal(scans.length, 2, `the count and the page's ids:\n${plan}`);
     });
 
     test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {
