@@ -2,12 +2,14 @@
 // row errors, the rest is written), every splicing case (cover, head, tail, inside/split, several
 // new items inside one, touching, same-day items) with setFields/resetFields, supersedeRecords true
 // and false (CRCIH rows or none), overlapping rows within one load, sets by uniqueName, bad options,
-// permissions, record history, and two concurrent loads into one set (the invariant holds).
+// permissions, record history, two concurrent loads into one set (the invariant holds), and
+// look-ups of loaded items answering their attributes typed by the set's CRCIAM as /fetch/CRCI does.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
+import { findConditionRecords } from '../../src/modules/conditionrecords/lookup.ts';
 
 const admin = { user: ADMIN, password: ADMIN_PASSWORD };
 
@@ -325,6 +327,147 @@ describe('CRCP loads', () => {
     );
     assert.equal(r.inserted, 0);
     assert.match(r.errors[0].message, /not allowed/);
+  });
+
+  /** Attribute meta of a set: `attributeN` → its fieldType. */
+  async function declareMeta(setId: number, types: Record<string, string>): Promise<void> {
+    for (const [fieldName, fieldType] of Object.entries(types))
+      okData(await call('/add/CRCIAM', { data: { conditionRecordSetId: setId, fieldName, fieldType } }));
+  }
+
+  /**
+   * The look-up of `keys` (key size 1) at 2026-06-01 by HTTP (the database writes the JSON), by
+   * findConditionRecords (JavaScript) and /fetch/CRCI of the set: the same attributes, answered.
+   */
+  async function lookedUp(s: { id: number; name: string }, keys: string[]): Promise<any[]> {
+    const tuples = keys.map((k) => [k]);
+    const served = okData(
+      await call(`/conditionrecordset.lookup/${s.name}`, { data: { keys: tuples, date: '2026-06-01' } }),
+    );
+    const js = await findConditionRecords(h.db, h.partitionId, s.name, tuples, '2026-06-01');
+    assert.deepEqual(served, JSON.parse(JSON.stringify(js)), 'the database and JavaScript agree');
+    const fetched = okData(await call('/fetch/CRCI', { data: { conditionRecordSetId: s.id }, endRow: 1000 }));
+    for (const item of served.filter((x) => x !== null)) {
+      const f = fetched.find((r) => r.id === item.id);
+      const attrs = Object.fromEntries(
+        Object.entries(f).filter(([k, v]) => /^attribute\d+$/.test(k) && v !== null),
+      );
+      assert.deepEqual(item.attributes, attrs, `as /fetch/CRCI answers item ${item.keys[0]}`);
+    }
+    return served;
+  }
+
+  test("look-up: attributes typed by the set's CRCIAM (numbers, booleans, dates; text without meta)", async () => {
+    const s = await newSet();
+    // attributeN: its meta's fieldType (none: no meta) and its value in items A, B and C.
+    const columns: [string | null, string | null, string | null, string | null][] = [
+      ['NUMERIC', '12.50', '123456789012345678.25', '-7.125e-2'],
+      ['INTEGER', '42', '9007199254740993', '-0012'],
+      ['BOOLEAN', 'true', 'false', null],
+      ['DATE', '2026-03-01', null, null],
+      ['MONEY', '1e3', '-0.0', '999999999999999'],
+      ['PERCENT', '0.075', '.5', '100000000000000000000'],
+      ['TEXT', '007', 'x', null],
+      ['DATETIME', '2026-03-01T10:00:00Z', null, null],
+      [null, '007', '1.50', null],
+      [null, null, '', null],
+    ];
+    const names = columns.map((_, i) => `attribute${i + 1}`);
+    await declareMeta(
+      s.id,
+      Object.fromEntries(columns.flatMap(([type], i) => (type === null ? [] : [[names[i]!, type]]))),
+    );
+    const [r] = okData(
+      await load(
+        ['A', 'B', 'C'].map((k, j) => [s.id, k, '2026-01-01', ...columns.map((c) => c[j + 1])]),
+        undefined,
+        ['conditionRecordSetId', 'key1', 'validFrom', ...names],
+      ),
+    );
+    assert.equal(r.inserted, 3, JSON.stringify(r));
+    const [a, b, c, none] = await lookedUp(s, ['A', 'B', 'C', 'none']);
+    assert.deepEqual(a.attributes, {
+      attribute1: 12.5,
+      attribute2: 42,
+      attribute3: true,
+      attribute4: '2026-03-01',
+      attribute5: 1000,
+      attribute6: 0.075,
+      attribute7: '007',
+      attribute8: '2026-03-01T10:00:00Z',
+      attribute9: '007',
+    });
+    // An attribute without meta stays text (an empty one too); a null one is absent.
+    assert.deepEqual(b.attributes, {
+      attribute1: '123456789012345678.25',
+      attribute2: '9007199254740993',
+      attribute3: false,
+      attribute5: 0,
+      attribute6: 0.5,
+      attribute7: 'x',
+      attribute9: '1.50',
+      attribute10: '',
+    });
+    assert.deepEqual(c.attributes, {
+      attribute1: -0.07125,
+      attribute2: -12,
+      attribute5: 999999999999999,
+      attribute6: 100000000000000000000,
+    });
+    assert.equal(none, null);
+    // In parts at once (more than 2,500 tuples, PostgreSQL) and by a set with wildcards: the same.
+    const many = Array.from({ length: 3000 }, (_, i) => ['A', 'B', 'C', 'none'][i % 4]!);
+    const big = await lookedUp(s, many);
+    assert.deepEqual(big.slice(0, 4), [a, b, c, null]);
+    const wild = uniqueName('crcw');
+    const [ws] = okData(
+      await call('/add/CRCS', { data: { uniqueName: wild, keySize: 1, wildcardKeys: true } }),
+    );
+    await declareMeta(ws.id, { attribute1: 'NUMERIC', attribute2: 'BOOLEAN' });
+    const wildHeader = ['conditionRecordSetId', 'key1', 'validFrom', 'attribute1', 'attribute2'];
+    okData(await load([[ws.id, '*', '2026-01-01', '2.50', 'true']], undefined, wildHeader));
+    const [x] = await lookedUp({ id: ws.id, name: wild }, ['X']);
+    assert.deepEqual(x.attributes, { attribute1: 2.5, attribute2: true });
+  });
+
+  test('look-up: text stored before its meta said NUMERIC or INTEGER is typed as /fetch/CRCI types it', async () => {
+    const s = await newSet();
+    const values: [string, string][] = [
+      [' 12 ', '12.0'],
+      ['0x1A', '1.00000000000000001'],
+      ['1e-7', '1e-400'],
+      ['1e21', ' 5'],
+      ['abc', '12.5'],
+      ['abc1', '4503599627370496.5'],
+      ['Infinity', 'n/a'],
+      ['0.0000001', '1e3'],
+    ];
+    const header = ['conditionRecordSetId', 'key1', 'validFrom', 'attribute1', 'attribute2'];
+    okData(
+      await load(
+        values.map(([d, i], k) => [s.id, `K${k}`, '2026-01-01', d, i]),
+        undefined,
+        header,
+      ),
+    );
+    await declareMeta(s.id, { attribute1: 'NUMERIC', attribute2: 'INTEGER' });
+    const found = await lookedUp(
+      s,
+      values.map((_, k) => `K${k}`),
+    );
+    assert.deepEqual(
+      found.map((f) => [f.attributes.attribute1, f.attributes.attribute2]),
+      [
+        [12, 12],
+        [26, 1],
+        [1e-7, 0],
+        [1e21, 5],
+        ['abc', '12.5'],
+        ['abc1', 4503599627370496],
+        ['Infinity', 'n/a'],
+        [1e-7, 1000],
+      ],
+    );
   });
 
   test('two concurrent spliced loads into one set: no overlap survives', async () => {

@@ -6,7 +6,9 @@
 // the tuples travel as one array of key signatures (computed here, exactly as the database's
 // rc_condition_key_sig does), each meets the btree index (partition, set, key signature, validFrom)
 // once, and only found items come back, with the columns the answer needs (keys are the tuple's).
-// Sets with wildcards send the keys too.
+// Sets with wildcards send the keys too. The items' custom attributes are typed by the set's
+// attribute meta, read by the same statement, as `/fetch/CRCI` of the set answers them
+// (lookup-attributes.ts).
 //
 // Wildcard rule (sets with `wildcardKeys` true): an item key `*` matches any value at its position.
 // An exact match always wins; otherwise, of the items matching with wildcards, the most specific
@@ -19,6 +21,15 @@ import { validationError, notFound } from '../../http/errors.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { prepared } from '../../db/prepared.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
+import {
+  ATTRS,
+  META_SELECT,
+  attributeJsonSql,
+  retypeMarked,
+  typedAttributes,
+  typesOf,
+  type AttributeTypes,
+} from './lookup-attributes.ts';
 
 export interface ConditionRecordItem {
   readonly id: number;
@@ -32,7 +43,11 @@ export interface ConditionRecordItem {
   readonly unitOfMeasure: string | null;
   readonly currency: string | null;
   readonly priceUnit: string | null;
-  /** The item's non-empty custom attributes (`attribute1`..`attribute30`) as stored (text). */
+  /**
+   * The item's non-empty custom attributes (`attribute1`..`attribute30`), typed by the set's attribute
+   * meta (CRCIAM) as `/fetch/CRCI` answers them: numbers (text where a double would not keep the
+   * value), booleans; text without meta, and for dates, date-times and TEXT/LINK meta.
+   */
   readonly attributes: Record<string, unknown>;
   readonly version: number;
 }
@@ -48,7 +63,6 @@ const PART_TUPLES = 2_500;
 const MAX_PARTS = 4;
 
 const KEYS = Array.from({ length: MAX_KEY_SIZE }, (_, i) => `key${i + 1}`);
-const ATTRS = Array.from({ length: 30 }, (_, i) => `attribute${i + 1}`);
 const ITEM_COLUMNS = [
   'id',
   'condition_record_set_id',
@@ -73,10 +87,15 @@ const FOUND_COLUMNS = [
   'price_unit',
   'version',
 ];
-/** The set by its unique name (alias `s`). */
+/**
+ * The set by its unique name (alias `s`) with its attribute meta (META_SELECT: `t1`..`t30`, each
+ * attribute's type, and `attr_types`).
+ */
 const SET_CTE = `WITH s AS (
-    SELECT id, key_size, wildcard_keys, user_group_view_details AS view_group
-      FROM condition_record_sets WHERE partition_id = $1 AND unique_name = $2
+    SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_view_details AS view_group, m.*
+      FROM condition_record_sets cs
+     CROSS JOIN LATERAL (${META_SELECT}) m
+     WHERE cs.partition_id = $1 AND cs.unique_name = $2
   )`;
 
 /** The item of signature `q.sig` valid on day $4 (alias `c`): one probe of the key index. */
@@ -95,7 +114,7 @@ const probe = (select: string) => `SELECT ${select} FROM condition_records c
  * round trip.
  */
 const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, x.*
+  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types, x.*
     FROM s
     LEFT JOIN LATERAL (
       SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
@@ -109,7 +128,8 @@ const jsonOf = (x: string) => `coalesce(to_json(${x})::text, 'null')`;
 
 /**
  * An item of `c` (set `s`) as JSON text, as JSON.stringify writes a ConditionRecordItem: its members
- * in their order, decimals as their text, dates as YYYY-MM-DD, the non-null attributes as stored.
+ * in their order, decimals as their text, dates as YYYY-MM-DD, the non-null attributes typed by the
+ * set's meta (attributeJsonSql; `s.t1`..`s.t30`).
  * Written by concatenation: json_build_object (and stripping the attributes' nulls) cost ~2× the
  * statement's probes for 5,000 items.
  */
@@ -118,7 +138,7 @@ const ITEM_JSON = `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","condit
     || ',"validFrom":' || to_json(c.valid_from) || ',"validTo":' || to_json(c.valid_to)
     || ',"conditionValue":' || ${jsonOf('c.condition_value::text')} || ',"unitOfMeasure":' || ${jsonOf('c.unit_of_measure')}
     || ',"currency":' || ${jsonOf('c.currency')} || ',"priceUnit":' || ${jsonOf('c.price_unit::text')}
-    || ',"attributes":{' || concat_ws(',', ${ATTRS.map((a) => `CASE WHEN c.${a} IS NOT NULL THEN '"${a}":' || to_json(c.${a}) END`).join(', ')})
+    || ',"attributes":{' || concat_ws(',', ${ATTRS.map((a, i) => `CASE WHEN c.${a} IS NOT NULL THEN '"${a}":' || ${attributeJsonSql(`c.${a}`, `s.t${i + 1}`)} END`).join(', ')})
     || '},"version":' || c.version || '}'`;
 
 /**
@@ -128,7 +148,7 @@ const ITEM_JSON = `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","condit
  * no object per item.)
  */
 const SET_AND_EXACT_JSON_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group,
+  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types,
          CASE WHEN NOT s.wildcard_keys THEN (
            SELECT '[' || string_agg(coalesce(c.item, 'null'), ',' ORDER BY q.n) || ']'
              FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
@@ -247,6 +267,8 @@ interface SetOfLookup {
   readonly setId: number;
   readonly keySize: number;
   readonly wildcards: boolean;
+  /** The set's attribute meta, as the items' attributes are typed. */
+  readonly types: AttributeTypes;
 }
 
 /**
@@ -264,7 +286,12 @@ function checkedSet(row: Row | undefined, { setUniqueName, tuples, canView }: Lo
       `set ${setUniqueName} has ${keySize} keys, this tuple has ${tuples[wrong]!.length}`,
     );
   }
-  return { setId: Number(row.set_id), keySize, wildcards: row.wildcard_keys === true };
+  return {
+    setId: Number(row.set_id),
+    keySize,
+    wildcards: row.wildcard_keys === true,
+    types: typesOf(row.attr_types),
+  };
 }
 
 /**
@@ -287,7 +314,7 @@ export async function findConditionRecords(
   for (const row of rows) {
     if (row.n === null) continue;
     const i = Number(row.n) - 1;
-    out[i] = toItem(row, set.setId, tuples[i]!, attributesOf(row));
+    out[i] = toItem(row, set.setId, tuples[i]!, typedAttributes(row, set.types));
   }
   return out;
 }
@@ -315,7 +342,11 @@ export async function findConditionRecordsJson(
       : [await setAndExact(db, SET_AND_EXACT_JSON_SQL, request, day, sigs)];
   const set = checkedSet(answers[0]![0], request);
   if (set.wildcards) return JSON.stringify(await wildcardItems(db, request, set, day));
-  const arrays = answers.map((rows) => (rows[0]!.items as string | null) ?? '[]');
+  // Attributes the database could not type itself are marked; none without typed meta.
+  const arrays = answers.map((rows) => {
+    const items = (rows[0]!.items as string | null) ?? '[]';
+    return set.types.size === 0 ? items : retypeMarked(items);
+  });
   if (arrays.length === 1) return arrays[0]!;
   const members = arrays.map((a) => a.slice(1, -1)).filter((a) => a !== '');
   return `[${members.join(',')}]`;
@@ -355,16 +386,9 @@ async function wildcardItems(
   for (const row of w.rows) {
     if (row.found === null) continue;
     const keys = KEYS.slice(0, set.keySize).map((k) => row[k] as string);
-    out[Number(row.n) - 1] = toItem(row, set.setId, keys, attributesOf(row));
+    out[Number(row.n) - 1] = toItem(row, set.setId, keys, typedAttributes(row, set.types));
   }
   return out;
-}
-
-/** The item's non-empty custom attributes (30 plain columns: cheaper to read than one JSON object). */
-function attributesOf(row: Row): Record<string, unknown> {
-  const attributes: Record<string, unknown> = {};
-  for (const a of ATTRS) if (row[a] !== null && row[a] !== undefined) attributes[a] = row[a];
-  return attributes;
 }
 
 function toItem(
