@@ -673,11 +673,14 @@ describe('pricing logics', () => {
     const [set] = okData(
       await api('/add/CRCS', { data: { uniqueName: 'SalesDiscount', label: 'Sales discount', keySize: 2 } }),
     );
-    okData(
-      await api('/add/CRCIAM', {
-        data: { conditionRecordSetId: set.id, fieldName: 'attribute1', label: 'Bonus', fieldType: 'NUMERIC' },
-      }),
-    );
+    for (const [fieldName, fieldType] of [
+      ['attribute1', 'NUMERIC'],
+      ['attribute3', 'INTEGER'],
+      ['attribute4', 'BOOLEAN'],
+      ['attribute5', 'DATE'],
+      ['attribute6', 'NUMERIC'],
+    ])
+      okData(await api('/add/CRCIAM', { data: { conditionRecordSetId: set.id, fieldName, fieldType } }));
     const item = async (validFrom: string, validTo: string, conditionValue: string) =>
       okData(
         await api('/add/CRCI2', {
@@ -690,6 +693,12 @@ describe('pricing logics', () => {
             conditionValue,
             attribute1: '10.5',
             attribute2: 'note',
+            // The look-up answers them typed (numbers as doubles while exact, else text): the logic
+            // reads decimals as stored, booleans and dates.
+            attribute3: '9007199254740993',
+            attribute4: 'true',
+            attribute5: '2026-09-30',
+            attribute6: '0.1',
           },
         }),
       )[0];
@@ -719,6 +728,10 @@ describe('pricing logics', () => {
             { elementName: 'Raw', expression: 'max(Rec.attribute1, 9)' },
             { elementName: 'Note', expression: 'Rec.attribute2' },
             { elementName: 'EndsLate', expression: 'Rec.validTo > date("2026-06-01")' },
+            { elementName: 'Big', expression: 'Rec.attribute3 - 9007199254740990' },
+            { elementName: 'Flag', expression: 'Rec.attribute4 == true' },
+            { elementName: 'Day', expression: 'Rec.attribute5 > date("2026-09-29")' },
+            { elementName: 'Tenth', expression: 'Rec.attribute6 * 3 == 0.3' },
           ],
         },
       }),
@@ -743,6 +756,10 @@ describe('pricing logics', () => {
     assert.deepEqual([july.Raw.result, july.Raw.resultType], [10.5, 'NUMBER']);
     assert.equal(july.Note.result, 'note');
     assert.equal(july.EndsLate.result, true);
+    assert.deepEqual(
+      [july.Big.result, july.Flag.result, july.Day.result, july.Tenth.result],
+      [3, true, true, true],
+    );
     assert.equal((await at('2027-01-01')).Disc.result, null, 'after the last validTo');
     assert.match(july.NoSet.alertMessage, /Nowhere/);
     assert.equal(july.NoSet.alertType, 'CRITICAL');

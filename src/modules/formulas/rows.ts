@@ -56,7 +56,8 @@ export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
 
 /**
  * A condition record item as a logic record (null: none valid): its dates as dates, its attributes
- * typed by its set's attribute meta (`types`: field name → meta type, from CRCIAM).
+ * typed by its set's attribute meta (`types`: field name → meta type, from CRCIAM): numbers as
+ * decimals, DATE attributes as dates.
  */
 export function conditionRecordOf(
   item: ConditionRecordItem | null,
@@ -78,6 +79,10 @@ export function conditionRecordOf(
     version: item.version,
   });
   item.keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
-  for (const [a, v] of Object.entries(item.attributes)) fields[a] = typedAttribute(v, types.get(a));
+  // The look-up answers attributes typed as /fetch/CRCI does: a number is a decimal of at most 15
+  // significant digits or a safe integer (else the text stays), which its shortest text gives back
+  // exactly; text (numbers beyond a double, dates, ...) and booleans go through typedAttribute.
+  for (const [a, v] of Object.entries(item.attributes))
+    fields[a] = typeof v === 'number' ? decOfText(String(v)) : typedAttribute(v, types.get(a));
   return new RecordValue(fields, { source: 'CRCI', typedId: item.typedId, version: item.version });
 }
