@@ -164,10 +164,10 @@ export async function syncIndexes(
   for (const spec of create) {
     await step(done++, total, `create ${spec.name}`);
     try {
+      if (spec.body.includes("'")) throw new Error(`index definition with a quote: ${spec.body}`);
       await db.query(
         `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
       );
-      if (spec.body.includes("'")) throw new Error(`index definition with a quote: ${spec.body}`);
       await db.query(`COMMENT ON INDEX ${ident(spec.name)} IS '${spec.body}'`);
       created.push(spec.name);
     } catch (err) {
