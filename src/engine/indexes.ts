@@ -17,8 +17,8 @@
 // the same attribute with the same type as indexed, and it stays while any partition still does.
 // Their names (`rcx_<table>_<column>_<kind>`) say what they are, and each carries its definition as its
 // comment; `syncIndexes` compares the indexes the meta asks for with the `rcx_` indexes that exist (an
-// index whose comment is not its wanted definition, one built by an older version, is built again)
-// and creates or drops the difference
+// index built from another definition by an older version is built again: its comment, or for one
+// older than the comments PostgreSQL's print of it, differs) and creates or drops the difference
 // (CONCURRENTLY on PostgreSQL, outside any transaction; plainly on PGlite). It runs as the job
 // INDEX_SYNC (src/modules/admin/indexes.ts), queued when attribute meta changes.
 
@@ -103,11 +103,14 @@ interface ExistingIndex {
   readonly valid: boolean;
   /** Its comment: the definition (`IndexSpec.body`) it was built from. */
   readonly built: string | null;
+  /** As PostgreSQL prints it: `CREATE INDEX <name> ON <table> USING ...`. */
+  readonly definition: string;
 }
 
 async function managedIndexes(q: Queryable, table: string): Promise<ExistingIndex[]> {
   const r = await q.query<ExistingIndex>(
-    `SELECT c.relname AS name, i.indisvalid AS valid, obj_description(c.oid, 'pg_class') AS built
+    `SELECT c.relname AS name, i.indisvalid AS valid, obj_description(c.oid, 'pg_class') AS built,
+            pg_get_indexdef(c.oid) AS definition
        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       WHERE i.indrelid = $1::regclass AND starts_with(c.relname, $2)`,
     [table, MANAGED_PREFIX],
@@ -135,7 +138,12 @@ async function syncPlan(
 ): Promise<{ wanted: Map<string, IndexSpec>; drop: string[]; create: IndexSpec[] }> {
   const wanted = await wantedIndexes(q, table);
   const existing = await managedIndexes(q, table);
-  const current = (e: ExistingIndex) => e.valid && wanted.get(e.name)?.body === e.built;
+  // An index of a version before the comments is current when PostgreSQL prints its wanted body.
+  const current = (e: ExistingIndex) => {
+    const body = wanted.get(e.name)?.body;
+    if (!e.valid || body === undefined) return false;
+    return e.built === null ? e.definition.endsWith(` ${body.replaceAll('"', '')}`) : e.built === body;
+  };
   const have = new Set(existing.filter(current).map((e) => e.name));
   const drop = existing.filter((e) => !current(e)).map((e) => e.name);
   return { wanted, drop, create: [...wanted.values()].filter((s) => !have.has(s.name)) };

@@ -220,8 +220,10 @@ describe('indexes on what users filter on', () => {
     await h.db.query(
       'CREATE INDEX rcx_products_attribute2_num ON products (partition_id, rc_try_numeric(attribute2))',
     );
+    // One whose definition did not change but that carries no comment (built before them) stays.
+    await h.db.query('COMMENT ON INDEX rcx_products_attribute1_eq IS NULL');
     const again = await syncIndexes(h.db, 'products');
-    assert.ok(again.created.includes('rcx_products_attribute2_num'), JSON.stringify(again));
+    assert.deepEqual(again.created, ['rcx_products_attribute2_num']);
     assert.ok(!again.dropped.includes('rcx_products_attribute2_num'), JSON.stringify(again));
     const num = okData(await call('/admin.indexes/P')).find((i) => i.name === 'rcx_products_attribute2_num');
     assert.match(num.definition, /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2, id\)/);
