@@ -64,6 +64,18 @@ export function lacksRequired(tc: TypeContext, data: Obj): boolean {
 }
 
 /**
+ * A record that leaves out a field the database fills on insert (`defaultOnAdd`, e.g. the open
+ * `validTo` of a condition record item): an upsert of an existing record keeps the stored value, so
+ * it is read first — an INSERT ... ON CONFLICT would have the database's checks judge the default.
+ */
+export function leavesDefaulted(tc: TypeContext, data: Obj): boolean {
+  for (const f of tc.fields.values()) {
+    if (f.defaultOnAdd && !f.system && data[f.name] === undefined) return true;
+  }
+  return false;
+}
+
+/**
  * Most bytes of a text value in a field with search indexes (btree entries of the value, and of its
  * lower case, hold at most 2,704 bytes with the partition id and the entry's header).
  */

@@ -21,7 +21,7 @@ import {
 } from './context.ts';
 import { withHistory } from './history.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
-import { lacksRequired, prepareValues, refuseKeyChanges } from './value-check.ts';
+import { lacksRequired, leavesDefaulted, prepareValues, refuseKeyChanges } from './value-check.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -327,7 +327,7 @@ export async function integrateRecords(
   // single upsert statement, atomic on its own: no BEGIN/COMMIT round trips.
   if (only && byKey && 'key' in byKey && !type.beforeChange) {
     const tc = await contextCache(db, principal, type)(only);
-    if (!lacksRequired(tc, only)) {
+    if (!lacksRequired(tc, only) && !leavesDefaulted(tc, only)) {
       const values = prepareValues(tc, only, 'add');
       await guardInsert(db, principal, type, only);
       const row = await insertRow(db, tc, principal, values, 'merge');
@@ -342,9 +342,14 @@ export async function integrateRecords(
       if (!address) {
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
       }
-      // A record without its required fields can only be an update, and a type's state rules
-      // (beforeChange) judge the stored record: read it first.
-      if ('id' in address || returnOld || type.beforeChange || lacksRequired(await ctx(data), data)) {
+      // A record without its required fields can only be an update, one without a field the
+      // database defaults keeps its stored value, and a type's state rules (beforeChange) judge the
+      // stored record: read it first.
+      const readFirst = async () => {
+        const tc = await ctx(data);
+        return lacksRequired(tc, data) || leavesDefaulted(tc, data);
+      };
+      if ('id' in address || returnOld || type.beforeChange || (await readFirst())) {
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {

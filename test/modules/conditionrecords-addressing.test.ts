@@ -1,0 +1,80 @@
+// Condition records over real HTTP on both databases: how writes name the item or set they mean —
+// an integrate by business key (set + keys + validFrom) that leaves validTo out is a partial update
+// of the stored item (its validTo stays, so a later item of the same keys is no overlap), while a new
+// item so integrated is open-ended.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { okData } from '../helpers/envelope.ts';
+
+const admin = { user: ADMIN, password: ADMIN_PASSWORD };
+
+describe('condition records: addressing items and sets', () => {
+  let h: Harness;
+  const call = (path: string, body?: unknown) => h.call(path, { basic: admin, body: body ?? {} });
+
+  async function newSet(keySize = 1, name = uniqueName('addr')): Promise<{ id: number; name: string }> {
+    const [s] = okData(await call('/add/CRCS', { data: { uniqueName: name, label: name, keySize } }));
+    return { id: s.id, name };
+  }
+  const itemsOf = async (setId: number) =>
+    okData(
+      await call('/fetch/CRCI1', {
+        data: { fieldName: 'conditionRecordSetId', operator: 'equals', value: setId },
+        resultFields: ['key1', 'validFrom', 'validTo', 'unitOfMeasure'],
+        sortBy: ['key1', 'validFrom'],
+      }),
+    ).map((i: any) => `${i.key1} ${i.validFrom}..${i.validTo} ${i.unitOfMeasure ?? '-'}`);
+
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test('integrate by business key without validTo keeps the stored validTo (a later item is no overlap)', async () => {
+    const set = await newSet();
+    const item = (from: string, to: string) => ({
+      conditionRecordSetId: set.id,
+      key1: 'A',
+      validFrom: from,
+      validTo: to,
+    });
+    okData(await call('/add/CRCI1', { data: item('2026-01-01', '2026-01-31') }));
+    okData(await call('/add/CRCI1', { data: item('2026-02-01', '2026-02-28') }));
+    const byKey = { conditionRecordSetId: set.id, key1: 'A', validFrom: '2026-01-01' };
+
+    const [one] = okData(await call('/integrate/CRCI1', { data: { ...byKey, unitOfMeasure: 'KG' } }));
+    assert.equal(one.validTo, '2026-01-31');
+    assert.equal(one.unitOfMeasure, 'KG');
+    // The same in a batch, and with the validFrom as a date-time at midnight.
+    okData(
+      await call('/integrate/CRCI1', [
+        { data: { ...byKey, validFrom: '2026-01-01T00:00:00Z', unitOfMeasure: 'L' } },
+        { data: { ...byKey, validFrom: '2026-02-01', unitOfMeasure: 'M' } },
+      ]),
+    );
+    // A new item integrated without validTo is open-ended, as on add.
+    const [fresh] = okData(
+      await call('/integrate/CRCI1', { data: { ...byKey, key1: 'B', unitOfMeasure: 'N' } }),
+    );
+    assert.equal(fresh.validTo, '9999-12-31');
+    assert.deepEqual(await itemsOf(set.id), [
+      'A 2026-01-01..2026-01-31 L',
+      'A 2026-02-01..2026-02-28 M',
+      'B 2026-01-01..9999-12-31 N',
+    ]);
+    // Its record history: the ADD, then the integrates as UPDATEs that never touch validTo.
+    const hist = okData(await call(`/fetch/CRCI1/${one.id}/history`, {}));
+    assert.deepEqual(
+      hist.map((r: any) => r.action),
+      ['ADD', 'UPDATE', 'UPDATE'],
+    );
+    assert.ok(
+      hist.slice(1).every((r: any) => !('validTo' in r.changes)),
+      JSON.stringify(hist),
+    );
+  });
+});
