@@ -1,7 +1,9 @@
 // Condition records over real HTTP on both databases: how writes name the item or set they mean —
 // an integrate by business key (set + keys + validFrom) that leaves validTo out is a partial update
 // of the stored item (its validTo stays, so a later item of the same keys is no overlap), while a new
-// item so integrated is open-ended.
+// item so integrated is open-ended; a load row naming its set by a uniqueName made of digits reaches
+// that set, and one whose text is a set's uniqueName and another set's id is the row's error (never
+// a write into the other set).
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -76,5 +78,38 @@ describe('condition records: addressing items and sets', () => {
       hist.slice(1).every((r: any) => !('validTo' in r.changes)),
       JSON.stringify(hist),
     );
+  });
+
+  test('a load row names its set by a uniqueName of digits; one that is also another set’s id is an error', async () => {
+    const digits = String(880_000_000 + Math.floor(Math.random() * 1_000_000));
+    const numbered = await newSet(1, digits);
+    const load = (rows: unknown[][]) =>
+      call('/loaddata/CRCP', { data: { header: ['conditionRecordSetId', 'key1', 'validFrom'], data: rows } });
+    const [r1] = okData(await load([[digits, 'K', '2026-01-01']]));
+    assert.equal(r1.inserted, 1, JSON.stringify(r1));
+    assert.deepEqual(await itemsOf(numbered.id), ['K 2026-01-01..9999-12-31 -']);
+
+    // A set whose uniqueName is another set's id: the text is ambiguous, the number is the id.
+    const other = await newSet();
+    const clash = await newSet(1, String(other.id));
+    const [r2] = okData(
+      await load([
+        [String(other.id), 'X', '2026-01-01'],
+        [other.id, 'Y', '2026-01-01'],
+        [String(numbered.id), 'Z', '2026-01-01'],
+      ]),
+    );
+    assert.equal(r2.inserted, 2, JSON.stringify(r2));
+    assert.deepEqual(
+      r2.errors.map((e: any) => [e.row, e.field]),
+      [[0, 'conditionRecordSetId']],
+    );
+    assert.match(r2.errors[0].message, /uniqueName.*id/);
+    assert.deepEqual(await itemsOf(other.id), ['Y 2026-01-01..9999-12-31 -']);
+    assert.deepEqual(await itemsOf(clash.id), []);
+    assert.deepEqual(await itemsOf(numbered.id), [
+      'K 2026-01-01..9999-12-31 -',
+      'Z 2026-01-01..9999-12-31 -',
+    ]);
   });
 });

@@ -138,7 +138,7 @@ export const OPEN_END = '9999-12-31';
 export function checkRows(
   principal: Principal,
   plan: Plan,
-  setOf: (v: unknown) => SetInfo | undefined,
+  setOf: (v: unknown) => SetInfo | 'ambiguous' | undefined,
   fieldsOf: (set: SetInfo) => ReadonlyMap<string, FieldDef>,
   rows: readonly unknown[],
   errors: RowError[],
@@ -176,6 +176,13 @@ export function checkRows(
       return void errors.push({ row, message: `must be an array of ${width} values` });
     }
     const set = setOf(raw[plan.setAt]);
+    if (set === 'ambiguous') {
+      return void errors.push({
+        row,
+        field: 'conditionRecordSetId',
+        message: `${JSON.stringify(raw[plan.setAt])} is one set's uniqueName and another set's id: give the id as a JSON number`,
+      });
+    }
     if (!set || !inUserGroup(principal, set.view)) {
       return void errors.push({
         row,

@@ -41,14 +41,21 @@ export interface CrcpResult {
 const CHUNK_ROWS = 10_000;
 const MAX_ERRORS = 1_000;
 
-/** The sets the rows name (by id or uniqueName), one query for the call. */
+/**
+ * The sets the rows name, one query for the call: a JSON number is a set's id, a string its
+ * uniqueName or (all digits) its id. A string of digits that is one set's uniqueName and another
+ * set's id names neither (the row's error says so: the id goes as a JSON number).
+ */
 async function resolveSets(db: Db, principal: Principal, plan: Plan, rows: readonly unknown[]) {
   const ids = new Set<number>();
   const names = new Set<string>();
   for (const r of rows) {
     const v: unknown = Array.isArray(r) ? r[plan.setAt] : undefined;
     if (typeof v === 'number' && Number.isSafeInteger(v)) ids.add(v);
-    else if (typeof v === 'string' && /^\d+$/.test(v)) ids.add(Number(v));
+    else if (typeof v === 'string' && /^\d+$/.test(v)) {
+      ids.add(Number(v));
+      names.add(v);
+    }
     // A name with NUL names no set (the database cannot take it as text): the row's error says so.
     else if (typeof v === 'string' && v !== '' && !v.includes('\u0000')) names.add(v);
   }
@@ -63,19 +70,24 @@ async function resolveSets(db: Db, principal: Principal, plan: Plan, rows: reado
        FROM condition_record_sets WHERE partition_id = $1 AND (id = ANY($2::bigint[]) OR unique_name = ANY($3::text[]))`,
     [principal.partitionId, [...ids], [...names]],
   );
-  const byRef = new Map<string, SetInfo>();
+  const byId = new Map<number, SetInfo>();
+  const byName = new Map<string, SetInfo>();
   for (const s of r.rows) {
+    // A set hidden from the caller (its userGroupViewDetails) is named by no row, as an unknown one.
+    if (!inUserGroup(principal, s.view)) continue;
     const info = { id: Number(s.id), name: s.name, keySize: s.key_size, edit: s.edit, view: s.view };
-    byRef.set(String(info.id), info);
-    byRef.set(`name:${info.name}`, info);
+    byId.set(info.id, info);
+    byName.set(info.name, info);
   }
-  const setOf = (v: unknown): SetInfo | undefined =>
-    typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v))
-      ? byRef.get(String(Number(v)))
-      : typeof v === 'string'
-        ? byRef.get(`name:${v}`)
-        : undefined;
-  return { setOf, sets: [...new Set(byRef.values())] };
+  const setOf = (v: unknown): SetInfo | 'ambiguous' | undefined => {
+    if (typeof v === 'number') return byId.get(v);
+    if (typeof v !== 'string') return undefined;
+    const named = byName.get(v);
+    const numbered = /^\d+$/.test(v) ? byId.get(Number(v)) : undefined;
+    if (named !== undefined && numbered !== undefined && named !== numbered) return 'ambiguous';
+    return named ?? numbered;
+  };
+  return { setOf, sets: [...byId.values()] };
 }
 
 /**
