@@ -344,18 +344,23 @@ function significantDigits(text: string): number {
   return end - start;
 }
 
+/** A number as text, as rc_try_numeric reads one (migration 002_safe_casts.sql). */
+const NUMERIC_TEXT = /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/;
+
 /** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
 export function outputValue(type: FieldType, stored: string): unknown {
   switch (type) {
     // A JSON number while a double keeps the value exactly (a safe integer; a decimal of at most 15
     // significant digits, which prints back as the same decimal); else the exact text, so that what
     // a client reads and writes back is what was stored.
+    // Only what the filters read as a number (rc_try_numeric's form) is one: Number() also takes
+    // '' and blanks (0), '0x1F', '0b11' and '0o7', which filters see as NULL (not a number).
     case 'integer': {
-      const n = Number(stored);
+      const n = NUMERIC_TEXT.test(stored) ? Number(stored) : NaN;
       return Number.isSafeInteger(n) ? n : stored;
     }
     case 'decimal': {
-      const n = Number(stored);
+      const n = NUMERIC_TEXT.test(stored) ? Number(stored) : NaN;
       return Number.isFinite(n) && significantDigits(stored) <= 15 ? n : stored;
     }
     case 'boolean':
