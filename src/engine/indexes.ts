@@ -152,12 +152,50 @@ async function syncPlan(
 /**
  * Creates the indexes the meta asks for and drops those it no longer does; an invalid one, or one
  * built from another definition, is dropped and built again. `step` is told before each statement
- * (job progress). Idempotent, and safe against another node syncing the same table (IF [NOT] EXISTS).
+ * (job progress). Idempotent; the syncs of one table run one after another in this process, and one of
+ * another node at the same time is tolerated (IF [NOT] EXISTS; an index found built after an error stays).
  */
 export async function syncIndexes(
   db: Db,
   table: string,
   step: (done: number, total: number, what: string) => Promise<void> = async () => {},
+): Promise<SyncResult> {
+  // One sync of a table at a time in this process: every change of attribute meta queues a job, and
+  // jobs run in parallel. Two syncs planned from the same catalog built, commented and (after the
+  // comment's "tuple concurrently updated") dropped the same index, and the failing one stopped
+  // before the table's other indexes. Each sync waits for the one before and plans afresh.
+  let chains = syncing.get(db);
+  if (!chains) syncing.set(db, (chains = new Map<string, Promise<void>>()));
+  const before = chains.get(table) ?? Promise.resolve();
+  const mine = before.then(() => syncTable(db, table, step));
+  const settled = mine.then(
+    () => {},
+    () => {},
+  );
+  chains.set(table, settled);
+  void settled.then(() => {
+    if (chains.get(table) === settled) chains.delete(table);
+  });
+  return mine;
+}
+
+/** Syncs running or waiting per table (`syncIndexes`): the last one's settlement. */
+const syncing = new WeakMap<Db, Map<string, Promise<void>>>();
+
+/** Whether `name` exists as a valid (completely built) index. */
+async function validIndex(q: Queryable, name: string): Promise<boolean> {
+  const r = await q.query<{ valid: boolean }>(
+    `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+    [name],
+  );
+  return r.rows[0]?.valid === true;
+}
+
+async function syncTable(
+  db: Db,
+  table: string,
+  step: (done: number, total: number, what: string) => Promise<void>,
 ): Promise<SyncResult> {
   const { wanted, drop, create } = await syncPlan(db, table);
   const concurrently = db.kind === 'postgres' ? ' CONCURRENTLY' : '';
@@ -181,6 +219,11 @@ export async function syncIndexes(
     } catch (err) {
       const { code, message } = err as { code?: unknown; message?: unknown };
       if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) throw err;
+      // Built all the same (another node's sync built it, or only its comment failed): it stays.
+      if (await validIndex(db, spec.name)) {
+        created.push(spec.name);
+        continue;
+      }
       // One index the data does not allow must not keep the others from being built (the whole
       // table's sync, every partition's attribute meta): its leftover (an invalid index after a
       // failed concurrent build) goes, and the next sync tries again.

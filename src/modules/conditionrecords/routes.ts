@@ -9,6 +9,8 @@ import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok, okArrayText } from '../../http/envelope.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
+import { findType } from '../../engine/registry.ts';
+import { metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 import { loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { deleteSets, lookupForClient, refuseGeneralSetWrite, updateSet } from './service.ts';
 import { loadConditionRecords } from './splice.ts';
@@ -96,7 +98,12 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
         ...records,
       },
     },
-    async (req) => ok(req, await deleteSets(app.db, req.principal!, req.body)),
+    async (req) => {
+      const deleted = await deleteSets(app.db, req.principal!, req.body);
+      // The sets' CRCIAM rows went with them: an index only they asked for goes too (INDEX_SYNC).
+      await queueIndexSync(app.db, req.principal!, metaDeletedWith(findType('CRCS')!)!);
+      return ok(req, deleted);
+    },
   );
 
   for (const path of [

@@ -23,7 +23,7 @@ import { describeType, listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
-import { isAttributeMeta, queueIndexSync } from '../admin/indexes.ts';
+import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -134,6 +134,12 @@ export function generalRoutes(app: FastifyInstance): void {
     if (isAttributeMeta(type)) await queueIndexSync(app.db, req.principal!, type);
     return result;
   };
+  /** After a committed delete: of attribute meta, or of records that take attribute meta with them. */
+  const deleted = async <T>(req: FastifyRequest, type: TypeDef, result: T): Promise<T> => {
+    const meta = metaDeletedWith(type);
+    if (meta !== undefined) await queueIndexSync(app.db, req.principal!, meta);
+    return written(req, type, result);
+  };
   const opts = (summary: string, schema: object = {}, typeChecked = true) => ({
     config: { access: AUTHENTICATED as RouteAccess },
     ...(typeChecked ? { preValidation: knownTypeCode } : {}),
@@ -225,7 +231,7 @@ export function generalRoutes(app: FastifyInstance): void {
     async (req) =>
       ok(
         req,
-        await written(
+        await deleted(
           req,
           typeOf(req),
           await deleteRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body)),
@@ -241,7 +247,7 @@ export function generalRoutes(app: FastifyInstance): void {
         ...records,
       }),
       async (req) => {
-        const r = await written(
+        const r = await deleted(
           req,
           typeOf(req),
           await deleteByFilter(app.db, req.principal!, typeOf(req), req.body ?? {}, !force),
