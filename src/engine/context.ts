@@ -344,8 +344,11 @@ function significantDigits(text: string): number {
   return end - start;
 }
 
-/** A number as text, as rc_try_numeric reads one (migration 002_safe_casts.sql). */
-const NUMERIC_TEXT = /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/;
+/**
+ * A number as text, as rc_try_numeric reads one (migration 002_safe_casts.sql): around it only the
+ * spaces PostgreSQL's numeric input skips (JavaScript's \s takes no-break spaces and BOMs too).
+ */
+const NUMERIC_TEXT = /^[ \t\n\r\f\v]*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?[ \t\n\r\f\v]*$/;
 
 /** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
 export function outputValue(type: FieldType, stored: string): unknown {
@@ -354,7 +357,7 @@ export function outputValue(type: FieldType, stored: string): unknown {
     // significant digits, which prints back as the same decimal); else the exact text, so that what
     // a client reads and writes back is what was stored.
     // Only what the filters read as a number (rc_try_numeric's form) is one: Number() also takes
-    // '' and blanks (0), '0x1F', '0b11' and '0o7', which filters see as NULL (not a number).
+    // '' and blanks (0), '0x1F', '0b11', '0o7' and no-break spaces, which filters see as NULL.
     case 'integer': {
       const n = NUMERIC_TEXT.test(stored) ? Number(stored) : NaN;
       return Number.isSafeInteger(n) ? n : stored;

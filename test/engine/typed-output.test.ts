@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
 import { okData } from '../helpers/envelope.ts';
 
-const STORED = ['', '  ', '0x1F', '0b11', '0o7', ' 7 ', '1e3', '-0'];
+const STORED = ['', '  ', '0x1F', '0b11', '0o7', '\u00a012', ' 7 ', '1e3', '-0'];
 const AS_NUMBER: Record<string, number> = { ' 7 ': 7, '1e3': 1000, '-0': 0 };
 
 describe('typed attributes with stored text that is no number', () => {

@@ -459,7 +459,7 @@ describe('CRCP loads', () => {
       found.map((f) => [f.attributes.attribute1, f.attributes.attribute2]),
       [
         [12, 12],
-        [26, 1],
+        ['0x1A', 1],
         [1e-7, 0],
         [1e21, 5],
         ['abc', '12.5'],
