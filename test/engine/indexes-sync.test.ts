@@ -39,7 +39,11 @@ describe('INDEX_SYNC jobs of one table at the same time', () => {
   before(async () => {
     h = await startHarness();
     // What an earlier run left on the shared database (PostgreSQL) is not this run's to count.
-    for (const n of [...WANTED, 'rcx_condition_records_attribute29_num'])
+    for (const n of [
+      ...WANTED,
+      'rcx_condition_records_attribute29_num',
+      'rcx_rebate_record_groups_attribute28_num',
+    ])
       await h.db.query(`DROP INDEX IF EXISTS ${n}`);
     okData(await call('/add/C', [{ data: { customerId: 'SY-1', name: 'One', attribute21: 'a' } }]));
   });
@@ -49,6 +53,7 @@ describe('INDEX_SYNC jobs of one table at the same time', () => {
     await h.db.query(`DELETE FROM attribute_meta WHERE partition_id = $1`, [h.partitionId]);
     await syncIndexes(h.db, 'customers');
     await syncIndexes(h.db, 'condition_records');
+    await syncIndexes(h.db, 'rebate_record_groups');
     await h.close();
   });
 
@@ -111,5 +116,27 @@ describe('INDEX_SYNC jobs of one table at the same time', () => {
     okData(await call('/delete/CRCS', { data: { typedId: set.typedId }, force: true }));
     assert.deepEqual(okData(await call('/fetch/CRCIAM', { data: {} })), []);
     assert.ok(!(await wait((n) => !n.includes(name))).includes(name));
+  });
+
+  test('deleting a rebate type (its RBTAM rows go with it) drops the index only it asked for', async () => {
+    const name = 'rcx_rebate_record_groups_attribute28_num';
+    const present = async () =>
+      okData(await call('/admin.indexes/RRG')).some((i) => i.name === name && i.valid);
+    const until = async (want: boolean) => {
+      const deadline = Date.now() + 60_000;
+      while ((await present()) !== want && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      return present();
+    };
+    const [type] = okData(await call('/add/RBT', { data: { uniqueName: 'SY-RBT', label: 'Type' } }));
+    okData(
+      await call('/add/RBTAM', {
+        data: { name: 'SY-RBT', fieldName: 'attribute28', fieldType: 'INTEGER', indexed: true },
+      }),
+    );
+    assert.equal(await until(true), true);
+    okData(await call('/delete/RBT', { data: { typedId: type.typedId } }));
+    assert.deepEqual(okData(await call('/fetch/RBTAM', { data: {} })), []);
+    assert.equal(await until(false), false);
   });
 });
