@@ -125,31 +125,3 @@ test('the settled table is vacuumed too: its pages are marked all-visible (index
     await h.db.query(`DROP TABLE ${table}`);
   }
 });
-
-test('a condition record load (/loaddata/CRCP) gets condition_records vacuumed and analyzed too', async (t) => {
-  const before = await reltuples('condition_records');
-  const count = async () =>
-    Number((await h.db.query<{ n: unknown }>('SELECT count(*) AS n FROM condition_records')).rows[0]!.n);
-  // The estimate before the load stays until the table is analyzed: load a count it does not say.
-  const rows = (await count()) + 1500 === before ? 1501 : 1500;
-  if (before * 0.1 > rows) return t.skip('the shared table is too large for this load to count');
-  const admin = { user: 'admin', password: 'admin-password-1' };
-  const name = uniqueName('stats');
-  const set = await h.call('/add/CRCS', {
-    basic: admin,
-    body: { data: { uniqueName: name, label: name, keySize: 1 } },
-  });
-  assert.equal(set.status, 200, set.text);
-  const data = Array.from({ length: rows }, (_, i) => [name, `K-${i}`, '2024-01-01', '2024-12-31', '1.5']);
-  const r = await h.call('/loaddata/CRCP', {
-    basic: admin,
-    body: {
-      data: { header: ['conditionRecordSetId', 'key1', 'validFrom', 'validTo', 'conditionValue'], data },
-    },
-  });
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.response.data[0].inserted, rows, r.text);
-  const now = await count();
-  await until(async () => (await reltuples('condition_records')) === now);
-  assert.equal(await reltuples('condition_records'), now);
-});
