@@ -15,10 +15,10 @@
 // already, and the others would halve the longest text they can take.
 // Tables are shared by all partitions, so an index is too: it serves every partition that declares
 // the same attribute with the same type as indexed, and it stays while any partition still does.
-// Their names (`rcx_<table>_<column>_<kind>`) say what they are, and each carries its definition as its
-// comment; `syncIndexes` compares the indexes the meta asks for with the `rcx_` indexes that exist (an
-// index built from another definition by an older version is built again: its comment, or for one
-// older than the comments PostgreSQL's print of it, differs) and creates or drops the difference
+// Their names (`rcx_<table>_<column>_<kind>`) say what they are; `syncIndexes` compares the indexes
+// the meta asks for with the `rcx_` indexes that exist, by name and by definition as PostgreSQL
+// prints it (an index an older version built from another definition is built again), and creates
+// or drops the difference
 // (CONCURRENTLY on PostgreSQL, outside any transaction; plainly on PGlite). It runs as the job
 // INDEX_SYNC (src/modules/admin/indexes.ts), queued when attribute meta changes.
 
@@ -101,16 +101,13 @@ export async function wantedIndexes(q: Queryable, table: string): Promise<Map<st
 interface ExistingIndex {
   readonly name: string;
   readonly valid: boolean;
-  /** Its comment: the definition (`IndexSpec.body`) it was built from. */
-  readonly built: string | null;
   /** As PostgreSQL prints it: `CREATE INDEX <name> ON <table> USING ...`. */
   readonly definition: string;
 }
 
 async function managedIndexes(q: Queryable, table: string): Promise<ExistingIndex[]> {
   const r = await q.query<ExistingIndex>(
-    `SELECT c.relname AS name, i.indisvalid AS valid, obj_description(c.oid, 'pg_class') AS built,
-            pg_get_indexdef(c.oid) AS definition
+    `SELECT c.relname AS name, i.indisvalid AS valid, pg_get_indexdef(c.oid) AS definition
        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       WHERE i.indrelid = $1::regclass AND starts_with(c.relname, $2)`,
     [table, MANAGED_PREFIX],
@@ -138,11 +135,10 @@ async function syncPlan(
 ): Promise<{ wanted: Map<string, IndexSpec>; drop: string[]; create: IndexSpec[] }> {
   const wanted = await wantedIndexes(q, table);
   const existing = await managedIndexes(q, table);
-  // An index of a version before the comments is current when PostgreSQL prints its wanted body.
+  // PostgreSQL prints the body without the quotes `ident` puts around plain names.
   const current = (e: ExistingIndex) => {
     const body = wanted.get(e.name)?.body;
-    if (!e.valid || body === undefined) return false;
-    return e.built === null ? e.definition.endsWith(` ${body.replaceAll('"', '')}`) : e.built === body;
+    return e.valid && body !== undefined && e.definition.endsWith(` ${body.replaceAll('"', '')}`);
   };
   const have = new Set(existing.filter(current).map((e) => e.name));
   const drop = existing.filter((e) => !current(e)).map((e) => e.name);
@@ -161,9 +157,9 @@ export async function syncIndexes(
   step: (done: number, total: number, what: string) => Promise<void> = async () => {},
 ): Promise<SyncResult> {
   // One sync of a table at a time in this process: every change of attribute meta queues a job, and
-  // jobs run in parallel. Two syncs planned from the same catalog built, commented and (after the
-  // comment's "tuple concurrently updated") dropped the same index, and the failing one stopped
-  // before the table's other indexes. Each sync waits for the one before and plans afresh.
+  // jobs run in parallel. Two syncs planned from the same catalog both built the same index, the
+  // one that failed dropped it, and it stopped before the table's other indexes. Each sync waits for
+  // the one before and plans afresh.
   let chains = syncing.get(db);
   if (!chains) syncing.set(db, (chains = new Map<string, Promise<void>>()));
   const before = chains.get(table) ?? Promise.resolve();
@@ -210,16 +206,14 @@ async function syncTable(
   for (const spec of create) {
     await step(done++, total, `create ${spec.name}`);
     try {
-      if (spec.body.includes("'")) throw new Error(`index definition with a quote: ${spec.body}`);
       await db.query(
         `CREATE INDEX${concurrently} IF NOT EXISTS ${ident(spec.name)} ON ${ident(table)} ${spec.body}`,
       );
-      await db.query(`COMMENT ON INDEX ${ident(spec.name)} IS '${spec.body}'`);
       created.push(spec.name);
     } catch (err) {
       const { code, message } = err as { code?: unknown; message?: unknown };
       if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) throw err;
-      // Built all the same (another node's sync built it, or only its comment failed): it stays.
+      // Built all the same (another node's sync built it meanwhile): it stays.
       if (await validIndex(db, spec.name)) {
         created.push(spec.name);
         continue;

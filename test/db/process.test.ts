@@ -147,7 +147,7 @@ describe('start-up', () => {
         `INSERT INTO attribute_meta (partition_id, owner_type, field_name, field_type, indexed)
          SELECT id, 'P', 'attribute2', 'NUMERIC', true FROM partitions WHERE name = 'p1'`,
       );
-      // What versions before the INCLUDE built (and left without a comment).
+      // What versions before the INCLUDE built.
       await db.query(
         'CREATE INDEX rcx_products_attribute2_num ON products (partition_id, rc_try_numeric(attribute2))',
       );

@@ -220,8 +220,7 @@ describe('indexes on what users filter on', () => {
     await h.db.query(
       'CREATE INDEX rcx_products_attribute2_num ON products (partition_id, rc_try_numeric(attribute2))',
     );
-    // One whose definition did not change but that carries no comment (built before them) stays.
-    await h.db.query('COMMENT ON INDEX rcx_products_attribute1_eq IS NULL');
+    // Those whose definition did not change stay (PostgreSQL prints them as the meta asks for them).
     const again = await syncIndexes(h.db, 'products');
     assert.deepEqual(again.created, ['rcx_products_attribute2_num']);
     assert.ok(!again.dropped.includes('rcx_products_attribute2_num'), JSON.stringify(again));
