@@ -117,7 +117,6 @@ export async function acceptItems(
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
     const grid = await gridOrFail(tx, principal, idText, true); // a delete of the grid waits for this
-
     const ids = await selectItems(tx, principal, grid, data);
     await requireResults(tx, principal.partitionId, ids);
     for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
