@@ -52,6 +52,7 @@ export const SET_TYPE: TypeDef = {
   userGroups: true,
   access: { fetch: 'CONDITIONRECORD_FETCH', write: 'CONDITIONRECORD_EDIT' },
   validate: setRules,
+  deletesMeta: 'CRCIAM',
 };
 
 /** Ordered validity, when both ends are in the record (updates may carry one end only). */

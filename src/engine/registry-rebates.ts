@@ -150,6 +150,7 @@ export const REBATE_TYPE: TypeDef = {
   userGroups: false,
   access: { fetch: AUTHENTICATED, write: 'REBATETYPE_EDIT' },
   beforeChange: guardTypeDelete,
+  deletesMeta: 'RBTAM',
 };
 
 // ---- RBTAM --------------------------------------------------------------------------------------

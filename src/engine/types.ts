@@ -93,6 +93,12 @@ export interface TypeDef {
   readonly businessKey: readonly string[];
   /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
   readonly attributeMeta?: string;
+  /**
+   * The attribute-meta type whose rows a delete of this type's records removes too (a condition
+   * record set its `CRCIAM` rows by cascade, a rebate type its `RBTAM` rows by its delete hook): the
+   * delete queues the index sync of that meta's owner, as a write of the meta does.
+   */
+  readonly deletesMeta?: string;
   /** The owner code the attribute meta is kept under, when not this type's code (`CRCI3` → `CRCI`). */
   readonly metaOwner?: string;
   /**

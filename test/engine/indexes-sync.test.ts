@@ -10,6 +10,8 @@ import { startHarness, type Harness } from '../helpers/app.ts';
 import { runnerFor } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
+import { allTypes, findType } from '../../src/engine/registry.ts';
+import { isAttributeMeta } from '../../src/modules/admin/indexes.ts';
 import { okData } from '../helpers/envelope.ts';
 
 // customers: no other test indexes its attributes, so what gets built here is built by these jobs.
@@ -139,4 +141,13 @@ describe('INDEX_SYNC jobs of one table at the same time', () => {
     assert.deepEqual(okData(await call('/fetch/RBTAM', { data: {} })), []);
     assert.equal(await until(false), false);
   });
+});
+
+test('every deletesMeta of the registry names an attribute-meta type', () => {
+  const declaring = allTypes().filter((t) => t.deletesMeta !== undefined);
+  assert.deepEqual(declaring.map((t) => t.code).sort(), ['CRCS', 'RBT']);
+  for (const t of declaring) {
+    const meta = findType(t.deletesMeta!);
+    assert.ok(meta !== undefined && isAttributeMeta(meta), `${t.code}.deletesMeta: ${t.deletesMeta}`);
+  }
 });

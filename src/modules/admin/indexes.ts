@@ -31,16 +31,9 @@ export async function queueIndexSync(db: Db, principal: Principal, meta: TypeDef
   notifyJobQueued();
 }
 
-/**
- * Types whose deletion takes attribute meta with it: a condition record set its CRCIAM rows (the
- * database's cascade), a rebate type its RBTAM rows (its delete hook). Their meta type.
- */
-const META_GOES_WITH: Readonly<Record<string, string>> = { CRCS: 'CRCIAM', RBT: 'RBTAM' };
-
 /** The attribute-meta type whose rows a deletion of `type`'s records removes too, if any. */
 export function metaDeletedWith(type: TypeDef): TypeDef | undefined {
-  const code = META_GOES_WITH[type.code];
-  return code === undefined ? undefined : findType(code);
+  return type.deletesMeta === undefined ? undefined : findType(type.deletesMeta);
 }
 
 /** Whether `type` is an attribute-meta type (its writes change which indexes are wanted). */
