@@ -72,8 +72,14 @@ export function isCalendarDate(ymd: string): boolean {
   return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
-/** A date-time at midnight names a day as well (clients that only have date-times send those). */
-const MIDNIGHT_RE = /^(\d{4}-\d{2}-\d{2})[Tt ]00:00(?::00(?:\.0{1,6})?)?(?:[Zz]|[-+]00:?00)?$/;
+/**
+ * A date-time at midnight names a day as well (clients that only have date-times send those): the
+ * day written, in whatever offset it is written (`2026-03-01T00:00:00+02:00` is 1 March where it was
+ * written, as a client in that zone means it). Another time of day is not a date, even one that is
+ * midnight in UTC.
+ */
+const MIDNIGHT_RE =
+  /^(\d{4}-\d{2}-\d{2})[Tt ]00:00(?::00(?:\.0{1,6})?)?(?:[Zz]|[-+](?:0\d|1[0-5]):?[0-5]\d)?$/;
 
 function toDate(v: unknown): Value | undefined {
   if (typeof v !== 'string') return undefined;

@@ -141,6 +141,26 @@ describe('condition records', () => {
       validFrom: '2026-03-01',
       validTo: '2026-06-30',
     });
+    // Midnight where it was written is that day, whatever the offset; another hour is not a day,
+    // even when it is midnight in UTC.
+    const zoned = await addItem('CRCI2', {
+      conditionRecordSetId: s.id,
+      key1: 'C1',
+      key2: 'PG3',
+      validFrom: '2026-03-01T00:00:00+02:00',
+      validTo: '2026-06-30T00:00-0530',
+    });
+    assert.deepEqual([zoned.validFrom, zoned.validTo], ['2026-03-01', '2026-06-30']);
+    for (const validFrom of ['2026-07-01T01:00:00+01:00', '2026-07-01T00:00:00+16:00']) {
+      expectError(
+        await call('/add/CRCI2', {
+          data: { conditionRecordSetId: s.id, key1: 'C1', key2: 'PG3', validFrom, validTo: '2026-07-31' },
+        }),
+        400,
+        -4,
+        'validFrom',
+      );
+    }
     expectError(
       await call('/add/CRCI2', {
         data: {
@@ -216,6 +236,7 @@ describe('condition records', () => {
         ['PG1', '2026-03-01'],
         ['PG1', '2026-07-01'],
         ['PG2', '2026-03-01'],
+        ['PG3', '2026-03-01'],
       ],
     );
     const sized = okData(
