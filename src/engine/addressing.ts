@@ -23,13 +23,16 @@ export function parseId(type: TypeDef, v: unknown, field: string): number {
   return Number(m[1]);
 }
 
-/** A record is addressed by `typedId`, `id`, or its whole business key. */
+/**
+ * A record is addressed by `typedId`, `id`, or its whole business key; a type without one (jobs,
+ * notifications, ...) by its id alone.
+ */
 export function addressOf(type: TypeDef, data: Obj): Address | undefined {
   if (data.typedId !== undefined && data.typedId !== null)
     return { id: parseId(type, data.typedId, 'typedId') };
   if (data.id !== undefined && data.id !== null) return { id: parseId(type, data.id, 'id') };
   const given = (v: unknown) => (typeof v === 'string' && v !== '') || typeof v === 'number';
-  if (type.businessKey.every((k) => given(data[k]))) {
+  if (type.businessKey.length > 0 && type.businessKey.every((k) => given(data[k]))) {
     return { key: type.businessKey.map((k) => data[k]) };
   }
   return undefined;
@@ -42,7 +45,10 @@ export function describeAddress(type: TypeDef, a: Address): string {
 
 export function requireAddress(type: TypeDef, data: Obj): Address {
   const a = addressOf(type, data);
-  if (!a) throw validationError('typedId', `give typedId or ${type.businessKey.join(' + ')}`);
+  if (!a) {
+    const key = type.businessKey.length > 0 ? ` or ${type.businessKey.join(' + ')}` : '';
+    throw validationError('typedId', `give typedId${key}`);
+  }
   return a;
 }
 

@@ -340,6 +340,7 @@ export async function integrateRecords(
     const one = async (data: Obj): Promise<Row> => {
       const address = addressOf(type, data);
       if (!address) {
+        if (type.businessKey.length === 0) throw validationError('typedId', 'give typedId');
         throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
       }
       // A record without its required fields can only be an update, one without a field the

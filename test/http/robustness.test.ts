@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness } from '../helpers/app.ts';
+import { expectError } from '../helpers/envelope.ts';
 test('odd bodies on the general operations answer 4xx envelopes, never 500', async () => {
   const h = await startHarness();
   const s = await h.login();
@@ -120,4 +121,27 @@ test('odd bodies on the general operations answer 4xx envelopes, never 500', asy
     }
   assert.deepEqual(bad, []);
   await h.close();
+});
+
+test('a write without typedId, of a type without a business key (JST), is a -4 naming typedId, never a 500', async () => {
+  const h = await startHarness();
+  const s = await h.login();
+  const H = { 'X-Ratecard-jwt': s.token };
+  try {
+    for (const p of [
+      '/update/JST',
+      '/update/JST/returnolddata',
+      '/integrate/JST',
+      '/integrate/JST/returnolddata',
+      '/delete/JST',
+    ]) {
+      for (const data of [{}, { jobName: 'x' }]) {
+        const r = await h.call(p, { headers: H, body: { data } });
+        expectError(r, 400, -4, 'typedId');
+        assert.doesNotMatch(r.body.response.data, /undefined/, `${p}: ${r.text}`);
+      }
+    }
+  } finally {
+    await h.close();
+  }
 });
