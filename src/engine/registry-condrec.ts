@@ -7,7 +7,7 @@
 import { inUserGroup, type Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
-import { SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
 import { coerceValue } from './values.ts';
 import type { FieldDef, TypeDef } from './types.ts';
 
@@ -38,7 +38,7 @@ export const SET_TYPE: TypeDef = {
     text('label', 'label'),
     // Fixed at creation: items are keyed by it (a key, so updates never change it).
     { name: 'keySize', column: 'key_size', type: 'integer', required: true, key: true },
-    { name: 'wildcardKeys', column: 'wildcard_keys', type: 'boolean' },
+    defaulted({ name: 'wildcardKeys', column: 'wildcard_keys', type: 'boolean' }),
     text('userGroupEdit', 'user_group_edit'),
     text('userGroupViewDetails', 'user_group_view_details'),
     ...SYSTEM,

@@ -37,6 +37,12 @@ export const text = (name: string, column: string, extra: Partial<FieldDef> = {}
 export const key = (name: string, column: string): FieldDef =>
   text(name, column, { required: true, key: true, maxLength: 255 });
 
+/**
+ * A field over a NOT NULL column with a default (a status, a flag): may be left out of an add (the
+ * default applies), never set to null or blank (a -4 naming it, not the database's refusal).
+ */
+export const defaulted = (f: FieldDef): FieldDef => ({ ...f, required: true, defaultOnAdd: true });
+
 export const ATTRIBUTE_COUNT = 30;
 export const attributes = (n = ATTRIBUTE_COUNT): FieldDef[] =>
   Array.from({ length: n }, (_, i) => ({

@@ -11,7 +11,7 @@ import { LOGIC_FUNCTIONS } from '../logic/functions/registry.ts';
 import { compileLogic, NATURES } from '../logic/logic.ts';
 import { ENDING_RULES, endingProblem, ROUND_MODES } from '../logic/rounding.ts';
 import type { TypeDef } from './types.ts';
-import { SYSTEM, key, text } from './registry-fields.ts';
+import { SYSTEM, defaulted, key, text } from './registry-fields.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 
 /**
@@ -91,9 +91,9 @@ export const FORMULA_TYPES: readonly TypeDef[] = [
       key('uniqueName', 'unique_name'),
       { name: 'validAfter', column: 'valid_after', type: 'date', required: true, key: true },
       text('label', 'label'),
-      text('nature', 'nature', { oneOf: NATURES, maxLength: 20 }),
-      text('status', 'status', { oneOf: ['ACTIVE', 'INACTIVE'], maxLength: 10 }),
-      { name: 'inputs', column: 'inputs', type: 'json' },
+      defaulted(text('nature', 'nature', { oneOf: NATURES, maxLength: 20 })),
+      defaulted(text('status', 'status', { oneOf: ['ACTIVE', 'INACTIVE'], maxLength: 10 })),
+      defaulted({ name: 'inputs', column: 'inputs', type: 'json' }),
       { name: 'elements', column: 'elements', type: 'json', required: true },
       ...SYSTEM,
     ],
@@ -117,10 +117,10 @@ export const FORMULA_TYPES: readonly TypeDef[] = [
       text('currency', 'currency', { required: true, maxLength: 10 }),
       text('channel', 'channel', { maxLength: 255 }),
       text('customerGroup', 'customer_group', { maxLength: 255 }),
-      { name: 'step', column: 'step', type: 'decimal' },
-      text('mode', 'mode', { oneOf: Object.keys(ROUND_MODES), maxLength: 20 }),
+      defaulted({ name: 'step', column: 'step', type: 'decimal' }),
+      defaulted(text('mode', 'mode', { oneOf: Object.keys(ROUND_MODES), maxLength: 20 })),
       text('priceEnding', 'price_ending', { maxLength: 12 }),
-      text('endingRule', 'ending_rule', { oneOf: ENDING_RULES, maxLength: 10 }),
+      defaulted(text('endingRule', 'ending_rule', { oneOf: ENDING_RULES, maxLength: 10 })),
       ...SYSTEM,
     ],
     businessKey: ['uniqueName'],

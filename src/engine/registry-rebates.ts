@@ -11,7 +11,7 @@ import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
-import { ATTRIBUTE_TYPES, SYSTEM, attributes, key, text } from './registry-fields.ts';
+import { ATTRIBUTE_TYPES, SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
 import { sameTypedValue } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
@@ -172,10 +172,10 @@ export const REBATE_META_TYPE: TypeDef = {
     key('name', 'name'),
     key('fieldName', 'field_name'),
     text('label', 'label'),
-    text('fieldType', 'field_type', { oneOf: META_FIELD_TYPES, maxLength: 20 }),
-    { name: 'requiredField', column: 'required_field', type: 'boolean' },
-    { name: 'readOnly', column: 'read_only', type: 'boolean' },
-    { name: 'indexed', column: 'indexed', type: 'boolean' },
+    defaulted(text('fieldType', 'field_type', { oneOf: META_FIELD_TYPES, maxLength: 20 })),
+    defaulted({ name: 'requiredField', column: 'required_field', type: 'boolean' }),
+    defaulted({ name: 'readOnly', column: 'read_only', type: 'boolean' }),
+    defaulted({ name: 'indexed', column: 'indexed', type: 'boolean' }),
     ...SYSTEM,
   ],
   businessKey: ['name', 'fieldName'],
@@ -293,10 +293,10 @@ export const RRG_FIELDS: readonly FieldDef[] = [
   // Status
   sys('status', 'status'),
   sys('workflowStatus', 'workflow_status'),
-  text('agreementStatus', 'agreement_status', { maxLength: 40 }),
+  defaulted(text('agreementStatus', 'agreement_status', { maxLength: 40 })),
   sys('approvalState', 'approval_state'),
   text('workStatus', 'work_status', { maxLength: 40 }),
-  { name: 'locked', column: 'locked', type: 'boolean' },
+  defaulted({ name: 'locked', column: 'locked', type: 'boolean' }),
   sys('hasWorkflowHistory', 'has_workflow_history', 'boolean'),
   sys('calculationStatus', 'calculation_status', 'integer'),
   // Messages

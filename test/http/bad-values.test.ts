@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
+import { allTypes } from '../../src/engine/registry.ts';
 
 describe('bad values: a -4 naming the field, never a 500', () => {
   let h: Harness;
@@ -172,6 +173,65 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     for (const name of ['attribute08', 'attribute0', 'attribute31']) {
       expectError(await call('/add/PAM', { data: { fieldName: name } }), 400, -4, 'fieldName');
     }
+  });
+
+  test('other columns with a default (flags, statuses, a step): null or blank is a -4 naming it', async () => {
+    const rebateType = uniqueName('rbt');
+    okData(await call('/add/RBT', { data: { uniqueName: rebateType } }));
+    const cases: [string, Record<string, unknown>, string[]][] = [
+      ['F', { validAfter: '2026-01-01', elements: [] }, ['nature', 'status', 'inputs']],
+      ['RP', { currency: 'EUR' }, ['step', 'mode', 'endingRule']],
+      ['CRCS', { keySize: 2 }, ['wildcardKeys']],
+      [
+        'RBTAM',
+        { name: rebateType, fieldName: 'attribute1' },
+        ['fieldType', 'requiredField', 'readOnly', 'indexed'],
+      ],
+      ['RRG', { rebateType }, ['agreementStatus', 'locked']],
+    ];
+    for (const [code, base, fields] of cases) {
+      const unique = (): Record<string, unknown> =>
+        code === 'RBTAM'
+          ? { ...base, fieldName: `attribute${2 + fields.length}` }
+          : { ...base, uniqueName: uniqueName(code) };
+      // Left out, they take their defaults.
+      const [rec] = okData(await call(`/add/${code}`, { data: code === 'RBTAM' ? base : unique() }));
+      for (const field of fields) {
+        for (const v of [null, '']) {
+          expectError(await call(`/add/${code}`, { data: { ...unique(), [field]: v } }), 400, -4, field);
+          // A set is changed by /conditionrecordset.update (its label and user groups) only.
+          if (code === 'CRCS') continue;
+          expectError(
+            await call(`/update/${code}`, { data: { typedId: rec.typedId, [field]: v } }),
+            400,
+            -4,
+            field,
+          );
+        }
+      }
+      // Nothing was changed by the refused updates.
+      const [again] = okData(await call(`/fetch/${code}/${rec.id}`, {}));
+      for (const field of fields) assert.deepEqual(again[field], rec[field], `${code}.${field}`);
+    }
+  });
+
+  test('every field the general writes take over a NOT NULL column refuses null itself', async () => {
+    const r = await h.db.query<{ t: string; c: string }>(
+      `SELECT table_name AS t, column_name AS c FROM information_schema.columns
+        WHERE table_schema = current_schema() AND is_nullable = 'NO'`,
+    );
+    const notNull = new Set(r.rows.map((x) => `${x.t}.${x.c}`));
+    const loose: string[] = [];
+    for (const type of allTypes()) {
+      // Types the general writes refuse (jobs, imports, notifications, staged import changes), and users,
+      // whose account rules check `activated`.
+      if (type.code === 'U' || type.managerOnly !== undefined || type.validate?.({})?.typeCode) continue;
+      for (const f of type.fields) {
+        if (!f.system && !f.required && notNull.has(`${type.table}.${f.column}`))
+          loose.push(`${type.code}.${f.name}`);
+      }
+    }
+    assert.deepEqual(loose, []);
   });
 
   test('massedit of custom attributes of extension rows needs the table that types them', async () => {
