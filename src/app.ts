@@ -21,6 +21,7 @@ import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
 import { MAX_PATH_PARAM, errorEnvelopeSchema, handleError } from './http/envelope.ts';
+import { clientErrorHandler } from './http/client-error.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
@@ -118,6 +119,8 @@ export async function buildApp({
       customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true },
     },
     return503OnClosing: true,
+    // A request Node's parser refuses (headers too large, a bad request line): the envelope too.
+    clientErrorHandler: clientErrorHandler(config.nodeId),
     // Path parameters hold SKUs and names of up to 255 characters (Fastify's default is 100).
     routerOptions: { maxParamLength: MAX_PATH_PARAM },
     // A URL the router cannot take (bad percent-encoding, a parameter past the limit): the envelope.

@@ -2,6 +2,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { probeRoutes } from '../helpers/probe.ts';
 import { PARTITION_MODULES } from '../../src/app.ts';
@@ -32,6 +33,32 @@ describe('envelope and errors', () => {
     assert.equal(r.body.response.status, 0);
     assert.equal(r.body.response.node, 'test-node');
     assert.match(r.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+  });
+
+  test('requests the HTTP parser refuses (headers too large, a bad request line) get the envelope', async () => {
+    const { port } = new URL(h.url);
+    const raw = (request: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(request));
+        let text = '';
+        socket.on('data', (d) => (text += d.toString('utf8')));
+        // The server closes the connection once it answered (a reset when the request was not read).
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(text));
+      });
+    const cases: [string, number][] = [
+      [
+        `POST /service/${h.partition}/fetch/P HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
+        431,
+      ],
+      ['GARBAGE\r\n\r\n', 400],
+    ];
+    for (const [request, http] of cases) {
+      const text = await raw(request);
+      assert.match(text, new RegExp(`^HTTP/1.1 ${http} `), text);
+      const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+      assertError({ status: http, body }, http, -4);
+    }
   });
 
   test('400/-4 names the field: unknown field, wrong type, missing field', async () => {
