@@ -38,16 +38,18 @@ export function historyCodesOf(type: TypeDef): string[] {
 }
 
 /**
- * Whether the principal may see record `id` of `type` now: a record that exists (soft-deleted
- * included) must be in the principal's row scope; a record that no longer exists (hard-deleted) is
- * judged by its history rows, which carry its view group.
+ * Record `id` of `type` as it is now, and whether the principal may see it: a record that exists
+ * (soft-deleted included) must be in the principal's row scope; a record that no longer exists
+ * (hard-deleted) is judged by its history rows, which carry its view group. A record the principal
+ * may not see is answered as one that does not exist (not a different error: that would tell a
+ * user-group-hidden record from a missing one).
  */
-async function requireVisible(
+async function currentRecord(
   q: Queryable,
   principal: Principal,
   type: TypeDef,
   id: number,
-): Promise<Row | undefined> {
+): Promise<{ readonly hidden: boolean; readonly row: Row | undefined }> {
   // Not the type's fixed column: types sharing a table by it (lookup values per table, attribute
   // meta per owner) are told apart by the history rows' type code instead.
   const tc = await loadTypeContext(q, principal, { ...type, fixed: undefined });
@@ -60,8 +62,8 @@ async function requireVisible(
     params.values,
   );
   const found = r.rows[0];
-  if (found && !found.visible) throw notFound(`${type.label} ${id}`);
-  return found?.row;
+  if (found && !found.visible) return { hidden: true, row: undefined };
+  return { hidden: false, row: found?.row };
 }
 
 /** `/fetch/{TC}/{id}/history`: the record's history rows, oldest first unless sorted otherwise. */
@@ -75,13 +77,15 @@ export async function fetchRecordHistory(
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');
-  await requireVisible(q, principal, type, id);
+  const { hidden } = await currentRecord(q, principal, type, id);
+  // A hidden record's history is read as that of an id without history (no row has id -1): the
+  // same empty answer as for a record that never existed, not an error that would confirm it exists.
   const restrict = {
     _constructor: 'AdvancedCriteria',
     operator: 'and',
     criteria: [
       { fieldName: 'typeCode', operator: 'inSet', value: historyCodesOf(type) },
-      equals('recordId', id),
+      equals('recordId', hidden ? -1 : id),
     ],
   };
   return presentedFetch(q, principal, body, (b) =>
@@ -253,7 +257,8 @@ export async function fetchOneAsOf(
   const asOf = coerceValue('datetime', asOfText);
   if (typeof asOf !== 'string')
     throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);
-  const current = await requireVisible(q, principal, type, id);
+  const { hidden, row: current } = await currentRecord(q, principal, type, id);
+  if (hidden) throw notFound(`${type.label} ${idText} at ${asOf}`);
   const params = new Params();
   const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
   const entries = await q.query<Entry>(

@@ -401,3 +401,29 @@ export async function recordHistory(
     params.values,
   );
 }
+
+/**
+ * The view group (`userGroupViewDetails`) history rows about record `id` of `type` take from it
+ * now, for writers of rows that describe the record without being it (its attachments, a product's
+ * image): its own, or its parent's for a type scoped by one (`scopedBy`); null for a type without.
+ * So `/history.fetch` hides them from whoever may not see the record, as it hides the record's own.
+ */
+export async function recordViewGroup(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  id: number,
+): Promise<string | null> {
+  const by = type.scopedBy;
+  const sql = type.userGroups
+    ? `SELECT t.user_group_view_details AS g FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = $2`
+    : by
+      ? `SELECT p.user_group_view_details AS g FROM ${ident(type.table)} t
+           JOIN ${ident(by.table)} p ON p.partition_id = t.partition_id
+                AND ${qualified('p', by.parentColumn)} = ${qualified('t', by.column)}
+          WHERE t.partition_id = $1 AND t.id = $2`
+      : undefined;
+  if (sql === undefined) return null;
+  const r = await q.query<{ g: string | null }>(sql, [principal.partitionId, id]);
+  return r.rows[0]?.g ?? null;
+}

@@ -6,7 +6,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
-import { recordHistory } from '../../engine/history.ts';
+import { recordHistory, recordViewGroup } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { parseOwner, requireEdit, requireView, type Owner } from './attachment-owner.ts';
@@ -33,7 +33,8 @@ export interface AttachmentRow {
 // Record history of attachments (type code ATT, record id the attachment's id, business key the
 // owner's typedId, so an auditor finds a record's attachments by it): added, changed (file name,
 // metadata, or the file replaced: its name, type and size) and deleted, the fact and the visible
-// fields, never the blob key. Read through /history.fetch (HISTORY_FETCH).
+// fields, never the blob key. Read through /history.fetch (HISTORY_FETCH); a row takes the owner's
+// view group, so whoever may not see the owner does not see its attachments there either.
 const TRACKED: readonly (readonly [string, (a: AttachmentRow) => unknown])[] = [
   ['ownerTypedId', (a) => `${a.owner_id}.${a.owner_type}`],
   ['fileName', (a) => a.file_name],
@@ -42,7 +43,7 @@ const TRACKED: readonly (readonly [string, (a: AttachmentRow) => unknown])[] = [
   ['metadata', (a) => a.metadata ?? null],
 ];
 
-function attachmentHistory(
+async function attachmentHistory(
   q: Queryable,
   principal: Principal,
   action: 'ADD' | 'UPDATE' | 'DELETE',
@@ -58,8 +59,10 @@ function attachmentHistory(
       if (old !== null || now !== null) changes[name] = { old, new: now };
     }
   }
-  if (action === 'UPDATE' && Object.keys(changes).length === 0) return Promise.resolve();
-  return recordHistory(q, principal, [
+  if (action === 'UPDATE' && Object.keys(changes).length === 0) return;
+  const ownerType = findType(row.owner_type);
+  const group = ownerType ? await recordViewGroup(q, principal, ownerType, Number(row.owner_id)) : null;
+  await recordHistory(q, principal, [
     {
       typeCode: 'ATT',
       recordId: Number(row.id),
@@ -67,6 +70,7 @@ function attachmentHistory(
       action,
       changes,
       version: action === 'DELETE' ? Number(row.version) + 1 : Number(row.version),
+      userGroupViewDetails: group,
     },
   ]);
 }
@@ -166,10 +170,25 @@ export async function readableAttachment(
   ownerTypedId?: string,
 ): Promise<AttachmentRow> {
   const owner = ownerTypedId === undefined ? undefined : parseOwner(ownerTypedId);
-  const a = await findAttachment(db, principal, attachmentId(idText), owner);
+  const id = attachmentId(idText);
+  if (owner !== undefined) {
+    // The owner first: one the principal may not see is not found whatever the attachment id names.
+    await requireView(db, principal, owner);
+    return findAttachment(db, principal, id, owner);
+  }
+  const a = await findAttachment(db, principal, id);
   const type = findType(a.owner_type);
   if (!type) throw notFound(`Attachment ${idText}`);
-  await requireView(db, principal, { type, id: Number(a.owner_id) });
+  // Named by its id alone, an attachment whose owner the principal may not see is answered as one
+  // that does not exist: neither the owner's typedId nor a permission error may tell it exists.
+  try {
+    await requireView(db, principal, { type, id: Number(a.owner_id) });
+  } catch (e) {
+    if (e instanceof AppError && (e.code === 'NOT_FOUND' || e.code === 'FORBIDDEN')) {
+      throw notFound(`Attachment ${idText}`);
+    }
+    throw e;
+  }
   return a;
 }
 

@@ -9,7 +9,7 @@ import type { BlobStore } from '../../db/blob-store.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { requireAccess } from '../../engine/crud.ts';
-import { recordHistory } from '../../engine/history.ts';
+import { recordHistory, recordViewGroup } from '../../engine/history.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { findFilledSlotOrFail, takeSlotFile } from './slots.ts';
@@ -40,9 +40,10 @@ const P = (): TypeDef => findType('P')!;
 
 /**
  * Record history of a product's image (type code PIMG, record id the product's id, business key its
- * sku): set (ADD) and replaced (UPDATE: file name, content type, size), never the blob key.
+ * sku): set (ADD) and replaced (UPDATE: file name, content type, size), never the blob key. A row
+ * takes the product's view group, as the product's own history rows do.
  */
-function imageHistory(
+async function imageHistory(
   q: Queryable,
   principal: Principal,
   sku: string,
@@ -59,7 +60,8 @@ function imageHistory(
     const old = before === undefined ? null : get(before);
     if (before === undefined || old !== get(after)) changes[name] = { old, new: get(after) };
   }
-  return recordHistory(q, principal, [
+  const group = await recordViewGroup(q, principal, P(), Number(after.product_id));
+  await recordHistory(q, principal, [
     {
       typeCode: 'PIMG',
       recordId: Number(after.product_id),
@@ -67,6 +69,7 @@ function imageHistory(
       action: before === undefined ? 'ADD' : 'UPDATE',
       changes,
       version: Number(after.version),
+      userGroupViewDetails: group,
     },
   ]);
 }

@@ -1,0 +1,134 @@
+// Records hidden by their user group (`userGroupViewDetails`) stay hidden on the side routes too:
+// the record history of their attachments and images (`/history.fetch`), an attachment read by its
+// id alone (`/bdmanager.downloaddata`), and a record's own history (`/fetch/{TC}/{id}/history`,
+// `?asOf=`), none of which may tell a hidden record from one that does not exist.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { clientOf, startHarness, uniqueName, type Client, type Harness } from '../helpers/app.ts';
+import { expectError, okData } from '../helpers/envelope.ts';
+import { assertError, assertOk, send, slotWith } from '../jobs/helpers.ts';
+
+/** The first bytes of a PNG (signature + IHDR), enough for the image content check. */
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]),
+  randomBytes(200),
+]);
+
+describe('user-group-hidden records on side routes', () => {
+  let h: Harness;
+  let api: Client;
+  let auditor: Client;
+  const group = uniqueName('grp');
+  const auditorWho = { user: 'hauditor', password: 'hauditor-password-1' };
+  let hidden: { id: number; sku: string; typedId: string };
+  let open: { id: number; sku: string; typedId: string };
+
+  before(async () => {
+    h = await startHarness();
+    api = await clientOf(h);
+    // HISTORY_FETCH without ADMIN: record-level user groups apply to him.
+    await h.newUser(auditorWho.user, auditorWho.password, ['ADMIN_WO_USER_MGMT']);
+    auditor = await clientOf(h, auditorWho.user, auditorWho.password);
+    okData(await api('/add/UG', { data: { uniqueName: group, label: 'hidden' } }));
+    const add = async (extra: object) => {
+      const sku = uniqueName('hsku');
+      const [p] = okData(await api('/add/P', { data: { sku, label: 'x', ...extra } }));
+      return { id: Number(p.id ?? String(p.typedId).split('.')[0]), sku, typedId: p.typedId as string };
+    };
+    hidden = await add({ userGroupViewDetails: group, userGroupEdit: group });
+    open = await add({});
+  });
+  after(() => h.close());
+
+  test("an attachment's and an image's history rows take the owner's view group", async () => {
+    const secretName = uniqueName('secret-file');
+    const att = assertOk(
+      await send(h, `/bdmanager.upload/${hidden.typedId}/${await slotWith(h, 'x', secretName)}`),
+    )[0];
+    assertOk(await send(h, `/bdmanager.upload/${open.typedId}/${await slotWith(h, 'y', 'open.txt')}`));
+    assertOk(await send(h, `/productimages.upload/${await slotWith(h, PNG, 'img.png')}/${hidden.sku}`));
+    assertOk(await send(h, `/productimages.upload/${await slotWith(h, PNG, 'img.png')}/${open.sku}`));
+    const history = async (c: Client) =>
+      okData(
+        await c('/history.fetch', {
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'typeCode', operator: 'inSet', value: ['ATT', 'PIMG'] }],
+          },
+          resultFields: ['typeCode', 'recordId', 'businessKey', 'userGroupViewDetails', 'changes'],
+        }),
+      ).map((r: any) => [r.typeCode, r.businessKey]);
+    // The administrator sees all four, the hidden ones with the product's group.
+    const all = await history(api);
+    assert.deepEqual(
+      [...all].sort(),
+      [
+        ['ATT', hidden.typedId],
+        ['ATT', open.typedId],
+        ['PIMG', hidden.sku],
+        ['PIMG', open.sku],
+      ].sort(),
+    );
+    // Outside the group: neither the file name nor the owner of the hidden product's attachment.
+    assert.deepEqual(
+      (await history(auditor)).sort(),
+      [
+        ['ATT', open.typedId],
+        ['PIMG', open.sku],
+      ].sort(),
+    );
+    const raw = JSON.stringify(okData(await auditor('/history.fetch', {})));
+    assert.ok(!raw.includes(secretName), 'the hidden attachment leaks through history');
+    assert.ok(!raw.includes(hidden.sku), 'the hidden product leaks through history');
+    // Deleting the attachment records its DELETE under the group as well.
+    assertOk(await send(h, `/bdmanager.delete/${hidden.typedId}/${att.binaryDataId}`));
+    assert.ok(!JSON.stringify(okData(await auditor('/history.fetch', {}))).includes(secretName));
+  });
+
+  test("an attachment read by its id alone: a hidden owner is a plain 'not found'", async () => {
+    const att = assertOk(
+      await send(h, `/bdmanager.upload/${hidden.typedId}/${await slotWith(h, 'z', 'z.txt')}`),
+    )[0];
+    const who = auditorWho;
+    const theirs = await send(h, `/bdmanager.downloaddata/${att.binaryDataId}`, { method: 'GET', who });
+    const none = await send(h, `/bdmanager.downloaddata/99999999999`, { method: 'GET', who });
+    assertError(theirs, 404, -1);
+    assertError(none, 404, -1);
+    const message = (r: { body: any }) => String(r.body.response.data);
+    assert.equal(message(theirs), `Attachment ${att.binaryDataId} not found`);
+    assert.doesNotMatch(message(theirs), new RegExp(`${hidden.id}|Product`));
+    // Named with its owner, the owner decides first: the same answer whichever attachment id.
+    const named = await send(h, `/bdmanager.download/${hidden.typedId}/${att.binaryDataId}`, { who });
+    const namedNone = await send(h, `/bdmanager.download/${hidden.typedId}/99999999999`, { who });
+    assertError(named, 404, -1);
+    assert.equal(message(named), message(namedNone));
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.binaryDataId}`, { who })), false);
+    // The group's members (and admins) still read it.
+    assert.equal(
+      (await send(h, `/bdmanager.downloaddata/${att.binaryDataId}`, { method: 'GET' })).status,
+      200,
+    );
+  });
+
+  test("a hidden record's history answers as that of a record that does not exist", async () => {
+    const none = 99999999999;
+    const list = async (id: number) => {
+      const r = await auditor(`/fetch/P/${id}/history`, {});
+      return [r.status, r.body.response.status, r.body.response.data, r.body.response.totalRows];
+    };
+    assert.deepEqual(await list(hidden.id), await list(none));
+    assert.deepEqual(await list(hidden.id), [200, 0, [], 0]);
+    assert.equal(okData(await auditor(`/fetch/P/${open.id}/history`, {})).length, 1);
+    assert.equal(okData(await api(`/fetch/P/${hidden.id}/history`, {})).length, 1);
+    const asOf = encodeURIComponent(new Date().toISOString());
+    const at = async (id: number) => {
+      const r = await auditor(`/fetch/P/${id}?asOf=${asOf}`, {});
+      expectError(r, 404, -1);
+      return String(r.body.response.data).replace(String(id), '<id>');
+    };
+    assert.equal(await at(hidden.id), await at(none));
+  });
+});
