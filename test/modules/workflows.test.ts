@@ -204,8 +204,8 @@ describe('workflows', () => {
       assert.ok((await notes(wat)).some((t) => t.startsWith('Step Managers reached')));
       // A second submit of the same document while pending: 409.
       assertError(await call(sub, `/workflowsmanager.submit/${docId}.TDOC`), 409, -1);
-      // Not an approver of step 1.
-      assertError(await act(cid, 'approve', wf), 403, -3);
+      // Not taking part (yet: step 2 has not started): to him the workflow does not exist.
+      assertError(await act(cid, 'approve', wf), 404, -1);
       // oldValues.version is required.
       assertError(await call(ann, `/workflowsmanager.approve/${wf.id}`, {}), 400, -4);
 
@@ -310,7 +310,9 @@ describe('workflows', () => {
     test('withdrawn by the submitter only; no decision afterwards', async () => {
       const docId = await newDoc(10);
       const wf = await submit(docId);
-      assertError(await act(outsider, 'withdraw', wf), 403, -3);
+      // Taking no part: not found (a 403 would tell the workflow exists); an approver: 403.
+      assertError(await act(outsider, 'withdraw', wf), 404, -1);
+      assertError(await act(ann, 'withdraw', wf), 403, -3);
       assertError(await call(sub, `/workflowsmanager.withdraw/${wf.id}`, {}), 400, -4);
       const w = assertOk(await act(sub, 'withdraw', wf, { comment: 'oops' }))[0];
       assert.equal(w.workflowStatus, 'WITHDRAWN');
@@ -338,6 +340,43 @@ describe('workflows', () => {
       assert.match(d.history.find((e: any) => e.action === 'STEP_STARTED').text, /^step \d+ started$/);
       assertError(await call(ann, '/workflowsmanager.details/999999999'), 404, -1);
       assertError(await call(ann, '/workflowsmanager.details/abc'), 400, -4);
+      assertOk(await act(sub, 'withdraw', wf));
+    });
+
+    test('to someone taking no part every operation answers as for a workflow that does not exist', async () => {
+      const wf = await submit(await newDoc(10));
+      const missing = { id: 999999999, version: wf.version };
+      const answers = async (target: { id: number; version: number }) => {
+        const out: unknown[] = [];
+        for (const action of ['approve', 'deny', 'withdraw']) {
+          // Any version, the right one included: neither version nor state may show through.
+          for (const version of [target.version, target.version + 5]) {
+            const r = await act(outsider, action, { id: target.id, version }, { reason: 'r' });
+            out.push([
+              r.status,
+              r.body.response.status,
+              String(r.body.response.data).replace(String(target.id), '<id>'),
+            ]);
+          }
+        }
+        const d = await call(outsider, `/workflowsmanager.details/${target.id}`);
+        const c = await call(outsider, `/workflowsmanager.addcomment/${target.id}`, {
+          data: { comment: 'x' },
+        });
+        for (const r of [d, c]) {
+          out.push([
+            r.status,
+            r.body.response.status,
+            String(r.body.response.data).replace(String(target.id), '<id>'),
+          ]);
+        }
+        return out;
+      };
+      const theirs = await answers(wf);
+      assert.deepEqual(theirs, await answers(missing));
+      assert.ok(theirs.every((a) => (a as unknown[])[0] === 404));
+      // Nothing happened to it.
+      assert.equal((await details(wf.id)).workflowStatus, 'SUBMITTED');
       assertOk(await act(sub, 'withdraw', wf));
     });
 
@@ -509,7 +548,7 @@ describe('workflows', () => {
       // Once ended, the delegate can no longer act.
       assertOk(await call(ann, '/workflowdelegationmanager.enddate', { data: { typedId: dg.typedId } }));
       const wf2 = await submit(await newDoc(10));
-      assertError(await act(del, 'approve', wf2), 403, -3);
+      assertError(await act(del, 'approve', wf2), 404, -1);
       assertOk(await act(sub, 'withdraw', wf2));
     });
   });
@@ -537,7 +576,7 @@ describe('workflows', () => {
       const fresh = await submit(await newDoc(10));
       assert.equal(fresh.definitionVersion, changed.version);
       assert.equal(fresh.currentStepName, 'Only eve');
-      assertError(await act(ann, 'approve', fresh), 403, -3);
+      assertError(await act(ann, 'approve', fresh), 404, -1);
       assert.equal(assertOk(await act(eve, 'approve', fresh))[0].workflowStatus, 'APPROVED');
       assertOk(await act(sub, 'withdraw', s2));
     });

@@ -346,6 +346,7 @@ export async function approveWorkflow(
   return db.transaction(async (q) => {
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
+    await requireParticipant(q, principal, wf);
     checkVersion(wf, body, true);
     requirePending(wf);
     const approver = await actingFor(q, principal, wf);
@@ -381,6 +382,7 @@ export async function denyWorkflow(
   return db.transaction(async (q) => {
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
+    await requireParticipant(q, principal, wf);
     checkVersion(wf, body, true);
     requirePending(wf);
     const approver = await actingFor(q, principal, wf);
@@ -413,6 +415,7 @@ export async function withdrawWorkflow(
   return db.transaction(async (q) => {
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
+    await requireParticipant(q, principal, wf);
     if (wf.submittedBy !== principal.userId && !can(principal, 'WORKFLOW_ADMIN')) {
       throw new AppError(
         'FORBIDDEN',
@@ -435,6 +438,8 @@ export async function withdrawWorkflow(
 /**
  * Whether the principal may see a workflow: a workflow administrator, or someone taking part. To
  * anyone else it does not exist (404, as its attachments): a 403 would tell which ids are taken.
+ * Every operation on one workflow asks this first, before its version, state or the caller's role
+ * in it are checked: those answers would tell a workflow's existence and state to anyone.
  */
 export async function requireParticipant(
   q: Queryable,
@@ -449,7 +454,8 @@ export async function requireParticipant(
      UNION ALL SELECT 1 FROM workflow_events WHERE partition_id = $1 AND workflow_id = $2 AND user_id = $4 LIMIT 1`,
     [pid, wf.id, users, principal.userId],
   );
-  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}.WF`);
+  // The same answer as for an id no workflow has (lockOrFail, workflowRecord).
+  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}`);
 }
 
 export async function commentWorkflow(
