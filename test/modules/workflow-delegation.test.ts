@@ -164,7 +164,9 @@ describe('workflow delegation', () => {
     const other = await call(dan, 'update', { data: { typedId: d.typedId, startDate: day(50) } });
     assertError(other, 400, -4);
     assert.ok(other.body.response.errors.startDate);
-    assertError(await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } }), 403, -3);
+    // ann neither gives nor receives it: to her it does not exist.
+    assertError(await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } }), 404, -1);
+    assertError(await call(cid, 'update', { data: { typedId: d.typedId, note: 'x' } }), 403, -3);
     assertError(await call(dan, 'update', { data: { note: 'x' } }), 400, -4);
     // No note: nothing to change, and the note kept (null clears it).
     const none = await call(dan, 'update', { data: { typedId: d.typedId } });
@@ -252,6 +254,32 @@ describe('workflow delegation', () => {
     assert.equal(anonymous.body.response.status, -7);
     const anonymousWf = await h.call('/workflowsmanager.fetch', { body: {} });
     assert.equal(anonymousWf.status, 401);
+  });
+
+  test("someone who neither gives nor receives a delegation gets 'not found', as for an unknown id", async () => {
+    const d = await add(ann, { delegate: 'bob', startDate: day(400), endDate: day(401) });
+    const answers = async (typedId: string) => {
+      const out: unknown[] = [];
+      for (const [op, data] of [
+        ['update', { typedId, note: 'x' }],
+        ['delete', { typedId }],
+        ['enddate', { typedId }],
+      ] as const) {
+        const r = await call(cid, op, { data });
+        out.push([
+          r.status,
+          r.body.response.status,
+          String(r.body.response.data).replace(typedId.split('.')[0]!, '<id>'),
+        ]);
+      }
+      return out;
+    };
+    const theirs = await answers(d.typedId);
+    assert.deepEqual(theirs, await answers('999999999.WFDG'));
+    assert.ok(theirs.every((a) => (a as unknown[])[0] === 404));
+    // The delegate still learns why he may not (he sees it), and the delegator removes it.
+    assertError(await call(bob, 'delete', { data: { typedId: d.typedId } }), 403, -3);
+    assertOk(await call(ann, 'delete', { data: { typedId: d.typedId } }));
   });
 
   test('partition isolation: another partition neither sees nor changes these delegations', async () => {

@@ -273,13 +273,19 @@ function idOf(data: Obj): number {
 /** The delegation locked for a change by its delegator or a workflow administrator. */
 async function lockForChange(q: Queryable, principal: Principal, body: TargetBody): Promise<Obj> {
   const id = idOf(body.data);
-  const locked = await q.query<{ delegator_id: number; version: number }>(
-    `SELECT delegator_id, version FROM workflow_delegations WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
+  const locked = await q.query<{ delegator_id: number; delegate_id: number; version: number }>(
+    `SELECT delegator_id, delegate_id, version FROM workflow_delegations
+      WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
     [principal.partitionId, id],
   );
   const row = locked.rows[0];
-  if (!row) throw notFound(`Workflow delegation ${id}`);
-  if (Number(row.delegator_id) !== principal.userId && !can(principal, 'WORKFLOW_ADMIN')) {
+  const admin = can(principal, 'WORKFLOW_ADMIN');
+  // Seen only by who gives or receives it (or an administrator): to anyone else it does not exist,
+  // as in the fetch (a 403 would tell which ids are taken).
+  if (!row || (!admin && ![Number(row.delegator_id), Number(row.delegate_id)].includes(principal.userId))) {
+    throw notFound(`Workflow delegation ${id}`);
+  }
+  if (Number(row.delegator_id) !== principal.userId && !admin) {
     throw new AppError('FORBIDDEN', 'Only the delegator or a workflow administrator may change a delegation');
   }
   const v = body.oldValues?.version;
