@@ -16,7 +16,7 @@ import { DCR_TYPES, setDcrTargetFields } from './registry-dcr.ts';
 import { IMPORT_TYPES } from './registry-imports.ts';
 import { FORMULA_TYPES, setLogicRootFields } from './registry-formulas.ts';
 import { CONDITION_RECORD_TYPES, perSetItemMeta } from './registry-condrec.ts';
-import { HISTORY_TYPE } from './registry-history.ts';
+import { HISTORY_TYPE, setHistoryOwnedTypes } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
 import { REBATE_TYPES } from './registry-rebates.ts';
 import { CALC_GRID_TYPES } from './registry-calcgrids.ts';
@@ -412,6 +412,8 @@ setLogicRootFields(
     ['row', namesOf('RRG')],
   ]),
 );
+
+setHistoryOwnedTypes(TYPES);
 
 export function findType(code: string): TypeDef | undefined {
   return BY_CODE.get(code);

@@ -75,6 +75,33 @@ describe('attachments of notifications, delegations and workflows', () => {
     assert.equal(await sees(ann, typedId, id), false);
   });
 
+  test("their history (/history.fetch) follows the record: another user's notification file is not listed", async () => {
+    assertOk(
+      await call(admin, '/notification.send', {
+        data: { notification: { title: 'history of snd' }, recipients: { users: ['snd'] } },
+      }),
+    );
+    const [n] = assertOk(await call(snd, '/notification.list', {}));
+    const typedId = `${n.id}.NTF`;
+    await attach(snd, typedId);
+    const rows = async (as: Who) =>
+      assertOk(
+        await call(as, '/history.fetch', {
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'typeCode', operator: 'equals', value: 'ATT' },
+              { fieldName: 'businessKey', operator: 'equals', value: typedId },
+            ],
+          },
+        }),
+      ).length;
+    // Both hold HISTORY_FETCH; only the recipient sees the row (an ADMIN no more than its file).
+    assert.equal(await rows(snd), 1);
+    assert.equal(await rows(admin), 0);
+  });
+
   test("a delegation's files: who gives or receives it, and workflow administrators", async () => {
     const [d] = assertOk(
       await call(bob, '/workflowdelegationmanager.add', {
