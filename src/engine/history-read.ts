@@ -92,6 +92,24 @@ function hiddenHistory(principal: Principal): Record<string, unknown>[] {
   ];
 }
 
+/** Whether history rows of record `id` of `type` are visible to the principal (its partition's). */
+async function hasVisibleHistory(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  id: number,
+): Promise<boolean> {
+  const params = new Params();
+  const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
+  const r = await q.query(
+    `SELECT 1 FROM record_history h
+      WHERE ${visible} AND h.type_code = ANY(${params.add(historyCodesOf(type))}::text[]) AND h.record_id = ${params.add(id)}
+      LIMIT 1`,
+    params.values,
+  );
+  return r.rows.length > 0;
+}
+
 /** `/fetch/{TC}/{id}/history`: the record's history rows, oldest first unless sorted otherwise. */
 export async function fetchRecordHistory(
   q: Queryable,
@@ -103,15 +121,17 @@ export async function fetchRecordHistory(
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');
-  const { hidden } = await currentRecord(q, principal, type, id);
-  // A hidden record's history is read as that of an id without history (no row has id -1): the
-  // same empty answer as for a record that never existed, not an error that would confirm it exists.
+  const { hidden, row } = await currentRecord(q, principal, type, id);
+  // An unknown id is a 404; so is a hidden record (the same answer: a different one would tell it
+  // exists), and another partition's. A hard-deleted record has history when its rows are visible.
+  if (hidden || (row === undefined && !(await hasVisibleHistory(q, principal, type, id))))
+    throw notFound(`${type.label} ${idText}`);
   const restrict = {
     _constructor: 'AdvancedCriteria',
     operator: 'and',
     criteria: [
       { fieldName: 'typeCode', operator: 'inSet', value: historyCodesOf(type) },
-      equals('recordId', hidden ? -1 : id),
+      equals('recordId', id),
       ...hiddenHistory(principal),
     ],
   };
