@@ -210,7 +210,8 @@ describe('record history', () => {
               count(*) FILTER (WHERE changed_fields <> '{}')::int AS inline,
               count(*) FILTER (WHERE field_list IS NOT NULL)::int AS pointing,
               count(DISTINCT field_list)::int AS distinct_lists
-         FROM record_history WHERE type_code = 'P' AND business_key LIKE 'FL-%'`,
+         FROM record_history WHERE partition_id = $1 AND type_code = 'P' AND business_key LIKE 'FL-%'`,
+      [h.partitionId],
     );
     assert.deepEqual(stored.rows[0], { lists: 1, inline: 0, pointing: 3, distinct_lists: 1 });
     const byField = async (operator: string, value: unknown) =>
