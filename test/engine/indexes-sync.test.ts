@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness } from '../helpers/app.ts';
+import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import { runnerFor } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
@@ -35,11 +35,11 @@ const WANTED = [
 describe('INDEX_SYNC jobs of one table at the same time', () => {
   let h: Harness;
   let runner: JobRunner;
-  const call = (path: string, body?: unknown) =>
-    h.call(path, { basic: { user: 'admin', password: 'admin-password-1' }, ...(body ? { body } : {}) });
+  let call: Client;
 
   before(async () => {
     h = await startHarness();
+    call = await clientOf(h);
     // What an earlier run left on the shared database (PostgreSQL) is not this run's to count.
     for (const n of [
       ...WANTED,

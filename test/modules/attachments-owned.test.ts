@@ -55,14 +55,19 @@ describe('attachments of notifications, delegations and workflows', () => {
     return false;
   }
 
-  test("a notification's files: its recipient's alone, administrators included", async () => {
+  /** A notification the admin sends to snd: the typedId of snd's newest one. */
+  async function notifySnd(title: string): Promise<string> {
     assertOk(
       await call(admin, '/notification.send', {
-        data: { notification: { title: 'for snd' }, recipients: { users: ['snd'] } },
+        data: { notification: { title }, recipients: { users: ['snd'] } },
       }),
     );
     const [n] = assertOk(await call(snd, '/notification.list', {}));
-    const typedId = `${n.id}.NTF`;
+    return `${n.id}.NTF`;
+  }
+
+  test("a notification's files: its recipient's alone, administrators included", async () => {
+    const typedId = await notifySnd('for snd');
     // The administrator holds the type's write permission (NOTIFICATION_SEND), not the record.
     assertError(
       await call(admin, `/bdmanager.upload/${typedId}/${await slotWith(h, 'x', 'x.txt')}`),
@@ -76,13 +81,7 @@ describe('attachments of notifications, delegations and workflows', () => {
   });
 
   test("their history (/history.fetch) follows the record: another user's notification file is not listed", async () => {
-    assertOk(
-      await call(admin, '/notification.send', {
-        data: { notification: { title: 'history of snd' }, recipients: { users: ['snd'] } },
-      }),
-    );
-    const [n] = assertOk(await call(snd, '/notification.list', {}));
-    const typedId = `${n.id}.NTF`;
+    const typedId = await notifySnd('history of snd');
     await attach(snd, typedId);
     const rows = async (as: Who) =>
       assertOk(
