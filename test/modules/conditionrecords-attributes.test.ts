@@ -77,10 +77,10 @@ for (const [dbName, open] of rawDatabases('crc_attrs')) {
     /** The JSON text the database writes for each value, typed `type`. */
     async function written(type: FieldType | null, values: readonly string[]): Promise<string[]> {
       const rows = await db.query(
-        `SELECT ${attributeJsonSql('u.v', 's.t')} AS j
-           FROM unnest($1::text[]) WITH ORDINALITY AS u(v, n), (SELECT $2::text AS t) s
+        `SELECT ${attributeJsonSql('u.v', type ?? undefined)} AS j
+           FROM unnest($1::text[]) WITH ORDINALITY AS u(v, n)
           ORDER BY u.n`,
-        [values, type],
+        [values],
       );
       return rows.map((r) => r.j as string);
     }

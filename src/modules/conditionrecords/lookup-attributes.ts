@@ -1,8 +1,8 @@
 // The custom attributes of looked-up condition record items, typed by their set's attribute meta
 // (its CRCIAM rows) exactly as `/fetch/CRCI` of that set answers them: `outputValue` of the engine
 // (src/engine/context.ts) on the stored text, for the field type ATTRIBUTE_TYPES gives the meta's
-// `fieldType`; an attribute without meta stays text. The look-up's statement reads the set's meta
-// with the set (META_SELECT: once per statement, on the items' snapshot, no round trip of its own).
+// `fieldType`; an attribute without meta stays text. The look-up reads the set's meta with the set
+// (META_SELECT), on the items' snapshot.
 //
 // Two writers of the same answer, which must agree value by value:
 // - JavaScript (findConditionRecords, wildcard sets): `typedAttributes`, outputValue itself;
@@ -36,13 +36,10 @@ const fieldTypeSql = (column: string) =>
     .join(' ')} END`;
 
 /**
- * The meta of set `cs` (a lateral subquery: one row): `t1`..`t30`, each attribute's field type
- * (NULL: text), and `attr_types`, the same as `attribute3=decimal,...` for `typesOf`.
+ * The meta of set `cs` (a lateral subquery: one row): `attr_types`, each typed attribute and its
+ * field type (`attribute3=decimal,...`, for `typesOf`); NULL when none is typed.
  */
-export const META_SELECT = `SELECT ${ATTRS.map(
-  (a, i) => `max(${fieldTypeSql('am.field_type')}) FILTER (WHERE am.field_name = '${a}') AS t${i + 1}`,
-).join(', ')},
-      string_agg(am.field_name || '=' || ${fieldTypeSql('am.field_type')}, ',') AS attr_types
+export const META_SELECT = `SELECT string_agg(am.field_name || '=' || ${fieldTypeSql('am.field_type')}, ',') AS attr_types
     FROM attribute_meta am
    WHERE am.partition_id = cs.partition_id AND am.owner_type = 'CRCI' AND am.name = cs.id::text`;
 
@@ -131,15 +128,22 @@ function integerJson(x: string): string {
 }
 
 /**
- * JSON text of attribute column `x` (not NULL) typed by `t`, its field type from META_SELECT: what
- * JSON.stringify(outputValue(t, x)) writes, or the marked text `retypeMarked` finishes.
+ * JSON text of attribute column `x` (not NULL) typed `type` (undefined: no meta, or text meta): what
+ * JSON.stringify(outputValue(type, x)) writes, or the marked text `retypeMarked` finishes. The
+ * statement is written for the set's types (a plain `to_json` for its untyped attributes), so the
+ * database neither parses nor evaluates a choice of type per value.
  */
-export function attributeJsonSql(x: string, t: string): string {
-  return `CASE WHEN ${t} IS NULL THEN ${jsonText(x)} ELSE CASE ${t}
-      WHEN 'decimal' THEN ${decimalJson(x)}
-      WHEN 'integer' THEN ${integerJson(x)}
-      WHEN 'boolean' THEN CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE ${jsonText(x)} END
-      ELSE ${jsonText(x)} END END`;
+export function attributeJsonSql(x: string, type: FieldType | undefined): string {
+  switch (type) {
+    case 'decimal':
+      return decimalJson(x);
+    case 'integer':
+      return integerJson(x);
+    case 'boolean':
+      return `CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE ${jsonText(x)} END`;
+    default:
+      return jsonText(x);
+  }
 }
 
 /** The database's JSON text with its marked attributes (attributeJsonSql) written by outputValue. */

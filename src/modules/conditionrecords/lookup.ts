@@ -1,14 +1,14 @@
 // Look-up of condition records at a date: for each key tuple, the item of a set valid on that day
 // (validity is inclusive at both ends). The logic engine calls `findConditionRecords`; the route
-// `/conditionrecordset.lookup/{set}` serves it to clients. One SQL statement reads the set (its id,
-// key size, wildcards) and answers every tuple, however many (a client's large batch: in parts that
-// run at once, on one snapshot, on PostgreSQL): for sets without wildcards
-// the tuples travel as one array of key signatures (computed here, exactly as the database's
-// rc_condition_key_sig does), each meets the btree index (partition, set, key signature, validFrom)
-// once, and only found items come back, with the columns the answer needs (keys are the tuple's).
-// Sets with wildcards send the keys too. The items' custom attributes are typed by the set's
-// attribute meta, read by the same statement, as `/fetch/CRCI` of the set answers them
-// (lookup-attributes.ts).
+// `/conditionrecordset.lookup/{set}` serves it to clients. For the logic engine one SQL statement
+// reads the set (its id, key size, wildcards, attribute meta) and answers every tuple; for clients
+// the set comes first and then its items as JSON text, in a statement written for the set's
+// attribute types, on one snapshot (a large batch in parts that run at once, on PostgreSQL). For
+// sets without wildcards the tuples travel as one array of key signatures (computed here, exactly as
+// the database's rc_condition_key_sig does), each meets the btree index (partition, set, key
+// signature, validFrom) once, and only found items come back, with the columns the answer needs
+// (keys are the tuple's). Sets with wildcards send the keys too. The items' custom attributes are
+// typed by the set's attribute meta as `/fetch/CRCI` of the set answers them (lookup-attributes.ts).
 //
 // Wildcard rule (sets with `wildcardKeys` true): an item key `*` matches any value at its position.
 // An exact match always wins; otherwise, of the items matching with wildcards, the most specific
@@ -19,7 +19,7 @@ import { hash } from 'node:crypto';
 import type { Db, Queryable } from '../../db/db.ts';
 import { validationError, notFound } from '../../http/errors.ts';
 import { coerceValue } from '../../engine/values.ts';
-import { prepared } from '../../db/prepared.ts';
+import { prepared, preparedShape } from '../../db/prepared.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import {
   ATTRS,
@@ -87,20 +87,20 @@ const FOUND_COLUMNS = [
   'price_unit',
   'version',
 ];
-/**
- * The set by its unique name (alias `s`) with its attribute meta (META_SELECT: `t1`..`t30`, each
- * attribute's type, and `attr_types`).
- */
-const SET_CTE = `WITH s AS (
-    SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_view_details AS view_group, m.*
+/** The set by its unique name with the types of its attribute meta (META_SELECT: `attr_types`). */
+const SET_SELECT = `SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_view_details AS view_group, m.*
       FROM condition_record_sets cs
      CROSS JOIN LATERAL (${META_SELECT}) m
-     WHERE cs.partition_id = $1 AND cs.unique_name = $2
-  )`;
+     WHERE cs.partition_id = $1 AND cs.unique_name = $2`;
+const SET_CTE = `WITH s AS (${SET_SELECT})`;
 
-/** The item of signature `q.sig` valid on day $4 (alias `c`): one probe of the key index. */
-const probe = (select: string) => `SELECT ${select} FROM condition_records c
-           WHERE c.partition_id = $1 AND c.condition_record_set_id = s.id AND c.key_sig = q.sig
+/** The set alone (the row SET_AND_EXACT_SQL's first row has), for the clients' look-up. */
+const SET_SQL = prepared(`SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types
+    FROM (${SET_SELECT}) s`);
+
+/** The item of signature `q.sig` of set `set` valid on day $4 (alias `c`): one probe of the key index. */
+const probe = (select: string, set: string) => `SELECT ${select} FROM condition_records c
+           WHERE c.partition_id = $1 AND c.condition_record_set_id = ${set} AND c.key_sig = q.sig
              AND c.valid_from <= $4::date AND c.valid_to >= $4::date
            -- At most one item is valid on a day: the latest start on or before it.
            ORDER BY c.valid_from DESC
@@ -119,7 +119,7 @@ const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
     LEFT JOIN LATERAL (
       SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
         FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
-       CROSS JOIN LATERAL (${probe([...FOUND_COLUMNS, ...ATTRS].join(', '))}) c
+       CROSS JOIN LATERAL (${probe([...FOUND_COLUMNS, ...ATTRS].join(', '), 's.id')}) c
        WHERE NOT s.wildcard_keys
     ) x ON true`);
 
@@ -127,34 +127,32 @@ const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
 const jsonOf = (x: string) => `coalesce(to_json(${x})::text, 'null')`;
 
 /**
- * An item of `c` (set `s`) as JSON text, as JSON.stringify writes a ConditionRecordItem: its members
- * in their order, decimals as their text, dates as YYYY-MM-DD, the non-null attributes typed by the
- * set's meta (attributeJsonSql; `s.t1`..`s.t30`).
+ * An item of `c` (set $2, key size $5) as JSON text, as JSON.stringify writes a ConditionRecordItem:
+ * its members in their order, decimals as their text, dates as YYYY-MM-DD, the non-null attributes
+ * typed by the set's meta (attributeJsonSql).
  * Written by concatenation: json_build_object (and stripping the attributes' nulls) cost ~2× the
  * statement's probes for 5,000 items.
  */
-const ITEM_JSON = `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","conditionRecordSetId":' || s.id
-    || ',"keys":' || to_json((ARRAY[${KEYS.map((k) => `c.${k}`).join(', ')}])[1:s.key_size])
+const itemJson = (types: AttributeTypes) => `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","conditionRecordSetId":' || $2::bigint
+    || ',"keys":' || to_json((ARRAY[${KEYS.map((k) => `c.${k}`).join(', ')}])[1:$5::int])
     || ',"validFrom":' || to_json(c.valid_from) || ',"validTo":' || to_json(c.valid_to)
     || ',"conditionValue":' || ${jsonOf('c.condition_value::text')} || ',"unitOfMeasure":' || ${jsonOf('c.unit_of_measure')}
     || ',"currency":' || ${jsonOf('c.currency')} || ',"priceUnit":' || ${jsonOf('c.price_unit::text')}
-    || ',"attributes":{' || concat_ws(',', ${ATTRS.map((a, i) => `CASE WHEN c.${a} IS NOT NULL THEN '"${a}":' || ${attributeJsonSql(`c.${a}`, `s.t${i + 1}`)} END`).join(', ')})
+    || ',"attributes":{' || concat_ws(',', ${ATTRS.map((a) => `CASE WHEN c.${a} IS NOT NULL THEN '"${a}":' || ${attributeJsonSql(`c.${a}`, types.get(a))} END`).join(', ')})
     || '},"version":' || c.version || '}'`;
 
 /**
- * SET_AND_EXACT_SQL for clients: the answer (an item or null per tuple, in order) as one JSON text
- * built by the database, for a set without wildcards; no row when there is no such set. (The driver
- * then reads one value instead of ~40 columns per found item, and the server builds and serializes
- * no object per item.)
+ * For clients, the items of set $2 (key size $5) valid on day $4 for signatures $3: the answer (an
+ * item or null per signature, in order) as one JSON text built by the database. (The driver then
+ * reads one value instead of ~40 columns per found item, and the server builds and serializes no
+ * object per item.) Its text follows the set's attribute types, read first (SET_SQL): for a set
+ * without typed meta a plain `to_json` per attribute, which PostgreSQL parses, plans and runs in
+ * about half the time of one statement choosing each value's type by the meta it reads itself.
  */
-const SET_AND_EXACT_JSON_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types,
-         CASE WHEN NOT s.wildcard_keys THEN (
-           SELECT '[' || string_agg(coalesce(c.item, 'null'), ',' ORDER BY q.n) || ']'
-             FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
-             LEFT JOIN LATERAL (${probe(`${ITEM_JSON} AS item`)}) c ON true
-         ) END AS items
-    FROM s`);
+const itemsJsonSql = (types: AttributeTypes) =>
+  preparedShape(`SELECT '[' || string_agg(coalesce(c.item, 'null'), ',' ORDER BY q.n) || ']' AS items
+    FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
+    LEFT JOIN LATERAL (${probe(`${itemJson(types)} AS item`, '$2::bigint')}) c ON true`);
 
 /**
  * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 014):
@@ -307,7 +305,7 @@ export async function findConditionRecords(
 ): Promise<(ConditionRecordItem | null)[]> {
   const request = { partitionId, setUniqueName, tuples, date };
   const { day, sigs } = checkedRequest(tuples, date);
-  const rows = await setAndExact(q, SET_AND_EXACT_SQL, request, day, sigs);
+  const rows = await setAndExact(q, request, day, sigs);
   const set = checkedSet(rows[0], request);
   if (set.wildcards) return wildcardItems(q, request, set, day);
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
@@ -321,35 +319,47 @@ export async function findConditionRecords(
 
 /**
  * `findConditionRecords`'s answer as the JSON text of its array, built by the database (for a set
- * with wildcards, by JSON.stringify): for clients, to whom the server only passes it on. A batch of
- * more than PART_TUPLES tuples is probed in parts at once, on one snapshot, where the database can.
+ * with wildcards, by JSON.stringify): for clients, to whom the server only passes it on. The set
+ * first (SET_SQL), then its items, on one snapshot: a batch of more than PART_TUPLES tuples in parts
+ * at once where the database can, else in one read-only transaction.
  */
 export async function findConditionRecordsJson(
-  db: Queryable & Pick<Db, 'parallelReads'>,
+  db: Pick<Db, 'parallelReads' | 'transaction'>,
   request: LookupRequest,
 ): Promise<string> {
   const { day, sigs } = checkedRequest(request.tuples, request.date);
   const parts = Math.min(MAX_PARTS, Math.ceil(sigs.length / PART_TUPLES));
-  const answers =
-    parts > 1 && db.parallelReads !== undefined
-      ? await db.parallelReads(parts, (readers) =>
-          Promise.all(
-            partsOf(sigs, readers.length).map((part, i) =>
-              setAndExact(readers[i]!, SET_AND_EXACT_JSON_SQL, request, day, part),
-            ),
-          ),
-        )
-      : [await setAndExact(db, SET_AND_EXACT_JSON_SQL, request, day, sigs)];
-  const set = checkedSet(answers[0]![0], request);
-  if (set.wildcards) return JSON.stringify(await wildcardItems(db, request, set, day));
-  // Attributes the database could not type itself are marked; none without typed meta.
-  const arrays = answers.map((rows) => {
-    const items = (rows[0]!.items as string | null) ?? '[]';
-    return set.types.size === 0 ? items : retypeMarked(items);
-  });
-  if (arrays.length === 1) return arrays[0]!;
-  const members = arrays.map((a) => a.slice(1, -1)).filter((a) => a !== '');
-  return `[${members.join(',')}]`;
+  const read = async (readers: readonly Queryable[]): Promise<string> => {
+    const first = readers[0]!;
+    const row = (await first.query<Row>(SET_SQL, [request.partitionId, request.setUniqueName])).rows[0];
+    const set = checkedSet(row, request);
+    if (set.wildcards) return JSON.stringify(await wildcardItems(first, request, set, day));
+    // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
+    // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
+    const sql = itemsJsonSql(set.types);
+    const answers = await Promise.all(
+      partsOf(sigs, readers.length).map((part, i) =>
+        readers[i]!.query<{ items: string | null }>(sql, [
+          request.partitionId,
+          set.setId,
+          sigArray(part),
+          day,
+          set.keySize,
+        ]),
+      ),
+    );
+    // Attributes the database could not type itself are marked; none without typed meta.
+    const arrays = answers.map((r) => {
+      const items = r.rows[0]?.items ?? '[]';
+      return set.types.size === 0 ? items : retypeMarked(items);
+    });
+    if (arrays.length === 1) return arrays[0]!;
+    const members = arrays.map((a) => a.slice(1, -1)).filter((a) => a !== '');
+    return `[${members.join(',')}]`;
+  };
+  return parts > 1 && db.parallelReads !== undefined
+    ? db.parallelReads(parts, read)
+    : db.transaction((tx) => read([tx]), { readOnly: true });
 }
 
 /** `list` in `n` consecutive parts of (nearly) equal sizes. */
@@ -358,17 +368,19 @@ function partsOf<T>(list: readonly T[], n: number): T[][] {
   return Array.from({ length: n }, (_, i) => list.slice(i * size, (i + 1) * size));
 }
 
-/** A look-up's first statement (`sql`: SET_AND_EXACT_SQL or its JSON form) for signatures `sigs`. */
+/** The logic engine's look-up statement (SET_AND_EXACT_SQL) for signatures `sigs`. */
 async function setAndExact(
   q: Queryable,
-  sql: string,
   request: LookupRequest,
   day: string,
   sigs: readonly string[],
 ): Promise<Row[]> {
-  // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
-  // tuples is estimated costly enough to be compiled, which took 3 s of a 4 s look-up.)
-  const r = await q.query<Row>(sql, [request.partitionId, request.setUniqueName, sigArray(sigs), day]);
+  const r = await q.query<Row>(SET_AND_EXACT_SQL, [
+    request.partitionId,
+    request.setUniqueName,
+    sigArray(sigs),
+    day,
+  ]);
   return r.rows;
 }
 
