@@ -134,16 +134,11 @@ function integerJson(x: string): string {
  * database neither parses nor evaluates a choice of type per value.
  */
 export function attributeJsonSql(x: string, type: FieldType | undefined): string {
-  switch (type) {
-    case 'decimal':
-      return decimalJson(x);
-    case 'integer':
-      return integerJson(x);
-    case 'boolean':
-      return `CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE ${jsonText(x)} END`;
-    default:
-      return jsonText(x);
-  }
+  if (type === 'decimal') return decimalJson(x);
+  if (type === 'integer') return integerJson(x);
+  if (type === 'boolean')
+    return `CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE ${jsonText(x)} END`;
+  return jsonText(x);
 }
 
 /** The database's JSON text with its marked attributes (attributeJsonSql) written by outputValue. */
