@@ -133,7 +133,9 @@ const jsonOf = (x: string) => `coalesce(to_json(${x})::text, 'null')`;
  * Written by concatenation: json_build_object (and stripping the attributes' nulls) cost ~2× the
  * statement's probes for 5,000 items.
  */
-const itemJson = (types: AttributeTypes) => `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","conditionRecordSetId":' || $2::bigint
+const itemJson = (
+  types: AttributeTypes,
+) => `'{"id":' || c.id || ',"typedId":"' || c.id || '.CRCI","conditionRecordSetId":' || $2::bigint
     || ',"keys":' || to_json((ARRAY[${KEYS.map((k) => `c.${k}`).join(', ')}])[1:$5::int])
     || ',"validFrom":' || to_json(c.valid_from) || ',"validTo":' || to_json(c.valid_to)
     || ',"conditionValue":' || ${jsonOf('c.condition_value::text')} || ',"unitOfMeasure":' || ${jsonOf('c.unit_of_measure')}
