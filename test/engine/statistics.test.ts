@@ -3,7 +3,8 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { okData } from '../helpers/envelope.ts';
 import { loadRunning, wroteRows } from '../../src/engine/statistics.ts';
 
 let h: Harness;
@@ -124,4 +125,36 @@ test('the settled table is vacuumed too: its pages are marked all-visible (index
   } finally {
     await h.db.query(`DROP TABLE ${table}`);
   }
+});
+
+test('a condition record load gets condition_records vacuumed and analyzed once it settles', async () => {
+  const admin = { basic: { user: ADMIN, password: ADMIN_PASSWORD } };
+  const upkeep = async () =>
+    (
+      await h.db.query<{ n: number }>(
+        `SELECT (vacuum_count + analyze_count)::int AS n FROM pg_stat_user_tables WHERE relname = 'condition_records'`,
+      )
+    ).rows[0]!.n;
+  // At least a tenth of the table (the rule of engine/statistics.ts), which other suites share.
+  const stored = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM condition_records');
+  const rows = Math.max(1000, Math.ceil(stored.rows[0]!.n / 5));
+  const name = uniqueName('stats');
+  okData(
+    await h.call('/add/CRCS', { ...admin, body: { data: { uniqueName: name, label: name, keySize: 1 } } }),
+  );
+  const before = await upkeep();
+  const [r] = okData(
+    await h.call('/loaddata/CRCP', {
+      ...admin,
+      body: {
+        data: {
+          header: ['conditionRecordSetId', 'key1', 'validFrom', 'validTo'],
+          data: Array.from({ length: rows }, (_, i) => [name, `K${i}`, '2026-01-01', '2026-12-31']),
+        },
+      },
+    }),
+  );
+  assert.equal(r.inserted, rows);
+  await until(async () => (await upkeep()) >= before + 2);
+  assert.ok((await upkeep()) >= before + 2, 'VACUUM (ANALYZE) of condition_records after the load');
 });

@@ -16,6 +16,7 @@ import { loadTypeContext, type TypeContext } from '../../engine/context.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import type { LoadBody, RowError } from '../../engine/loaddata.ts';
 import { ITEM_TYPE } from '../../engine/registry-condrec.ts';
+import { loadRunning, wroteRows } from '../../engine/statistics.ts';
 import { runChunk, type ChunkCounts } from './splice-apply.ts';
 import {
   checkRows,
@@ -130,27 +131,34 @@ export async function loadConditionRecords(
   rows.sort((a, b) => a.row - b.row);
   const total: ChunkCounts = { inserted: 0, cut: 0, split: 0, superseded: 0 };
   const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
-  for (let start = 0; start < rows.length; start += chunkRows) {
-    const chunk = rows.slice(start, start + chunkRows);
-    const chunkErrors: RowError[] = [];
-    try {
-      const c = await db.transaction((tx) => runChunk(tx, tc, principal, plan, chunk, chunkErrors));
-      total.inserted += c.inserted;
-      total.cut += c.cut;
-      total.split += c.split;
-      total.superseded += c.superseded;
-      errors.push(...chunkErrors);
-    } catch (err) {
-      // Only database refusals become row errors; anything else (a time-out) fails the call.
-      const sqlState = isObj(err) && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code);
-      if (!sqlState) throw err;
-      limits.onChunkError?.(err, chunk[0]!.row, chunk.at(-1)!.row);
-      const message =
-        isObj(err) && err.code === '23P01'
-          ? 'overlaps an item written at the same time by another load (nothing of this chunk was written)'
-          : 'the chunk could not be written (nothing of it was)';
-      for (const r of chunk) errors.push({ row: r.row, message });
+  // Vacuumed and analyzed once the loads settle (engine/statistics.ts), as the general loader's tables.
+  const ended = loadRunning(db, ITEM_TYPE.table);
+  try {
+    for (let start = 0; start < rows.length; start += chunkRows) {
+      const chunk = rows.slice(start, start + chunkRows);
+      const chunkErrors: RowError[] = [];
+      try {
+        const c = await db.transaction((tx) => runChunk(tx, tc, principal, plan, chunk, chunkErrors));
+        total.inserted += c.inserted;
+        total.cut += c.cut;
+        total.split += c.split;
+        total.superseded += c.superseded;
+        errors.push(...chunkErrors);
+        wroteRows(db, ITEM_TYPE.table, c.inserted + c.cut + c.split + c.superseded);
+      } catch (err) {
+        // Only database refusals become row errors; anything else (a time-out) fails the call.
+        const sqlState = isObj(err) && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code);
+        if (!sqlState) throw err;
+        limits.onChunkError?.(err, chunk[0]!.row, chunk.at(-1)!.row);
+        const message =
+          isObj(err) && err.code === '23P01'
+            ? 'overlaps an item written at the same time by another load (nothing of this chunk was written)'
+            : 'the chunk could not be written (nothing of it was)';
+        for (const r of chunk) errors.push({ row: r.row, message });
+      }
     }
+  } finally {
+    ended();
   }
   errors.sort((a, b) => a.row - b.row);
   return {
