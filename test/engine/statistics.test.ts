@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { okData } from '../helpers/envelope.ts';
 import { loadRunning, wroteRows } from '../../src/engine/statistics.ts';
+import { ITEMS_TABLE, keysOf, writeItems } from '../../src/modules/calcgrids/store.ts';
 
 let h: Harness;
 before(async () => {
@@ -127,22 +128,29 @@ test('the settled table is vacuumed too: its pages are marked all-visible (index
   }
 });
 
+/** VACUUMs and ANALYZEs of `table` so far (both count: the upkeep is `VACUUM (ANALYZE)`). */
+async function upkeepOf(table: string): Promise<number> {
+  const r = await h.db.query<{ n: number }>(
+    'SELECT (vacuum_count + analyze_count)::int AS n FROM pg_stat_user_tables WHERE relname = $1',
+    [table],
+  );
+  return r.rows[0]!.n;
+}
+
+/** Rows enough for the upkeep: at least a tenth of `table`, which other suites share. */
+async function enoughRowsFor(table: string): Promise<number> {
+  const r = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  return Math.max(1000, Math.ceil(r.rows[0]!.n / 5));
+}
+
 test('a condition record load gets condition_records vacuumed and analyzed once it settles', async () => {
   const admin = { basic: { user: ADMIN, password: ADMIN_PASSWORD } };
-  const upkeep = async () =>
-    (
-      await h.db.query<{ n: number }>(
-        `SELECT (vacuum_count + analyze_count)::int AS n FROM pg_stat_user_tables WHERE relname = 'condition_records'`,
-      )
-    ).rows[0]!.n;
-  // At least a tenth of the table (the rule of engine/statistics.ts), which other suites share.
-  const stored = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM condition_records');
-  const rows = Math.max(1000, Math.ceil(stored.rows[0]!.n / 5));
+  const rows = await enoughRowsFor('condition_records');
   const name = uniqueName('stats');
   okData(
     await h.call('/add/CRCS', { ...admin, body: { data: { uniqueName: name, label: name, keySize: 1 } } }),
   );
-  const before = await upkeep();
+  const before = await upkeepOf('condition_records');
   const [r] = okData(
     await h.call('/loaddata/CRCP', {
       ...admin,
@@ -155,6 +163,32 @@ test('a condition record load gets condition_records vacuumed and analyzed once 
     }),
   );
   assert.equal(r.inserted, rows);
-  await until(async () => (await upkeep()) >= before + 2);
-  assert.ok((await upkeep()) >= before + 2, 'VACUUM (ANALYZE) of condition_records after the load');
+  await until(async () => (await upkeepOf('condition_records')) >= before + 2);
+  assert.ok((await upkeepOf('condition_records')) >= before + 2, 'VACUUM (ANALYZE) after the load');
+});
+
+test("a calculation grid's written items get calc_grid_items vacuumed and analyzed once it settles", async () => {
+  const grid = await h.db.query<{ id: number }>(
+    `INSERT INTO calc_grids (partition_id, formula_name, key_number, key_sources)
+     VALUES ($1, 'none', 1, '[]') RETURNING id`,
+    [h.partitionId],
+  );
+  const rows = await enoughRowsFor(ITEMS_TABLE);
+  const before = await upkeepOf(ITEMS_TABLE);
+  await writeItems(
+    h.db,
+    { partitionId: h.partitionId, id: grid.rows[0]!.id, keyNumber: 1, runId: 1, userId: 1 },
+    Array.from({ length: rows }, (_, i) => ({
+      keys: keysOf([`K${i}`]),
+      calculationResults: null,
+      results: '{}',
+      warnings: null,
+      alerts: null,
+      error: null,
+      inputHash: 'h',
+    })),
+    'insert',
+  );
+  await until(async () => (await upkeepOf(ITEMS_TABLE)) >= before + 2);
+  assert.ok((await upkeepOf(ITEMS_TABLE)) >= before + 2, 'VACUUM (ANALYZE) after the writes');
 });

@@ -13,6 +13,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Db } from '../../db/db.ts';
+import { loadRunning } from '../../engine/statistics.ts';
 import { AppError } from '../../http/errors.ts';
 import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import type { LogicLimits } from '../../logic/env.ts';
@@ -54,6 +55,8 @@ async function runCalculation(db: Db, ctx: JobContext, limits: LogicLimits): Pro
   const grid = await store.gridById(db, pid, Number(params.gridId));
   if (!grid) throw new AppError('NOT_FOUND', `Calculation grid ${params.gridId} no longer exists`);
   const runId = grid.run_id ?? ctx.job.id;
+  // The items are vacuumed and analyzed once the run's writes settle (engine/statistics.ts).
+  const ended = loadRunning(db, store.ITEMS_TABLE);
   try {
     const out = await calculate(db, ctx, limits, grid, runId, params.batchSize ?? DEFAULT_BATCH);
     await store.setGridState(db, pid, grid.id, { status: 'READY', counted: true });
@@ -64,6 +67,8 @@ async function runCalculation(db: Db, ctx: JobContext, limits: LogicLimits): Pro
     if (!stopped || err.reason === 'cancel')
       await store.setGridState(db, pid, grid.id, { status: stopped ? 'CANCELLED' : 'FAILED', counted: true });
     throw err;
+  } finally {
+    ended();
   }
 }
 

@@ -5,6 +5,7 @@
 
 import type { Db, Queryable } from '../../db/db.ts';
 import { copyTextField } from '../../db/sql.ts';
+import { wroteRows } from '../../engine/statistics.ts';
 
 export interface GridRow {
   readonly id: number;
@@ -212,6 +213,8 @@ export interface ItemRow {
 }
 
 const STAGE = 'calc_grid_stage';
+/** The grids' items (one table for every grid). */
+export const ITEMS_TABLE = 'calc_grid_items';
 const STAGE_COLUMNS = [
   ...KEY_COLUMNS,
   'calculation_results',
@@ -268,11 +271,11 @@ export async function writeItems(
     line += `${jsonField(r.alerts)}\t${copyTextField(r.error)}\t${copyTextField(r.inputHash)}\n`;
     text += line;
   }
-  if (mode === 'insert') {
-    await db.transaction((tx) => tx.copyFrom('calc_grid_items', DIRECT_COLUMNS, text, 'text'));
-    return;
-  }
   await db.transaction(async (tx) => {
+    if (mode === 'insert') {
+      await tx.copyFrom(ITEMS_TABLE, DIRECT_COLUMNS, text, 'text');
+      return;
+    }
     await tx.query(
       `CREATE TEMP TABLE ${STAGE} (key1 text, key2 text, key3 text, key4 text, key5 text, key6 text,
          calculation_results jsonb, results jsonb, warnings jsonb, alerts jsonb, error text, input_hash text)
@@ -296,4 +299,5 @@ export async function writeItems(
       [grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId],
     );
   });
+  wroteRows(db, ITEMS_TABLE, rows.length);
 }
