@@ -49,7 +49,7 @@ export const PERMISSION_CATALOGUE = {
   CONDITIONRECORDSET_UPDATE:
     'Change label and user groups of a condition record set (`conditionrecordset.update`)',
   HISTORY_FETCH:
-    'Read record history across types (`/history.fetch`); the history of one record needs only the right to fetch that record',
+    'Read record history across types (`/history.fetch`), of the types whose records one may fetch; the history of one record needs only the right to fetch that record',
   WORKFLOW_FETCH:
     'Read workflows and approvals (`workflowsmanager.fetch...`) and workflow definitions (`WFD`)',
   WORKFLOW_EDIT: 'Create, change and delete workflow definitions (`/add|update|delete/WFD`)',

@@ -9,9 +9,13 @@ import type { TypeDef } from './types.ts';
 
 type Row = Record<string, unknown>;
 
+/** Whether the principal passes `access` (a permission they hold, or none needed). */
+export function hasAccess(principal: Principal, access: RouteAccess): boolean {
+  return access === AUTHENTICATED || access === PUBLIC || can(principal, access);
+}
+
 export function requireAccess(principal: Principal, access: RouteAccess): void {
-  if (access === AUTHENTICATED || access === PUBLIC) return;
-  if (!can(principal, access)) throw new AppError('FORBIDDEN', `Permission ${access} required`);
+  if (!hasAccess(principal, access)) throw new AppError('FORBIDDEN', `Permission ${access} required`);
 }
 
 /** The principal may change this record of `type` (its `userGroupEdit` is one of theirs, or it has none). */

@@ -9,7 +9,7 @@ import type { Queryable } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { loadTypeContext, metaNameIsId, metaNameText, rowScope, selectList, toRecord } from './context.ts';
-import { requireAccess } from './access-check.ts';
+import { hasAccess, requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges, rowJsonSql } from './history.ts';
@@ -67,14 +67,30 @@ async function currentRecord(
 }
 
 /**
- * The history rows of role assignments (`roles` of a user or a business role, whose rows hold
- * nothing else) are for principals with ROLE_FETCH, as `accountmanager.fetchroles` and the audit
- * reports are: USER_FETCH or HISTORY_FETCH alone (ADMIN_WO_USER_MGMT, a restricted token) do not
- * read them. The criteria that leave them out, or none.
+ * History rows the principal may not read, as criteria that leave them out (none: all readable):
+ * - those of types whose records they may not fetch (`/history.fetch` needs HISTORY_FETCH besides,
+ *   never instead: an auditor without SELLER_FETCH reads no seller's values through history);
+ * - those of role assignments (`roles` of a user or a business role, whose rows hold nothing else),
+ *   for principals without ROLE_FETCH, as `accountmanager.fetchroles` and the audit reports are:
+ *   USER_FETCH or HISTORY_FETCH alone (ADMIN_WO_USER_MGMT, a restricted token) do not read them.
+ * Rows of codes outside the registry (`ATT`, `PIMG`) follow their owner's view group only.
  */
 function hiddenHistory(principal: Principal): Record<string, unknown>[] {
-  if (can(principal, 'ROLE_FETCH')) return [];
+  const mayFetch = (t: TypeDef) => hasAccess(principal, t.access.fetch);
+  const readable = new Set(allTypes().filter(mayFetch).flatMap(historyCodesOf));
+  const unreadable = [
+    ...new Set(
+      allTypes()
+        .filter((t) => !mayFetch(t))
+        .flatMap(historyCodesOf)
+        .filter((c) => !readable.has(c)),
+    ),
+  ].sort();
+  const hidden: Record<string, unknown>[] =
+    unreadable.length === 0 ? [] : [{ fieldName: 'typeCode', operator: 'notInSet', value: unreadable }];
+  if (can(principal, 'ROLE_FETCH')) return hidden;
   return [
+    ...hidden,
     {
       _constructor: 'AdvancedCriteria',
       operator: 'not',
@@ -266,7 +282,7 @@ async function valuesAfter(
   return out;
 }
 
-/** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH). */
+/** `/history.fetch`: history rows across types (the route requires HISTORY_FETCH; hiddenHistory). */
 export async function fetchHistory(
   q: Queryable,
   principal: Principal,

@@ -1,10 +1,11 @@
-// Role assignments in record history are read with ROLE_FETCH, as accountmanager.fetchroles and the
-// audit reports are: neither HISTORY_FETCH (/history.fetch) nor USER_FETCH (/fetch/U/{id}/history)
-// alone shows which roles a user or a business role was given.
+// Who reads record history. Role assignments are read with ROLE_FETCH, as accountmanager.fetchroles
+// and the audit reports are: neither HISTORY_FETCH (/history.fetch) nor USER_FETCH
+// (/fetch/U/{id}/history) alone shows which roles a user or a business role was given. And
+// /history.fetch answers rows of the types whose records the caller may fetch, HISTORY_FETCH or not.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
 
 describe('record history of role assignments', () => {
@@ -62,6 +63,36 @@ describe('record history of role assignments', () => {
     assert.equal(
       roleRows(okData(await api('/history.fetch', { data: { typeCode: 'U' } }))).length >= 1,
       true,
+    );
+  });
+
+  test('/history.fetch answers only the types the caller may fetch', async () => {
+    okData(await api('/add/SL', { data: { sellerId: 'HSL-1', name: 'seller secret' } }));
+    okData(await api('/add/P', { data: { sku: 'HSL-P', label: 'open product' } }));
+    const tokenFor = async (permissions: string[]) => {
+      const [{ token }] = okData(
+        await h.call('/accountmanager.getjsonwebtoken', {
+          basic: { user: ADMIN, password: ADMIN_PASSWORD },
+          body: { data: { permissions } },
+        }),
+      );
+      return (path: string, body: unknown) =>
+        h.call(path, { headers: { 'X-Ratecard-jwt': token as string }, body });
+    };
+    const auditor = await tokenFor(['HISTORY_FETCH']);
+    assert.deepEqual(okData(await auditor('/history.fetch', { data: { typeCode: 'SL' } })), []);
+    const all = okData(await auditor('/history.fetch', { endRow: 10_000 }));
+    assert.ok(!all.some((r: any) => r.typeCode === 'SL'), 'no seller row without SELLER_FETCH');
+    assert.ok(!JSON.stringify(all).includes('seller secret'));
+    assert.ok(
+      all.some((r: any) => r.typeCode === 'P' && r.businessKey === 'HSL-P'),
+      'products are open',
+    );
+    const sellers = await tokenFor(['HISTORY_FETCH', 'SELLER_FETCH']);
+    const rows = okData(await sellers('/history.fetch', { data: { typeCode: 'SL' } }));
+    assert.deepEqual(
+      rows.map((r: any) => [r.businessKey, r.action, r.changes.name]),
+      [['HSL-1', 'ADD', { old: null, new: 'seller secret' }]],
     );
   });
 });
