@@ -33,6 +33,19 @@ function referenceRule(data: Readonly<Record<string, unknown>>): FieldErrors | u
   return { targetSku: { errorMessage: 'must differ from sku: a product does not refer to itself' } };
 }
 
+/**
+ * Rows that describe a product (by its sku), a customer or a seller follow that record's user
+ * groups (`scopedBy`): a product hidden from a user hides its descriptions, references, extension
+ * rows, ... as well.
+ */
+export const BY_PRODUCT = { table: 'products', column: 'sku', parentColumn: 'sku' } as const;
+export const BY_CUSTOMER = {
+  table: 'customers',
+  column: 'customer_id',
+  parentColumn: 'customer_id',
+} as const;
+export const BY_SELLER = { table: 'sellers', column: 'seller_id', parentColumn: 'seller_id' } as const;
+
 export const TO_DO_STATUSES = ['OPEN', 'IN_PROGRESS', 'DONE', 'CANCELLED'] as const;
 
 export const MORE_MASTER_TYPES: readonly TypeDef[] = [
@@ -48,8 +61,10 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     ],
     businessKey: ['sku', 'language'],
     deleteMode: 'hard',
-    // Read like products (open to every user); changing them is product editing.
+    // Read like products (open to every user); changing them is product editing. As products: a row
+    // is seen (changed) only by those who see (may change) its product.
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
+    scopedBy: BY_PRODUCT,
     validate: languageRule,
   }),
   masterType({
@@ -67,7 +82,7 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     // As customers: open to every user, but a row is seen (changed) only by those who see (may
     // change) its customer, so a description never shows a customer hidden by its user groups.
     access: { fetch: AUTHENTICATED, write: 'CUSTOMER_EDIT' },
-    scopedBy: { table: 'customers', column: 'customer_id', parentColumn: 'customer_id' },
+    scopedBy: BY_CUSTOMER,
     validate: languageRule,
   }),
   masterType({
@@ -83,6 +98,7 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     businessKey: ['sku', 'relationType', 'targetSku'],
     deleteMode: 'hard',
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
+    scopedBy: BY_PRODUCT,
     validate: referenceRule,
   }),
   masterType({
@@ -99,6 +115,7 @@ export const MORE_MASTER_TYPES: readonly TypeDef[] = [
     businessKey: ['sku', 'referenceType', 'externalId'],
     deleteMode: 'hard',
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
+    scopedBy: BY_PRODUCT,
   }),
   masterType({
     code: TO_DO_CODE,

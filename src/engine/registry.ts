@@ -9,7 +9,7 @@ import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
-import { MORE_MASTER_TYPES } from './registry-master-more.ts';
+import { BY_CUSTOMER, BY_PRODUCT, BY_SELLER, MORE_MASTER_TYPES } from './registry-master-more.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
 import { NOTIFICATION_TYPE } from './registry-notifications.ts';
 import { DCR_TYPES, setDcrTargetFields } from './registry-dcr.ts';
@@ -316,6 +316,7 @@ const TYPES: readonly TypeDef[] = [
     metaPerName: true,
     deleteMode: 'soft',
     access: { fetch: 'PRODUCTEXTENSION_FETCH', write: 'PRODUCTEXTENSION_EDIT' },
+    scopedBy: BY_PRODUCT,
   }),
   masterType({
     code: 'CX',
@@ -327,6 +328,7 @@ const TYPES: readonly TypeDef[] = [
     metaPerName: true,
     deleteMode: 'soft',
     access: { fetch: 'CUSTOMEREXTENSION_FETCH', write: 'CUSTOMEREXTENSION_EDIT' },
+    scopedBy: BY_CUSTOMER,
   }),
   {
     ...masterType({
@@ -339,6 +341,7 @@ const TYPES: readonly TypeDef[] = [
       metaPerName: true,
       deleteMode: 'soft',
       access: { fetch: 'SELLER_FETCH', write: 'SELLER_EDIT' },
+      scopedBy: BY_SELLER,
     }),
     updateNeedsVersion: true,
     movableKeys: ['sellerId'],
@@ -356,8 +359,10 @@ const TYPES: readonly TypeDef[] = [
     own: [key('sku', 'sku'), key('componentSku', 'component_sku'), decimal('quantity', 'quantity')],
     businessKey: ['sku', 'componentSku'],
     deleteMode: 'hard',
-    // Products are open to every user; so is their structure. Changing it is product editing.
+    // Products are open to every user; so is their structure (its product's user groups apply).
+    // Changing it is product editing.
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
+    scopedBy: BY_PRODUCT,
   }),
   masterType({
     code: 'PCOMP',
@@ -374,6 +379,7 @@ const TYPES: readonly TypeDef[] = [
     businessKey: ['sku', 'competitor', 'competitionDate'],
     deleteMode: 'hard',
     access: { fetch: 'PRODUCTCOMPETITION_FETCH', write: 'PRODUCTCOMPETITION_EDIT' },
+    scopedBy: BY_PRODUCT,
   }),
   // PDESC, CDESC, PR, PXREF and the to-do items: the rest of the interface's file-load list.
   ...MORE_MASTER_TYPES,

@@ -259,6 +259,9 @@ export async function updateRecords(
       await type.beforeChange?.(tx, principal, old, item.data);
       const movable = 'id' in address ? (type.movableKeys ?? []) : [];
       refuseKeyChanges(tc, item.data, old, movable);
+      // A row moved to another parent (SX to another seller) needs that one editable too.
+      if (movable.some((k) => k in item.data))
+        await requireParentEditable(tx, principal, type, { ...old, ...item.data });
       const values = prepareValues(tc, item.data, 'update', movable);
       const row = await updateRow(tx, tc, principal, Number(old.id), values).catch((err: unknown) => {
         // A key moved onto one that exists (SX's sellerId): the duplicate names the moved key.
