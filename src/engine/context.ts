@@ -226,6 +226,35 @@ export function parentScope(
 }
 
 /**
+ * Whether the principal may change every stored parent record (`scopedBy`) that `values` (the rows'
+ * values of the scoped field) name; parents not stored (yet) do not count. True for a type without
+ * a parent, and for admins.
+ */
+export async function parentsEditable(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  values: readonly unknown[],
+): Promise<boolean> {
+  const by = type.scopedBy;
+  if (!by || principal.admin) return true;
+  const keys = [...new Set(values.filter((v): v is string => typeof v === 'string'))];
+  if (keys.length === 0) return true;
+  const p = new Params();
+  const rows = `(SELECT unnest(${p.add(keys)}::text[]) AS ${ident(by.column)}) r`;
+  const allowed = parentScope(
+    by,
+    principal,
+    p,
+    'r',
+    { forEdit: true },
+    `${p.add(principal.partitionId)}::bigint`,
+  );
+  const r = await q.query<{ ok: boolean }>(`SELECT bool_and(${allowed}) AS ok FROM ${rows}`, p.values);
+  return r.rows[0]?.ok === true;
+}
+
+/**
  * A new record that describes a parent record (`scopedBy`, e.g. a customer's description) may be
  * written only by one who may change that parent (its user groups), as every stored row of the type
  * is scoped; a parent not stored (yet) does not stop it. The loader applies the same `parentScope`
@@ -238,22 +267,9 @@ export async function requireParentEditable(
   data: Readonly<Record<string, unknown>>,
 ): Promise<void> {
   const by = type.scopedBy;
-  if (!by || principal.admin) return;
-  const field = type.fields.find((f) => f.column === by.column)!;
-  const value = data[field.name];
-  if (typeof value !== 'string') return;
-  const p = new Params();
-  const row = `(SELECT ${p.add(value)}::text AS ${ident(by.column)}) r`;
-  const allowed = parentScope(
-    by,
-    principal,
-    p,
-    'r',
-    { forEdit: true },
-    `${p.add(principal.partitionId)}::bigint`,
-  );
-  const r = await q.query<{ ok: boolean }>(`SELECT ${allowed} AS ok FROM ${row}`, p.values);
-  if (r.rows[0]?.ok !== true) {
+  if (!by) return;
+  const value = data[type.fields.find((f) => f.column === by.column)!.name];
+  if (!(await parentsEditable(q, principal, type, [value]))) {
     throw new AppError(
       'FORBIDDEN',
       `Not allowed to change the record ${JSON.stringify(value)} this ${type.label} describes (user group)`,

@@ -31,7 +31,7 @@ const CASES: readonly Case[] = [
     code: 'PDESC',
     parent: 'P',
     key: 'sku',
-    row: (k, n) => ({ sku: k, language: ['de', 'fr', 'it'][n - 1]!, label: 'x' }),
+    row: (k, n) => ({ sku: k, language: ['de', 'fr', 'it', 'es'][n - 1]!, label: 'x' }),
   },
   {
     code: 'PR',
@@ -57,7 +57,7 @@ const CASES: readonly Case[] = [
     code: 'CDESC',
     parent: 'C',
     key: 'customerId',
-    row: (k, n) => ({ customerId: k, language: ['de', 'fr', 'it'][n - 1]! }),
+    row: (k, n) => ({ customerId: k, language: ['de', 'fr', 'it', 'es'][n - 1]! }),
   },
   { code: 'CX', parent: 'C', key: 'customerId', row: (k, n) => ({ name: `Ext${n}`, customerId: k }) },
   { code: 'SX', parent: 'SL', key: 'sellerId', row: (k, n) => ({ name: `Ext${n}`, sellerId: k }) },
@@ -120,16 +120,23 @@ describe('rows describing a product, customer or seller follow its user groups',
       expectError(await call(`/add/${c.code}`, { data: c.row('SC-HIDDEN', 2) }, staff), 403, -3);
       expectError(await call(`/add/${c.code}`, { data: c.row('SC-READONLY', 2) }, staff), 403, -3);
       okData(await call(`/add/${c.code}`, { data: c.row('SC-OPEN', 2) }, staff));
-      const rows = [c.row('SC-HIDDEN', 3), c.row('SC-OPEN', 3)];
-      const header = Object.keys(rows[0]!);
-      const [loaded] = okData(
-        await call(
-          `/loaddata/${c.code}`,
-          { data: { header, data: rows.map((r) => header.map((f) => r[f])) } },
-          staff,
-        ),
-      );
-      assert.deepEqual([loaded.inserted, loaded.invalid], [1, 1], JSON.stringify(loaded));
+      const load = async (rows: Record<string, unknown>[]) => {
+        const header = Object.keys(rows[0]!);
+        const [loaded] = okData(
+          await call(
+            `/loaddata/${c.code}`,
+            { data: { header, data: rows.map((r) => header.map((f) => r[f])) } },
+            staff,
+          ),
+        );
+        return loaded;
+      };
+      const refused = await load([c.row('SC-HIDDEN', 3), c.row('SC-OPEN', 3)]);
+      assert.deepEqual([refused.inserted, refused.invalid], [1, 1], JSON.stringify(refused));
+      assert.equal(refused.errors[0].field, c.key);
+      // New rows of records the user may change, or of none stored, load as they are.
+      const fine = await load([c.row('SC-OPEN', 4), c.row('SC-NONE', 4)]);
+      assert.deepEqual([fine.inserted, fine.invalid], [2, 0], JSON.stringify(fine));
     });
   }
 

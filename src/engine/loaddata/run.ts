@@ -7,7 +7,7 @@ import type { Db, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { DeadlineError } from '../../db/deadline.ts';
-import { loadTypeContext, type TypeContext } from '../context.ts';
+import { loadTypeContext, parentsEditable, type TypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
 import { addedColumnsRead, historyCte, historyEnabled, trackedFields } from '../history.ts';
 import type { FieldDef, TypeDef } from '../registry.ts';
@@ -292,9 +292,10 @@ async function insertDirectly(
   check: ChunkCheck,
 ): Promise<ChunkOutcome | undefined> {
   const { type } = plan;
-  // Rows describing a parent record (scopedBy) are checked against it in the merge's SQL.
-  const parentChecked = type.scopedBy !== undefined && !principal.admin;
-  if (plan.missingForInsert !== undefined || type.fixed !== undefined || parentChecked) return undefined;
+  if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
+  // Rows describing a parent record (scopedBy) need it editable; the merge's SQL names those that
+  // do not, so a chunk with one goes there (the COPY rolled back). The scoped field's values:
+  const scoped = plan.header.findIndex((f) => f.column === type.scopedBy?.column);
   /**
    * The rows of the table with the chunk's business keys (alias `t`): a semi-join on the key list.
    * Its worst plan — statistics that do not know the partition yet — reads the partition once; a
@@ -342,6 +343,16 @@ async function insertDirectly(
         check.pieces((r) => csvLine(prefix, r.values), PIECE_ROWS),
       );
       const rows = check.valid; // every row is checked once the COPY has taken its pieces
+      if (
+        scoped >= 0 &&
+        !(await parentsEditable(
+          tx,
+          principal,
+          type,
+          rows.map((r) => r.values[scoped]),
+        ))
+      )
+        throw new ParentRefused();
       if (historyEnabled() && rows.length > 0) {
         const history = new Params();
         await tx.query(recorded(history, rows), history.values);
@@ -349,10 +360,13 @@ async function insertDirectly(
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {
-    if ((err as { code?: unknown }).code === '23505') return undefined;
+    if (err instanceof ParentRefused || (err as { code?: unknown }).code === '23505') return undefined;
     throw err;
   }
 }
+
+/** A direct insert's chunk names a parent record the principal may not change: the merge answers it. */
+class ParentRefused extends Error {}
 
 /**
  * One chunk in one transaction: stage by COPY (the rows checked as it takes them), update the
