@@ -76,16 +76,14 @@ async function currentRecord(
  * Rows of codes outside the registry (`ATT`, `PIMG`) follow their owner's view group only.
  */
 function hiddenHistory(principal: Principal): Record<string, unknown>[] {
-  const mayFetch = (t: TypeDef) => hasAccess(principal, t.access.fetch);
-  const readable = new Set(allTypes().filter(mayFetch).flatMap(historyCodesOf));
-  const unreadable = [
-    ...new Set(
+  const codes = (fetchable: boolean) =>
+    new Set(
       allTypes()
-        .filter((t) => !mayFetch(t))
-        .flatMap(historyCodesOf)
-        .filter((c) => !readable.has(c)),
-    ),
-  ].sort();
+        .filter((t) => hasAccess(principal, t.access.fetch) === fetchable)
+        .flatMap(historyCodesOf),
+    );
+  const readable = codes(true);
+  const unreadable = [...codes(false)].filter((c) => !readable.has(c)).sort();
   const hidden: Record<string, unknown>[] =
     unreadable.length === 0 ? [] : [{ fieldName: 'typeCode', operator: 'notInSet', value: unreadable }];
   if (can(principal, 'ROLE_FETCH')) return hidden;

@@ -277,14 +277,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
       : type.businessKey
           .map((k) => `${qualified('w', type.fields.find((f) => f.name === k)!.column)}::text`)
           .join(` || '|' || `);
-  // A row scoped by the record it describes (type.scopedBy) is seen in history as that record is.
-  const by = type.scopedBy;
-  const group = type.userGroups
-    ? 'w.user_group_view_details'
-    : by
-      ? `(SELECT p.user_group_view_details FROM ${ident(by.table)} p
-           WHERE p.partition_id = w.partition_id AND ${qualified('p', by.parentColumn)} = ${qualified('w', by.column)})`
-      : 'NULL';
+  const group = viewGroupSql(type, 'w');
   // The old row by its primary key, one probe per written row (LATERAL ... LIMIT 1 keeps it a probe):
   // joined, the planner hashed the whole table for a 10,000-row chunk whenever its statistics were
   // stale (during a load), and on PGlite spilled the chunk's rows to disk (EXPLAIN: ~0.8 s against
@@ -403,10 +396,24 @@ export async function recordHistory(
 }
 
 /**
+ * The view group (`userGroupViewDetails`) a history row about row `alias` of `type` takes: the row's
+ * own, or for a row scoped by the record it describes (`scopedBy`) that record's, so it is seen in
+ * history as that record is; NULL for a type without user groups.
+ */
+function viewGroupSql(type: TypeDef, alias: string): string {
+  const by = type.scopedBy;
+  if (type.userGroups) return qualified(alias, 'user_group_view_details');
+  if (!by) return 'NULL';
+  return `(SELECT p.user_group_view_details FROM ${ident(by.table)} p
+           WHERE p.partition_id = ${qualified(alias, 'partition_id')}
+             AND ${qualified('p', by.parentColumn)} = ${qualified(alias, by.column)})`;
+}
+
+/**
  * The view group (`userGroupViewDetails`) history rows about record `id` of `type` take from it
  * now, for writers of rows that describe the record without being it (its attachments, a product's
- * image): its own, or its parent's for a type scoped by one (`scopedBy`); null for a type without.
- * So `/history.fetch` hides them from whoever may not see the record, as it hides the record's own.
+ * image): viewGroupSql of the stored record (null when it is not stored). So `/history.fetch` hides
+ * them from whoever may not see the record, as it hides the record's own.
  */
 export async function recordViewGroup(
   q: Queryable,
@@ -414,16 +421,10 @@ export async function recordViewGroup(
   type: TypeDef,
   id: number,
 ): Promise<string | null> {
-  const by = type.scopedBy;
-  const sql = type.userGroups
-    ? `SELECT t.user_group_view_details AS g FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = $2`
-    : by
-      ? `SELECT p.user_group_view_details AS g FROM ${ident(type.table)} t
-           JOIN ${ident(by.table)} p ON p.partition_id = t.partition_id
-                AND ${qualified('p', by.parentColumn)} = ${qualified('t', by.column)}
-          WHERE t.partition_id = $1 AND t.id = $2`
-      : undefined;
-  if (sql === undefined) return null;
-  const r = await q.query<{ g: string | null }>(sql, [principal.partitionId, id]);
+  if (!type.userGroups && !type.scopedBy) return null;
+  const r = await q.query<{ g: string | null }>(
+    `SELECT ${viewGroupSql(type, 't')} AS g FROM ${ident(type.table)} t WHERE t.partition_id = $1 AND t.id = $2`,
+    [principal.partitionId, id],
+  );
   return r.rows[0]?.g ?? null;
 }

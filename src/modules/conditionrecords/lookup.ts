@@ -94,9 +94,11 @@ const SET_SELECT = `SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_v
      WHERE cs.partition_id = $1 AND cs.unique_name = $2`;
 const SET_CTE = `WITH s AS (${SET_SELECT})`;
 
+/** The columns of the set `s` every look-up reads (checkedSet). */
+const SET_COLUMNS = 's.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types';
+
 /** The set alone (the row SET_AND_EXACT_SQL's first row has), for the clients' look-up. */
-const SET_SQL = prepared(`SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types
-    FROM (${SET_SELECT}) s`);
+const SET_SQL = prepared(`SELECT ${SET_COLUMNS} FROM (${SET_SELECT}) s`);
 
 /** The item of signature `q.sig` of set `set` valid on day $4 (alias `c`): one probe of the key index. */
 const probe = (select: string, set: string) => `SELECT ${select} FROM condition_records c
@@ -114,7 +116,7 @@ const probe = (select: string, set: string) => `SELECT ${select} FROM condition_
  * round trip.
  */
 const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
-  SELECT s.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, s.attr_types, x.*
+  SELECT ${SET_COLUMNS}, x.*
     FROM s
     LEFT JOIN LATERAL (
       SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
