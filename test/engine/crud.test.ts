@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
 import { expectError } from '../helpers/envelope.ts';
+import { adv } from '../helpers/criteria.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -25,8 +26,6 @@ function okData(r: Reply): any[] {
   assert.equal(r.body.response.status, 0);
   return r.body.response.data;
 }
-
-const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 
 describe('generic operations on products', () => {
   let h: Harness;

@@ -19,8 +19,8 @@ import { loadConfig } from '../../src/config.ts';
 import { historyCleanupTask, removeExpiredHistory } from '../../src/modules/history/retention.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
 import { assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
+import { adv } from '../helpers/criteria.ts';
 
-const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 const pause = () => new Promise((r) => setTimeout(r, 20));
 
 describe('record history', () => {

@@ -16,11 +16,11 @@ import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
 import { okData } from '../helpers/envelope.ts';
+import { adv } from '../helpers/criteria.ts';
 
 const P = findType('P')!;
 const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
 
-const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 const leaf = (fieldName: string, operator: string, value?: unknown, extra: object = {}) => ({
   fieldName,
   operator,

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
 import { admin, assertError, assertOk, send, slotWith, type Who } from '../jobs/helpers.ts';
+import { adv, eq } from '../helpers/criteria.ts';
 
 const json = (body: unknown) => ({
   body: JSON.stringify(body),
@@ -86,14 +87,7 @@ describe('attachments of notifications, delegations and workflows', () => {
     const rows = async (as: Who) =>
       assertOk(
         await call(as, '/history.fetch', {
-          data: {
-            _constructor: 'AdvancedCriteria',
-            operator: 'and',
-            criteria: [
-              { fieldName: 'typeCode', operator: 'equals', value: 'ATT' },
-              { fieldName: 'businessKey', operator: 'equals', value: typedId },
-            ],
-          },
+          data: adv(eq('typeCode', 'ATT'), eq('businessKey', typedId)),
         }),
       ).length;
     // Both hold HISTORY_FETCH; only the recipient sees the row (an ADMIN no more than its file).

@@ -11,6 +11,7 @@ import ExcelJS from 'exceljs';
 import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
 import { keyCountOf, TABLE_KINDS } from '../../src/engine/registry-lookup.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
+import { adv } from '../helpers/criteria.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -26,7 +27,6 @@ function clientOf(h: Harness, token: string): Client {
   };
 }
 
-const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
 const M = '/lookuptablemanager';
 
 /** Creates a table and answers its id. */

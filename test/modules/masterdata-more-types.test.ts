@@ -12,6 +12,7 @@ import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '.
 import { expectError, okData } from '../helpers/envelope.ts';
 import { assertOk, form, send } from '../jobs/helpers.ts';
 import { TO_DO_CODE } from '../../src/engine/registry-master-more.ts';
+import { adv, eq } from '../helpers/criteria.ts';
 
 interface Who {
   readonly user: string;
@@ -21,9 +22,6 @@ const admin: Who = { user: ADMIN, password: ADMIN_PASSWORD };
 const plain: Who = { user: 'plain', password: 'plain-password-1' };
 const integrator: Who = { user: 'integrator', password: 'integrator-password-1' };
 const shop: Who = { user: 'shop', password: 'shop-password-1' };
-
-const adv = (...criteria: object[]) => ({ _constructor: 'AdvancedCriteria', operator: 'and', criteria });
-const eq = (fieldName: string, value: unknown) => ({ fieldName, operator: 'equals', value });
 
 /** One type's cases: a record to add, the change of its update, and a filter that finds it. */
 interface Case {

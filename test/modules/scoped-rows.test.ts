@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
+import { adv, eq } from '../helpers/criteria.ts';
 
 interface Who {
   readonly user: string;
@@ -71,13 +72,7 @@ describe('rows describing a product, customer or seller follow its user groups',
     h.call(path, { basic: who, ...(body === undefined ? {} : { body }) });
   /** The parent keys of the rows of `c` that `who` sees, sorted. */
   const seen = async (c: Case, who: Who) =>
-    okData(
-      await call(
-        `/fetch/${c.code}`,
-        { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [] }, endRow: 1000 },
-        who,
-      ),
-    )
+    okData(await call(`/fetch/${c.code}`, { data: adv(), endRow: 1000 }, who))
       .map((r: Record<string, unknown>) => r[c.key] as string)
       .filter((k: string) => k.startsWith('SC-'))
       .sort();
@@ -108,11 +103,7 @@ describe('rows describing a product, customer or seller follow its user groups',
       assert.deepEqual(await seen(c, staff), ['SC-NONE', 'SC-OPEN', 'SC-READONLY']);
       const [hidden] = okData(
         await call(`/fetch/${c.code}`, {
-          data: {
-            _constructor: 'AdvancedCriteria',
-            operator: 'and',
-            criteria: [{ fieldName: c.key, operator: 'equals', value: 'SC-HIDDEN' }],
-          },
+          data: adv(eq(c.key, 'SC-HIDDEN')),
         }),
       );
       expectError(await call(`/fetch/${c.code}/${hidden.id}`, undefined, staff), 404, -1);
