@@ -25,6 +25,7 @@ import { clientErrorHandler } from './http/client-error.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
+import { splitLoadBody } from './http/json-rows.ts';
 import { COMPONENT_SCHEMAS, documentRoute } from './http/openapi.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -48,6 +49,9 @@ import { queryRoutes } from './modules/query/routes.ts';
 import { workflowRoutes } from './modules/workflows/routes.ts';
 import { rebateRoutes } from './modules/rebates/routes.ts';
 import { calcGridRoutes } from './modules/calcgrids/routes.ts';
+
+/** A `lazyRows` route's body from this size on (characters) has its rows parsed as they are read. */
+const LAZY_ROWS_FROM = 256 * 1024;
 
 export type PartitionModule = (scope: FastifyInstance) => void;
 
@@ -151,7 +155,15 @@ export async function buildApp({
     }
     const text = bytes.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
-    void defaultJson(req, text, done);
+    // A large load's rows are parsed as the load reads them (src/http/json-rows.ts).
+    const lazy =
+      req.routeOptions.config.lazyRows === true && text.length >= LAZY_ROWS_FROM ? splitLoadBody(text) : undefined;
+    if (lazy === undefined) return void defaultJson(req, text, done);
+    void defaultJson(req, lazy.envelope, (err, body) => {
+      if (err) return done(err, undefined);
+      (body as { data: { data: unknown[] } }).data.data = lazy.rows;
+      done(null, body);
+    });
   });
 
   app.setErrorHandler(function onError(err, req, reply) {

@@ -35,5 +35,11 @@ declare module 'fastify' {
      * header on every method, not only on those other than GET/HEAD.
      */
     changesState?: true;
+    /**
+     * A large body's `data.data` (a load's rows) is parsed row piece by row piece as it is read
+     * (src/http/json-rows.ts); only for a handler that reads the rows in order, inside the writes
+     * that a malformed row must undo.
+     */
+    lazyRows?: true;
   }
 }

@@ -6,6 +6,7 @@ import type { Principal } from '../../access/access.ts';
 import type { Db, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { toAppError } from '../../http/envelope.ts';
+import { AppError } from '../../http/errors.ts';
 import { DeadlineError } from '../../db/deadline.ts';
 import { loadTypeContext, parentsEditable, type TypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
@@ -91,10 +92,13 @@ export async function loadData(
   requireAccess(principal, type.access.write);
   const plan = planLoad(type, body, limits.maxBatchRows);
   const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
+  // A body's rows may be parsed only as they are read (src/http/json-rows.ts). One chunk reads them
+  // as its COPY takes them (a malformed row rolls it back); several chunks read all of them first, so
+  // that none is written when one is malformed.
+  const rows = body.data.length > chunkRows ? body.data.slice() : body.data;
   function* chunks() {
-    for (let start = 0; start < body.data.length; start += chunkRows) {
-      yield body.data.slice(start, start + chunkRows);
-    }
+    if (rows.length <= chunkRows) return void (yield rows);
+    for (let start = 0; start < rows.length; start += chunkRows) yield rows.slice(start, start + chunkRows);
   }
   return runLoad(db, principal, plan, chunks(), { ...limits, dedupeAcrossChunks: true });
 }
@@ -171,7 +175,7 @@ async function loadChunks(
 
   for await (const raw of chunks) {
     if (!limits.dedupeAcrossChunks) seen = new Set<string>();
-    await contexts.prepare(raw.map((r) => nameOf(plan, r)));
+    if (plan.nameAt !== undefined) await contexts.prepare(raw.map((r) => nameOf(plan, r)));
     const check = new ChunkCheck(plan, contexts, raw, start, seen);
     const write = async (): Promise<ChunkOutcome | undefined> => {
       // Both paths check the rows while COPY takes the first ones.
@@ -183,6 +187,8 @@ async function loadChunks(
     const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
       // Past the request's deadline the whole call stops (503); committed chunks stay whole.
       if (err instanceof DeadlineError) throw err;
+      // A refusal of the request (a malformed row of a body parsed as it is read), not of the chunk.
+      if (err instanceof AppError) throw err;
       // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
       if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
       const { valid } = check.all();

@@ -80,7 +80,8 @@ export function loaddataRoutes(app: FastifyInstance): void {
   app.post(
     '/loaddata/:typeCode',
     {
-      config: { access: AUTHENTICATED },
+      // The rows of a large body are parsed as the load reads them (src/http/json-rows.ts).
+      config: { access: AUTHENTICATED, lazyRows: true },
       preValidation: knownTypeCode,
       schema: {
         summary: 'Bulk load rows (insert, or update on join fields); per-row error report',
