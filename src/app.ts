@@ -157,7 +157,9 @@ export async function buildApp({
     if (text.trim() === '') return done(null, undefined);
     // A large load's rows are parsed as the load reads them (src/http/json-rows.ts).
     const lazy =
-      req.routeOptions.config.lazyRows === true && text.length >= LAZY_ROWS_FROM ? splitLoadBody(text) : undefined;
+      req.routeOptions.config.lazyRows === true && text.length >= LAZY_ROWS_FROM
+        ? splitLoadBody(text)
+        : undefined;
     if (lazy === undefined) return void defaultJson(req, text, done);
     void defaultJson(req, lazy.envelope, (err, body) => {
       if (err) return done(err, undefined);
