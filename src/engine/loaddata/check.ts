@@ -120,6 +120,11 @@ export class ChunkCheck {
     this.seen = seen;
   }
 
+  /** How many rows the chunk has (valid or not). */
+  get size(): number {
+    return this.raw.length;
+  }
+
   /** Checks every row not checked yet. */
   all(): { valid: ValidRow[]; errors: RowError[] } {
     while (this.next < this.raw.length) this.step();

@@ -19,10 +19,10 @@ const ROWNUM = 'rownum';
 const NEEDS_QUOTES = /^$|[",\r\n]/;
 
 /**
- * One CSV line: `prefix` (numbers: the row number, or partition and audit ids) then every non-null
+ * One CSV line: `prefix` (numbers: the row number, or the id, partition and audit ids) then every non-null
  * value, quoted (quotes doubled) where CSV needs it; NULL is an unquoted empty field.
  */
-export function csvLine(prefix: number | readonly number[], values: readonly Stored[]): string {
+export function csvLine(prefix: number | readonly (number | string)[], values: readonly Stored[]): string {
   let line = typeof prefix === 'number' ? String(prefix) : prefix.join(',');
   for (const v of values) {
     line += ',';

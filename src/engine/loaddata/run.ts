@@ -4,17 +4,16 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Tx } from '../../db/db.ts';
-import { Params, ident, qualified } from '../../db/sql.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import { DeadlineError } from '../../db/deadline.ts';
-import { loadTypeContext, parentsEditable, type TypeContext } from '../context.ts';
+import { loadTypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
-import { addedColumnsRead, historyCte, historyEnabled, trackedFields } from '../history.ts';
-import type { FieldDef, TypeDef } from '../registry.ts';
+import type { TypeDef } from '../registry.ts';
 import { loadRunning, wroteRows } from '../statistics.ts';
 import { planLoad, type LoadBody, type LoadPlan } from './plan.ts';
 import { ChunkCheck, Contexts, nameOf, type RowError, type ValidRow } from './check.ts';
+import { insertDirectly } from './direct.ts';
 import {
   PIECE_ROWS,
   STAGE,
@@ -224,155 +223,6 @@ async function loadChunks(
 function reasonOf(err: unknown): string {
   return toAppError(err).message;
 }
-
-const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
-  string: 'text[]',
-  integer: 'bigint[]',
-  decimal: 'numeric[]',
-  boolean: 'boolean[]',
-  date: 'date[]',
-  datetime: 'timestamptz[]',
-  json: 'jsonb[]',
-};
-
-/**
- * Columns a new row can get a value in without the writer: those with a default (identity and
- * generated ones too), by table; every column (`'*'`) for a table with a BEFORE INSERT row trigger,
- * which may set any of them. The schema changes only with migrations.
- */
-const defaultsOf = new Map<string, Set<string>>();
-
-async function columnsWithDefaults(db: Db, table: string): Promise<Set<string>> {
-  let known = defaultsOf.get(table);
-  if (known === undefined) {
-    const r = await db.query<{ c: string }>(
-      `SELECT column_name AS c FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = $1
-          AND (column_default IS NOT NULL OR is_identity = 'YES' OR is_generated <> 'NEVER')
-       UNION ALL
-       SELECT '*' FROM pg_trigger
-        WHERE tgrelid = to_regclass($1) AND NOT tgisinternal AND tgtype & 7 = 7`,
-      [table],
-    );
-    known = new Set(r.rows.map((x) => x.c));
-    defaultsOf.set(table, known);
-  }
-  return known;
-}
-
-/**
- * The names of the tracked fields a COPY of these rows sets (non-null), in the order record history
- * lists them, when they are the same for every row and no tracked field outside the header has a
- * default; else undefined (the history's SQL then tests each field of each row).
- */
-function sameFieldsSet(
-  plan: LoadPlan,
-  rows: readonly ValidRow[],
-  defaulted: ReadonlySet<string>,
-): string[] | undefined {
-  const tracked = trackedFields(plan.type);
-  const at = new Map(plan.header.map((f, i) => [f.name, i]));
-  if (defaulted.has('*') || tracked.some((f) => !at.has(f.name) && defaulted.has(f.column))) return undefined;
-  const columns = tracked.flatMap((f) => (at.has(f.name) ? [at.get(f.name)!] : []));
-  const first = rows[0];
-  if (first === undefined) return undefined;
-  for (const r of rows) {
-    for (const i of columns) if ((r.values[i] === null) !== (first.values[i] === null)) return undefined;
-  }
-  return tracked.filter((f) => at.has(f.name) && first.values[at.get(f.name)!] !== null).map((f) => f.name);
-}
-
-/**
- * The fast path of an insert-only chunk (no join fields): COPY the rows straight into the target —
- * no staging table, no merge. A business key that exists already (live or soft-deleted, or just
- * inserted by a concurrent load) fails the COPY with a unique violation, which rolls this attempt
- * back whole; the answer is then undefined and the chunk takes the merge path, which reports or
- * replaces those rows. (Checking the keys first cost a probe per row of every chunk, to spare only
- * loads that repeat keys without join fields.)
- */
-async function insertDirectly(
-  db: Db,
-  plan: LoadPlan,
-  principal: Principal,
-  base: TypeContext,
-  check: ChunkCheck,
-): Promise<ChunkOutcome | undefined> {
-  const { type } = plan;
-  if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
-  // Rows describing a parent record (scopedBy) need it editable; the merge's SQL names those that
-  // do not, so a chunk with one goes there (the COPY rolled back). The scoped field's values:
-  const scoped = plan.header.findIndex((f) => f.column === type.scopedBy?.column);
-  /**
-   * The rows of the table with the chunk's business keys (alias `t`): a semi-join on the key list.
-   * Its worst plan — statistics that do not know the partition yet — reads the partition once; a
-   * probe per key (a lateral subquery) was planned on a partition-leading index of another column
-   * then and read the partition once per key (20 s a chunk).
-   */
-  const ofChunk = (p: Params, rows: readonly ValidRow[]) => {
-    const partition = p.add(principal.partitionId);
-    const keys = plan.key.map((i) => {
-      const f = plan.header[i]!;
-      return {
-        col: qualified('t', f.column),
-        list: p.add(rows.map((r) => r.values[i])),
-        type: ARRAY_TYPE[f.type],
-      };
-    });
-    return `${ident(type.table)} t
-     WHERE t.partition_id = ${partition} AND (${keys.map((k) => k.col).join(', ')}) IN
-           (SELECT * FROM unnest(${keys.map((k) => `${k.list}::${k.type}`).join(', ')}))`;
-  };
-  // After the COPY, the chunk's rows (all new) are read back once for their record history: only the
-  // columns it reads when the fields set are the same for every row, and `w` read by the history
-  // alone, so that it is not kept aside (10,000 rows of a wide table spilled to disk on PostgreSQL).
-  const defaulted = historyEnabled() ? await columnsWithDefaults(db, type.table) : new Set<string>();
-  const recorded = (history: Params, rows: readonly ValidRow[]) => {
-    const names = sameFieldsSet(plan, rows, defaulted);
-    const setFields = names === undefined ? undefined : `${history.add(names)}::text[]`;
-    const read =
-      names === undefined
-        ? 't.*'
-        : addedColumnsRead(type)
-            .map((c) => qualified('t', c))
-            .join(', ');
-    return `WITH w AS (SELECT ${read} FROM ${ofChunk(history, rows)}),
-    ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add', setFields })}
-    SELECT 1 AS done`;
-  };
-  const prefix = [principal.partitionId, principal.userId, principal.userId];
-  try {
-    return await db.transaction(async (tx: Tx) => {
-      const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
-      await tx.copyFrom(
-        type.table,
-        columns,
-        check.pieces((r) => csvLine(prefix, r.values), PIECE_ROWS),
-      );
-      const rows = check.valid; // every row is checked once the COPY has taken its pieces
-      if (
-        scoped >= 0 &&
-        !(await parentsEditable(
-          tx,
-          principal,
-          type,
-          rows.map((r) => r.values[scoped]),
-        ))
-      )
-        throw new ParentRefused();
-      if (historyEnabled() && rows.length > 0) {
-        const history = new Params();
-        await tx.query(recorded(history, rows), history.values);
-      }
-      return { inserted: rows.length, updated: 0, errors: [] };
-    });
-  } catch (err) {
-    if (err instanceof ParentRefused || (err as { code?: unknown }).code === '23505') return undefined;
-    throw err;
-  }
-}
-
-/** A direct insert's chunk names a parent record the principal may not change: the merge answers it. */
-class ParentRefused extends Error {}
 
 /**
  * One chunk in one transaction: stage by COPY (the rows checked as it takes them), update the
