@@ -133,17 +133,6 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
   } else {
     const { value, glob } = leaf.rhs;
     pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
-    const lowerIndexed = leaf.ci || leaf.field.searchIndexed === true;
-    const range =
-      leaf.anchor === 'start' && !glob && !leaf.negate && lowerIndexed
-        ? prefixRange(a, value, ctx)
-        : undefined;
-    if (range !== undefined) {
-      const lowered = `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
-      return leaf.ci
-        ? `(${range} AND ${lowered})`
-        : `(${range} AND ${lowered} AND ${a} LIKE ${pattern} ESCAPE '\\')`;
-    }
     if (pre === '') ctx.params.planPerValue = true;
   }
   // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
@@ -154,23 +143,6 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
   const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
   const test = leaf.ci ? lowered : leaf.field.searchIndexed ? `(${lowered} AND ${exact})` : exact;
   return negated(test, leaf.negate, ctx);
-}
-
-/**
- * The byte range of `lower(col)` that holds every text starting with `lower(value)`, in the operators
- * of the `text_pattern_ops` prefix indexes: `lower(col) ~>=~ l AND lower(col) ~<~ l'`, where l' is l
- * with its last character's code point plus one (UTF-8's byte order is the code points' order). With
- * it a prefix match is a range of parameters the statement's generic plan can scan the index with;
- * `LIKE 'p%'` alone gives the index a range only when planned for its value, so such a page used to
- * run unprepared (planned per request). The LIKE still decides; the range only has to hold every
- * match (lower() maps character by character, so l's last character is that of the value's). None for
- * an empty value, or one ending in U+D7FF or U+10FFFF, whose successor is no character.
- */
-function prefixRange(col: string, value: string, ctx: Ctx): string | undefined {
-  const last = value.codePointAt(value.length - 1 - (/[\uDC00-\uDFFF]$/.test(value) ? 1 : 0));
-  if (last === undefined || last === 0xd7ff || last === 0x10ffff) return undefined;
-  const l = `lower(${param(ctx, value, 'text')})`;
-  return `lower(${col}) ~>=~ ${l} AND lower(${col}) ~<~ (left(${l}, -1) || chr(ascii(right(${l}, 1)) + 1))`;
 }
 
 /** Parameters carry explicit casts, so PostgreSQL never guesses a type (or an operator). */
