@@ -3,7 +3,8 @@
 // `JSON.parse` of a 10,000-row body took ~100 ms of a ~540 ms call before anything was written; the
 // check and the COPY encoding already ran beside the COPY (src/engine/loaddata/check.ts).
 // Everything but the rows (the envelope) is parsed at once; a scan of the text finds each row's span
-// first, and a piece that then fails to parse is the same `Malformed JSON body` error.
+// first, and a piece that then fails to parse is the same `Malformed JSON body` error (a fault of the
+// envelope itself, such as an unknown header field, may now be answered first).
 
 import { AppError } from './errors.ts';
 

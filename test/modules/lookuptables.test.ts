@@ -821,6 +821,33 @@ describe('lookup tables', () => {
     assert.equal(okData(await api(`${M}.fetch/${id}`, { data: { name: 'bulk-2' } }))[0].value, 99);
   });
 
+  test('loaddata of a large body (rows parsed as read): stored whole, or refused whole when a row is malformed', async () => {
+    const { token } = await h.login();
+    const raw = (path: string, text: string) =>
+      h.call(path, { headers: { 'X-Ratecard-jwt': token, 'content-type': 'application/json' }, raw: text });
+    const id = await newTable(api, 'lazy', 'SIMPLE');
+    const rows = Array.from({ length: 5_000 }, (_, i) => [`lazy-${i}`, `"value" ${'x'.repeat(60)} ${i}`]);
+    const text = JSON.stringify({ data: { header: ['name', 'value'], data: rows } });
+    assert.ok(text.length > 300_000);
+    const bad = text.replace(/\]\]\}\}$/, ',]]}}');
+    assert.notEqual(bad, text);
+    expectError(await raw(`${M}.loaddata/LTV?tableId=${id}`, bad), 400, -4, 'body');
+    // The table named per row: the rows are read (and the malformed one met) before any is written.
+    const named = JSON.stringify({
+      data: { header: ['lookupTable', 'name', 'value'], data: rows.map((r) => [id, ...r]) },
+    });
+    expectError(await raw(`${M}.loaddata/LTV`, named.replace(/\]\]\}\}$/, ',]]}}')), 400, -4, 'body');
+    const none = await h.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM lookup_values WHERE partition_id = $1 AND lookup_table_id = $2',
+      [h.partitionId, id],
+    );
+    assert.equal(none.rows[0]!.n, 0);
+    const r = okData(await raw(`${M}.loaddata/LTV?tableId=${id}`, text))[0];
+    assert.deepEqual([r.inserted, r.invalid], [5_000, 0]);
+    const stored = okData(await api(`${M}.fetch/${id}`, { data: { name: 'lazy-4999' } }));
+    assert.equal(stored[0].value, rows[4_999]![1]);
+  });
+
   test('loaddata: tables named in a lookupTable column, kinds checked, ranges checked per row', async () => {
     const a = await newTable(api, 'load-a', 'MATRIX2');
     const b = await newTable(api, 'load-b', 'MATRIX2', 'INT');

@@ -279,22 +279,24 @@ export function lookupTableRoutes(app: FastifyInstance): void {
     },
   );
 
+  const loadOpts = opts(
+    'Bulk load values of the table ?tableId= or of the table each row names in a lookupTable column',
+    AUTHENTICATED,
+    {
+      params: params('typeCode'),
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
+      },
+      body: loaddataBodySchema,
+      response: { 200: envelopeSchema(loadResultSchema) },
+    },
+  );
   app.post(
     `${P}.loaddata/:typeCode`,
-    opts(
-      'Bulk load values of the table ?tableId= or of the table each row names in a lookupTable column',
-      AUTHENTICATED,
-      {
-        params: params('typeCode'),
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
-        },
-        body: loaddataBodySchema,
-        response: { 200: envelopeSchema(loadResultSchema) },
-      },
-    ),
+    // The rows of a large body are parsed as the load reads them (src/http/json-rows.ts).
+    { ...loadOpts, config: { ...loadOpts.config, lazyRows: true as const } },
     async function loaddata(req) {
       const result = await loadValues(
         db,
