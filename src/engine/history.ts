@@ -198,6 +198,11 @@ export interface HistorySource {
    * then point to the list, stored once (`record_history_field_lists`, migration 042).
    */
   readonly setFields?: string;
+  /**
+   * For 'write': a test on `w` true only for rows that may have an old version (the others are new):
+   * the old row is probed for those alone.
+   */
+  readonly oldRowIf?: string;
 }
 
 /** `array_remove(ARRAY[CASE WHEN <test> THEN 'name' END, ...], NULL)`: the names passing a test. */
@@ -217,7 +222,7 @@ function namesWhere(fields: readonly FieldDef[], test: (f: FieldDef) => string):
  */
 export function historyCte(name: string, written: string, source: HistorySource): string {
   if (!enabled) return `${ident(name)} AS (SELECT 1)`;
-  const { tc, principal, params, kind, changing, setFields } = source;
+  const { tc, principal, params, kind, changing, setFields, oldRowIf } = source;
   const { type } = tc;
   // (`OFFSET 0` below keeps an update's subquery whole: pulled up, its field list was computed
   // twice per row, once for the filter and once for the insert. An ADD or DELETE passes the filter by
@@ -285,7 +290,7 @@ export function historyCte(name: string, written: string, source: HistorySource)
   const join =
     kind === 'write'
       ? `LEFT JOIN LATERAL (SELECT * FROM ${ident(type.table)} o
-                             WHERE o.partition_id = w.partition_id AND o.id = w.id LIMIT 1) o ON true`
+                             WHERE ${oldRowIf === undefined ? '' : `${oldRowIf} AND `}o.partition_id = w.partition_id AND o.id = w.id LIMIT 1) o ON true`
       : '';
   const actor = actorValues(principal, params);
   const typeCode = `${params.add(type.historyCode ?? type.code)}::text`;

@@ -491,6 +491,44 @@ describe('record history', () => {
     assert.equal(okData(await api(`/fetch/PX/${x.id}?asOf=${encodeURIComponent(added)}`))[0].attribute1, 'v');
   });
 
+  test('a load that restores a soft-deleted row records RESTORE with the old values; its new rows ADD', async () => {
+    const [x] = okData(await api('/add/PX', { data: { name: 'HR', sku: 'R1', attribute1: 'v' } }));
+    okData(await api('/delete/PX', { data: { typedId: x.typedId } }));
+    // Without join fields the key of the deleted row is an INSERT that restores it (ON CONFLICT), in
+    // the merge with a new row; the merge reads old values for the restored row only.
+    const load = await api('/loaddata/PX', {
+      data: {
+        header: ['name', 'sku', 'attribute1'],
+        data: [
+          ['HR', 'R1', 'w'],
+          ['HR', 'R2', 'n'],
+        ],
+      },
+    });
+    assert.equal(load.body.response.data[0].inserted, 2, load.text);
+    const restored = await historyOf('PX', x.id);
+    assert.deepEqual(
+      restored.map((r) => r.action),
+      ['ADD', 'DELETE', 'RESTORE'],
+    );
+    assert.deepEqual(restored[2].changes, { attribute1: { old: 'v', new: 'w' } });
+    const [r2] = okData(await api('/fetch/PX', { data: { name: 'HR', sku: 'R2' } }));
+    const added = await historyOf('PX', r2.id);
+    assert.deepEqual(
+      added.map((r) => [r.action, r.changes]),
+      [
+        [
+          'ADD',
+          {
+            name: { old: null, new: 'HR' },
+            sku: { old: null, new: 'R2' },
+            attribute1: { old: null, new: 'n' },
+          },
+        ],
+      ],
+    );
+  });
+
   test('an update stores its old values only; the new ones are read back from later changes', async () => {
     const [p] = okData(await api('/add/P', { data: { sku: 'HN-1', label: 'a', attribute1: 'x' } }));
     okData(await api('/update/P', { data: { typedId: p.typedId, label: 'b' } }));

@@ -15,6 +15,8 @@ import {
 import { createPartition } from '../../src/modules/admin/partitions.ts';
 import { loadData, planLoad } from '../../src/engine/loaddata.ts';
 import { findType } from '../../src/engine/registry.ts';
+import { buildMergeSql } from '../../src/engine/loaddata/merge-sql.ts';
+import { loadTypeContext } from '../../src/engine/context.ts';
 import { AppError } from '../../src/http/errors.ts';
 import type { Db, Tx } from '../../src/db/db.ts';
 
@@ -659,6 +661,28 @@ describe('loaddata', () => {
     assert.deepEqual(logged, [3]);
     const rows = await products(Array.from({ length: 7 }, (_, i) => `chunk-${i}`));
     assert.deepEqual([...rows.keys()], ['chunk-0', 'chunk-1', 'chunk-2', 'chunk-6']);
+  });
+
+  test('the merge records its new rows without probing the table for old ones, but where a restore has them', async () => {
+    // Probing a table without planner statistics (a first load) read the chunk's own new index
+    // entries once per row (14 s for 10,000 products): only a soft-deleted record restored by the
+    // INSERT's ON CONFLICT (extension rows) has old values to read.
+    const principal = adminPrincipal(h, adminId);
+    for (const [code, header, probes] of [
+      ['P', ['sku', 'label'], false],
+      ['PX', ['name', 'sku', 'attribute1'], true],
+    ] as const) {
+      const type = findType(code)!;
+      const plan = planLoad(
+        type,
+        { header: [...header], data: [], options: { detectJoinFields: true } },
+        100,
+      );
+      const sql = buildMergeSql(plan, await loadTypeContext(h.db, principal, type), principal);
+      assert.equal(/JOIN LATERAL/.test(sql.insert!.sql), probes, code);
+      // The restored rows only: a new row's version is 0, a restored one's is above.
+      assert.equal(/WHERE w\.version > 0 AND o\.partition_id/.test(sql.insert!.sql), probes, code);
+    }
   });
 
   test('duplicates are found across chunks of one call', async () => {

@@ -219,7 +219,20 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
        SELECT ${values.join(', ')} FROM ${source}
        ON CONFLICT (${conflictTarget}) ${conflict}
        RETURNING t.*`;
-    const history = historyCte('h', 'ins', { tc: base, principal, params: p, kind: 'write' });
+    // Only a soft-deleted record restored by ON CONFLICT has old values; every other returned row is
+    // new. Probing the table for each row's old version, on a table without planner statistics (the
+    // first load into it), went through another partition-leading index and read the chunk's own new
+    // entries once per row: 5.6 s for 10,000 lookup values, 14 s for 10,000 products, 6.8 s for
+    // 10,000 extension rows. So new rows of a hard-deleted type are recorded as a bulk ADD, and a
+    // soft-deleted type probes only the restored rows: those the restore gave a version above a new
+    // row's (0, every table's default).
+    const history = historyCte(
+      'h',
+      'ins',
+      type.deleteMode === 'soft'
+        ? { tc: base, principal, params: p, kind: 'write', oldRowIf: 'w.version > 0' }
+        : { tc: base, principal, params: p, kind: 'add' },
+    );
     // INSERT ... RETURNING cannot name the staging row, so the inserted keys are joined back to it.
     // Without join fields the keys of the stage are unique already (checked in JS), and its rows
     // are in row order as COPY wrote them. With join fields, DISTINCT ON the business key: of rows
