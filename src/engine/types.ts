@@ -9,6 +9,17 @@ import type { AppError, FieldErrors } from '../http/errors.ts';
 /** The declared type of a field, which decides how values are parsed and compared. */
 export type FieldType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'datetime' | 'json';
 
+/** The SQL type of a value of each field type (parameters are cast to it; arrays add `[]`). */
+export const SQL_TYPE: Readonly<Record<FieldType, string>> = {
+  string: 'text',
+  integer: 'bigint',
+  decimal: 'numeric',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+  json: 'jsonb',
+};
+
 /** What the criteria compiler needs to know of a field. */
 export interface FieldSpec {
   /** The API name, e.g. `sku` or `attribute3`. */

@@ -14,13 +14,14 @@ before(async () => {
 });
 after(() => h.close());
 
-async function reltuples(table: string): Promise<number> {
-  const r = await h.db.query<{ n: number }>(
-    'SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass',
-    [table],
-  );
+/** The number `n` of a one-row query. */
+async function numberOf(sql: string, params: readonly unknown[] = []): Promise<number> {
+  const r = await h.db.query<{ n: number }>(sql, params);
   return r.rows[0]!.n;
 }
+
+const reltuples = (table: string) =>
+  numberOf('SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass', [table]);
 
 async function tableWith(rows: number): Promise<string> {
   const table = uniqueName('stats');
@@ -111,12 +112,8 @@ test('while a load runs, the key columns are analyzed as its rows double; the ot
 
 test('the settled table is vacuumed too: its pages are marked all-visible (index-only scans)', async () => {
   const table = await tableWith(5000);
-  const allVisible = async () =>
-    (
-      await h.db.query<{ n: number }>('SELECT relallvisible AS n FROM pg_class WHERE oid = $1::regclass', [
-        table,
-      ])
-    ).rows[0]!.n;
+  const allVisible = () =>
+    numberOf('SELECT relallvisible AS n FROM pg_class WHERE oid = $1::regclass', [table]);
   try {
     assert.equal(await allVisible(), 0);
     wroteRows(h.db, table, 5000, { quietMs: 20 });
@@ -129,18 +126,14 @@ test('the settled table is vacuumed too: its pages are marked all-visible (index
 });
 
 /** VACUUMs and ANALYZEs of `table` so far (both count: the upkeep is `VACUUM (ANALYZE)`). */
-async function upkeepOf(table: string): Promise<number> {
-  const r = await h.db.query<{ n: number }>(
-    'SELECT (vacuum_count + analyze_count)::int AS n FROM pg_stat_user_tables WHERE relname = $1',
-    [table],
-  );
-  return r.rows[0]!.n;
-}
+const upkeepOf = (table: string) =>
+  numberOf('SELECT (vacuum_count + analyze_count)::int AS n FROM pg_stat_user_tables WHERE relname = $1', [
+    table,
+  ]);
 
 /** Rows enough for the upkeep: at least a tenth of `table`, which other suites share. */
 async function enoughRowsFor(table: string): Promise<number> {
-  const r = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-  return Math.max(1000, Math.ceil(r.rows[0]!.n / 5));
+  return Math.max(1000, Math.ceil((await numberOf(`SELECT count(*)::int AS n FROM ${table}`)) / 5));
 }
 
 test('a condition record load gets condition_records vacuumed and analyzed once it settles', async () => {

@@ -3,7 +3,7 @@
 // expression (`typedColumn`, through the safe casts for typed values kept in text columns).
 
 import { ident, qualified, type Params } from '../../db/sql.ts';
-import type { FieldSpec, FieldType } from '../types.ts';
+import { SQL_TYPE, type FieldSpec, type FieldType } from '../types.ts';
 import type { Anchor, Comparison } from './operators.ts';
 import { unreachable } from './parse.ts';
 import type { ResolvedCriteria, ResolvedLeaf, ResolvedNode } from './resolve.ts';
@@ -149,16 +149,6 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
 function param(ctx: Ctx, value: unknown, type: string): string {
   return `${ctx.params.add(value)}::${type}`;
 }
-
-const SQL_TYPE: Record<FieldType, string> = {
-  string: 'text',
-  integer: 'bigint',
-  decimal: 'numeric',
-  boolean: 'boolean',
-  date: 'date',
-  datetime: 'timestamptz',
-  json: 'jsonb',
-};
 
 /** The safe cast of a text column holding a typed value (see migration 002_safe_casts.sql). Integers go
  * through numeric so that a stored "10.0" is still ten. */

@@ -8,7 +8,7 @@ import type { Db, Tx } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
 import { parentsEditable, type TypeContext } from '../context.ts';
 import { addedColumnsRead, historyCte, historyEnabled, trackedFields } from '../history.ts';
-import type { FieldDef } from '../registry.ts';
+import { SQL_TYPE } from '../types.ts';
 import type { LoadPlan } from './plan.ts';
 import type { ChunkCheck, ValidRow } from './check.ts';
 import { PIECE_ROWS, csvLine } from './merge-sql.ts';
@@ -19,16 +19,6 @@ export interface DirectOutcome {
   readonly inserted: number;
   readonly errors: [];
 }
-
-const ARRAY_TYPE: Readonly<Record<FieldDef['type'], string>> = {
-  string: 'text[]',
-  integer: 'bigint[]',
-  decimal: 'numeric[]',
-  boolean: 'boolean[]',
-  date: 'date[]',
-  datetime: 'timestamptz[]',
-  json: 'jsonb[]',
-};
 
 /** What a table's new rows get without the writer (the schema changes only with migrations). */
 interface Defaults {
@@ -123,8 +113,8 @@ function loadedRowsSql(
       if (c === 'id') return 'u.id';
       const f = type.fields.find((x) => x.column === c)!;
       const i = at.get(c);
-      if (i === undefined) return `NULL::${ARRAY_TYPE[f.type].slice(0, -2)} AS ${ident(c)}`;
-      arrays.push(`${p.add(rows.map((r) => r.values[i]))}::${ARRAY_TYPE[f.type]}`);
+      if (i === undefined) return `NULL::${SQL_TYPE[f.type]} AS ${ident(c)}`;
+      arrays.push(`${p.add(rows.map((r) => r.values[i]))}::${SQL_TYPE[f.type]}[]`);
       names.push(ident(c));
       return qualified('u', c);
     });
@@ -173,7 +163,7 @@ export async function insertDirectly(
       return {
         col: qualified('t', f.column),
         list: p.add(rows.map((r) => r.values[i])),
-        type: ARRAY_TYPE[f.type],
+        type: `${SQL_TYPE[f.type]}[]`,
       };
     });
     return `${ident(type.table)} t
@@ -189,16 +179,11 @@ export async function insertDirectly(
     const setFields = names === undefined ? undefined : `${history.add(names)}::text[]`;
     // Read back: only the columns the history reads when the fields set are the same for every row
     // (10,000 rows of a wide table, all columns, spilled to disk on PostgreSQL).
-    const read =
-      names === undefined
-        ? 't.*'
-        : addedColumnsRead(type)
-            .map((c) => qualified('t', c))
-            .join(', ');
-    const written =
-      names !== undefined && loaded !== undefined && ids !== undefined
-        ? loaded(history, rows, ids)
-        : `SELECT ${read} FROM ${ofChunk(history, rows)}`;
+    const readBack = () => {
+      const read = names === undefined ? ['t.*'] : addedColumnsRead(type).map((c) => qualified('t', c));
+      return `SELECT ${read.join(', ')} FROM ${ofChunk(history, rows)}`;
+    };
+    const written = names !== undefined && loaded && ids ? loaded(history, rows, ids) : readBack();
     return `WITH w AS (${written}),
     ${historyCte('h', 'w', { tc: base, principal, params: history, kind: 'add', setFields })}
     SELECT 1 AS done`;
