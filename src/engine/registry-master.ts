@@ -29,14 +29,29 @@ const SEARCH_INDEXED: ReadonlySet<string> = new Set([
   'to_do_items.label',
 ]);
 
+/** Of those, the ones whose prefix index covers the column and the id (migration 052). */
+const PREFIX_COVERED: ReadonlySet<string> = new Set([
+  'products.sku',
+  'products.label',
+  'customers.customer_id',
+  'customers.name',
+  'sellers.seller_id',
+  'sellers.name',
+]);
+
 export function masterType(
   t: Omit<TypeDef, 'fields' | 'massEditable' | 'bulkLoadable' | 'userGroups' | 'uniqueColumns'> & {
     own: readonly FieldDef[];
   },
 ): TypeDef {
   const { own, ...rest } = t;
-  const searched = (f: FieldDef): FieldDef =>
-    SEARCH_INDEXED.has(`${t.table}.${f.column}`) ? { ...f, searchIndexed: true } : f;
+  const searched = (f: FieldDef): FieldDef => {
+    const at = `${t.table}.${f.column}`;
+    if (!SEARCH_INDEXED.has(at)) return f;
+    return PREFIX_COVERED.has(at)
+      ? { ...f, searchIndexed: true, prefixCovers: true }
+      : { ...f, searchIndexed: true };
+  };
   const fields = [...own.map(searched), ...attributes(), ...SYSTEM];
   return {
     ...rest,

@@ -45,6 +45,12 @@ export interface FieldSpec {
    */
   readonly indexCovers?: boolean;
   /**
+   * The prefix index `(partition_id, lower(col) text_pattern_ops)` carries the column and the row id
+   * (INCLUDE; migration 052): prefix matches of it find the matching ids by the index alone. Its text
+   * and its lower case share one btree entry (value-check.ts).
+   */
+  readonly prefixCovers?: boolean;
+  /**
    * The column is a `text[]` of values (record history's changed fields): `equals` / `inSet` match
    * when any element does, their negations when none does; no other operator applies.
    */

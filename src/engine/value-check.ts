@@ -81,6 +81,20 @@ export function leavesDefaulted(tc: TypeContext, data: Obj): boolean {
  */
 export const INDEXED_TEXT_BYTES = 2_600;
 
+function indexedTextTooLarge(v: string, withLowerCase: boolean): string | undefined {
+  const bytes = Buffer.byteLength(v, 'utf8');
+  if (!withLowerCase) {
+    return bytes > INDEXED_TEXT_BYTES
+      ? `is too large for its index: at most ${INDEXED_TEXT_BYTES} bytes of UTF-8 (this text has ${bytes})`
+      : undefined;
+  }
+  const lower = Buffer.byteLength(v.toLowerCase(), 'utf8');
+  return bytes + lower > INDEXED_TEXT_BYTES
+    ? `is too large for its index: at most ${INDEXED_TEXT_BYTES} bytes of UTF-8 for the text and its ` +
+        `lower case together (this text has ${bytes} + ${lower})`
+    : undefined;
+}
+
 /** A value in its stored form, or the reason it is refused. */
 export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | string {
   if (raw === null || raw === undefined || (raw === '' && f.type !== 'string')) {
@@ -95,11 +109,11 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {
     return `is longer than ${f.maxLength} characters`;
   }
-  // A btree entry holds ~2,700 bytes: text of a field with search indexes must fit one.
-  if (typeof v === 'string' && f.searchIndexed && v.length > INDEXED_TEXT_BYTES / 4) {
-    const bytes = Buffer.byteLength(v, 'utf8');
-    if (bytes > INDEXED_TEXT_BYTES)
-      return `is too large for its index: at most ${INDEXED_TEXT_BYTES} bytes of UTF-8 (this text has ${bytes})`;
+  // A btree entry holds ~2,700 bytes: text of a field with search indexes must fit one (with its
+  // lower case, where the prefix index covers the column: migration 052).
+  if (typeof v === 'string' && f.searchIndexed && v.length > INDEXED_TEXT_BYTES / 8) {
+    const tooLarge = indexedTextTooLarge(v, f.prefixCovers === true);
+    if (tooLarge !== undefined) return tooLarge;
   }
   if (f.int32 && (typeof v !== 'number' || v < -0x80000000 || v > 0x7fffffff)) {
     return `must be an integer from ${-0x80000000} to ${0x7fffffff}`;

@@ -247,9 +247,31 @@ describe('indexes on what users filter on', () => {
     }
   });
 
-  test('a range of an indexed typed attribute: the page ids come from the index, the pages are the same', async () => {
+  /** Pages of `criteria` (three windows) over HTTP: those of the plain scan; ids from an index or not. */
+  async function samePages(criteria: object, deferred: boolean): Promise<void> {
     const principal = adminPrincipal(h);
     const tc = await loadTypeContext(h.db, principal, P);
+    const all = (await idsWith(h, criteria, 'seq')).ids;
+    assert.ok(all.length >= 2, JSON.stringify(criteria));
+    for (const [startRow, endRow] of [
+      [0, 100],
+      [1, 3],
+      [all.length - 1, all.length + 5],
+    ] as const) {
+      const c = compileFetch(planFetch(tc, principal, { data: criteria, startRow, endRow }, 1000));
+      assert.equal(/ANY\(ARRAY\(/.test(c.sql), deferred, JSON.stringify(criteria));
+      const r = await h.call('/fetch/P', {
+        basic: { user: 'admin', password: 'admin-password-1' },
+        body: { data: criteria, startRow, endRow },
+      });
+      const rows = okData(r);
+      const ids = rows.map((x) => Number(String(x.typedId).split('.')[0]));
+      assert.deepEqual(ids, all.slice(startRow, endRow), `${JSON.stringify(criteria)} ${startRow}-${endRow}`);
+      assert.equal(r.body.response.totalRows, all.length);
+    }
+  }
+
+  test('a range of an indexed typed attribute: the page ids come from the index, the pages are the same', async () => {
     const ranges: [object, boolean][] = [
       [adv(leaf('attribute2', 'greaterThan', 2)), true],
       [adv(leaf('attribute2', 'betweenInclusive', undefined, { start: 2.5, end: 10 })), true],
@@ -260,29 +282,33 @@ describe('indexes on what users filter on', () => {
       [adv(leaf('attribute2', 'equals', 10)), false],
       [adv(leaf('attribute2', 'greaterThan', 2), leaf('attribute3', 'greaterThan', '2000-01-01')), false],
     ];
-    for (const [criteria, deferred] of ranges) {
-      const all = (await idsWith(h, criteria, 'seq')).ids;
-      assert.ok(all.length >= 2, JSON.stringify(criteria));
-      for (const [startRow, endRow] of [
-        [0, 100],
-        [1, 3],
-        [all.length - 1, all.length + 5],
-      ] as const) {
-        const c = compileFetch(planFetch(tc, principal, { data: criteria, startRow, endRow }, 1000));
-        assert.equal(/ANY\(ARRAY\(/.test(c.sql), deferred, JSON.stringify(criteria));
-        const r = await h.call('/fetch/P', {
-          basic: { user: 'admin', password: 'admin-password-1' },
-          body: { data: criteria, startRow, endRow },
-        });
-        const rows = okData(r);
-        const ids = rows.map((x) => Number(String(x.typedId).split('.')[0]));
-        assert.deepEqual(
-          ids,
-          all.slice(startRow, endRow),
-          `${JSON.stringify(criteria)} ${startRow}-${endRow}`,
-        );
-        assert.equal(r.body.response.totalRows, all.length);
+    for (const [criteria, deferred] of ranges) await samePages(criteria, deferred);
+  });
+
+  test('a prefix of label or sku: the page ids come from the covering prefix index, the pages are the same', async () => {
+    const prefixes: [object, boolean][] = [
+      [adv(leaf('label', 'iStartsWith', 'PRODUCT 1')), true],
+      [adv(leaf('label', 'startsWith', 'Product 1')), true],
+      [adv(leaf('label', 'iStartsWithPattern', 'prod*1')), true],
+      [adv(leaf('sku', 'iStartsWith', 'ix-')), true],
+      [adv(leaf('label', 'iStartsWith', 'pro'), leaf('label', 'startsWith', 'Product')), true],
+      // Not a prefix of one covered field: the plain page.
+      [adv(leaf('label', 'iNotStartsWith', 'product 1')), false],
+      [adv(leaf('label', 'iContains', 'DUCT 1')), false],
+      [adv(leaf('attribute1', 'iStartsWith', 'AL')), false],
+      [adv(leaf('label', 'startsWithField', undefined, { value: 'attribute1' })), false],
+      [adv(leaf('label', 'iStartsWith', 'pro'), leaf('sku', 'iStartsWith', 'IX')), false],
+    ];
+    for (const [criteria, deferred] of prefixes) {
+      if (JSON.stringify(criteria).includes('startsWithField')) {
+        // No row's label starts with its attribute1: only the form of the SQL is compared.
+        const principal = adminPrincipal(h);
+        const tc = await loadTypeContext(h.db, principal, P);
+        const c = compileFetch(planFetch(tc, principal, { data: criteria }, 1000));
+        assert.equal(/ANY\(ARRAY\(/.test(c.sql), deferred);
+        continue;
       }
+      await samePages(criteria, deferred);
     }
   });
 
@@ -380,6 +406,27 @@ describe(
         .join('\n');
       const scans = plan.match(/Index Only Scan using rcx_products_attribute2_num/g) ?? [];
       assert.equal(scans.length, 2, `the count and the page's ids:\n${plan}`);
+    });
+
+    test('once vacuumed, a prefix of label or sku: the count and the page ids by the covering index alone', async () => {
+      await h.db.query('VACUUM products');
+      const principal = adminPrincipal(h);
+      const tc = await loadTypeContext(h.db, principal, P);
+      // 1,111 of the 50,000 labels (12, 120.., 1200.., 12000..), spread over the partition.
+      for (const [filter, index] of [
+        [leaf('label', 'iStartsWith', 'PRODUCT 12'), 'rc_products_label_lower'],
+        [leaf('label', 'startsWith', 'Product 12'), 'rc_products_label_lower'],
+        [leaf('sku', 'iStartsWith', 'sku0012'), 'rc_products_sku_lower'],
+      ] as const) {
+        const c = compileFetch(
+          planFetch(tc, principal, { data: adv(filter), startRow: 0, endRow: 100 }, 1000),
+        );
+        const plan = (await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${c.sql}`, c.params)).rows
+          .map((r) => r['QUERY PLAN'])
+          .join('\n');
+        const scans = plan.match(new RegExp(`Index Only Scan using ${index}`, 'g')) ?? [];
+        assert.equal(scans.length, 2, `the count and the page's ids:\n${plan}`);
+      }
     });
 
     test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {

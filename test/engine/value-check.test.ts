@@ -1,0 +1,37 @@
+// The size rule of text in fields with search indexes (pure): a btree entry holds ~2,700 bytes. A
+// field's own prefix index holds its lower case (2,600 bytes at most); where that index also carries
+// the column (`prefixCovers`, migration 052), the text and its lower case share one entry.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { INDEXED_TEXT_BYTES, checkValue } from '../../src/engine/value-check.ts';
+import type { FieldDef } from '../../src/engine/types.ts';
+
+const field = (extra: Partial<FieldDef>): FieldDef => ({
+  name: 'label',
+  column: 'label',
+  type: 'string',
+  maxLength: 4000,
+  ...extra,
+});
+const refused = (f: FieldDef, v: string) => typeof checkValue(f, v) === 'string';
+
+test('a search-indexed field takes 2,600 bytes of UTF-8; a covered one, 2,600 for the text and its lower case', () => {
+  const plain = field({ searchIndexed: true });
+  const covered = field({ searchIndexed: true, prefixCovers: true });
+  const cjk = (n: number) => '\u4e00'.repeat(n); // 3 bytes each, no case
+  assert.equal(INDEXED_TEXT_BYTES, 2600);
+  assert.ok(!refused(plain, cjk(866))); // 2,598
+  assert.ok(refused(plain, cjk(867))); // 2,601
+  assert.ok(!refused(covered, cjk(433))); // 1,299 twice
+  assert.ok(refused(covered, cjk(434))); // 1,302 twice
+  assert.match(checkValue(covered, cjk(434)) as string, /this text has 1302 \+ 1302/);
+  // The lower case is counted as it is written: U+0130 (2 bytes) lower-cases to "i" and a combining dot (3).
+  const dotted = '\u0130'.repeat(600); // 1,200 bytes, lower case 1,800
+  assert.ok(!refused(plain, dotted));
+  assert.ok(refused(covered, dotted));
+  // Fields without search indexes only have their maxLength.
+  assert.ok(!refused(field({}), cjk(1000)));
+  assert.ok(!refused(covered, 'x'.repeat(1300)));
+  assert.ok(refused(covered, 'x'.repeat(1301)));
+});
