@@ -79,3 +79,38 @@ test(
     }
   },
 );
+
+test('052: a label stored before the covering prefix index that does not fit it keeps the plain index', async () => {
+  const all = listMigrations();
+  const db = await createDb({ databaseUrl: undefined, dataDir: ':memory:', dbPoolSize: 1 });
+  try {
+    await migrate(
+      db,
+      all.filter((m) => m.version < 52),
+    );
+    // 700 random CJK characters (2,100 bytes, not compressible): one index entry held it, two do not.
+    const label = Array.from({ length: 700 }, (_, i) =>
+      String.fromCodePoint(0x4e00 + ((i * 7919) % 20000)),
+    ).join('');
+    await db.query(`INSERT INTO partitions (name, jwt_secret) VALUES ('mig052', '\\x00')`);
+    await db.query(
+      `INSERT INTO products (partition_id, sku, label) SELECT id, 'S1', $1 FROM partitions WHERE name = 'mig052'`,
+      [label],
+    );
+    assert.deepEqual(
+      await migrate(db),
+      all.filter((m) => m.version >= 52).map((m) => m.name),
+    );
+    const defs = new Map(
+      (
+        await db.query<{ indexname: string; indexdef: string }>(
+          `SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('rc_products_label_lower', 'rc_products_sku_lower')`,
+        )
+      ).rows.map((r) => [r.indexname, r.indexdef]),
+    );
+    assert.doesNotMatch(defs.get('rc_products_label_lower')!, /INCLUDE/);
+    assert.match(defs.get('rc_products_sku_lower')!, /INCLUDE \(sku, id\)/);
+  } finally {
+    await db.close();
+  }
+});
