@@ -6,14 +6,22 @@
 import type { FieldDef, TypeDef } from './types.ts';
 import { SYSTEM, attributes } from './registry-fields.ts';
 
-/** Business keys and label/name with text search indexes (migrations 012 and 039). */
-const SEARCH_INDEXED: ReadonlySet<string> = new Set([
+/**
+ * Business keys and label/name of products, customers and sellers: text search indexes (migration
+ * 012) whose prefix index covers the column and the id (migration 052).
+ */
+const PREFIX_COVERED: ReadonlySet<string> = new Set([
   'products.sku',
   'products.label',
   'customers.customer_id',
   'customers.name',
   'sellers.seller_id',
   'sellers.name',
+]);
+
+/** Business keys and label/name with text search indexes (migrations 012 and 039). */
+const SEARCH_INDEXED: ReadonlySet<string> = new Set([
+  ...PREFIX_COVERED,
   'product_extensions.sku',
   'customer_extensions.customer_id',
   'seller_extensions.seller_id',
@@ -27,16 +35,6 @@ const SEARCH_INDEXED: ReadonlySet<string> = new Set([
   'product_cross_references.external_id',
   'to_do_items.unique_name',
   'to_do_items.label',
-]);
-
-/** Of those, the ones whose prefix index covers the column and the id (migration 052). */
-const PREFIX_COVERED: ReadonlySet<string> = new Set([
-  'products.sku',
-  'products.label',
-  'customers.customer_id',
-  'customers.name',
-  'sellers.seller_id',
-  'sellers.name',
 ]);
 
 export function masterType(
