@@ -6,14 +6,12 @@
 // first, and a piece that then fails to parse is the same `Malformed JSON body` error (a fault of the
 // envelope itself, such as an unknown header field, may now be answered first).
 
+import { PIECE_ROWS } from '../engine/loaddata/merge-sql.ts';
 import { AppError } from './errors.ts';
 
 const [TAB, LF, CR, SPACE] = [9, 10, 13, 32];
 const [QUOTE, COMMA, COLON, BACKSLASH] = [34, 44, 58, 92];
 const [OPEN_ARRAY, CLOSE_ARRAY, OPEN_OBJECT, CLOSE_OBJECT] = [91, 93, 123, 125];
-
-/** Rows parsed per piece: as many as a COPY piece takes (PIECE_ROWS of the loader). */
-const PIECE_ROWS = 500;
 
 /**
  * Text the lazy path leaves to the full parser (secure-json-parse), which refuses prototype keys:
@@ -149,7 +147,8 @@ function malformed(): AppError {
 }
 
 /**
- * The rows as an array whose elements are parsed when first read, a piece of PIECE_ROWS at a time
+ * The rows as an array whose elements are parsed when first read, a piece at a time (as many rows
+ * as the loader's COPY pieces take, PIECE_ROWS)
  * (a Proxy over the array they are parsed into: `Array.isArray`, `length`, indexing, iteration and
  * `slice` work as on the parsed array). Reading a row of a piece that is not JSON throws the
  * malformed-body error.
@@ -193,7 +192,6 @@ function lazyArray(text: string, starts: readonly number[], ends: readonly numbe
       return Reflect.getOwnPropertyDescriptor(target, prop);
     },
     ownKeys(target) {
-      if (n > 0) ensure(n - 1);
       for (let p = 0; p < parsed.length; p++) ensure(p * PIECE_ROWS);
       return Reflect.ownKeys(target);
     },

@@ -97,8 +97,13 @@ const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'
 export function lookupTableRoutes(app: FastifyInstance): void {
   const { db, config } = app;
   const max = config.maxPageSize;
-  const opts = (summary: string, access: RouteAccess, schema: object = {}) => ({
-    config: { access },
+  const opts = (
+    summary: string,
+    access: RouteAccess,
+    schema: object = {},
+    config: { lazyRows?: true } = {},
+  ) => ({
+    config: { access, ...config },
     schema: { summary, tags: ['lookup tables'], ...schema },
   });
   const P = '/lookuptablemanager';
@@ -279,24 +284,24 @@ export function lookupTableRoutes(app: FastifyInstance): void {
     },
   );
 
-  const loadOpts = opts(
-    'Bulk load values of the table ?tableId= or of the table each row names in a lookupTable column',
-    AUTHENTICATED,
-    {
-      params: params('typeCode'),
-      querystring: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
-      },
-      body: loaddataBodySchema,
-      response: { 200: envelopeSchema(loadResultSchema) },
-    },
-  );
   app.post(
     `${P}.loaddata/:typeCode`,
-    // The rows of a large body are parsed as the load reads them (src/http/json-rows.ts).
-    { ...loadOpts, config: { ...loadOpts.config, lazyRows: true as const } },
+    opts(
+      'Bulk load values of the table ?tableId= or of the table each row names in a lookupTable column',
+      AUTHENTICATED,
+      {
+        params: params('typeCode'),
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { tableId: { type: 'string', pattern: '^[0-9]{1,15}$' } },
+        },
+        body: loaddataBodySchema,
+        response: { 200: envelopeSchema(loadResultSchema) },
+      },
+      // The rows of a large body are parsed as the load reads them (src/http/json-rows.ts).
+      { lazyRows: true },
+    ),
     async function loaddata(req) {
       const result = await loadValues(
         db,
