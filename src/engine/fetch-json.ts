@@ -299,9 +299,9 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   }
   const json = await rowJson(db, tc, plan.names);
   if (json === undefined) return undefined;
-  const { params, countParams, pageFrom, limit, offset, countSql, total } = compileParts(plan);
+  const { params, countParams, pageFrom, limit, offset, countSql, total, with: w } = compileParts(plan);
   // The page's order is the inner query's: the outer one only writes each row's text.
-  const sql = `SELECT x."__total", ${json.sql} AS "__row"
+  const sql = `${w}SELECT x."__total", ${json.sql} AS "__row"
                  FROM (SELECT ${total}, ${json.inner} FROM ${pageFrom}
                         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
   const r = await db.query<{ __total: unknown; __row: string }>(

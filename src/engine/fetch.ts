@@ -167,6 +167,15 @@ export interface FetchParts {
   readonly countSql: string;
   /** The count as a select-list item `(...) AS "__total"`. */
   readonly total: string;
+  /** `WITH ... ` before the statement's SELECT (`matchesOnce`), else empty. */
+  readonly with: string;
+}
+
+/** Whether the rows go in id order (no sortBy) and are not DISTINCT. */
+function inIdOrder({ distinct, sortBy }: FetchPlan): boolean {
+  return (
+    !distinct && (sortBy === undefined || sortBy === null || (Array.isArray(sortBy) && sortBy.length === 0))
+  );
 }
 
 /**
@@ -181,12 +190,8 @@ export interface FetchParts {
  * it saves.
  */
 function idsByIndex(plan: FetchPlan): boolean {
-  const { tc, principal, sortBy } = plan;
-  if (
-    plan.distinct ||
-    (sortBy !== undefined && sortBy !== null && !(Array.isArray(sortBy) && sortBy.length === 0))
-  )
-    return false;
+  const { tc, principal } = plan;
+  if (!inIdOrder(plan)) return false;
   if (tc.type.fixed || tc.type.deleteMode === 'soft' || (tc.type.userGroups && !principal.admin))
     return false;
   const fields = new Set<string>();
@@ -205,6 +210,54 @@ function idsByIndex(plan: FetchPlan): boolean {
   return plan.filters.every((f) => ranged(f.root, f.strict)) && fields.size === 1;
 }
 
+/** Most matches whose ids `matchesOnce` keeps for the count and the page. */
+const ONCE_ROWS = 1000;
+
+/**
+ * Whether the matches are found once for both the count and the page: the filter has no condition
+ * an index finds its rows by cheaply (equality, a set or a prefix of an indexed field, a range of a
+ * covered attribute), so each finding is a scan of the partition or of a trigram index, and the rows
+ * go in id order. Up to ONCE_ROWS + 1 ids are kept (`"__m"`); when they are all the matches, the
+ * count is theirs and the page takes its ids from them, else both run as the plain page and count.
+ * Measured on 100,000 products (psql, one client, page and count): `label iContains "duct 123"`
+ * (111 matches) 1.70 → 1.04 ms, a scan of `attribute5` (1 match) 34 → 16 ms; 11,112 matches of
+ * `iContains "duct 1"` 4.2 → 5.6 ms (its trigram index read a third time), a filter matching half the
+ * partition by a scan 4.8 → 4.7 ms. An indexed equality of about a page's worth of rows keeps the
+ * plain page: there, fetching the page's rows by their ids cost 0.39 ms instead of 0.29.
+ */
+function matchesOnce(plan: FetchPlan): boolean {
+  if (!inIdOrder(plan)) return false;
+  const roots = plan.filters.map((f) => f.root).filter((r) => r.kind !== 'and' || r.children.length > 0);
+  return roots.length > 0 && !roots.some((r) => foundByIndex(r));
+}
+
+/** Whether an index finds a node's matching rows without reading the rest (see matchesOnce). */
+function foundByIndex(n: ResolvedNode): boolean {
+  switch (n.kind) {
+    case 'and':
+      return n.children.length === 0 || n.children.some(foundByIndex);
+    case 'or':
+      return n.children.length > 0 && n.children.every(foundByIndex);
+    case 'compare': {
+      const f = n.field;
+      if (n.negate || !('value' in n.rhs)) return false;
+      if (f.column === 'id' || f.indexCovers === true) return !n.ci;
+      return f.searchIndexed === true && n.cmp === 'eq';
+    }
+    case 'set':
+      return (
+        !n.negate &&
+        (n.field.column === 'id' || n.field.searchIndexed === true || n.field.indexCovers === true)
+      );
+    case 'like':
+      return n.anchor === 'start' && !n.negate && 'value' in n.rhs && n.field.searchIndexed === true;
+    case 'not':
+    case 'null':
+    case 'regexp':
+      return false;
+  }
+}
+
 export function compileParts(plan: FetchPlan): FetchParts {
   const { tc, names } = plan;
   const params = new Params();
@@ -221,26 +274,40 @@ export function compileParts(plan: FetchPlan): FetchParts {
   const counted = plan.distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
   const countSql = `SELECT count(*) AS n FROM ${counted}`;
   const deferred = idsByIndex(plan);
-  return {
-    params,
-    countParams,
-    from,
-    pageFrom: deferred
-      ? `${table} t WHERE ${scope} AND t.id = ANY(ARRAY(SELECT t.id FROM ${from} ORDER BY t.id LIMIT ${limit} OFFSET ${offset}))`
-      : from,
-    limit,
-    offset: deferred ? '0' : offset,
-    countSql,
-    total: `(${countSql}) AS "__total"`,
-  };
+  const parts = { params, countParams, from, limit, countSql };
+  const pageIds = `SELECT t.id FROM ${from} ORDER BY t.id LIMIT ${limit} OFFSET ${offset}`;
+  if (deferred) {
+    return {
+      ...parts,
+      pageFrom: `${table} t WHERE ${scope} AND t.id = ANY(ARRAY(${pageIds}))`,
+      offset: '0',
+      total: `(${countSql}) AS "__total"`,
+      with: '',
+    };
+  }
+  if (matchesOnce(plan)) {
+    // The CASEs' subqueries run when their branch is taken: the plain ones only past ONCE_ROWS.
+    const kept = `(SELECT n FROM "__n") <= ${ONCE_ROWS}`;
+    return {
+      ...parts,
+      pageFrom: `${table} t WHERE ${scope} AND t.id = ANY(CASE WHEN ${kept}
+          THEN ARRAY(SELECT id FROM "__m" ORDER BY id LIMIT ${limit} OFFSET ${offset})
+          ELSE ARRAY(${pageIds}) END)`,
+      offset: '0',
+      total: `(CASE WHEN ${kept} THEN (SELECT n FROM "__n") ELSE (${countSql}) END) AS "__total"`,
+      with: `WITH "__m" AS MATERIALIZED (SELECT t.id FROM ${from} LIMIT ${ONCE_ROWS + 1}),
+          "__n" AS (SELECT count(*) AS n FROM "__m") `,
+    };
+  }
+  return { ...parts, pageFrom: from, offset, total: `(${countSql}) AS "__total"`, with: '' };
 }
 
 export function compileFetch(plan: FetchPlan): CompiledFetch {
   const { tc, names } = plan;
-  const { params, countParams, from, pageFrom, limit, offset, countSql, total } = compileParts(plan);
+  const { params, countParams, from, pageFrom, limit, offset, countSql, total, with: w } = compileParts(plan);
   const sql = plan.distinct
     ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
-    : `SELECT ${selectList(tc, names)}, ${total} FROM ${pageFrom}
+    : `${w}SELECT ${selectList(tc, names)}, ${total} FROM ${pageFrom}
         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
   return { sql, params: params.values, countSql, countParams };
 }

@@ -429,6 +429,26 @@ describe(
       }
     });
 
+    test('a contains of label: the count and the page read the trigram index once', async () => {
+      const principal = adminPrincipal(h);
+      const tc = await loadTypeContext(h.db, principal, P);
+      // 11 of the 50,000 labels (4999, 49990..49999).
+      const body = { data: adv(leaf('label', 'iContains', 'uct 4999')), startRow: 0, endRow: 100 };
+      const c = compileFetch(planFetch(tc, principal, body, 1000));
+      const plan = (
+        await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF) ${c.sql}`, c.params)
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      const ran = plan
+        .split('\n')
+        .filter((l) => /rc_products_label_trgm/.test(l) && !/never executed/.test(l));
+      assert.equal(ran.length, 1, plan);
+      const r = await h.db.query<{ __total: string }>(c.sql, c.params);
+      assert.equal(r.rows.length, 11);
+      assert.equal(Number(r.rows[0]!.__total), 11);
+    });
+
     test('no sequential scan for the fetch page, nor for its count (the SQL /fetch/P runs)', async () => {
       const principal = adminPrincipal(h);
       const tc = await loadTypeContext(h.db, principal, P);
