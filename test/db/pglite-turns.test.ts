@@ -1,0 +1,69 @@
+// The embedded adapter's turns (src/db/pglite.ts): statements one at a time in the order asked for,
+// a failed one not holding up the rest, and the event loop's turn between statements once they have
+// run back to back for TURN_MS (so the server reads and accepts what has arrived meanwhile).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TURN_MS, turns } from '../../src/db/pglite.ts';
+
+const busy = (ms: number) => {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // a statement running on this thread
+  }
+};
+
+test('in the order asked for, one at a time; a failure does not stop the queue', async () => {
+  const inTurn = turns();
+  const seen: string[] = [];
+  let running = 0;
+  const task = (name: string, fail = false) =>
+    inTurn(async () => {
+      assert.equal(running++, 0, 'one at a time');
+      seen.push(`${name} start`);
+      await new Promise((r) => setTimeout(r, 2));
+      seen.push(`${name} end`);
+      running--;
+      if (fail) throw new Error(name);
+      return name;
+    });
+  const results = await Promise.allSettled([task('a'), task('b', true), task('c')]);
+  assert.deepEqual(seen, ['a start', 'a end', 'b start', 'b end', 'c start', 'c end']);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+});
+
+test('after TURN_MS of statements back to back, what arrived meanwhile runs before the next one', async () => {
+  const inTurn = turns();
+  const seen: string[] = [];
+  // The first statement runs longer than TURN_MS on this thread; an I/O callback arrives meanwhile.
+  const a = inTurn(async () => {
+    setImmediate(() => seen.push('arrived'));
+    busy(TURN_MS + 5);
+    seen.push('a');
+  });
+  const b = inTurn(async () => {
+    seen.push('b');
+  });
+  await Promise.all([a, b]);
+  assert.deepEqual(seen, ['a', 'arrived', 'b']);
+});
+
+test('short statements run back to back, without waiting for a turn each', async () => {
+  const inTurn = turns();
+  await new Promise((r) => setImmediate(r)); // a fresh turn: the clock starts from here
+  const seen: string[] = [];
+  const a = inTurn(async () => {
+    setImmediate(() => seen.push('arrived'));
+    seen.push('a');
+  });
+  const b = inTurn(async () => {
+    seen.push('b');
+  });
+  await Promise.all([a, b]);
+  seen.push('done');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(seen.slice(0, 2), ['a', 'b']);
+});
