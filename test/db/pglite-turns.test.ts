@@ -39,13 +39,15 @@ test('after TURN_MS of statements back to back, what arrived meanwhile runs befo
   const inTurn = turns();
   const seen: string[] = [];
   // The first statement runs longer than TURN_MS on this thread; an I/O callback arrives meanwhile.
-  const a = inTurn(async () => {
+  const a = inTurn(() => {
     setImmediate(() => seen.push('arrived'));
     busy(TURN_MS + 5);
     seen.push('a');
+    return Promise.resolve();
   });
-  const b = inTurn(async () => {
+  const b = inTurn(() => {
     seen.push('b');
+    return Promise.resolve();
   });
   await Promise.all([a, b]);
   assert.deepEqual(seen, ['a', 'arrived', 'b']);
@@ -55,12 +57,14 @@ test('short statements run back to back, without waiting for a turn each', async
   const inTurn = turns();
   await new Promise((r) => setImmediate(r)); // a fresh turn: the clock starts from here
   const seen: string[] = [];
-  const a = inTurn(async () => {
+  const a = inTurn(() => {
     setImmediate(() => seen.push('arrived'));
     seen.push('a');
+    return Promise.resolve();
   });
-  const b = inTurn(async () => {
+  const b = inTurn(() => {
     seen.push('b');
+    return Promise.resolve();
   });
   await Promise.all([a, b]);
   seen.push('done');
