@@ -147,10 +147,9 @@ function malformed(): AppError {
 }
 
 /**
- * The rows as an array whose elements are parsed when first read, a piece at a time (as many rows
- * as the loader's COPY pieces take, PIECE_ROWS)
- * (a Proxy over the array they are parsed into: `Array.isArray`, `length`, indexing, iteration and
- * `slice` work as on the parsed array). Reading a row of a piece that is not JSON throws the
+ * The rows as an array whose elements are parsed when first read, a piece at a time: as many rows
+ * as the loader's COPY pieces take (PIECE_ROWS). A Proxy over the array they are parsed into:
+ * `Array.isArray`, `length`, indexing, iteration and `slice` work as on the parsed array. Reading a row of a piece that is not JSON throws the
  * malformed-body error.
  */
 function lazyArray(text: string, starts: readonly number[], ends: readonly number[]): unknown[] {

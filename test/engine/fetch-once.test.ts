@@ -11,17 +11,11 @@ import { loadTypeContext } from '../../src/engine/context.ts';
 import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { okData } from '../helpers/envelope.ts';
-import { adv } from '../helpers/criteria.ts';
+import { adv, leaf } from '../helpers/criteria.ts';
 
 const P = findType('P')!;
 const ROWS = 1500;
 const basic = { user: 'admin', password: 'admin-password-1' };
-
-const leaf = (fieldName: string, operator: string, value?: unknown) => ({
-  fieldName,
-  operator,
-  ...(value === undefined ? {} : { value }),
-});
 
 type Shape = 'once' | 'plain' | 'index';
 

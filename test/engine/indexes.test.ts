@@ -16,17 +16,10 @@ import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
 import { okData } from '../helpers/envelope.ts';
-import { adv } from '../helpers/criteria.ts';
+import { adv, leaf } from '../helpers/criteria.ts';
 
 const P = findType('P')!;
 const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
-
-const leaf = (fieldName: string, operator: string, value?: unknown, extra: object = {}) => ({
-  fieldName,
-  operator,
-  ...(value === undefined ? {} : { value }),
-  ...extra,
-});
 
 /** Filters each served by an index once attribute1 (TEXT), attribute2 (NUMERIC), attribute3 (DATE) are indexed. */
 const INDEXED_FILTERS: readonly [string, object][] = [

@@ -4,15 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
+import { leaf } from '../helpers/criteria.ts';
 
 type Case = [name: string, criterion: object, expected: string[], strict?: boolean];
-
-const leaf = (fieldName: string, operator: string, value?: unknown, extra: object = {}) => ({
-  fieldName,
-  operator,
-  ...(value === undefined ? {} : { value }),
-  ...extra,
-});
 
 // OP-1 Alpha 9 'a%b' | OP-2 beta 10 'a_b' | OP-3 (nulls) '' | OP-4 'Gamma ray' 100 'x\y'
 const CASES: Case[] = [
