@@ -1,8 +1,9 @@
 // `/fetch/{TC}` answered as JSON text. The page's rows are what `runFetch` answers — the same plan,
 // filter, order and count — but each row arrives as one text, the database's text of the record of its
 // outputs (`ROW(...)::text`), and the server writes the API's JSON object (or array) from it with a
-// writer made once per select list, then joins the rows into the envelope as they are. The server
-// neither parses a row's fields through the driver nor builds and serializes an object per row.
+// writer made once per select list (src/engine/record-json.ts), all rows into one text that goes
+// into the envelope as it is. The server neither parses a row's fields through the driver
+// nor builds and serializes an object (or a string) per row.
 // The record's text is the cheapest form the database writes: the bench's `equals` page in pgbench
 // (one client, eight alternating runs, min and median ms) with `ROW(...)::text` 0.91 and 1.10, with
 // `json_build_array(...)::text` (the form before) 1.13 and 1.27, the outputs as columns 0.93 and 1.05
@@ -23,7 +24,6 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
-import { parseInt8 } from '../db/parse.ts';
 import { Params, ident, isoUtcSql } from '../db/sql.ts';
 import { preparedPage, preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
@@ -50,32 +50,21 @@ import {
   type FetchPlan,
   type FetchResult,
 } from './fetch.ts';
+import { jsonArray, recordWriter, type FieldWrite, type RecordWriter } from './record-json.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 
 export interface JsonPage {
-  /** Each row as JSON text (an object, or an array for `valueFields`), in page order. */
-  readonly rowsJson: readonly string[];
+  /** The JSON array of the rows (objects, or arrays for `valueFields`) in page order. */
+  readonly dataJson: string;
   readonly startRow: number;
   readonly endRow: number;
   readonly totalRows: number;
 }
 
-/**
- * What writes one field of a row's record text (never NULL here) as the value the API answers;
- * `plain` when the text holds nothing a JSON string escapes (no quote, backslash or control character).
- */
-type Write = (text: string, plain: boolean) => string;
-
-const asString: Write = (v, plain) => (plain ? `"${v}"` : JSON.stringify(v));
-const asIs: Write = (v) => v;
-const asBoolean: Write = (v) => (v === 't' ? 'true' : 'false');
-/** bigint as a JSON number while exact in JavaScript, else its text (`parseInt8`, as the driver). */
-const asInt8: Write = (v) => (typeof parseInt8(v) === 'number' ? v : `"${v}"`);
-
 /** One output: its SQL (a field of the row's record) and how its text becomes JSON. */
 interface RowOutput {
   readonly sql: string;
-  readonly write: Write;
+  readonly write: FieldWrite;
 }
 
 /** An output's field of the record, for its SQL type; undefined when there is none here. */
@@ -84,7 +73,7 @@ function rowOutput(sqlType: string, field: FieldDef | undefined, e: string): Row
     if (sqlType !== 'text') return undefined;
     const type = field.type;
     // Dates, date-times and json are answered as the stored text.
-    if (type !== 'integer' && type !== 'decimal' && type !== 'boolean') return { sql: e, write: asString };
+    if (type !== 'integer' && type !== 'decimal' && type !== 'boolean') return { sql: e, write: 'string' };
     return { sql: e, write: (v) => JSON.stringify(outputValue(type, v)) };
   }
   switch (sqlType) {
@@ -92,79 +81,25 @@ function rowOutput(sqlType: string, field: FieldDef | undefined, e: string): Row
     case 'character varying':
     case 'numeric':
     case 'date':
-      return { sql: e, write: asString };
+      return { sql: e, write: 'string' };
     case 'smallint':
     case 'integer':
     case 'json':
     case 'jsonb':
-      return { sql: e, write: asIs };
+      return { sql: e, write: 'raw' };
     case 'boolean':
-      return { sql: e, write: asBoolean };
+      return { sql: e, write: 'boolean' };
     case 'bigint':
-      return { sql: e, write: asInt8 };
+      return { sql: e, write: 'int8' };
     case 'text[]':
-      return { sql: `to_json(${e})`, write: asIs };
+      return { sql: `to_json(${e})`, write: 'raw' };
     case 'timestamp with time zone':
       return {
         sql: isoUtcSql(e),
-        write: asString,
+        write: 'string',
       };
     default:
       return undefined;
-  }
-}
-
-const COMMA = 44;
-const CLOSE = 41; // )
-const QUOTE = 34;
-const BACKSLASH = 92;
-
-/**
- * The fields of a record's text as the database writes it (record_out), into `out` (as many as it
- * holds): `(a,"b c",,"")`. An empty field is NULL (null here). A field that is empty text or holds a
- * space, comma, parenthesis, quote or backslash is quoted, its quotes and backslashes doubled. A row
- * with more or fewer fields than `out`, or a quote with no end, is an error. `escaped[k]` (when
- * given) tells whether field k held a quote or a backslash.
- */
-export function recordFields(s: string, out: (string | null)[], escaped?: boolean[]): void {
-  const last = out.length - 1;
-  let i = 1;
-  for (let k = 0; k <= last; k++) {
-    let escapes = false;
-    if (s.charCodeAt(i) === QUOTE) {
-      let v = '';
-      let from = i + 1;
-      for (let j = from; ; j++) {
-        if (j >= s.length) throw new Error('fetch-json: unterminated field in a row');
-        const c = s.charCodeAt(j);
-        if (c === BACKSLASH) {
-          escapes = true;
-          v += s.slice(from, j);
-          from = ++j; // the next character as it is
-        } else if (c === QUOTE) {
-          if (s.charCodeAt(j + 1) !== QUOTE) {
-            out[k] = v + s.slice(from, j);
-            i = j + 1;
-            break;
-          }
-          escapes = true;
-          v += s.slice(from, ++j); // a doubled quote: one of them
-          from = j + 1;
-        }
-      }
-    } else {
-      // Unquoted: no comma or parenthesis inside.
-      const comma = s.indexOf(',', i);
-      const j = k < last ? comma : comma < 0 ? s.length - 1 : -1;
-      if (j < 0) throw new Error('fetch-json: a row does not hold as many fields as outputs');
-      out[k] = j === i ? null : s.slice(i, j);
-      i = j;
-    }
-    if (s.charCodeAt(i) !== (k < last ? COMMA : CLOSE) || (k === last && i !== s.length - 1)) {
-      throw new Error('fetch-json: a row does not hold as many fields as outputs');
-    }
-    if (escaped !== undefined) escaped[k] = escapes;
-    i++;
   }
 }
 
@@ -217,33 +152,13 @@ interface RowJson {
    * not for every match that the sort reads.
    */
   readonly sql: string;
-  readonly object: (row: string) => string;
-  readonly array: (row: string) => string;
+  readonly object: RecordWriter;
+  readonly array: RecordWriter;
 }
 
 /** Rows' JSON by itemsKey (null: not written here), so that a request builds none of them again. */
 const rowsOf = new Map<string, RowJson | null>();
 const MAX_LISTS = 1_000;
-
-/** Characters a JSON string escapes that a record's unquoted or quoted field may hold as they are. */
-// eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const CONTROL = /[\u0000-\u001f]/;
-
-/** Writes a row's fields, each after its prefix, then `close`. */
-function rowWriter(prefixes: readonly string[], writes: readonly Write[], close: string) {
-  const values = new Array<string | null>(writes.length).fill(null);
-  const escaped = new Array<boolean>(writes.length).fill(false);
-  return (row: string): string => {
-    recordFields(row, values, escaped);
-    const control = CONTROL.test(row);
-    let out = '';
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i]!;
-      out += prefixes[i]! + (v === null ? 'null' : writes[i]!(v, !control && !escaped[i]));
-    }
-    return out + close;
-  };
-}
 
 /** The JSON of rows of `names` (or all outputs), or undefined when one has no JSON form here. */
 async function rowJson(
@@ -268,12 +183,12 @@ async function rowJson(
     json = {
       inner: all.map((n, i) => `${outputSql(tc, n)} AS "c${i}"`).join(', '),
       sql: `ROW(${outputs.map((o) => o.sql).join(', ')})::text`,
-      object: rowWriter(
+      object: recordWriter(
         all.map((n, i) => `${i === 0 ? '{' : ','}${JSON.stringify(n)}:`),
         writes,
         '}',
       ),
-      array: rowWriter(
+      array: recordWriter(
         all.map((_, i) => (i === 0 ? '[' : ',')),
         writes,
         ']',
@@ -285,7 +200,7 @@ async function rowJson(
   return json ?? undefined;
 }
 
-/** The page as JSON texts, or undefined when the plan needs the JavaScript path (see the top). */
+/** The page as JSON text, or undefined when the plan needs the JavaScript path (see the top). */
 async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undefined> {
   const { tc } = plan;
   if (plan.distinct) return undefined;
@@ -309,14 +224,16 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
     params.values,
   );
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
-  const write = plan.asArrays ? json.array : json.object;
-  const rowsJson = r.rows.map((x) => write(x.__row));
-  return { rowsJson, startRow: plan.start, endRow: plan.start + rowsJson.length, totalRows };
+  const dataJson = jsonArray(
+    r.rows.map((x) => x.__row),
+    plan.asArrays ? json.array : json.object,
+  );
+  return { dataJson, startRow: plan.start, endRow: plan.start + r.rows.length, totalRows };
 }
 
 /**
- * `/fetch/{TC}` for an answer: permission and plan as `fetchRecords`, then the rows as JSON texts
- * (`rowsJson`), or as records (`rows`, from `runFetch`) when the request needs the JavaScript path.
+ * `/fetch/{TC}` for an answer: permission and plan as `fetchRecords`, then the rows as JSON
+ * (`dataJson`), or as records (`rows`, from `runFetch`) when the request needs the JavaScript path.
  */
 export async function fetchForAnswer(
   db: Queryable,
@@ -330,7 +247,7 @@ export async function fetchForAnswer(
 }
 
 /**
- * `/fetch/{TC}/{id}` as one JSON text (the record as `fetchOne` answers it); undefined when the
+ * `/fetch/{TC}/{id}` as the JSON array of the record (as `fetchOne` answers it); undefined when the
  * type needs the JavaScript path: extension rows, typed by their own table's meta, or an output
  * without a JSON form here. Not found is a 404, as from `fetchOne`.
  */
@@ -358,5 +275,5 @@ export async function fetchOneJson(
   );
   const row = r.rows[0];
   if (!row) throw notFound(`${type.label} ${idText}`);
-  return json.object(row.j);
+  return jsonArray([row.j], json.object);
 }

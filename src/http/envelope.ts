@@ -35,14 +35,9 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
 }
 
 /**
- * The text of a success envelope whose `data` items are JSON texts already (a fetch's rows, a
- * look-up's items): the same members as `ok`, without parsing or serializing rows.
+ * The text of a success envelope whose `data` is the JSON text of an array already (a fetch's rows,
+ * a look-up's items built by the database): the same members as `ok`, the array as it is.
  */
-export function okText(req: FastifyRequest, itemsJson: readonly string[], list?: ListInfo): string {
-  return okArrayText(req, `[${itemsJson.join(',')}]`, list);
-}
-
-/** `okText` with `data` given whole, as the JSON text of an array (built by the database). */
 export function okArrayText(req: FastifyRequest, arrayJson: string, list?: ListInfo): string {
   const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
   const paging =

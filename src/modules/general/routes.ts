@@ -5,7 +5,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, okText } from '../../http/envelope.ts';
+import { envelopeSchema, ok, okArrayText } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   addRecords,
@@ -161,8 +161,8 @@ export function generalRoutes(app: FastifyInstance): void {
     async (req, reply) => {
       const r = await fetchForAnswer(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
       if ('rows' in r) return ok(req, r.rows, r);
-      // Rows already written as JSON text go into the envelope as they are (src/engine/fetch-json.ts).
-      return reply.type('application/json; charset=utf-8').send(okText(req, r.rowsJson, r));
+      // Rows already written as JSON go into the envelope as they are (src/engine/fetch-json.ts).
+      return reply.type('application/json; charset=utf-8').send(okArrayText(req, r.dataJson, r));
     },
   );
 
@@ -180,7 +180,7 @@ export function generalRoutes(app: FastifyInstance): void {
       if (asOf !== undefined) return ok(req, [await fetchOneAsOf(app.db, req.principal!, type, id, asOf)]);
       const json = await fetchOneJson(app.db, req.principal!, type, id);
       if (json === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
-      return reply.type('application/json; charset=utf-8').send(okText(req, [json]));
+      return reply.type('application/json; charset=utf-8').send(okArrayText(req, json));
     },
   );
 
