@@ -228,7 +228,7 @@ function int8Json(v: string): string {
   return Number.isSafeInteger(Number(v)) ? v : JSON.stringify(v);
 }
 
-const ASCII = (s: string): Uint8Array => Buffer.from(s, 'utf8');
+const utf8Bytes = (s: string): Uint8Array => Buffer.from(s, 'utf8');
 
 /** Writes one row's record text as JSON into `out`. */
 export interface RecordWriter {
@@ -246,8 +246,8 @@ export function recordWriter(
   writes: readonly FieldWrite[],
   close: string,
 ): RecordWriter {
-  const before = prefixes.map(ASCII);
-  const after = ASCII(close);
+  const before = prefixes.map(utf8Bytes);
+  const after = utf8Bytes(close);
   const last = writes.length - 1;
   const fixedBytes = before.reduce((n, b) => n + b.length + 2, after.length);
   const write = (s: string, out: JsonBytes): void => {
