@@ -19,7 +19,8 @@ import { extensionNameOf, type FetchBody } from './fetch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
 import { MAX_DECIMAL_TEXT, coerceValue } from './values.ts';
-import { countWritten, setDeleteActor, written } from './write.ts';
+import { countWritten, setDeleteActor } from './write.ts';
+import { written } from './write-rows.ts';
 
 function countLeaves(node: CriteriaNode): number {
   if (node.kind === 'leaf' || node.kind === 'match') return 1;

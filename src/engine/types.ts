@@ -138,6 +138,12 @@ export interface TypeDef {
     old: Readonly<Record<string, unknown>>,
     data: Readonly<Record<string, unknown>> | undefined,
   ) => Promise<void>;
+  /**
+   * `/integrate` of many records may upsert them in one statement (src/engine/integrate-batch.ts):
+   * nothing about one record depends on another's write beyond the unique key (no trigger reads
+   * across rows, no per-record hooks).
+   */
+  readonly integratesAtOnce?: boolean;
   /** Columns of the table's unique key after partition_id (the conflict target of upserts). */
   readonly uniqueColumns: readonly string[];
   /** A column every row of this type has a fixed value in (attribute-meta types share one table). */

@@ -13,15 +13,14 @@ import {
   loadTypeContext,
   metaNameOf,
   requireParentEditable,
-  rowScope,
-  selectList,
   toRecord,
   typedPerRow,
   type TypeContext,
 } from './context.ts';
-import { withHistory } from './history.ts';
+import { integrateAtOnce } from './integrate-batch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { lacksRequired, leavesDefaulted, prepareValues, refuseKeyChanges } from './value-check.ts';
+import { insertRows, written } from './write-rows.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -45,27 +44,6 @@ function duplicate(type: TypeDef, data: Obj): AppError {
   return new AppError('DUPLICATE_KEY', `${type.label} ${key} already exists`, {
     field: type.businessKey[type.businessKey.length - 1]!,
   });
-}
-
-function auditColumns(principal: Principal, params: Params): { cols: string[]; vals: string[] } {
-  const p = params.add(principal.userId);
-  return { cols: ['created_by', 'last_update_by'], vals: [p, p] };
-}
-
-/**
- * A write statement (alias `t`, no RETURNING) with its record history in the same statement;
- * answers the written rows as API records (`rows`) or their number (`count`, column `n`).
- */
-export function written(
-  stmt: string,
-  tc: TypeContext,
-  principal: Principal,
-  params: Params,
-  result: 'rows' | 'count',
-): string {
-  const kind = stmt.trimStart().startsWith('DELETE') ? 'delete' : 'write';
-  const select = result === 'rows' ? selectList(tc, undefined, 'w') : 'count(*)::int AS n';
-  return withHistory(stmt, { tc, principal, params, kind }, select);
 }
 
 /**
@@ -155,11 +133,7 @@ export async function addRecords(
   });
 }
 
-/**
- * INSERT of one record. On a business-key conflict: `revive-deleted` replaces a soft-deleted row
- * (live rows stay untouched: no row comes back, a duplicate); `merge` updates the given columns of
- * the existing row if the principal may edit it (integrate).
- */
+/** INSERT of one record (see insertRows); undefined when no row was written. */
 async function insertRow(
   tx: Queryable,
   tc: TypeContext,
@@ -167,47 +141,7 @@ async function insertRow(
   values: Map<FieldDef, unknown>,
   onConflict: 'revive-deleted' | 'merge',
 ): Promise<Row | undefined> {
-  const { type } = tc;
-  const params = new Params();
-  const cols = ['partition_id'];
-  const vals = [params.add(principal.partitionId)];
-  if (type.fixed) {
-    cols.push(type.fixed.column);
-    vals.push(params.add(type.fixed.value));
-  }
-  const audit = auditColumns(principal, params);
-  cols.push(...audit.cols);
-  vals.push(...audit.vals);
-  for (const [f, v] of values) {
-    cols.push(f.column);
-    vals.push(params.add(v));
-  }
-  const target = ['partition_id', ...type.uniqueColumns].map(ident).join(', ');
-  const bump = `version = t.version + 1, last_update_at = now(), last_update_by = EXCLUDED.last_update_by`;
-  let conflict: string;
-  if (onConflict === 'merge') {
-    const sets = [...values.keys()]
-      .filter((f) => !f.key)
-      .map((f) => `${ident(f.column)} = EXCLUDED.${ident(f.column)}`);
-    if (type.deleteMode === 'soft') sets.push('deleted_at = NULL');
-    const editable = rowScope(tc, principal, params, 't', { forEdit: true, includeDeleted: true });
-    conflict = `ON CONFLICT (${target}) DO UPDATE SET ${[...sets, bump].join(', ')} WHERE ${editable}`;
-  } else if (type.deleteMode === 'soft') {
-    // Re-adding a soft-deleted record replaces it whole: unspecified fields become NULL.
-    const replace = tc.type.fields
-      .filter((f) => !f.system && !f.key)
-      .map((f) => `${ident(f.column)} = EXCLUDED.${ident(f.column)}`);
-    conflict = `ON CONFLICT (${target}) DO UPDATE SET ${[...replace, 'deleted_at = NULL', bump].join(', ')}
-                WHERE t.deleted_at IS NOT NULL`;
-  } else {
-    conflict = 'ON CONFLICT DO NOTHING';
-  }
-  const insert = `INSERT INTO ${ident(type.table)} AS t (${cols.map(ident).join(', ')}) VALUES (${vals.join(', ')})
-     ${conflict}`;
-  // Prepared: the same text for every record of the same shape, and its plan (an upsert by key and
-  // the history row) does not depend on the values.
-  const r = await tx.query<Row>(preparedShape(written(insert, tc, principal, params, 'rows')), params.values);
-  return r.rows[0];
+  return (await insertRows(tx, tc, principal, [values], onConflict))[0];
 }
 
 async function updateRow(
@@ -315,6 +249,14 @@ async function upsertRefused(
     : notFound(describeAddress(tc.type, { key }));
 }
 
+/** Integrate may write many records of `type` at once: it asks to, and has no per-record hooks. */
+const atOnce = (type: TypeDef): boolean =>
+  type.integratesAtOnce === true &&
+  !type.beforeInsert &&
+  !type.beforeChange &&
+  !type.scopedBy &&
+  !type.metaPerName;
+
 /** Upsert by typedId or business key; partial: unspecified fields keep their values; no version check. */
 export async function integrateRecords(
   db: Db,
@@ -340,6 +282,10 @@ export async function integrateRecords(
   }
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
+    if (items.length > 1 && !returnOld && atOnce(type)) {
+      const rows = await integrateAtOnce(tx, await ctx({}), principal, items);
+      if (rows) return rows;
+    }
     const one = async (data: Obj): Promise<Row> => {
       const address = addressOf(type, data);
       if (!address) {

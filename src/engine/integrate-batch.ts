@@ -1,0 +1,90 @@
+// `/integrate` of many records at once: records of a type that allows it (`integratesAtOnce`), each
+// complete and named by its business key, are upserted by one statement per shape (the fields they
+// set) instead of one statement per record — the same upsert (../write-rows.ts), the same record
+// history, the same answer in the request's order. Whatever this path cannot answer exactly as the
+// record-by-record path does — a key named twice (the second record updates the first), a record
+// named by id or lacking fields, a value refused, a record the caller may not edit, a statement the
+// database refuses — it leaves to that path: nothing is written then (a savepoint is rolled back)
+// and the record-by-record path answers, naming the element at fault.
+
+import type { Principal } from '../access/access.ts';
+import type { Tx } from '../db/db.ts';
+import { DeadlineError } from '../db/deadline.ts';
+import { AppError } from '../http/errors.ts';
+import { addressOf } from './addressing.ts';
+import { toRecord, type TypeContext } from './context.ts';
+import type { FieldDef } from './registry.ts';
+import { lacksRequired, leavesDefaulted, prepareValues } from './value-check.ts';
+import { insertRows } from './write-rows.ts';
+
+type Obj = Record<string, unknown>;
+type Row = Record<string, unknown>;
+
+/** Bind parameters per statement: PostgreSQL takes at most 65,535. */
+const MAX_PARAMS = 60_000;
+const SAVEPOINT = 'rc_integrate_batch';
+
+/** An error the record-by-record path would meet again, or that ends the request anyway. */
+function fatal(e: unknown): boolean {
+  return e instanceof DeadlineError || (e as { code?: unknown }).code === '57014';
+}
+
+/**
+ * The upserted records in the order of `items`, or undefined when the batch is left to the
+ * record-by-record path (nothing written). `tc`: the type's context (no meta per record).
+ */
+export async function integrateAtOnce(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  items: readonly Obj[],
+): Promise<Row[] | undefined> {
+  const keyFields = tc.type.businessKey.map((k) => tc.fields.get(k)!);
+  const keyOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
+  const shapes = new Map<string, Map<FieldDef, unknown>[]>();
+  const order: string[] = [];
+  for (const data of items) {
+    let values: Map<FieldDef, unknown>;
+    try {
+      const address = addressOf(tc.type, data);
+      if (!address || !('key' in address) || lacksRequired(tc, data) || leavesDefaulted(tc, data))
+        return undefined;
+      values = prepareValues(tc, data, 'add');
+    } catch (e) {
+      if (e instanceof AppError) return undefined;
+      throw e;
+    }
+    const key = keyOf(keyFields.map((f) => values.get(f)));
+    if (order.includes(key)) return undefined;
+    order.push(key);
+    const shape = [...values.keys()]
+      .map((f) => f.name)
+      .sort()
+      .join(',');
+    const same = shapes.get(shape);
+    if (same) same.push(values);
+    else shapes.set(shape, [values]);
+  }
+  await tx.query(`SAVEPOINT ${SAVEPOINT}`);
+  const byKey = new Map<string, Row>();
+  try {
+    for (const rows of shapes.values()) {
+      const per = Math.max(1, Math.floor(MAX_PARAMS / (rows[0]!.size + 1)));
+      for (let i = 0; i < rows.length; i += per) {
+        for (const row of await insertRows(tx, tc, principal, rows.slice(i, i + per), 'merge'))
+          byKey.set(keyOf(tc.type.businessKey.map((k) => row[k])), row);
+      }
+    }
+  } catch (e) {
+    if (fatal(e)) throw e;
+    await tx.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
+    return undefined;
+  }
+  if (byKey.size !== order.length) {
+    // A record the caller may not edit came back unwritten: the other path says which, and why.
+    await tx.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
+    return undefined;
+  }
+  await tx.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
+  return order.map((key) => toRecord(tc, byKey.get(key)!));
+}

@@ -1,0 +1,237 @@
+// `/integrate` of many records at once (src/engine/integrate-batch.ts): the answer, the stored
+// records and their record history are what integrating the records one by one gives; a key named
+// twice, a refused value, a value the database refuses and a record the caller may not edit are
+// answered as before, naming the element, with nothing written; other partitions are untouched.
+// On both databases.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  adminPrincipal,
+  clientOf,
+  startHarness,
+  uniqueName,
+  type Client,
+  type Harness,
+} from '../helpers/app.ts';
+import { integrateAtOnce } from '../../src/engine/integrate-batch.ts';
+import { loadTypeContext } from '../../src/engine/context.ts';
+import { findType } from '../../src/engine/registry.ts';
+import { expectError, okData } from '../helpers/envelope.ts';
+
+type Row = Record<string, any>;
+
+describe('integrate of many records at once', () => {
+  let h: Harness;
+  let other: Harness;
+  let api: Client;
+  let otherApi: Client;
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    api = await clientOf(h);
+    otherApi = await clientOf(other);
+    // attribute4 holds integers: a text there is a value the server refuses.
+    okData(
+      await api('/integrate/PAM', [{ data: { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' } }]),
+    );
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  /** What a record and its history say, without what differs between two copies of it. */
+  const strip = (r: Row, prefix: string) => {
+    const rest: Row = { ...r, sku: String(r.sku).slice(prefix.length) };
+    for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest[k];
+    return rest;
+  };
+  /** A record's history, its sku's prefix taken out. */
+  const historyOf = async (id: unknown, prefix: string) =>
+    okData(await api(`/fetch/P/${String(id)}/history`, { sortBy: 'id' })).map((e: Row) =>
+      JSON.parse(
+        JSON.stringify({ action: e.action, version: e.version, changes: e.changes }).replaceAll(prefix, ''),
+      ),
+    );
+  const skusOf = async (prefix: string) =>
+    okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' }));
+
+  test('the same answer, records and history as integrating them one by one', async () => {
+    const [a, b] = [uniqueName('A'), uniqueName('B')];
+    // Existing records of both copies, then one batch of new and existing records of two shapes.
+    for (const p of [a, b]) {
+      okData(
+        await api(
+          '/add/P',
+          [0, 1, 2, 3].map((i) => ({
+            data: { sku: `${p}-${i}`, label: `old ${i}`, attribute3: `keep ${i}` },
+          })),
+        ),
+      );
+    }
+    const batch = (p: string) => [
+      { data: { sku: `${p}-9`, label: 'new 9', attribute1: 'x' } },
+      { data: { sku: `${p}-1`, label: 'changed 1', attribute1: 'y' } },
+      { data: { sku: `${p}-8`, label: 'new 8' } },
+      { data: { sku: `${p}-2`, label: 'old 2' } },
+      { data: { sku: `${p}-3`, unitOfMeasure: 'kg', attribute1: 'z' } },
+      { data: { sku: `${p}-7`, label: 'new 7', attribute1: 'w' } },
+    ];
+    const atOnce = okData(await api('/integrate/P', batch(a)));
+    const oneByOne = [];
+    for (const item of batch(b)) oneByOne.push(...okData(await api('/integrate/P', [item])));
+    assert.deepEqual(
+      atOnce.map((r) => strip(r, a)),
+      oneByOne.map((r) => strip(r, b)),
+    );
+    assert.deepEqual(
+      atOnce.map((r) => [r.sku, r.version]),
+      [
+        [`${a}-9`, 0],
+        [`${a}-1`, 1],
+        [`${a}-8`, 0],
+        [`${a}-2`, 1],
+        [`${a}-3`, 1],
+        [`${a}-7`, 0],
+      ],
+    );
+    // Fields a record leaves out keep their values.
+    assert.equal(atOnce[1].attribute3, 'keep 1');
+    assert.equal(atOnce[4].label, 'old 3');
+    const [storedA, storedB] = [await skusOf(a), await skusOf(b)];
+    assert.deepEqual(
+      storedA.map((r) => strip(r, a)),
+      storedB.map((r) => strip(r, b)),
+    );
+    for (const [i, r] of storedA.entries()) {
+      assert.deepEqual(await historyOf(r.id, a), await historyOf(storedB[i].id, b), r.sku);
+    }
+    assert.deepEqual(
+      (await historyOf(atOnce[1].id, a)).map((e: Row) => e.action),
+      ['ADD', 'UPDATE'],
+    );
+  });
+
+  test('a key named twice: the second element updates what the first wrote', async () => {
+    const p = uniqueName('T');
+    const rows = okData(
+      await api('/integrate/P', [
+        { data: { sku: `${p}-1`, label: 'first' } },
+        { data: { sku: `${p}-2`, label: 'other' } },
+        { data: { sku: `${p}-1`, label: 'second' } },
+      ]),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.sku, r.label, r.version]),
+      [
+        [`${p}-1`, 'first', 0],
+        [`${p}-2`, 'other', 0],
+        [`${p}-1`, 'second', 1],
+      ],
+    );
+  });
+
+  test('errors name the element and leave nothing written', async () => {
+    const p = uniqueName('E');
+    const items = (bad: Row) => [
+      { data: { sku: `${p}-1`, label: 'a' } },
+      { data: { sku: `${p}-2`, label: 'b' } },
+      { data: { sku: `${p}-3`, label: 'c', ...bad } },
+    ];
+    // A value the server refuses, and one the database refuses (a NUL character in a text).
+    expectError(await api('/integrate/P', items({ attribute4: 'not a number' })), 400, -4, '2.attribute4');
+    const nul = await api('/integrate/P', items({ label: 'nul \u0000 here' }));
+    assert.ok(nul.status >= 400 && nul.status < 500, nul.text);
+    assert.equal(nul.body.response.status, -4, nul.text);
+    assert.deepEqual(await skusOf(p), []);
+  });
+
+  test('a record the caller may not edit: refused as before, nothing written', async () => {
+    const p = uniqueName('G');
+    const group = uniqueName('grp');
+    okData(await api('/add/UG', { data: { uniqueName: group, label: 'g' } }));
+    await h.newUser(`${p}-out`.toLowerCase(), 'outsider-password-1', ['PRICESHOP_EDIT']);
+    const outsider = await clientOf(h, `${p}-out`.toLowerCase(), 'outsider-password-1');
+    okData(await api('/add/P', { data: { sku: `${p}-locked`, label: 'x', userGroupEdit: group } }));
+    expectError(
+      await outsider('/integrate/P', [
+        { data: { sku: `${p}-new`, label: 'n' } },
+        { data: { sku: `${p}-locked`, label: 'y' } },
+      ]),
+      403,
+      -3,
+    );
+    assert.deepEqual(
+      (await skusOf(p)).map((r) => [r.sku, r.label]),
+      [[`${p}-locked`, 'x']],
+    );
+  });
+
+  test('batches past one statement, and other partitions untouched', async () => {
+    const p = uniqueName('L');
+    const attrs = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`attribute${i + 1}`, String(i)]));
+    okData(await otherApi('/add/P', { data: { sku: `${p}-00007`, label: 'theirs' } }));
+    const n = 2_100; // 32 fields a record: more than one statement's parameters
+    const items = Array.from({ length: n }, (_, i) => ({
+      data: { sku: `${p}-${String(i).padStart(5, '0')}`, label: `l${i}`, ...attrs },
+    }));
+    const rows = okData(await api('/integrate/P', items));
+    assert.equal(rows.length, n);
+    assert.deepEqual(
+      rows.map((r) => r.sku),
+      items.map((i) => i.data.sku),
+    );
+    assert.ok(rows.every((r) => r.version === 0 && r.attribute30 === '29'));
+    const [theirs] = okData(await otherApi('/fetch/P', { data: { sku: `${p}-00007` } }));
+    assert.equal(theirs.label, 'theirs');
+    assert.equal(theirs.version, 0);
+    const again = okData(
+      await api(
+        '/integrate/P',
+        items.slice(0, 3).map((i) => ({ data: { ...i.data, label: 'again' } })),
+      ),
+    );
+    assert.deepEqual(
+      again.map((r) => [r.label, r.version]),
+      [
+        ['again', 1],
+        ['again', 1],
+        ['again', 1],
+      ],
+    );
+  });
+
+  test('which batches are written at once, and which are left to the record-by-record path', async () => {
+    const p = uniqueName('W');
+    const principal = adminPrincipal(h);
+    const P = findType('P')!;
+    const tries = {
+      plain: [{ sku: `${p}-1`, label: 'a' }, { sku: `${p}-2` }],
+      twice: [{ sku: `${p}-3` }, { sku: `${p}-3`, label: 'b' }],
+      byId: [{ sku: `${p}-4` }, { typedId: '1.P', label: 'c' }],
+      refusedValue: [{ sku: `${p}-5` }, { sku: `${p}-6`, attribute4: 'not a number' }],
+      refusedByDatabase: [{ sku: `${p}-7` }, { sku: `${p}-8`, label: 'nul \u0000' }],
+    };
+    const answered: Record<string, number | undefined> = {};
+    await h.db.transaction(async (tx) => {
+      const tc = await loadTypeContext(tx, principal, P);
+      for (const [name, items] of Object.entries(tries)) {
+        answered[name] = (await integrateAtOnce(tx, tc, principal, items))?.length;
+      }
+      // The transaction goes on after a statement the database refused (its savepoint rolled back).
+      await tx.query('SELECT 1');
+    });
+    assert.deepEqual(answered, {
+      plain: 2,
+      twice: undefined,
+      byId: undefined,
+      refusedValue: undefined,
+      refusedByDatabase: undefined,
+    });
+    assert.deepEqual(
+      (await skusOf(p)).map((r) => r.sku),
+      [`${p}-1`, `${p}-2`],
+    );
+  });
+});
