@@ -1,8 +1,8 @@
 // `/integrate` of many records at once (src/engine/integrate-batch.ts): the answer, the stored
 // records and their record history are what integrating the records one by one gives; a key named
-// twice, a refused value, a value the database refuses and a record the caller may not edit are
-// answered as before, naming the element, with nothing written; other partitions are untouched.
-// On both databases.
+// twice, refused values and a record the caller may not edit are answered as before, naming the
+// element, with nothing written; a statement the database refuses leaves the batch to the
+// record-by-record path; other partitions are untouched. On both databases.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +17,7 @@ import {
 import { integrateAtOnce } from '../../src/engine/integrate-batch.ts';
 import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
+import type { Tx } from '../../src/db/db.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
 
 type Row = Record<string, any>;
@@ -139,7 +140,7 @@ describe('integrate of many records at once', () => {
       { data: { sku: `${p}-2`, label: 'b' } },
       { data: { sku: `${p}-3`, label: 'c', ...bad } },
     ];
-    // A value the server refuses, and one the database refuses (a NUL character in a text).
+    // Values the server refuses: a text in an integer attribute, a NUL character in a text.
     expectError(await api('/integrate/P', items({ attribute4: 'not a number' })), 400, -4, '2.attribute4');
     const nul = await api('/integrate/P', items({ label: 'nul \u0000 here' }));
     assert.ok(nul.status >= 400 && nul.status < 500, nul.text);
@@ -211,7 +212,7 @@ describe('integrate of many records at once', () => {
       twice: [{ sku: `${p}-3` }, { sku: `${p}-3`, label: 'b' }],
       byId: [{ sku: `${p}-4` }, { typedId: '1.P', label: 'c' }],
       refusedValue: [{ sku: `${p}-5` }, { sku: `${p}-6`, attribute4: 'not a number' }],
-      refusedByDatabase: [{ sku: `${p}-7` }, { sku: `${p}-8`, label: 'nul \u0000' }],
+      nul: [{ sku: `${p}-7` }, { sku: `${p}-8`, label: 'nul \u0000' }],
     };
     const answered: Record<string, number | undefined> = {};
     await h.db.transaction(async (tx) => {
@@ -219,7 +220,19 @@ describe('integrate of many records at once', () => {
       for (const [name, items] of Object.entries(tries)) {
         answered[name] = (await integrateAtOnce(tx, tc, principal, items))?.length;
       }
-      // The transaction goes on after a statement the database refused (its savepoint rolled back).
+      // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
+      // a statement cut by the request's deadline ends the request.
+      const refusing = (code: string): Tx => ({
+        ...tx,
+        query: (sql, params) =>
+          sql.startsWith('WITH w AS (INSERT')
+            ? Promise.reject(Object.assign(new Error('refused'), { code }))
+            : tx.query(sql, params),
+      });
+      const two = [{ sku: `${p}-9` }, { sku: `${p}-10` }];
+      answered.refusedByDatabase = (await integrateAtOnce(refusing('23514'), tc, principal, two))?.length;
+      await assert.rejects(integrateAtOnce(refusing('57014'), tc, principal, two), /refused/);
+      await tx.query(`ROLLBACK TO SAVEPOINT rc_integrate_batch`);
       await tx.query('SELECT 1');
     });
     assert.deepEqual(answered, {
@@ -227,6 +240,7 @@ describe('integrate of many records at once', () => {
       twice: undefined,
       byId: undefined,
       refusedValue: undefined,
+      nul: undefined,
       refusedByDatabase: undefined,
     });
     assert.deepEqual(
