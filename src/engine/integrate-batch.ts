@@ -26,7 +26,10 @@ const SAVEPOINT = 'rc_integrate_batch';
 
 /** An error the record-by-record path would meet again, or that ends the request anyway. */
 function fatal(e: unknown): boolean {
-  return e instanceof DeadlineError || (e as { code?: unknown }).code === '57014';
+  return (
+    e instanceof DeadlineError ||
+    (typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '57014')
+  );
 }
 
 /**
@@ -43,6 +46,7 @@ export async function integrateAtOnce(
   const keyOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
   const shapes = new Map<string, Map<FieldDef, unknown>[]>();
   const order: string[] = [];
+  const seen = new Set<string>();
   for (const data of items) {
     let values: Map<FieldDef, unknown>;
     try {
@@ -55,7 +59,8 @@ export async function integrateAtOnce(
       throw e;
     }
     const key = keyOf(keyFields.map((f) => values.get(f)));
-    if (order.includes(key)) return undefined;
+    if (seen.has(key)) return undefined;
+    seen.add(key);
     order.push(key);
     const shape = [...values.keys()]
       .map((f) => f.name)
