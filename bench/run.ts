@@ -19,6 +19,7 @@ import {
   fillReadPeer,
   foundation,
   integrate,
+  integrateBatch,
   load,
   type Bench,
   type Line,
@@ -130,6 +131,8 @@ async function benchOn(
     lines.push(await fetchById(b));
     console.log(`[${kind}] integrate ...`);
     lines.push(await integrate(b));
+    console.log(`[${kind}] integrate in batches ...`);
+    lines.push(await integrateBatch(b));
     console.log(`[${kind}] foundation ...`);
     lines.push(...(await foundation(b)));
     // Last: it adds its own rows (other skus), which the measurements above must not see.

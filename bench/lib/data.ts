@@ -140,14 +140,15 @@ export function filters(rows: readonly Row[]): Filter[] {
 }
 
 /**
- * Single-record upserts for `/integrate/P` and its peer: every other one updates an existing sku
- * (spread over the table), the others insert new ones. Each side gets its own sequence.
+ * Upserts for `/integrate/P` and its peer: every other one updates an existing sku (spread over the
+ * table: no sku twice within `n` upserts), the others insert new ones named `prefix` and a number.
+ * Each side gets its own sequence.
  */
-export function upserts(n: number): () => { sku: string; label: string; attribute1: string } {
+export function upserts(n: number, prefix = 'NEW'): () => { sku: string; label: string; attribute1: string } {
   let k = 0;
   return () => {
     k++;
-    const sku = k % 2 === 0 ? skuOf(1 + ((k * 7919) % n)) : `NEW${String(k).padStart(8, '0')}`;
+    const sku = k % 2 === 0 ? skuOf(1 + ((k * 7919) % n)) : `${prefix}${String(k).padStart(8, '0')}`;
     return { sku, label: `Upserted ${k}`, attribute1: `bench-${k}` };
   };
 }

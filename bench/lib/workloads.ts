@@ -269,6 +269,57 @@ export async function integrate(b: Bench): Promise<Line> {
   };
 }
 
+/** Records per `/integrate/P` call of the batch line, and calls. */
+const BATCH = 1_000;
+const BATCH_CALLS = 20;
+
+/**
+ * `/integrate/P` of 1,000 records a call (half update existing skus, half insert new ones), one call
+ * after another as a script integrating in bulk would, vs. the cheapest SQL for the same: one
+ * `INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE … RETURNING` per call on the write peer.
+ */
+export async function integrateBatch(b: Bench): Promise<Line> {
+  const url = `${b.server.base}/integrate/P`;
+  const calls = (next: () => { sku: string; label: string; attribute1: string }) =>
+    Array.from({ length: BATCH_CALLS }, () => Array.from({ length: BATCH }, next));
+  const apiCalls = calls(upserts(b.rows.length, 'BAT'));
+  const t0 = performance.now();
+  for (const records of apiCalls) {
+    const body = JSON.stringify(records.map((data) => ({ data })));
+    const r = expectOk('/integrate/P batch', await post(url, body, auth(b)));
+    const answered = (r.body.response?.data as unknown[] | undefined)?.length;
+    if (answered !== BATCH) throw new Error(`/integrate/P answered ${answered} of ${BATCH} records`);
+  }
+  const api = (performance.now() - t0) / 1000;
+
+  const sql = `INSERT INTO ${PEER_LOAD_TABLE} AS t (partition_id, created_by, last_update_by, sku, label, attribute1)
+    SELECT $1, $2, $2, u.sku, u.label, u.a1 FROM unnest($3::text[], $4::text[], $5::text[]) AS u(sku, label, a1)
+    ON CONFLICT (partition_id, sku) DO UPDATE SET label = EXCLUDED.label, attribute1 = EXCLUDED.attribute1,
+      version = t.version + 1, last_update_at = now(), last_update_by = EXCLUDED.last_update_by
+    WHERE t.partition_id = $1
+    RETURNING ${SELECT}`;
+  const peerCalls = calls(upserts(b.rows.length, 'BAT'));
+  const t1 = performance.now();
+  for (const records of peerCalls) {
+    const column = (k: 'sku' | 'label' | 'attribute1') => records.map((r) => r[k]);
+    await b.peer.query(sql, [
+      PEER_PARTITION,
+      PEER_USER,
+      column('sku'),
+      column('label'),
+      column('attribute1'),
+    ]);
+  }
+  const peer = (performance.now() - t1) / 1000;
+  const records = BATCH * BATCH_CALLS;
+  return {
+    workload: `integrate ${int(BATCH)} records a call (existing/new sku), ${BATCH_CALLS} calls one after another`,
+    api: `${api.toFixed(2)} s (${int(records / api)} records/s)`,
+    peer: `${peer.toFixed(2)} s (${int(records / peer)} records/s)`,
+    ratio: peer / api,
+  };
+}
+
 /** `GET /health` and a session-token `POST /login/extended`: the cost of the HTTP and auth layers. */
 export async function foundation(b: Bench): Promise<Line[]> {
   const health = await httpThroughput(
