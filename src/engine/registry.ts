@@ -284,7 +284,7 @@ const TYPES: readonly TypeDef[] = [
     businessKey: ['sku'],
     attributeMeta: 'PAM',
     deleteMode: 'hard',
-    integratesAtOnce: true,
+    writesAtOnce: true,
     access: { fetch: AUTHENTICATED, write: 'PRODUCT_EDIT' },
   }),
   masterType({
@@ -295,7 +295,7 @@ const TYPES: readonly TypeDef[] = [
     businessKey: ['customerId'],
     attributeMeta: 'CAM',
     deleteMode: 'hard',
-    integratesAtOnce: true,
+    writesAtOnce: true,
     access: { fetch: AUTHENTICATED, write: 'CUSTOMER_EDIT' },
   }),
   masterType({
@@ -306,7 +306,7 @@ const TYPES: readonly TypeDef[] = [
     businessKey: ['sellerId'],
     attributeMeta: 'SLAM',
     deleteMode: 'hard',
-    integratesAtOnce: true,
+    writesAtOnce: true,
     access: { fetch: 'SELLER_FETCH', write: 'SELLER_EDIT' },
   }),
   masterType({

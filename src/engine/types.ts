@@ -139,11 +139,11 @@ export interface TypeDef {
     data: Readonly<Record<string, unknown>> | undefined,
   ) => Promise<void>;
   /**
-   * `/integrate` of many records may upsert them in one statement (src/engine/integrate-batch.ts):
-   * nothing about one record depends on another's write beyond the unique key (no trigger reads
-   * across rows, no per-record hooks).
+   * `/add` and `/integrate` of many records may write them in one statement
+   * (src/engine/write-batch.ts): nothing about one record depends on another's write beyond the
+   * unique key (no trigger reads across rows, no per-record hooks).
    */
-  readonly integratesAtOnce?: boolean;
+  readonly writesAtOnce?: boolean;
   /** Columns of the table's unique key after partition_id (the conflict target of upserts). */
   readonly uniqueColumns: readonly string[];
   /** A column every row of this type has a fixed value in (attribute-meta types share one table). */

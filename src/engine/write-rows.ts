@@ -1,6 +1,6 @@
 // The statements that write records with their record history: the INSERT (or upsert) of one record
 // or of many of the same shape, and the wrapper that adds the history and answers the written rows.
-// Shared by the record-by-record writes (./write.ts), integrate's batches (./integrate-batch.ts) and
+// Shared by the record-by-record writes (./write.ts), the batches of add and integrate (./write-batch.ts) and
 // the bulk edits (./bulk-edit.ts).
 
 import type { Principal } from '../access/access.ts';

@@ -17,7 +17,7 @@ import {
   typedPerRow,
   type TypeContext,
 } from './context.ts';
-import { integrateAtOnce } from './integrate-batch.ts';
+import { writeAtOnce } from './write-batch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { lacksRequired, leavesDefaulted, prepareValues, refuseKeyChanges } from './value-check.ts';
 import { insertRows, written } from './write-rows.ts';
@@ -105,6 +105,14 @@ async function eachElement<T extends Obj>(
   return out;
 }
 
+/** Add and integrate may write many records of `type` at once: it asks to, and has no per-record hooks. */
+const atOnce = (type: TypeDef): boolean =>
+  type.writesAtOnce === true &&
+  !type.beforeInsert &&
+  !type.beforeChange &&
+  !type.scopedBy &&
+  !type.metaPerName;
+
 export async function addRecords(
   db: Db,
   principal: Principal,
@@ -124,6 +132,10 @@ export async function addRecords(
   if (items.length === 1) return [await add(db, contextCache(db, principal, type), items[0]!)];
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
+    if (atOnce(type)) {
+      const rows = await writeAtOnce(tx, await ctx({}), principal, items, 'add');
+      if (rows) return rows;
+    }
     return eachElement(
       type,
       items,
@@ -249,14 +261,6 @@ async function upsertRefused(
     : notFound(describeAddress(tc.type, { key }));
 }
 
-/** Integrate may write many records of `type` at once: it asks to, and has no per-record hooks. */
-const atOnce = (type: TypeDef): boolean =>
-  type.integratesAtOnce === true &&
-  !type.beforeInsert &&
-  !type.beforeChange &&
-  !type.scopedBy &&
-  !type.metaPerName;
-
 /** Upsert by typedId or business key; partial: unspecified fields keep their values; no version check. */
 export async function integrateRecords(
   db: Db,
@@ -283,7 +287,7 @@ export async function integrateRecords(
   return db.transaction(async (tx) => {
     const ctx = contextCache(tx, principal, type);
     if (items.length > 1 && !returnOld && atOnce(type)) {
-      const rows = await integrateAtOnce(tx, await ctx({}), principal, items);
+      const rows = await writeAtOnce(tx, await ctx({}), principal, items, 'integrate');
       if (rows) return rows;
     }
     const one = async (data: Obj): Promise<Row> => {

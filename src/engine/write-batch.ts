@@ -1,11 +1,12 @@
-// `/integrate` of many records at once: records of a type that allows it (`integratesAtOnce`), each
-// complete and named by its business key, are upserted by one statement per shape (the fields they
-// set) instead of one statement per record — the same upsert (../write-rows.ts), the same record
-// history, the same answer in the request's order. Whatever this path cannot answer exactly as the
-// record-by-record path does — a key named twice (the second record updates the first), a record
-// named by id or lacking fields, a value refused, a record the caller may not edit, a statement the
-// database refuses — it leaves to that path: nothing is written then (a savepoint is rolled back)
-// and the record-by-record path answers, naming the element at fault.
+// `/add` and `/integrate` of many records at once: records of a type that allows it
+// (`writesAtOnce`), each named by its business key (and, to integrate, complete), are written by one
+// statement per shape (the fields they set) instead of one statement per record — the same INSERT
+// or upsert (./write-rows.ts), the same record history, the same answer in the request's order.
+// Whatever this path cannot answer exactly as the record-by-record path does — a key named twice (to
+// integrate: the second record updates the first; to add: a duplicate), a key that exists already
+// (add), a record named by id or lacking fields, a value refused, a record the caller may not edit,
+// a statement the database refuses — it leaves to that path: nothing is written then (a savepoint is
+// rolled back) and the record-by-record path answers, naming the element at fault.
 
 import type { Principal } from '../access/access.ts';
 import type { Tx } from '../db/db.ts';
@@ -22,7 +23,9 @@ type Row = Record<string, unknown>;
 
 /** Bind parameters per statement: PostgreSQL takes at most 65,535. */
 const MAX_PARAMS = 60_000;
-const SAVEPOINT = 'rc_integrate_batch';
+const SAVEPOINT = 'rc_write_batch';
+/** What a key that exists does: nothing (add: a duplicate), or the upsert's update (integrate). */
+const CONFLICT = { add: 'revive-deleted', integrate: 'merge' } as const;
 
 /** An error the record-by-record path would meet again, or that ends the request anyway. */
 function fatal(e: unknown): boolean {
@@ -33,14 +36,16 @@ function fatal(e: unknown): boolean {
 }
 
 /**
- * The upserted records in the order of `items`, or undefined when the batch is left to the
- * record-by-record path (nothing written). `tc`: the type's context (no meta per record).
+ * The added (`add`) or upserted (`integrate`) records in the order of `items`, or undefined when the
+ * batch is left to the record-by-record path (nothing written). `tc`: the type's context (no meta per
+ * record).
  */
-export async function integrateAtOnce(
+export async function writeAtOnce(
   tx: Tx,
   tc: TypeContext,
   principal: Principal,
   items: readonly Obj[],
+  operation: 'add' | 'integrate',
 ): Promise<Row[] | undefined> {
   const keyFields = tc.type.businessKey.map((k) => tc.fields.get(k)!);
   const keyOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
@@ -51,7 +56,8 @@ export async function integrateAtOnce(
     let values: Map<FieldDef, unknown>;
     try {
       const address = addressOf(tc.type, data);
-      if (!address || !('key' in address) || lacksRequired(tc, data) || leavesDefaulted(tc, data))
+      if (!address || !('key' in address)) return undefined;
+      if (operation === 'integrate' && (lacksRequired(tc, data) || leavesDefaulted(tc, data)))
         return undefined;
       values = prepareValues(tc, data, 'add');
     } catch (e) {
@@ -76,8 +82,8 @@ export async function integrateAtOnce(
     for (const rows of shapes.values()) {
       const per = Math.max(1, Math.floor(MAX_PARAMS / (rows[0]!.size + 1)));
       for (let i = 0; i < rows.length; i += per) {
-        for (const row of await insertRows(tx, tc, principal, rows.slice(i, i + per), 'merge'))
-          byKey.set(keyOf(tc.type.businessKey.map((k) => row[k])), row);
+        const written = await insertRows(tx, tc, principal, rows.slice(i, i + per), CONFLICT[operation]);
+        for (const row of written) byKey.set(keyOf(tc.type.businessKey.map((k) => row[k])), row);
       }
     }
   } catch (e) {
@@ -86,7 +92,8 @@ export async function integrateAtOnce(
     return undefined;
   }
   if (byKey.size !== order.length) {
-    // A record the caller may not edit came back unwritten: the other path says which, and why.
+    // A record came back unwritten — one the caller may not edit, or (add) one that exists: the
+    // other path says which, and why.
     await tx.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     return undefined;
   }

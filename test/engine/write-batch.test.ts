@@ -1,8 +1,8 @@
-// `/integrate` of many records at once (src/engine/integrate-batch.ts): the answer, the stored
-// records and their record history are what integrating the records one by one gives; a key named
-// twice, refused values and a record the caller may not edit are answered as before, naming the
-// element, with nothing written; a statement the database refuses leaves the batch to the
-// record-by-record path; other partitions are untouched. On both databases.
+// `/add` and `/integrate` of many records at once (src/engine/write-batch.ts): the answer, the stored
+// records and their record history are what writing the records one by one gives; a key named twice,
+// a key that exists (add), refused values and a record the caller may not edit are answered as
+// before, naming the element, with nothing written; a statement the database refuses leaves the batch
+// to the record-by-record path; other partitions are untouched. On both databases.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import {
   type Client,
   type Harness,
 } from '../helpers/app.ts';
-import { integrateAtOnce } from '../../src/engine/integrate-batch.ts';
+import { writeAtOnce } from '../../src/engine/write-batch.ts';
 import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
 import type { Tx } from '../../src/db/db.ts';
@@ -22,7 +22,7 @@ import { expectError, okData } from '../helpers/envelope.ts';
 
 type Row = Record<string, any>;
 
-describe('integrate of many records at once', () => {
+describe('add and integrate of many records at once', () => {
   let h: Harness;
   let other: Harness;
   let api: Client;
@@ -218,7 +218,7 @@ describe('integrate of many records at once', () => {
     await h.db.transaction(async (tx) => {
       const tc = await loadTypeContext(tx, principal, P);
       for (const [name, items] of Object.entries(tries)) {
-        answered[name] = (await integrateAtOnce(tx, tc, principal, items))?.length;
+        answered[name] = (await writeAtOnce(tx, tc, principal, items, 'integrate'))?.length;
       }
       // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
       // a statement cut by the request's deadline ends the request.
@@ -229,10 +229,20 @@ describe('integrate of many records at once', () => {
             ? Promise.reject(Object.assign(new Error('refused'), { code }))
             : tx.query(sql, params),
       });
+      // Add: what exists already (and a key named twice) is a duplicate the other path names.
+      answered.add = (await writeAtOnce(tx, tc, principal, [{ sku: `${p}-11` }, { sku: `${p}-12` }], 'add'))
+        ?.length;
+      answered.addExisting = (
+        await writeAtOnce(tx, tc, principal, [{ sku: `${p}-13` }, { sku: `${p}-1` }], 'add')
+      )?.length;
+      answered.addTwice = (
+        await writeAtOnce(tx, tc, principal, [{ sku: `${p}-14` }, { sku: `${p}-14` }], 'add')
+      )?.length;
       const two = [{ sku: `${p}-9` }, { sku: `${p}-10` }];
-      answered.refusedByDatabase = (await integrateAtOnce(refusing('23514'), tc, principal, two))?.length;
-      await assert.rejects(integrateAtOnce(refusing('57014'), tc, principal, two), /refused/);
-      await tx.query(`ROLLBACK TO SAVEPOINT rc_integrate_batch`);
+      answered.refusedByDatabase = (await writeAtOnce(refusing('23514'), tc, principal, two, 'integrate'))
+        ?.length;
+      await assert.rejects(writeAtOnce(refusing('57014'), tc, principal, two, 'integrate'), /refused/);
+      await tx.query(`ROLLBACK TO SAVEPOINT rc_write_batch`);
       await tx.query('SELECT 1');
     });
     assert.deepEqual(answered, {
@@ -241,11 +251,53 @@ describe('integrate of many records at once', () => {
       byId: undefined,
       refusedValue: undefined,
       nul: undefined,
+      add: 2,
+      addExisting: undefined,
+      addTwice: undefined,
       refusedByDatabase: undefined,
     });
     assert.deepEqual(
       (await skusOf(p)).map((r) => r.sku),
-      [`${p}-1`, `${p}-2`],
+      [`${p}-1`, `${p}-11`, `${p}-12`, `${p}-2`],
     );
+  });
+
+  test('add: the same answer, records and history as adding them one by one; duplicates named', async () => {
+    const [a, b] = [uniqueName('A'), uniqueName('B')];
+    const batch = (p: string) => [
+      { data: { sku: `${p}-1`, label: 'one', attribute1: 'x' } },
+      { data: { sku: `${p}-2` } },
+      { data: { sku: `${p}-3`, label: 'three', unitOfMeasure: 'kg' } },
+    ];
+    const atOnce = okData(await api('/add/P', batch(a)));
+    const oneByOne = [];
+    for (const item of batch(b)) oneByOne.push(...okData(await api('/add/P', [item])));
+    assert.deepEqual(
+      atOnce.map((r) => strip(r, a)),
+      oneByOne.map((r) => strip(r, b)),
+    );
+    for (const [i, r] of atOnce.entries()) {
+      assert.deepEqual(await historyOf(r.id, a), await historyOf(oneByOne[i].id, b), r.sku);
+    }
+    // A key that exists, and a key named twice: 409 naming the element; nothing of the batch written.
+    const c = uniqueName('C');
+    expectError(
+      await api('/add/P', [{ data: { sku: `${c}-1` } }, { data: { sku: `${a}-2`, label: 'again' } }]),
+      409,
+      -1,
+      '1.sku',
+    );
+    expectError(
+      await api('/add/P', [
+        { data: { sku: `${c}-1` } },
+        { data: { sku: `${c}-2` } },
+        { data: { sku: `${c}-2` } },
+      ]),
+      409,
+      -1,
+      '2.sku',
+    );
+    assert.deepEqual(await skusOf(c), []);
+    assert.equal((await skusOf(a))[1].label, null);
   });
 });
