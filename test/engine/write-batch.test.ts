@@ -58,6 +58,24 @@ describe('add and integrate of many records at once', () => {
   const skusOf = async (prefix: string) =>
     okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' }));
 
+  /**
+   * `op` of `batch(a)` in one call and of `batch(b)` one record a call: the same answers and record
+   * histories but for the sku prefixes. Answers the rows of the batch.
+   */
+  const sameAsOneByOne = async (op: string, batch: (p: string) => { data: Row }[], a: string, b: string) => {
+    const atOnce = okData(await api(`/${op}/P`, batch(a)));
+    const oneByOne = [];
+    for (const item of batch(b)) oneByOne.push(...okData(await api(`/${op}/P`, [item])));
+    assert.deepEqual(
+      atOnce.map((r) => strip(r, a)),
+      oneByOne.map((r) => strip(r, b)),
+    );
+    for (const [i, r] of atOnce.entries()) {
+      assert.deepEqual(await historyOf(r.id, a), await historyOf(oneByOne[i].id, b), r.sku);
+    }
+    return atOnce;
+  };
+
   test('the same answer, records and history as integrating them one by one', async () => {
     const [a, b] = [uniqueName('A'), uniqueName('B')];
     // Existing records of both copies, then one batch of new and existing records of two shapes.
@@ -79,13 +97,7 @@ describe('add and integrate of many records at once', () => {
       { data: { sku: `${p}-3`, unitOfMeasure: 'kg', attribute1: 'z' } },
       { data: { sku: `${p}-7`, label: 'new 7', attribute1: 'w' } },
     ];
-    const atOnce = okData(await api('/integrate/P', batch(a)));
-    const oneByOne = [];
-    for (const item of batch(b)) oneByOne.push(...okData(await api('/integrate/P', [item])));
-    assert.deepEqual(
-      atOnce.map((r) => strip(r, a)),
-      oneByOne.map((r) => strip(r, b)),
-    );
+    const atOnce = await sameAsOneByOne('integrate', batch, a, b);
     assert.deepEqual(
       atOnce.map((r) => [r.sku, r.version]),
       [
@@ -105,9 +117,6 @@ describe('add and integrate of many records at once', () => {
       storedA.map((r) => strip(r, a)),
       storedB.map((r) => strip(r, b)),
     );
-    for (const [i, r] of storedA.entries()) {
-      assert.deepEqual(await historyOf(r.id, a), await historyOf(storedB[i].id, b), r.sku);
-    }
     assert.deepEqual(
       (await historyOf(atOnce[1].id, a)).map((e: Row) => e.action),
       ['ADD', 'UPDATE'],
@@ -269,16 +278,7 @@ describe('add and integrate of many records at once', () => {
       { data: { sku: `${p}-2` } },
       { data: { sku: `${p}-3`, label: 'three', unitOfMeasure: 'kg' } },
     ];
-    const atOnce = okData(await api('/add/P', batch(a)));
-    const oneByOne = [];
-    for (const item of batch(b)) oneByOne.push(...okData(await api('/add/P', [item])));
-    assert.deepEqual(
-      atOnce.map((r) => strip(r, a)),
-      oneByOne.map((r) => strip(r, b)),
-    );
-    for (const [i, r] of atOnce.entries()) {
-      assert.deepEqual(await historyOf(r.id, a), await historyOf(oneByOne[i].id, b), r.sku);
-    }
+    await sameAsOneByOne('add', batch, a, b);
     // A key that exists, and a key named twice: 409 naming the element; nothing of the batch written.
     const c = uniqueName('C');
     expectError(
