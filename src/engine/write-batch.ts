@@ -1,7 +1,8 @@
 // `/add` and `/integrate` of many records at once: records of a type that allows it
 // (`writesAtOnce`), each named by its business key (and, to integrate, complete), are written by one
-// statement per shape (the fields they set) instead of one statement per record — the same INSERT
-// or upsert (./write-rows.ts), the same record history, the same answer in the request's order.
+// statement per run of records that set the same fields instead of one statement per record — the
+// same INSERT or upsert (./write-rows.ts), the same record history, the same answer in the request's
+// order, new records' ids in that order.
 // Whatever this path cannot answer exactly as the record-by-record path does — a key named twice (to
 // integrate: the second record updates the first; to add: a duplicate), a key that exists already
 // (add), a record named by id or lacking fields, a value refused, a record the caller may not edit,
@@ -49,7 +50,9 @@ export async function writeAtOnce(
 ): Promise<Row[] | undefined> {
   const keyFields = tc.type.businessKey.map((k) => tc.fields.get(k)!);
   const keyOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
-  const shapes = new Map<string, Map<FieldDef, unknown>[]>();
+  // Consecutive records that set the same fields: one statement each (or more, past MAX_PARAMS), in
+  // the request's order, so that new records get their ids in that order, as one by one.
+  const runs: { shape: string; rows: Map<FieldDef, unknown>[] }[] = [];
   const order: string[] = [];
   const seen = new Set<string>();
   for (const data of items) {
@@ -72,14 +75,14 @@ export async function writeAtOnce(
       .map((f) => f.name)
       .sort()
       .join(',');
-    const same = shapes.get(shape);
-    if (same) same.push(values);
-    else shapes.set(shape, [values]);
+    const last = runs[runs.length - 1];
+    if (last?.shape === shape) last.rows.push(values);
+    else runs.push({ shape, rows: [values] });
   }
   await tx.query(`SAVEPOINT ${SAVEPOINT}`);
   const byKey = new Map<string, Row>();
   try {
-    for (const rows of shapes.values()) {
+    for (const { rows } of runs) {
       const per = Math.max(1, Math.floor(MAX_PARAMS / (rows[0]!.size + 1)));
       for (let i = 0; i < rows.length; i += per) {
         const written = await insertRows(tx, tc, principal, rows.slice(i, i + per), CONFLICT[operation]);

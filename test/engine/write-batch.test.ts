@@ -73,6 +73,12 @@ describe('add and integrate of many records at once', () => {
     for (const [i, r] of atOnce.entries()) {
       assert.deepEqual(await historyOf(r.id, a), await historyOf(oneByOne[i].id, b), r.sku);
     }
+    // New records get their ids in the request's order, whatever fields each sets.
+    const created = atOnce.filter((r) => r.version === 0).map((r) => Number(r.id));
+    assert.deepEqual(
+      created,
+      [...created].sort((x, y) => x - y),
+    );
     return atOnce;
   };
 
