@@ -73,52 +73,26 @@ export class JsonBytes {
   }
 
   /**
-   * An unquoted field of record text `s` from `i` (up to the next comma or closing parenthesis) as
-   * a JSON string; answers the index after the field. Such a field holds no quote or backslash.
+   * The field of record text `s` at `i` as a JSON string; answers the index after it. Quoted, it ends
+   * at its closing quote (a doubled quote or a backslash gives the next character as it is);
+   * unquoted, at the next comma or closing parenthesis (it holds no quote or backslash then).
    */
-  unquotedString(s: string, i: number): number {
+  stringField(s: string, i: number): number {
+    const quoted = s.charCodeAt(i) === QUOTE;
     this.room(3 * (s.length - i) + 2);
     let b = this.buf;
     let p = this.pos;
     b[p++] = QUOTE;
-    let j = i;
+    let j = quoted ? i + 1 : i;
     for (; j < s.length; j++) {
-      const c = s.charCodeAt(j);
-      if (c === COMMA || c === CLOSE) break;
-      if (c >= 0x20 && c < 0x80) {
-        b[p++] = c;
-        continue;
-      }
-      this.pos = p;
-      j = this.escapedChar(s, j, c);
-      b = this.buf;
-      p = this.pos;
-    }
-    b[p++] = QUOTE;
-    this.pos = p;
-    return j;
-  }
-
-  /**
-   * A quoted field of record text `s` whose opening quote is at `i` as a JSON string; answers the
-   * index after its closing quote.
-   */
-  quotedString(s: string, i: number): number {
-    this.room(3 * (s.length - i) + 2);
-    let b = this.buf;
-    let p = this.pos;
-    b[p++] = QUOTE;
-    for (let j = i + 1; j < s.length; j++) {
       let c = s.charCodeAt(j);
-      if (c === QUOTE) {
-        if (s.charCodeAt(j + 1) !== QUOTE) {
-          b[p++] = QUOTE;
-          this.pos = p;
-          return j + 1;
-        }
+      if (!quoted) {
+        if (c === COMMA || c === CLOSE) break;
+      } else if (c === QUOTE) {
+        if (s.charCodeAt(j + 1) !== QUOTE) break;
         j++; // a doubled quote: one of them
       } else if (c === BACKSLASH) {
-        if (++j >= s.length) break; // the next character as it is
+        if (++j >= s.length) break;
         c = s.charCodeAt(j);
       }
       if (c >= 0x20 && c < 0x80 && c !== QUOTE && c !== BACKSLASH) {
@@ -130,7 +104,10 @@ export class JsonBytes {
       b = this.buf;
       p = this.pos;
     }
-    throw new Error('record-json: unterminated field in a row');
+    if (quoted && j >= s.length) throw new Error('record-json: unterminated field in a row');
+    b[p++] = QUOTE;
+    this.pos = p;
+    return quoted ? j + 1 : j;
   }
 
   /**
@@ -258,9 +235,8 @@ export function recordWriter(
       const quoted = s.charCodeAt(i) === QUOTE;
       if (w === 'string') {
         const c = s.charCodeAt(i);
-        if (quoted) i = out.quotedString(s, i);
-        else if (c === COMMA || c === CLOSE) out.json('null');
-        else i = out.unquotedString(s, i);
+        if (!quoted && (c === COMMA || c === CLOSE)) out.json('null');
+        else i = out.stringField(s, i);
       } else {
         let v: string | null;
         if (quoted) [v, i] = quotedText(s, i);
