@@ -120,7 +120,7 @@ const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
     FROM s
     LEFT JOIN LATERAL (
       SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
-        FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
+        FROM unnest($3::text[]) WITH ORDINALITY AS q(sig, n)
        CROSS JOIN LATERAL (${probe([...FOUND_COLUMNS, ...ATTRS].join(', '), 's.id')}) c
        WHERE NOT s.wildcard_keys
     ) x ON true`);
@@ -155,37 +155,25 @@ const itemJson = (
  */
 const itemsJsonSql = (types: AttributeTypes) =>
   preparedShape(`SELECT '[' || string_agg(coalesce(c.item, 'null'), ',' ORDER BY q.n) || ']' AS items
-    FROM unnest($3::uuid[]) WITH ORDINALITY AS q(sig, n)
+    FROM unnest($3::text[]) WITH ORDINALITY AS q(sig, n)
     LEFT JOIN LATERAL (${probe(`${itemJson(types)} AS item`, '$2::bigint')}) c ON true`);
 
 /**
- * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 014):
- * md5 of each key as `<length in characters>:<key>` (absent keys `-`), as a uuid's text without its
- * hyphens (32 hex digits, which uuid input takes as it is).
+ * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 053):
+ * the keys in order, each with `\` written `\\` and U+0001 written `\1`, joined by U+0001; when the
+ * keys add up to more than 120 bytes, the first 300 characters of that text and its md5 (hex).
  */
 export function conditionKeySig(keys: readonly string[]): string {
-  let text = '';
-  for (let k = 0; k < MAX_KEY_SIZE; k++) {
-    const v = keys[k];
-    text += v === undefined ? '-' : `${codePoints(v)}:${v}`;
+  let s = '';
+  let bytes = 0;
+  for (let k = 0; k < keys.length; k++) {
+    if (k > 0) s += '\u0001';
+    s += keys[k]!.replaceAll('\\', '\\\\').replaceAll('\u0001', '\\1');
+    bytes += Buffer.byteLength(keys[k]!);
   }
-  return hash('md5', text, 'hex');
-}
-
-/** PostgreSQL's length() of a text: characters (code points), not UTF-16 units. */
-function codePoints(v: string): number {
-  let n = v.length;
-  for (let i = 0; i < v.length; i++) {
-    const c = v.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < v.length) {
-      const d = v.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
+  if (bytes <= 120) return s;
+  // PostgreSQL's left() counts characters (code points), not UTF-16 units.
+  return Array.from(s).slice(0, 300).join('') + hash('md5', s, 'hex');
 }
 
 const tupleKeys = KEYS.map((_, i) => `q.k${i + 1}`).join(', ');
@@ -252,8 +240,9 @@ function checkedRequest(
   return { day, sigs: tuples.map(conditionKeySig) };
 }
 
-/** Signatures as a uuid array's text, made at once: hex digits need neither quotes nor escapes. */
-const sigArray = (sigs: readonly string[]) => `{${sigs.join(',')}}`;
+/** Signatures as a text array's literal, made at once: each quoted, `\` and `"` escaped. */
+const sigArray = (sigs: readonly string[]) =>
+  `{${sigs.map((x) => `"${/["\\]/.test(x) ? x.replace(/["\\]/g, '\\$&') : x}"`).join(',')}}`;
 
 /** A look-up: the set by its unique name, the key tuples and the date. */
 export interface LookupRequest {
