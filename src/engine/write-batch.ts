@@ -12,6 +12,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Tx } from '../db/db.ts';
 import { DeadlineError } from '../db/deadline.ts';
+import { inSavepoint } from '../db/savepoint.ts';
 import { AppError } from '../http/errors.ts';
 import { addressOf } from './addressing.ts';
 import { toRecord, type TypeContext } from './context.ts';
@@ -24,7 +25,8 @@ type Row = Record<string, unknown>;
 
 /** Bind parameters per statement: PostgreSQL takes at most 65,535. */
 const MAX_PARAMS = 60_000;
-const SAVEPOINT = 'rc_write_batch';
+/** Thrown in the savepoint when a record came back unwritten (the batch is then undone). */
+const UNWRITTEN = new Error('write-batch: a record was not written');
 /** What a key that exists does: nothing (add: a duplicate), or the upsert's update (integrate). */
 const CONFLICT = { add: 'revive-deleted', integrate: 'merge' } as const;
 
@@ -79,27 +81,23 @@ export async function writeAtOnce(
     if (last?.shape === shape) last.rows.push(values);
     else runs.push({ shape, rows: [values] });
   }
-  await tx.query(`SAVEPOINT ${SAVEPOINT}`);
-  const byKey = new Map<string, Row>();
   try {
-    for (const { rows } of runs) {
-      const per = Math.max(1, Math.floor(MAX_PARAMS / (rows[0]!.size + 1)));
-      for (let i = 0; i < rows.length; i += per) {
-        const written = await insertRows(tx, tc, principal, rows.slice(i, i + per), CONFLICT[operation]);
-        for (const row of written) byKey.set(keyOf(tc.type.businessKey.map((k) => row[k])), row);
+    return await inSavepoint(tx, 'rc_write_batch', async () => {
+      const byKey = new Map<string, Row>();
+      for (const { rows } of runs) {
+        const per = Math.max(1, Math.floor(MAX_PARAMS / (rows[0]!.size + 1)));
+        for (let i = 0; i < rows.length; i += per) {
+          const written = await insertRows(tx, tc, principal, rows.slice(i, i + per), CONFLICT[operation]);
+          for (const row of written) byKey.set(keyOf(tc.type.businessKey.map((k) => row[k])), row);
+        }
       }
-    }
+      // A record came back unwritten — one the caller may not edit, or (add) one that exists: the
+      // other path says which, and why.
+      if (byKey.size !== order.length) throw UNWRITTEN;
+      return order.map((key) => toRecord(tc, byKey.get(key)!));
+    });
   } catch (e) {
     if (fatal(e)) throw e;
-    await tx.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-    return undefined;
+    return undefined; // nothing written: the savepoint was rolled back
   }
-  if (byKey.size !== order.length) {
-    // A record came back unwritten — one the caller may not edit, or (add) one that exists: the
-    // other path says which, and why.
-    await tx.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-    return undefined;
-  }
-  await tx.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
-  return order.map((key) => toRecord(tc, byKey.get(key)!));
 }

@@ -11,6 +11,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
+import { inSavepoint } from '../../db/savepoint.ts';
 import { ident } from '../../db/sql.ts';
 import { inTransaction } from '../../db/views.ts';
 import { canEdit } from '../../engine/crud.ts';
@@ -104,13 +105,12 @@ export async function applyWithin(db: Db, tx: Tx, owner: Principal, id: number):
   const origin = { ...currentHistoryOrigin(), operation: `DCR ${id}.DCR` };
   let ended = false;
   const within = inTransaction(db, tx, () => ended);
-  await tx.query('SAVEPOINT dcr_apply');
   try {
-    const summary = await runWithHistoryOrigin(origin, () => writeApproved(within, tx, owner, id));
-    await tx.query('RELEASE SAVEPOINT dcr_apply');
+    const summary = await inSavepoint(tx, 'dcr_apply', () =>
+      runWithHistoryOrigin(origin, () => writeApproved(within, tx, owner, id)),
+    );
     return { ok: true, summary };
   } catch (err) {
-    await tx.query('ROLLBACK TO SAVEPOINT dcr_apply');
     const e = toAppError(err);
     const reasons = Object.entries(e.errors ?? {}).map(([item, r]) => ({ item, message: r.errorMessage }));
     await store.setDcrState(tx, owner.partitionId, id, owner.userId, {

@@ -6,6 +6,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { inSavepoint } from '../../db/savepoint.ts';
 import { inTransaction } from '../../db/views.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { loadTypeContext } from '../../engine/context.ts';
@@ -370,15 +371,14 @@ export async function importProductCompetition(
     let failed = 0;
     const errors: RowFailure[] = [];
     for (const [row, data] of items.entries()) {
-      await tx.query('SAVEPOINT pcomp_row');
       try {
-        const [written] = await integrateRecords(inner, principal, COMPETITION, [data], false);
-        await tx.query('RELEASE SAVEPOINT pcomp_row');
+        const [written] = await inSavepoint(tx, 'pcomp_row', () =>
+          integrateRecords(inner, principal, COMPETITION, [data], false),
+        );
         // A row the upsert created is at version 0; one it changed has been bumped.
         if (written!.version === 0) inserted++;
         else updated++;
       } catch (e) {
-        await tx.query('ROLLBACK TO SAVEPOINT pcomp_row');
         if (!(e instanceof AppError) || !ROW_FAULTS.has(e.code)) throw e;
         failed++;
         const fields = Object.entries(e.errors ?? {});

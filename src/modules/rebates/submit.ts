@@ -7,6 +7,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { inSavepoint } from '../../db/savepoint.ts';
 import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
 import { principalForJob, restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
@@ -197,12 +198,7 @@ export async function submitGroupAsync(db: Db, principal: Principal, idText: str
     const row = await submittableGroup(tx, principal, id);
     // The workflow's own refusals (a step with no active approver, a condition that fails) come at
     // once, as with the synchronous submit: the submit is tried here and rolled back.
-    await tx.query('SAVEPOINT rrg_submit_check');
-    try {
-      await submitApprovable(tx, principal, 'RRG', id);
-    } finally {
-      await tx.query('ROLLBACK TO SAVEPOINT rrg_submit_check');
-    }
+    await inSavepoint(tx, 'rrg_submit_check', () => submitApprovable(tx, principal, 'RRG', id), false);
     const created = await createJob(tx, principal, {
       jobName: `Submit ${String(row.unique_name)}`,
       trackerType: REBATERECORD,
