@@ -12,6 +12,8 @@
 // API's value as its `FieldWrite` says; a JSON string is escaped exactly as JSON.stringify escapes
 // it, so the bytes are those of the JavaScript path's answer.
 
+import { parseInt8 } from '../db/parse.ts';
+
 /**
  * How a field's text (never NULL here) is written: as a JSON string; as it is (JSON text already: an
  * integer, json); `t`/`f` as true/false; a bigint as a number while exact in JavaScript, else as a
@@ -200,10 +202,8 @@ function unquotedEnd(s: string, i: number): number {
   return j;
 }
 
-/** A bigint's text as `parseInt8` answers it: a number while exact, else a string. */
-function int8Json(v: string): string {
-  return Number.isSafeInteger(Number(v)) ? v : JSON.stringify(v);
-}
+/** A bigint's text as the driver answers it (`parseInt8`): a number while exact, else a string. */
+const int8Json = (v: string): string => (typeof parseInt8(v) === 'number' ? v : JSON.stringify(v));
 
 const utf8Bytes = (s: string): Uint8Array => Buffer.from(s, 'utf8');
 
