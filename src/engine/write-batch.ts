@@ -11,7 +11,6 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Tx } from '../db/db.ts';
-import { DeadlineError } from '../db/deadline.ts';
 import { inSavepoint } from '../db/savepoint.ts';
 import { AppError } from '../http/errors.ts';
 import { addressOf } from './addressing.ts';
@@ -30,12 +29,15 @@ const UNWRITTEN = new Error('write-batch: a record was not written');
 /** What a key that exists does: nothing (add: a duplicate), or the upsert's update (integrate). */
 const CONFLICT = { add: 'revive-deleted', integrate: 'merge' } as const;
 
-/** An error the record-by-record path would meet again, or that ends the request anyway. */
-function fatal(e: unknown): boolean {
-  return (
-    e instanceof DeadlineError ||
-    (typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '57014')
-  );
+/**
+ * Whether the record-by-record path answers after `e`: a record left unwritten, a value refused, a
+ * statement the database refused. The deadline (or a statement it cut, 57014) and any other error
+ * end the request.
+ */
+function leftToOneByOne(e: unknown): boolean {
+  if (e === UNWRITTEN || e instanceof AppError) return true;
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && code !== '57014';
 }
 
 /**
@@ -97,7 +99,7 @@ export async function writeAtOnce(
       return order.map((key) => toRecord(tc, byKey.get(key)!));
     });
   } catch (e) {
-    if (fatal(e)) throw e;
+    if (!leftToOneByOne(e)) throw e;
     return undefined; // nothing written: the savepoint was rolled back
   }
 }

@@ -237,7 +237,7 @@ describe('add and integrate of many records at once', () => {
       }
       // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
       // a statement cut by the request's deadline ends the request.
-      const refusing = (code: string): Tx => ({
+      const refusing = (code: string | undefined): Tx => ({
         ...tx,
         query: (sql, params) =>
           sql.startsWith('WITH w AS (INSERT')
@@ -257,6 +257,8 @@ describe('add and integrate of many records at once', () => {
       answered.refusedByDatabase = (await writeAtOnce(refusing('23514'), tc, principal, two, 'integrate'))
         ?.length;
       await assert.rejects(writeAtOnce(refusing('57014'), tc, principal, two, 'integrate'), /refused/);
+      // An error that is no database refusal (a fault of the server) is not hidden behind the other path.
+      await assert.rejects(writeAtOnce(refusing(undefined), tc, principal, two, 'integrate'), /refused/);
       await tx.query(`ROLLBACK TO SAVEPOINT rc_write_batch`);
       await tx.query('SELECT 1');
     });
