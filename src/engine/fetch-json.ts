@@ -50,12 +50,18 @@ import {
   type FetchPlan,
   type FetchResult,
 } from './fetch.ts';
-import { jsonArray, recordWriter, type FieldWrite, type RecordWriter } from './record-json.ts';
+import {
+  recordWriter,
+  writeArray,
+  type FieldWrite,
+  type JsonBytes,
+  type RecordWriter,
+} from './record-json.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 
 export interface JsonPage {
-  /** The JSON array of the rows (objects, or arrays for `valueFields`) in page order. */
-  readonly dataJson: string;
+  /** Writes the JSON array of the rows (objects, or arrays for `valueFields`) in page order. */
+  readonly writeData: (out: JsonBytes) => void;
   readonly startRow: number;
   readonly endRow: number;
   readonly totalRows: number;
@@ -224,16 +230,15 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
     params.values,
   );
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
-  const dataJson = jsonArray(
-    r.rows.map((x) => x.__row),
-    plan.asArrays ? json.array : json.object,
-  );
-  return { dataJson, startRow: plan.start, endRow: plan.start + r.rows.length, totalRows };
+  const texts = r.rows.map((x) => x.__row);
+  const write = plan.asArrays ? json.array : json.object;
+  const writeData = (out: JsonBytes): void => writeArray(out, texts, write);
+  return { writeData, startRow: plan.start, endRow: plan.start + r.rows.length, totalRows };
 }
 
 /**
  * `/fetch/{TC}` for an answer: permission and plan as `fetchRecords`, then the rows as JSON
- * (`dataJson`), or as records (`rows`, from `runFetch`) when the request needs the JavaScript path.
+ * (`writeData`), or as records (`rows`, from `runFetch`) when the request needs the JavaScript path.
  */
 export async function fetchForAnswer(
   db: Queryable,
@@ -247,7 +252,7 @@ export async function fetchForAnswer(
 }
 
 /**
- * `/fetch/{TC}/{id}` as the JSON array of the record (as `fetchOne` answers it); undefined when the
+ * `/fetch/{TC}/{id}` as a writer of the JSON array of the record (as `fetchOne` answers it); undefined when the
  * type needs the JavaScript path: extension rows, typed by their own table's meta, or an output
  * without a JSON form here. Not found is a 404, as from `fetchOne`.
  */
@@ -256,7 +261,7 @@ export async function fetchOneJson(
   principal: Principal,
   type: TypeDef,
   idText: string,
-): Promise<string | undefined> {
+): Promise<((out: JsonBytes) => void) | undefined> {
   if (type.metaPerName) return undefined;
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');
@@ -275,5 +280,5 @@ export async function fetchOneJson(
   );
   const row = r.rows[0];
   if (!row) throw notFound(`${type.label} ${idText}`);
-  return jsonArray([row.j], json.object);
+  return (out) => writeArray(out, [row.j], json.object);
 }

@@ -1,10 +1,7 @@
 // The API's JSON of a row written straight from the database's text of a record (`ROW(...)::text`,
 // record_out) into bytes: one pass over the record's characters, no string per field, no string per
-// row, no string concatenation. src/engine/fetch-json.ts makes a writer per select list and writes a
-// page's rows with it into one buffer, read back as one string (a fast copy, the text being mostly
-// ASCII) for the envelope. The buffer is the process's one scratch buffer, reused by every page: a
-// buffer per answer (external memory to V8, ~100 KB a page) made the garbage collector run full
-// collections several times a second under load, where strings cost it none.
+// row, no string concatenation. src/engine/fetch-json.ts makes a writer per select list; a page's rows
+// are written with it into the answer's own buffer (src/http/answer-bytes.ts: pooled, sent as it is).
 //
 // record_out writes `(a,"b c",,"")`: an empty field is NULL; a field that is empty text or holds a
 // space, comma, parenthesis, quote or backslash is quoted, its quotes and backslashes doubled (a
@@ -38,11 +35,19 @@ export class JsonBytes {
     this.buf = Buffer.allocUnsafe(Math.max(64, size));
   }
 
-  /** Empty again, with room for `size` bytes (a buffer grown past `keep` is let go). */
-  reset(size: number, keep: number): void {
+  /** Empty again (the buffer kept, for the next writing). */
+  clear(): void {
     this.pos = 0;
-    if (this.buf.length > keep && size <= keep) this.buf = Buffer.allocUnsafe(keep);
-    this.room(size);
+  }
+
+  /** Bytes the buffer holds, written or not. */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
+  /** Room for `n` more bytes, made now (a writer that knows its size grows the buffer once). */
+  reserve(n: number): void {
+    this.room(n);
   }
 
   /** Room for `n` more bytes (the buffer may be replaced: read `buf` again after). */
@@ -171,6 +176,11 @@ export class JsonBytes {
   text(): string {
     return this.buf.toString('utf8', 0, this.pos);
   }
+
+  /** What was written, as bytes: a view of the buffer, valid until the next write or reset. */
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.pos);
+  }
 }
 
 /** A quoted field's text (quotes and backslashes undone) and the index after it. */
@@ -261,13 +271,8 @@ export function recordWriter(
   return Object.assign(write, { fixedBytes });
 }
 
-/** The scratch buffer of `jsonArray` (its writing never awaits: one page at a time). */
-const scratch = new JsonBytes(1 << 16);
-/** Bytes the scratch buffer keeps between pages. */
-const KEEP_BYTES = 1 << 22;
-
-/** The JSON array of `rows` (record texts) written by `write`. */
-export function jsonArray(rows: readonly string[], write: RecordWriter): string {
+/** The JSON array of `rows` (record texts) written by `write` into `out`, room made for it at once. */
+export function writeArray(out: JsonBytes, rows: readonly string[], write: RecordWriter): void {
   // Room for all of it unless texts need escapes, and for the room a row's last field asks for.
   let size = 64;
   let longest = 0;
@@ -275,12 +280,11 @@ export function jsonArray(rows: readonly string[], write: RecordWriter): string 
     size += row.length + write.fixedBytes + 1;
     if (row.length > longest) longest = row.length;
   }
-  scratch.reset(size + 3 * longest, KEEP_BYTES);
-  scratch.json('[');
+  out.reserve(size + 3 * longest);
+  out.json('[');
   for (const [i, row] of rows.entries()) {
-    if (i > 0) scratch.json(',');
-    write(row, scratch);
+    if (i > 0) out.json(',');
+    write(row, out);
   }
-  scratch.json(']');
-  return scratch.text();
+  out.json(']');
 }

@@ -35,19 +35,26 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
 }
 
 /**
- * The text of a success envelope whose `data` is the JSON text of an array already (a fetch's rows,
- * a look-up's items built by the database): the same members as `ok`, the array as it is.
+ * A success envelope around a `data` array written elsewhere as JSON text (a fetch's rows, a look-up's
+ * items built by the database): the text before the array and the text after it, with the same
+ * members as `ok`.
  */
-export function okArrayText(req: FastifyRequest, arrayJson: string, list?: ListInfo): string {
+export function envelopeEnds(req: FastifyRequest, list?: ListInfo): [string, string] {
   const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
   const paging =
     list === undefined
       ? ''
       : `,"startRow":${list.startRow},"endRow":${list.endRow},"totalRows":${list.totalRows}`;
-  return (
-    `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,` +
-    `"data":${arrayJson}${paging}${csrf}}}`
-  );
+  return [
+    `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,"data":`,
+    `${paging}${csrf}}}`,
+  ];
+}
+
+/** The text of a success envelope whose `data` is the JSON text of an array already. */
+export function okArrayText(req: FastifyRequest, arrayJson: string, list?: ListInfo): string {
+  const [head, tail] = envelopeEnds(req, list);
+  return head + arrayJson + tail;
 }
 
 /** JSON schema of a success envelope whose `data` items are `item` (open objects by default). */

@@ -6,7 +6,20 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
-import { JsonBytes, jsonArray, recordWriter, type FieldWrite } from '../../src/engine/record-json.ts';
+import {
+  JsonBytes,
+  recordWriter,
+  writeArray,
+  type FieldWrite,
+  type RecordWriter,
+} from '../../src/engine/record-json.ts';
+
+/** The JSON array of `rows` written by `write`, as text. */
+function jsonArray(rows: readonly string[], write: RecordWriter): string {
+  const out = new JsonBytes(16);
+  writeArray(out, rows, write);
+  return out.text();
+}
 import { parseInt8 } from '../../src/db/parse.ts';
 
 let h: Harness;

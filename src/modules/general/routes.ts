@@ -5,7 +5,8 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, okArrayText } from '../../http/envelope.ts';
+import { sendJsonArray } from '../../http/answer-bytes.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   addRecords,
@@ -161,8 +162,8 @@ export function generalRoutes(app: FastifyInstance): void {
     async (req, reply) => {
       const r = await fetchForAnswer(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
       if ('rows' in r) return ok(req, r.rows, r);
-      // Rows already written as JSON go into the envelope as they are (src/engine/fetch-json.ts).
-      return reply.type('application/json; charset=utf-8').send(okArrayText(req, r.dataJson, r));
+      // Rows written as JSON bytes straight into the answer (src/engine/fetch-json.ts).
+      return sendJsonArray(req, reply, r.writeData, r);
     },
   );
 
@@ -178,9 +179,9 @@ export function generalRoutes(app: FastifyInstance): void {
       const { asOf } = req.query as { asOf?: string };
       const type = typeOf(req);
       if (asOf !== undefined) return ok(req, [await fetchOneAsOf(app.db, req.principal!, type, id, asOf)]);
-      const json = await fetchOneJson(app.db, req.principal!, type, id);
-      if (json === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
-      return reply.type('application/json; charset=utf-8').send(okArrayText(req, json));
+      const writeData = await fetchOneJson(app.db, req.principal!, type, id);
+      if (writeData === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
+      return sendJsonArray(req, reply, writeData);
     },
   );
 
