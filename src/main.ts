@@ -1,6 +1,7 @@
 // Start-up: config → database → migrations → bootstrap → listen; and a clean stop on SIGTERM/SIGINT
 // (drain in-flight requests, then checkpoint and close the database, releasing the embedded lock).
 
+import './runtime-flags.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config.ts';
