@@ -40,6 +40,10 @@ const ROWS = envInt('BENCH_ROWS', 100_000);
 const SECONDS = envInt('BENCH_SECONDS', 10);
 const FILE_MB = envInt('BENCH_FILE_MB', 256);
 const PG_URL = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+// The fetch lines: BENCH_FETCH_ONLY (comma-separated parts of their names; all by default), each
+// BENCH_FETCH_REPEAT times in turn (1), for samples of their tails.
+const FETCH_ONLY = (process.env.BENCH_FETCH_ONLY ?? '').split(',').filter((s) => s !== '');
+const FETCH_REPEAT = envInt('BENCH_FETCH_REPEAT', 1);
 
 // Cleanups run in reverse order when their scope ends, on SIGINT/SIGTERM, or at the time limit; one
 // unwinding at a time, so an abort during a scope's cleanup waits for it instead of racing it.
@@ -126,7 +130,8 @@ async function benchOn(
     // analyzing here too makes sure both sides plan with statistics before the measurements.
     await peer.query(kind === 'postgres' ? 'ANALYZE products' : 'SELECT 1');
     console.log(`[${kind}] fetch ...`);
-    lines.push(...(await fetchPages(b, (name) => console.log(`[${kind}]   ${name}`))));
+    const fetchOptions = { only: FETCH_ONLY, repeat: FETCH_REPEAT };
+    lines.push(...(await fetchPages(b, (name) => console.log(`[${kind}]   ${name}`), fetchOptions)));
     console.log(`[${kind}] fetch by id ...`);
     lines.push(await fetchById(b));
     console.log(`[${kind}] integrate ...`);

@@ -186,11 +186,23 @@ async function fetchFilter(b: Bench, f: Filter): Promise<Line> {
   };
 }
 
-export async function fetchPages(b: Bench, onEach: (name: string) => void = () => {}): Promise<Line[]> {
+/**
+ * The fetch lines: every filter, or those whose name holds one of `only`; each `repeat` times in turn
+ * (a repetition's line says which one it is).
+ */
+export async function fetchPages(
+  b: Bench,
+  onEach: (name: string) => void = () => {},
+  { only = [], repeat = 1 }: { only?: readonly string[]; repeat?: number } = {},
+): Promise<Line[]> {
   const lines: Line[] = [];
-  for (const f of filters(b.rows)) {
-    onEach(f.name);
-    lines.push(await fetchFilter(b, f));
+  const chosen = filters(b.rows).filter((f) => only.length === 0 || only.some((o) => f.name.includes(o)));
+  for (let k = 1; k <= repeat; k++) {
+    for (const f of chosen) {
+      const name = repeat > 1 ? `${f.name} (${k} of ${repeat})` : f.name;
+      onEach(name);
+      lines.push(await fetchFilter(b, { ...f, name }));
+    }
   }
   return lines;
 }
