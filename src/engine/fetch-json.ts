@@ -1,8 +1,8 @@
 // `/fetch/{TC}` answered as JSON text. The page's rows are what `runFetch` answers — the same plan,
 // filter, order and count — but each row arrives as one text, the database's text of the record of its
 // outputs (`ROW(...)::text`), and the server writes the API's JSON object (or array) from it with a
-// writer made once per select list (src/engine/record-json.ts), all rows into one text that goes
-// into the envelope as it is. The server neither parses a row's fields through the driver
+// writer made once per select list (src/engine/record-json.ts), all rows as bytes into the answer's
+// buffer (src/http/answer-bytes.ts). The server neither parses a row's fields through the driver
 // nor builds and serializes an object (or a string) per row.
 // The record's text is the cheapest form the database writes: the bench's `equals` page in pgbench
 // (one client, eight alternating runs, min and median ms) with `ROW(...)::text` 0.91 and 1.10, with
@@ -54,14 +54,14 @@ import {
   recordWriter,
   writeArray,
   type FieldWrite,
-  type JsonBytes,
+  type JsonWrite,
   type RecordWriter,
 } from './record-json.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 
 export interface JsonPage {
   /** Writes the JSON array of the rows (objects, or arrays for `valueFields`) in page order. */
-  readonly writeData: (out: JsonBytes) => void;
+  readonly writeData: JsonWrite;
   readonly startRow: number;
   readonly endRow: number;
   readonly totalRows: number;
@@ -232,7 +232,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   const totalRows = await pageTotal(db, plan, r.rows, { countSql, countParams });
   const texts = r.rows.map((x) => x.__row);
   const write = plan.asArrays ? json.array : json.object;
-  const writeData = (out: JsonBytes): void => writeArray(out, texts, write);
+  const writeData: JsonWrite = (out) => writeArray(out, texts, write);
   return { writeData, startRow: plan.start, endRow: plan.start + r.rows.length, totalRows };
 }
 
@@ -252,16 +252,16 @@ export async function fetchForAnswer(
 }
 
 /**
- * `/fetch/{TC}/{id}` as a writer of the JSON array of the record (as `fetchOne` answers it); undefined when the
- * type needs the JavaScript path: extension rows, typed by their own table's meta, or an output
- * without a JSON form here. Not found is a 404, as from `fetchOne`.
+ * `/fetch/{TC}/{id}` as a writer of the JSON array of the record (as `fetchOne` answers it);
+ * undefined when the type needs the JavaScript path: extension rows, typed by their own table's meta,
+ * or an output without a JSON form here. Not found is a 404, as from `fetchOne`.
  */
 export async function fetchOneJson(
   db: Queryable,
   principal: Principal,
   type: TypeDef,
   idText: string,
-): Promise<((out: JsonBytes) => void) | undefined> {
+): Promise<JsonWrite | undefined> {
   if (type.metaPerName) return undefined;
   requireAccess(principal, type.access.fetch);
   const id = parseId(type, idText, 'id');

@@ -177,11 +177,14 @@ export class JsonBytes {
     return this.buf.toString('utf8', 0, this.pos);
   }
 
-  /** What was written, as bytes: a view of the buffer, valid until the next write or reset. */
+  /** What was written, as bytes: a view of the buffer, valid until the next write or `clear`. */
   bytes(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
 }
+
+/** Writes a JSON text (an answer's `data` array) into `out`. */
+export type JsonWrite = (out: JsonBytes) => void;
 
 /** A quoted field's text (quotes and backslashes undone) and the index after it. */
 function quotedText(s: string, i: number): [string, number] {

@@ -9,7 +9,7 @@
 // still read from the buffer.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { JsonBytes } from '../engine/record-json.ts';
+import { JsonBytes, type JsonWrite } from '../engine/record-json.ts';
 import { envelopeEnds, type ListInfo } from './envelope.ts';
 
 /** Buffers waiting for an answer, the last given back first; together at most MAX_POOLED_BYTES. */
@@ -36,7 +36,7 @@ function giveBack(out: JsonBytes): void {
 export function sendJsonArray(
   req: FastifyRequest,
   reply: FastifyReply,
-  writeData: (out: JsonBytes) => void,
+  writeData: JsonWrite,
   list?: ListInfo,
 ): FastifyReply {
   const out = take();
