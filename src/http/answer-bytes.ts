@@ -1,12 +1,12 @@
-// Answers whose `data` array is written as JSON bytes (src/engine/record-json.ts): the whole envelope
-// goes into one buffer taken from a pool and is sent as it is. A page's JSON is then never a string
-// (read back from bytes, joined into the envelope, flattened for its length, joined to the HTTP
-// header and encoded again by the socket: four copies of ~100 KB a page, measured as two thirds of
-// what the server allocated under the bench's `iStartsWith` line), and no buffer is allocated per
-// answer either (V8 counts a buffer as external memory, which made it collect the whole heap several
-// times a second under load). A buffer goes back to the pool when its response closes: Node emits
-// `close` after the socket has written the last byte or has been destroyed, never while the kernel may
-// still read from the buffer.
+// Answers whose `data` array is JSON written as bytes (src/engine/record-json.ts), or a JSON text the
+// database wrote, copied in once: the whole envelope goes into one buffer taken from a pool and is
+// sent as it is. A page's JSON is then never a string (read back from bytes, joined into the
+// envelope, flattened for its length, joined to the HTTP header and encoded again by the socket: four
+// copies of ~100 KB a page, measured as two thirds of what the server allocated under the bench's
+// `iStartsWith` line), and no buffer is allocated per answer either (V8 counts a buffer as external
+// memory, which made it collect the whole heap several times a second under load). A buffer goes back
+// to the pool when its response closes: Node emits `close` after the socket has written the last byte
+// or has been destroyed, never while the kernel may still read from the buffer.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { JsonBytes, type JsonWrite } from '../engine/record-json.ts';
@@ -42,9 +42,9 @@ export function sendJsonArray(
   const out = take();
   const [head, tail] = envelopeEnds(req, list);
   try {
-    out.json(head);
+    out.utf8(head);
     writeData(out);
-    out.json(tail);
+    out.utf8(tail);
   } catch (e) {
     giveBack(out);
     throw e;

@@ -35,9 +35,9 @@ export function ok(req: FastifyRequest, data: readonly unknown[] | null, list?: 
 }
 
 /**
- * A success envelope around a `data` array written elsewhere as JSON text (a fetch's rows, a look-up's
- * items built by the database): the text before the array and the text after it, with the same
- * members as `ok`.
+ * A success envelope around a `data` array written elsewhere as JSON (a fetch's rows, a look-up's items
+ * built by the database; src/http/answer-bytes.ts): the text before the array and the text after it,
+ * with the same members as `ok`.
  */
 export function envelopeEnds(req: FastifyRequest, list?: ListInfo): [string, string] {
   const csrf = req.issuedCsrfToken === undefined ? '' : `,"csrfToken":${JSON.stringify(req.issuedCsrfToken)}`;
@@ -49,12 +49,6 @@ export function envelopeEnds(req: FastifyRequest, list?: ListInfo): [string, str
     `{"response":{"node":${JSON.stringify(req.server.config.nodeId)},"status":0,"data":`,
     `${paging}${csrf}}}`,
   ];
-}
-
-/** The text of a success envelope whose `data` is the JSON text of an array already. */
-export function okArrayText(req: FastifyRequest, arrayJson: string, list?: ListInfo): string {
-  const [head, tail] = envelopeEnds(req, list);
-  return head + arrayJson + tail;
 }
 
 /** JSON schema of a success envelope whose `data` items are `item` (open objects by default). */

@@ -13,6 +13,7 @@ import {
   type FieldWrite,
   type RecordWriter,
 } from '../../src/engine/record-json.ts';
+import { parseInt8 } from '../../src/db/parse.ts';
 
 /** The JSON array of `rows` written by `write`, as text. */
 function jsonArray(rows: readonly string[], write: RecordWriter): string {
@@ -20,7 +21,6 @@ function jsonArray(rows: readonly string[], write: RecordWriter): string {
   writeArray(out, rows, write);
   return out.text();
 }
-import { parseInt8 } from '../../src/db/parse.ts';
 
 let h: Harness;
 before(async () => {
@@ -138,6 +138,20 @@ test('texts far longer than the first guess grow the buffer', () => {
   const write = recordWriter(['[', ','], ['string', 'string'], ']');
   write(rec, out);
   assert.equal(out.text(), JSON.stringify([long, 'y'.repeat(20000)]));
+});
+
+test('long texts copied in as they are, after short pieces: the bytes are their UTF-8, read back whole', () => {
+  const long = `[${JSON.stringify('é€😀'.repeat(3000))},{"k":"ü"}]`;
+  const out = new JsonBytes(16);
+  out.json('{"a":');
+  out.utf8(long);
+  out.json(',"b":"ß"}');
+  const want = `{"a":${long},"b":"ß"}`;
+  assert.deepEqual(out.bytes(), Buffer.from(want, 'utf8'));
+  assert.equal(out.text(), want);
+  out.clear();
+  out.utf8('x');
+  assert.equal(out.text(), 'x');
 });
 
 test('a row that does not hold the fields asked for is an error, never an endless scan', () => {

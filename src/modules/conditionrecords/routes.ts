@@ -6,7 +6,8 @@
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, okArrayText } from '../../http/envelope.ts';
+import { sendJsonArray } from '../../http/answer-bytes.ts';
+import { envelopeSchema, ok } from '../../http/envelope.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import { findType } from '../../engine/registry.ts';
@@ -84,7 +85,7 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
     async (req, reply) => {
       const { setUniqueName } = req.params as { setUniqueName: string };
       const items = await lookupForClient(app.db, req.principal!, setUniqueName, req.body);
-      return reply.type('application/json; charset=utf-8').send(okArrayText(req, items));
+      return sendJsonArray(req, reply, (out) => out.utf8(items));
     },
   );
 
