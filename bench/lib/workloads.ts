@@ -196,7 +196,11 @@ export async function fetchPages(
   { only = [], repeat = 1 }: { only?: readonly string[]; repeat?: number } = {},
 ): Promise<Line[]> {
   const lines: Line[] = [];
-  const chosen = filters(b.rows).filter((f) => only.length === 0 || only.some((o) => f.name.includes(o)));
+  const all = filters(b.rows);
+  const chosen = all.filter((f) => only.length === 0 || only.some((o) => f.name.includes(o)));
+  if (chosen.length === 0) {
+    throw new Error(`no fetch line's name holds ${only.join(' or ')}: ${all.map((f) => f.name).join('; ')}`);
+  }
   for (let k = 1; k <= repeat; k++) {
     for (const f of chosen) {
       const name = repeat > 1 ? `${f.name} (${k} of ${repeat})` : f.name;
