@@ -363,8 +363,22 @@ void describe('compileCriteria: exact SQL', () => {
     [
       'iStartsWith',
       leaf('name', 'iStartsWith', 'A'),
+      // A range of the prefix (bounds an index scan takes from parameters), not LIKE.
+      `(lower("name") ~>=~ lower($1::text) AND lower("name") ~<~ (left(lower($1::text), -1) || chr(ascii(right(lower($1::text), 1)) + 1)))`,
+      ['A'],
+    ],
+    // An empty prefix, or one with a character from U+D7FF on, keeps LIKE (planned per value).
+    [
+      'iStartsWith empty',
+      leaf('name', 'iStartsWith', ''),
       `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
-      ['A%'],
+      ['%'],
+    ],
+    [
+      'iStartsWith past U+D7FF',
+      leaf('name', 'iStartsWith', 'a😀'),
+      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
+      ['a😀%'],
     ],
     ['iEndsWith', leaf('name', 'iEndsWith', 'A'), `lower("name") LIKE lower($1::text) ESCAPE '\\'`, ['%A']],
     [
@@ -580,8 +594,8 @@ void describe('compileCriteria: exact SQL', () => {
     [
       'simple startsWith',
       { name: 'a' },
-      `lower("name") LIKE lower($1::text) ESCAPE '\\'`,
-      ['a%'],
+      `(lower("name") ~>=~ lower($1::text) AND lower("name") ~<~ (left(lower($1::text), -1) || chr(ascii(right(lower($1::text), 1)) + 1)))`,
+      ['a'],
       { textMatchStyle: 'startsWith' },
     ],
     [
@@ -936,6 +950,71 @@ for (const [dbName, open] of databases) {
         assert.deepEqual(await ids(sql, params), expected, sql);
       });
     }
+
+    void test('a prefix compiled as a range finds what starts_with(lower(name), lower(prefix)) finds', async () => {
+      // Each prefix of each name (as is, upper- and lower-cased by JavaScript) against the database's
+      // own prefix test: LIKE's metacharacters, non-ASCII letters whose case the database may fold or
+      // not, the last character before U+D7FF, characters past it (those keep the LIKE form).
+      const names = [
+        'Apple',
+        'apple pie',
+        'APPLE',
+        'ápple',
+        'Ápfel',
+        'ß',
+        'SS',
+        'Straße',
+        'Ωmega',
+        'ωmega',
+        'a%b',
+        'a_b',
+        'a\\b',
+        "o'brien",
+        'z{',
+        'z|',
+        'z~',
+        'y\x7f',
+        'y\x7f1',
+        'ÿ',
+        'Ÿ',
+        'İstanbul',
+        '中文',
+        '中',
+        '\uD7FE',
+        '\uD7FEx',
+        '\uE000',
+        '𝔸bc',
+        '😀x',
+        '',
+      ];
+      await db.exec('CREATE TABLE prefix_items (id integer PRIMARY KEY, name text)');
+      for (const [i, n] of [...names, null].entries()) {
+        await db.query('INSERT INTO prefix_items VALUES ($1, $2)', [i + 1, n]);
+      }
+      const prefixes = new Set<string>();
+      for (const n of names) {
+        const chars = [...n];
+        for (let k = 1; k <= chars.length; k++) {
+          const p = chars.slice(0, k).join('');
+          for (const v of [p, p.toUpperCase(), p.toLowerCase()]) prefixes.add(v);
+        }
+      }
+      let ranged = 0;
+      for (const p of prefixes) {
+        const { sql, params } = compile(leaf('name', 'iStartsWith', p), { alias: 't' });
+        if (sql.includes('~>=~')) ranged++;
+        const got = await db.query(`SELECT t.id FROM prefix_items t WHERE ${sql} ORDER BY t.id`, params);
+        const want = await db.query(
+          'SELECT t.id FROM prefix_items t WHERE starts_with(lower(t.name), lower($1)) ORDER BY t.id',
+          [p],
+        );
+        assert.deepEqual(got, want, `prefix ${JSON.stringify(p)}: ${sql}`);
+      }
+      // Only prefixes with a character from U+D7FF on keep LIKE.
+      const wide = [...prefixes].filter((p) => [...p].some((c) => c.codePointAt(0)! >= 0xd7ff)).length;
+      assert.equal(ranged, prefixes.size - wide);
+      assert.ok(wide > 0 && ranged > 50, `${ranged} ranged, ${wide} not`);
+    });
 
     for (const [sortBy, expected] of SORT_CASES) {
       void test(`sortBy ${JSON.stringify(sortBy)} with the tie-breaker`, async () => {

@@ -267,7 +267,7 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   assert.deepEqual(ok(await api(`/fetch/PX/${row.id}`)).data, [row]);
 });
 
-test('a page filtered by a LIKE anchored at the start is planned per run (not prepared); others are prepared', async () => {
+test('a page filtered by a prefix compiled as a range is prepared; a LIKE anchored at the start is planned per run', async () => {
   const pages: string[] = [];
   const recording = {
     query: (sql: string, params?: readonly unknown[]) => {
@@ -279,8 +279,13 @@ test('a page filtered by a LIKE anchored at the start is planned per run (not pr
     data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [{ fieldName, operator, value }] },
   });
   const cases: [object, boolean][] = [
-    [leaf('label', 'iStartsWith', 'prefix-one'), false],
-    [leaf('sku', 'startsWith', 'prefix-two'), false],
+    // The prefix index takes a range's bounds from parameters: a generic plan keeps it.
+    [leaf('label', 'iStartsWith', 'prefix-one'), true],
+    [leaf('sku', 'startsWith', 'prefix-two'), true],
+    // A LIKE anchored at the start: only a plan for its value can use that index.
+    [leaf('label', 'iStartsWithPattern', 'prefix*three'), false],
+    [leaf('attribute9', 'startsWith', 'prefix-four'), false],
+    [leaf('label', 'iStartsWith', ''), false],
     [leaf('label', 'iContains', 'inside'), true],
     [leaf('sku', 'equals', 'exact'), true],
   ];

@@ -422,6 +422,34 @@ describe(
       }
     });
 
+    test('a prefix page prepared and run with a generic plan still reads the prefix index', async () => {
+      await h.db.query('VACUUM products');
+      const principal = adminPrincipal(h);
+      const tc = await loadTypeContext(h.db, principal, P);
+      for (const [filter, index] of [
+        [leaf('label', 'iStartsWith', 'PRODUCT 12'), 'rc_products_label_lower'],
+        [leaf('sku', 'startsWith', 'SKU0012'), 'rc_products_sku_lower'],
+      ] as const) {
+        const c = compileFetch(
+          planFetch(tc, principal, { data: adv(filter), startRow: 0, endRow: 100 }, 1000),
+        );
+        const literal = (v: unknown) => (typeof v === 'string' ? `'${v.replace(/'/g, "''")}'` : String(v));
+        const plan = await h.db.transaction(async (tx) => {
+          // The plan a prepared page runs once PostgreSQL stops planning it per value.
+          await tx.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
+          await tx.query(`PREPARE rc_prefix_page AS ${c.sql}`);
+          const r = await tx.query<{ 'QUERY PLAN': string }>(
+            `EXPLAIN EXECUTE rc_prefix_page(${c.params.map(literal).join(', ')})`,
+          );
+          await tx.query('DEALLOCATE rc_prefix_page');
+          return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+        });
+        const scans = plan.match(new RegExp(`Index Only Scan using ${index}`, 'g')) ?? [];
+        assert.equal(scans.length, 2, `the count and the page's ids:\n${plan}`);
+        assert.doesNotMatch(plan, /Seq Scan/, plan);
+      }
+    });
+
     test('a contains of label: the count and the page read the trigram index once', async () => {
       const principal = adminPrincipal(h);
       const tc = await loadTypeContext(h.db, principal, P);

@@ -124,7 +124,13 @@ const globToLike = (s: string): string =>
 function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): string {
   const a = column(leaf.field, ctx.alias).sql;
   const [pre, post] = LIKE_AFFIXES[leaf.anchor];
-  let pattern: string;
+  // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
+  // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
+  // match on an indexed column adds the lower() test it implies (lower() maps character by character,
+  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides.
+  const usesLower = leaf.ci || leaf.field.searchIndexed === true;
+  let lowered: string | undefined;
+  let pattern = '';
   if ('other' in leaf.rhs) {
     // The other field's text escaped in SQL, as escapeLike does for values.
     const b = column(leaf.rhs.other, ctx.alias).sql;
@@ -132,17 +138,40 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
     pattern = `(${[pre && `'${pre}'`, escaped, post && `'${post}'`].filter((s) => s !== '').join(' || ')})`;
   } else {
     const { value, glob } = leaf.rhs;
-    pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
-    if (pre === '') ctx.params.planPerValue = true;
+    if (usesLower && leaf.anchor === 'start' && !glob && rangedPrefix(value)) {
+      lowered = prefixRange(a, param(ctx, value, 'text'));
+    } else if (pre === '') {
+      ctx.params.planPerValue = true;
+    }
+    if (lowered === undefined || !leaf.ci) {
+      pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
+    }
   }
-  // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
-  // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
-  // match on an indexed column adds the lower() test it implies (lower() maps character by character,
-  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides.
-  const lowered = `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
+  lowered ??= `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
   const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
-  const test = leaf.ci ? lowered : leaf.field.searchIndexed ? `(${lowered} AND ${exact})` : exact;
+  const test = leaf.ci ? lowered : usesLower ? `(${lowered} AND ${exact})` : exact;
   return negated(test, leaf.negate, ctx);
+}
+
+/**
+ * Whether `lower(col)` starting with `lower(prefix)` compiles as a range (`prefixRange`): a prefix
+ * that is not empty and whose characters are all below U+D7FF, so the character after its last one
+ * (lowered by the database: lower() keeps a character below U+D7FF below it) is a valid one.
+ */
+const rangedPrefix = (prefix: string): boolean =>
+  prefix !== '' && [...prefix].every((c) => c.codePointAt(0)! < 0xd7ff);
+
+/**
+ * `lower(col)` starts with `lower(p)`, as the byte range [lower(p), lower(p) with its last character
+ * incremented) — exactly the strings with that prefix, since UTF-8 bytes order as code points and the
+ * pattern operators (`~>=~`, `~<~`, those of the text_pattern_ops indexes) compare bytes. Unlike
+ * `LIKE lower($n)`, whose pattern the planner must see to derive the range, these bounds are ones an
+ * index scan takes from parameters: a prepared page keeps the prefix index in its generic plan.
+ */
+function prefixRange(col: string, p: string): string {
+  const low = `lower(${p})`;
+  const high = `(left(${low}, -1) || chr(ascii(right(${low}, 1)) + 1))`;
+  return `(lower(${col}) ~>=~ ${low} AND lower(${col}) ~<~ ${high})`;
 }
 
 /** Parameters carry explicit casts, so PostgreSQL never guesses a type (or an operator). */
