@@ -154,17 +154,17 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
 }
 
 /**
- * Whether `lower(col)` starting with `lower(prefix)` compiles as a range (`prefixRange`): a prefix
- * that is not empty and whose characters are all below U+D7FF, so the character after its last one
- * (lowered by the database: lower() keeps a character below U+D7FF below it) is a valid one.
+ * Whether `lower(col)` starting with `lower(prefix)` compiles as a range (`prefixRange`): a prefix that
+ * is not empty and ends in an ASCII character below DEL, whose successor `chr()` gives in every
+ * database encoding (a prefix ending otherwise stays a `LIKE`, planned for its value).
  */
 const rangedPrefix = (prefix: string): boolean =>
-  prefix !== '' && [...prefix].every((c) => c.codePointAt(0)! < 0xd7ff);
+  prefix !== '' && prefix.charCodeAt(prefix.length - 1) < 0x7f;
 
 /**
  * `lower(col)` starts with `lower(p)`, as the byte range [lower(p), lower(p) with its last character
- * incremented) — exactly the strings with that prefix, since UTF-8 bytes order as code points and the
- * pattern operators (`~>=~`, `~<~`, those of the text_pattern_ops indexes) compare bytes. Unlike
+ * incremented) — exactly the strings with that prefix, since the pattern operators (`~>=~`, `~<~`,
+ * those of the text_pattern_ops indexes) compare bytes and that character is one byte. Unlike
  * `LIKE lower($n)`, whose pattern the planner must see to derive the range, these bounds are ones an
  * index scan takes from parameters: a prepared page keeps the prefix index in its generic plan.
  */
