@@ -11,6 +11,13 @@ export class Params {
    * of `iStartsWith` on 100,000 labels, against 2 planned for its value).
    */
   planPerValue = false;
+  /**
+   * Prefixes compiled as index ranges with parameter bounds (criteria/compile.ts `prefixRange`): a
+   * generic plan serves a page filtered by one alone; beside other conditions the page is planned per
+   * run (fetch.ts `compileParts`), since the range's estimate is a guess that could pick its index
+   * over a better one of the other condition.
+   */
+  prefixRanges = 0;
 
   /** Adds a value and answers its placeholder. */
   add(value: unknown): string {

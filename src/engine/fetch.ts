@@ -231,6 +231,10 @@ function matchesOnce(plan: FetchPlan): boolean {
   return roots.length > 0 && !roots.some((r) => foundByIndex(r));
 }
 
+/** The conditions (leaves) of a filter's tree. */
+const leaves = (n: ResolvedNode): number =>
+  'children' in n ? n.children.reduce((k, c) => k + leaves(c), 0) : 1;
+
 /** Whether an index finds a node's matching rows without reading the rest (see matchesOnce). */
 function foundByIndex(n: ResolvedNode): boolean {
   switch (n.kind) {
@@ -263,6 +267,10 @@ export function compileParts(plan: FetchPlan): FetchParts {
   const params = new Params();
   const scope = rowScope(tc, plan.principal, params);
   const where = [scope, ...plan.filters.map((f) => compileCriteria(f, params, 't'))].join(' AND ');
+  // A prefix range beside other conditions: planned per run (see Params.prefixRanges).
+  if (params.prefixRanges > 0 && plan.filters.reduce((n, f) => n + leaves(f.root), 0) > 1) {
+    params.planPerValue = true;
+  }
   const countParams = params.values.slice();
   const limit = params.add(plan.end - plan.start);
   const offset = params.add(plan.start);

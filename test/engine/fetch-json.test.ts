@@ -267,7 +267,7 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   assert.deepEqual(ok(await api(`/fetch/PX/${row.id}`)).data, [row]);
 });
 
-test('a page filtered by a prefix compiled as a range is prepared; a LIKE anchored at the start is planned per run', async () => {
+test('a page filtered by a prefix compiled as a range alone is prepared; a LIKE anchored at the start, or the range beside other conditions, is planned per run', async () => {
   const pages: string[] = [];
   const recording = {
     query: (sql: string, params?: readonly unknown[]) => {
@@ -286,6 +286,20 @@ test('a page filtered by a prefix compiled as a range is prepared; a LIKE anchor
     [leaf('label', 'iStartsWithPattern', 'prefix*three'), false],
     [leaf('attribute9', 'startsWith', 'prefix-four'), false],
     [leaf('label', 'iStartsWith', ''), false],
+    // Beside another condition the range's guessed estimate could choose its index over the other's.
+    [
+      {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [
+            { fieldName: 'label', operator: 'iStartsWith', value: 'prefix-five' },
+            { fieldName: 'attribute9', operator: 'equals', value: 'many' },
+          ],
+        },
+      },
+      false,
+    ],
     [leaf('label', 'iContains', 'inside'), true],
     [leaf('sku', 'equals', 'exact'), true],
   ];

@@ -140,6 +140,7 @@ function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): s
     const { value, glob } = leaf.rhs;
     if (usesLower && leaf.anchor === 'start' && !glob && rangedPrefix(value)) {
       lowered = prefixRange(a, param(ctx, value, 'text'));
+      ctx.params.prefixRanges++;
     } else if (pre === '') {
       ctx.params.planPerValue = true;
     }
