@@ -124,31 +124,33 @@ const globToLike = (s: string): string =>
 function compileLike(leaf: Extract<ResolvedLeaf, { kind: 'like' }>, ctx: Ctx): string {
   const a = column(leaf.field, ctx.alias).sql;
   const [pre, post] = LIKE_AFFIXES[leaf.anchor];
+  const { rhs } = leaf;
   // Case-insensitive: `lower(col) LIKE lower(pattern)`, the form the lower(col) indexes serve
   // (text_pattern_ops for prefixes, trigrams for the rest); ILIKE would use neither. A case-sensitive
   // match on an indexed column adds the lower() test it implies (lower() maps character by character,
-  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides.
+  // so `col LIKE p` ⇒ `lower(col) LIKE lower(p)`): the index finds candidates, LIKE decides. A plain
+  // prefix value makes that lower() test a range (`prefixRange`).
   const usesLower = leaf.ci || leaf.field.searchIndexed === true;
-  let lowered: string | undefined;
-  let pattern = '';
-  if ('other' in leaf.rhs) {
-    // The other field's text escaped in SQL, as escapeLike does for values.
-    const b = column(leaf.rhs.other, ctx.alias).sql;
-    const escaped = `replace(replace(replace(${b}, '\\', '\\\\'), '%', '\\%'), '_', '\\_')`;
-    pattern = `(${[pre && `'${pre}'`, escaped, post && `'${post}'`].filter((s) => s !== '').join(' || ')})`;
-  } else {
-    const { value, glob } = leaf.rhs;
-    if (usesLower && leaf.anchor === 'start' && !glob && rangedPrefix(value)) {
-      lowered = prefixRange(a, param(ctx, value, 'text'));
+  let range: string | undefined;
+  if (!('other' in rhs)) {
+    if (usesLower && leaf.anchor === 'start' && !rhs.glob && rangedPrefix(rhs.value)) {
+      range = prefixRange(a, param(ctx, rhs.value, 'text'));
       ctx.params.prefixRanges++;
     } else if (pre === '') {
       ctx.params.planPerValue = true;
     }
-    if (lowered === undefined || !leaf.ci) {
-      pattern = param(ctx, pre + (glob ? globToLike(value) : escapeLike(value)) + post, 'text');
-    }
   }
-  lowered ??= `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
+  if (range !== undefined && leaf.ci) return negated(range, leaf.negate, ctx);
+  let pattern: string;
+  if ('other' in rhs) {
+    // The other field's text escaped in SQL, as escapeLike does for values.
+    const b = column(rhs.other, ctx.alias).sql;
+    const escaped = `replace(replace(replace(${b}, '\\', '\\\\'), '%', '\\%'), '_', '\\_')`;
+    pattern = `(${[pre && `'${pre}'`, escaped, post && `'${post}'`].filter((s) => s !== '').join(' || ')})`;
+  } else {
+    pattern = param(ctx, pre + (rhs.glob ? globToLike(rhs.value) : escapeLike(rhs.value)) + post, 'text');
+  }
+  const lowered = range ?? `lower(${a}) LIKE lower(${pattern}) ESCAPE '\\'`;
   const exact = `${a} LIKE ${pattern} ESCAPE '\\'`;
   const test = leaf.ci ? lowered : usesLower ? `(${lowered} AND ${exact})` : exact;
   return negated(test, leaf.negate, ctx);
