@@ -26,7 +26,7 @@ const HEX = '0123456789abcdef';
 /** JSON.stringify's short escapes of control characters (\b \t \n \f \r), by character code. */
 const SHORT: Readonly<Record<number, number>> = { 8: 98, 9: 116, 10: 110, 12: 102, 13: 114 };
 
-/** A growing byte buffer of JSON; `text()` answers what was written. */
+/** A growing byte buffer of JSON; `bytes()` answers what was written. */
 export class JsonBytes {
   private buf: Buffer;
   private pos = 0;
@@ -179,11 +179,6 @@ export class JsonBytes {
     }
     b[this.pos++] = 0x80 | (c & 63);
     return j;
-  }
-
-  /** What was written, as a string. */
-  text(): string {
-    return this.buf.toString('utf8', 0, this.pos);
   }
 
   /** What was written, as bytes: a view of the buffer, valid until the next write or `clear`. */

@@ -31,7 +31,7 @@ const ok = (r: { status: number; body: any }) => {
 function written(write: (out: JsonBytes) => void): string {
   const out = new JsonBytes(16);
   write(out);
-  return out.text();
+  return out.bytes().toString('utf8');
 }
 
 /** The JavaScript path's answer to the same request, as a client parses it. */
