@@ -32,6 +32,8 @@ const TUPLES: string[][] = [
   [emoji.repeat(40), `${'é'.repeat(62)}e`], // hashed, differs from the one above in its last key
   ['ü'.repeat(63), 'ü'.repeat(63)],
   ['ü'.repeat(63), `${'ü'.repeat(62)}u`], // one character differs
+  ['€'.repeat(20), '€'.repeat(20)], // 40 characters of 3 bytes, 120 bytes: plain
+  ['€'.repeat(21), '€'.repeat(20)], // 41 characters, 123 bytes: hashed
 ];
 /** Tuples of 12 keys past 300 characters: hashed, the first two told apart by the md5 alone. */
 const LONG: string[][] = [
@@ -72,6 +74,8 @@ describe('condition records: key signatures', () => {
     assert.match(sigs[8]!, /[0-9a-f]{32}$/);
     assert.equal(sigs[9], `${'\\1'.repeat(60)}${SEP}${'\\\\'.repeat(60)}`);
     assert.match(sigs[10]!, /[0-9a-f]{32}$/);
+    assert.equal(sigs[15], `${'€'.repeat(20)}${SEP}${'€'.repeat(20)}`);
+    assert.match(sigs[16]!, /^€{21}\u0001€{20}[0-9a-f]{32}$/);
     assert.equal(conditionKeySig(['only']), 'only');
     assert.equal(sigs[TUPLES.length]!.slice(0, 300), sigs[TUPLES.length + 1]!.slice(0, 300));
     assert.equal(Buffer.byteLength(sigs.at(-1)!), 296 * 4 + 4 + 32); // 296 emoji, 4 separators, the md5
