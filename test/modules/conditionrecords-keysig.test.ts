@@ -75,7 +75,8 @@ describe('condition records: key signatures', () => {
     assert.equal(sigs[9], `${'\\1'.repeat(60)}${SEP}${'\\\\'.repeat(60)}`);
     assert.match(sigs[10]!, /[0-9a-f]{32}$/);
     assert.equal(sigs[15], `${'€'.repeat(20)}${SEP}${'€'.repeat(20)}`);
-    assert.match(sigs[16]!, /^€{21}\u0001€{20}[0-9a-f]{32}$/);
+    assert.equal(sigs[16]!.slice(0, -32), `${'€'.repeat(21)}${SEP}${'€'.repeat(20)}`);
+    assert.match(sigs[16]!, /[0-9a-f]{32}$/);
     assert.equal(conditionKeySig(['only']), 'only');
     assert.equal(sigs[TUPLES.length]!.slice(0, 300), sigs[TUPLES.length + 1]!.slice(0, 300));
     assert.equal(Buffer.byteLength(sigs.at(-1)!), 296 * 4 + 4 + 32); // 296 emoji, 4 separators, the md5

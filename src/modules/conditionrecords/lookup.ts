@@ -158,9 +158,6 @@ const itemsJsonSql = (types: AttributeTypes) =>
     FROM unnest($3::text[]) WITH ORDINALITY AS q(sig, n)
     LEFT JOIN LATERAL (${probe(`${itemJson(types)} AS item`, '$2::bigint')}) c ON true`);
 
-/** A key the signature escapes (`\` or U+0001). */
-const escapesSig = /[\\\u0001]/;
-
 /**
  * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 053):
  * the keys in order, each with `\` written `\\` and U+0001 written `\1`, joined by U+0001; when the
@@ -173,7 +170,10 @@ export function conditionKeySig(keys: readonly string[]): string {
     const key = keys[k]!;
     if (k > 0) s += '\u0001';
     // (A look-up signs thousands of tuples a call: the replacements only where they change the key.)
-    s += escapesSig.test(key) ? key.replaceAll('\\', '\\\\').replaceAll('\u0001', '\\1') : key;
+    s +=
+      key.includes('\\') || key.includes('\u0001')
+        ? key.replaceAll('\\', '\\\\').replaceAll('\u0001', '\\1')
+        : key;
     units += key.length;
   }
   // A UTF-16 unit is at most 3 bytes of UTF-8: keys of 40 units or fewer are within 120 bytes.
