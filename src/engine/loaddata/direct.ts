@@ -124,6 +124,7 @@ function loadedRowsSql(
 
 /** `n` ids of the table's identity sequence, for rows written with explicit ids. */
 async function drawIds(tx: Tx, sequence: string, n: number): Promise<string[]> {
+  if (n === 0) return []; // (array_agg of no rows is NULL)
   const r = await tx.query<{ ids: string }>(
     `SELECT array_agg(nextval($1::regclass))::text AS ids FROM generate_series(1, $2::integer)`,
     [sequence, n],
