@@ -156,7 +156,8 @@ function parseBasic(header: string, partition: string): { login: string; passwor
     if (login.slice(0, slash).toLowerCase() !== partition.toLowerCase()) return null;
     login = login.slice(slash + 1);
   }
-  return login === '' ? null : { login, password: decoded.slice(colon + 1) };
+  // (No user name holds NUL, which the database cannot take as text: a wrong login, not a bad value.)
+  return login === '' || login.includes('\u0000') ? null : { login, password: decoded.slice(colon + 1) };
 }
 
 function setSessionCookies(
@@ -357,7 +358,9 @@ async function externalAuth(req: FastifyRequest, partition: string, system: stri
     req.log.warn({ partition, system, reason: result.reason }, 'external JWT refused');
     throw new AppError('UNAUTHENTICATED', 'External token refused');
   }
-  const row = await loadAccount(req, partition, BY_LOGIN, result.login);
+  const row = result.login.includes('\u0000')
+    ? row0
+    : await loadAccount(req, partition, BY_LOGIN, result.login);
   if (!isActive(row)) {
     req.log.warn({ partition, system, login: result.login }, 'external JWT refused: no such active user');
     throw new AppError('UNAUTHENTICATED', 'External token refused');

@@ -63,7 +63,9 @@ export function peekSession(token: string): { sub: string; ptn: string; tid: num
   try {
     const c = decodeJwt(token);
     if (typeof c.sub !== 'string' || typeof c.ptn !== 'string') return null;
-    return { sub: c.sub, ptn: c.ptn, tid: typeof c.tid === 'number' ? c.tid : undefined };
+    // (Unverified claims reach the account query: a token id that is not one is no token of ours.)
+    if (c.tid !== undefined && !(Number.isSafeInteger(c.tid) && (c.tid as number) > 0)) return null;
+    return { sub: c.sub, ptn: c.ptn, tid: c.tid as number | undefined };
   } catch {
     return null;
   }

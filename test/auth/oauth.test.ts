@@ -756,6 +756,10 @@ describe('OAuth 2.0', () => {
       const ghost = await post({ ...r.fields, username: 'ghost', password: 'nope' }, r.cookie);
       assert.equal(ghost.status, 422);
       assert.match(ghost.html, /The user name or password is wrong\./);
+      // A user name no user can have (NUL): the same page, not the database's refusal of the value.
+      const nul = await post({ ...r.fields, username: 'ad\u0000min', password: 'nope' }, r.cookie);
+      assert.equal(nul.status, 422);
+      assert.match(nul.html, /The user name or password is wrong\./);
       await h.db.query(`DELETE FROM login_failures WHERE partition_id = $1`, [h.partitionId]);
     });
 

@@ -80,7 +80,9 @@ describe('session authentication', () => {
   test('wrong password and unknown user give the same 401/-5 answer', async () => {
     const wrong = await h.call('/login/extended', { basic: { user: ADMIN, password: 'nope-nope' } });
     const unknown = await h.call('/login/extended', { basic: { user: 'ghost', password: 'nope-nope' } });
-    for (const r of [wrong, unknown]) {
+    // A user name no user can have (NUL, which the database cannot take as text) is just as wrong.
+    const nul = await h.call('/login/extended', { basic: { user: 'ad\u0000min', password: 'nope-nope' } });
+    for (const r of [wrong, unknown, nul]) {
       assert.equal(r.status, 401);
       assert.equal(r.body.response.status, -5);
     }
@@ -176,6 +178,20 @@ describe('session authentication', () => {
       const r = await h.call('/login/extended', { headers: { 'X-Ratecard-jwt': token } });
       assert.equal(r.status, 401, token);
       assert.equal(r.body.response.status, -7);
+    }
+    // Unsigned tokens whose token id is no id (it reaches the account query before the signature is
+    // checked): the same 401/-7, never the database's refusal of the value.
+    const unsigned = (claims: Record<string, unknown>) =>
+      ['{"alg":"HS256","typ":"JWT"}', JSON.stringify(claims)]
+        .map((x) => Buffer.from(x).toString('base64url'))
+        .join('.') + '.AAAA';
+    for (const tid of [1.5, 1e20, -1, 0]) {
+      const token = unsigned({ sub: '1', ptn: h.partition, tid });
+      for (const path of ['/login/extended', '/fetch/P']) {
+        const r = await h.call(path, { headers: { 'X-Ratecard-jwt': token }, body: {} });
+        assert.equal(r.status, 401, `${tid} ${path}: ${r.text}`);
+        assert.equal(r.body.response.status, -7);
+      }
     }
     // A malformed token is not a partition matter.
     for (const headers of [{ 'X-Ratecard-jwt': 'garbage' }, { authorization: 'Bearer garbage' }] as Record<

@@ -323,6 +323,15 @@ describe('external JWT', () => {
       .setExpirationTime('5m')
       .sign(privateKey);
     assert.deepEqual(status(await call('ERP', ghost)), [401, -7]);
+    // A subject no user name can be (NUL, which the database cannot take as text): refused the same way.
+    const nul = await new SignJWT({ partition: h.partition })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setSubject('ad\u0000min')
+      .setIssuer('ERP')
+      .setAudience('ratecard')
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    assert.deepEqual(status(await call('ERP', nul)), [401, -7]);
   });
 });
 

@@ -283,6 +283,9 @@ async function loginStep(
   const { db, config: cfg } = ctx;
   if (login.trim() === '' || password === '')
     return page(request, 422, loginPage(pc, { error: 'Enter your user name and password.', login }));
+  // No user name holds NUL (the database cannot take it as text): a wrong login, answered as one.
+  if (login.includes('\u0000'))
+    return page(request, 422, loginPage(pc, { error: BAD_LOGIN, login: login.replaceAll('\u0000', '') }));
   // Gated by the lock-out (../../auth/login-guard.ts); a TFA user's right password counts as a
   // failure until the code step succeeds.
   const attempt = await takeAttempt(db, ctx.partitionId, login, cfg);
