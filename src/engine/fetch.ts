@@ -23,6 +23,7 @@ import {
   metaNameOf,
   metaNameText,
   rowContexts,
+  typedPerRow,
   rowScope,
   selectList,
   toRecord,
@@ -310,12 +311,28 @@ export function compileParts(plan: FetchPlan): FetchParts {
   return { ...parts, pageFrom: from, offset, total: `(${countSql}) AS "__total"`, with: '' };
 }
 
+/**
+ * Whether the page reads each row's extension table (`name`) beside the fields asked for, which
+ * leave it out: rows of several tables are typed by their own table's meta (runFetch), whatever
+ * fields are asked for. The name is not answered.
+ */
+function readsTableName({ tc, names, distinct }: FetchPlan): boolean {
+  return (
+    names !== undefined &&
+    !distinct &&
+    typedPerRow(tc.type) &&
+    tc.metaName === undefined &&
+    !names.includes('name')
+  );
+}
+
 export function compileFetch(plan: FetchPlan): CompiledFetch {
   const { tc, names } = plan;
   const { params, countParams, from, pageFrom, limit, offset, countSql, total, with: w } = compileParts(plan);
+  const selected = readsTableName(plan) ? [...names!, 'name'] : names;
   const sql = plan.distinct
     ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
-    : `${w}SELECT ${selectList(tc, names)}, ${total} FROM ${pageFrom}
+    : `${w}SELECT ${selectList(tc, selected)}, ${total} FROM ${pageFrom}
         ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
   return { sql, params: params.values, countSql, countParams };
 }
@@ -341,10 +358,13 @@ export async function runFetch(db: Queryable, plan: FetchPlan, c: CompiledFetch)
   const total = await pageTotal(db, plan, r.rows, c);
   // Extension rows of several tables: each typed by its own table's meta.
   const typeOf = await rowContexts(db, plan.principal, plan.tc, r.rows);
+  const tableName = readsTableName(plan);
   const rows = r.rows.map((row) => {
     delete row.__total;
     const rec = toRecord(typeOf(row), row);
-    return plan.asArrays ? plan.names!.map((n) => rec[n] ?? null) : rec;
+    if (plan.asArrays) return plan.names!.map((n) => rec[n] ?? null);
+    if (tableName) delete rec.name;
+    return rec;
   });
   return { rows, startRow: plan.start, endRow: plan.start + rows.length, totalRows: total };
 }
