@@ -78,6 +78,16 @@ export function envelopeSchema(
   };
 }
 
+/**
+ * The body of an operation whose path names all it needs (a submit): none, `{}`, or the envelope's
+ * `operationType` and an empty `data`. Anything else is an unknown field (400, naming it).
+ */
+export const noArgumentsBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { operationType: { type: 'string' }, data: { type: ['object', 'null'], maxProperties: 0 } },
+} as const;
+
 /** The longest path parameter the router takes (app.ts `maxParamLength`). */
 export const MAX_PATH_PARAM = 1000;
 

@@ -207,6 +207,31 @@ describe('data change requests', () => {
     const a1 = changes.find((c) => c.targetKey[0] === 'A-1');
     assert.deepEqual(Object.keys(a1.changes).sort(), ['attribute1', 'label']);
     assert.equal(a1.changes.label.old, 'label A-1');
+    // Named fields: the same items (the comparison reads what it needs), only those fields answered.
+    const named = await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {
+      resultFields: ['targetKey', 'changes'],
+    });
+    assert.equal(named.body.response.totalRows, 4, named.text);
+    assert.deepEqual(
+      okData(named).map((c) => Object.keys(c).join()),
+      ['targetKey,changes', 'targetKey,changes', 'targetKey,changes', 'targetKey,changes'],
+    );
+    assert.deepEqual(okData(named).find((c) => c.targetKey[0] === 'A-1').changes, a1.changes);
+    const arrays = await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {
+      valueFields: ['targetKey', 'changeType'],
+    });
+    assert.equal(arrays.body.response.totalRows, 4);
+    assert.deepEqual(
+      okData(arrays)
+        .map((row) => row.join())
+        .sort(),
+      ['A-1,UPDATE', 'A-3,DELETE', 'A-4,ADD', 'A-5,UPDATE'],
+    );
+    expectError(
+      await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, { resultFields: ['targetKey', 'nope'] }),
+      400,
+      -4,
+    );
 
     const [applied] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
     assert.equal(applied.status, 'APPLIED');
@@ -267,7 +292,31 @@ describe('data change requests', () => {
     ]);
     expectError(again, 409, -1, '1.typedId');
     assert.match(again.body.response.data, new RegExp(`\\(${first.typedId.replace('.', '\\.')}\\)`));
-    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: first.typedId } }));
+    // A field an item has not is refused, naming it (in a batch with its position); nothing is removed.
+    expectError(
+      await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: first.typedId, foo: 1 } }),
+      400,
+      -4,
+      'foo',
+    );
+    expectError(
+      await call(`/dcrmanager.delete/${dcr.id}`, {
+        data: [{ typedId: first.typedId }, { typedId: first.typedId, foo: 1 }],
+      }),
+      400,
+      -4,
+      '1.foo',
+    );
+    assert.equal(okData(await call(`/dcrmanager.fetch/${dcr.id}`, {})).length, 1);
+    // A submit takes nothing but its path.
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`, { foo: 1 }), 400, -4, 'foo');
+    expectError(
+      await call(`/dcrmanager.submit/${dcr.id}/async`, { data: { typedId: first.typedId } }),
+      400,
+      -4,
+    );
+    assert.equal(okData(await call('/fetch/DCR', { data: { id: dcr.id } }))[0].status, 'DRAFT');
+    okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: first }));
     expectError(
       await add([{ sku: 'V-1' }, { changeType: 'ADD', sku: 'V-9', attribute1: 'x' }]),
       400,
@@ -734,6 +783,12 @@ describe('data change requests', () => {
       400,
       -4,
       'typedId',
+    );
+    expectError(
+      await call(`/dcrmanager.deletemassop/${dcr.id}`, { data: { typedId: m2.typedId, foo: 1 } }),
+      400,
+      -4,
+      'foo',
     );
     const [gone] = okData(
       await call(`/dcrmanager.deletemassop/${dcr.id}`, { data: { typedId: m2.typedId } }),

@@ -108,7 +108,20 @@ describe('imports', () => {
       -4,
       'massEditRecords.0.fieldName',
     );
-    const [done] = okData(await call(`/importmanager.submit/${im.id}`));
+    // Unknown fields are refused, naming them, and change nothing.
+    expectError(
+      await call(`/importmanager.massedit/${im.id}`, {
+        filterCriteria: {},
+        massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: '9' }],
+        foo: 1,
+      }),
+      400,
+      -4,
+      'foo',
+    );
+    expectError(await call(`/importmanager.submit/${im.id}`, { foo: 1 }), 400, -4, 'foo');
+    assert.equal((await product('I-1')).label, 'old I-1');
+    const [done] = okData(await call(`/importmanager.submit/${im.id}`, {}));
     assert.equal(done.status, 'APPLIED');
     assert.equal((await product('I-1')).label, 'new one');
     assert.equal((await product('I-1')).attribute1, 1.5);

@@ -60,7 +60,11 @@ describe('workflow delegation', () => {
     assert.equal(d.note, 'later');
     // Only an activated delegation can be end-dated.
     assertError(await call(ann, 'enddate', { data: { typedId: d.typedId } }), 400, -4);
-    const deleted = assertOk(await call(ann, 'delete', { data: { typedId: d.typedId } }))[0];
+    // A field the delegation has not is refused, naming it; the delegation as fetched is taken.
+    const unknown = await call(ann, 'delete', { data: { typedId: d.typedId, foo: 1 } });
+    assertError(unknown, 400, -4);
+    assert.ok(unknown.body.response.errors.foo, JSON.stringify(unknown.body));
+    const deleted = assertOk(await call(ann, 'delete', { data: d }))[0];
     assert.equal(deleted.typedId, d.typedId);
     assert.equal(deleted.status, 'INITIALIZED');
     assertError(await call(ann, 'delete', { data: { typedId: d.typedId } }), 404, -1);
@@ -90,6 +94,10 @@ describe('workflow delegation', () => {
     assert.match(refused.body.response.data, /ACTIVATED cannot be deleted/);
     // bob (the delegate) cannot end it; the delegator can.
     assertError(await call(bob, 'enddate', { data: { typedId: d.typedId } }), 403, -3);
+    // An end-date changes the end and the note only: another date is refused, naming it, and nothing ends.
+    const moved = await call(ann, 'enddate', { data: { typedId: d.typedId, startDate: day(-5) } });
+    assertError(moved, 400, -4);
+    assert.ok(moved.body.response.errors.startDate, JSON.stringify(moved.body));
     const ended = assertOk(
       await call(ann, 'enddate', { data: { typedId: d.typedId, note: 'back early' } }),
     )[0];

@@ -14,7 +14,7 @@ import {
 } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import { editableDcr, restrictTo, type DcrScope } from './service.ts';
+import { editableDcr, onlyFieldsOf, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
 import { checkProposal } from './target.ts';
 
@@ -154,6 +154,7 @@ export async function deleteMassOps(
   idText: string,
   list: readonly Obj[],
 ): Promise<Obj[]> {
+  onlyFieldsOf(DCRM, list);
   return db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const ids = list.map((d, i) => {

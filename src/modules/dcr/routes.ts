@@ -3,12 +3,13 @@
 // (`7.DCRI`, `3.DCRM`). Each handler is one service call; the engine checks the target's rules.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
 import { submitDcr, submitDcrAsync } from './apply.ts';
 import { registerDcrApprovable } from './approval.ts';
-import { addDcr, addItems, changesOnly, deleteItems, fetchItems, updateItems } from './service.ts';
+import { addDcr, addItems, deleteItems, fetchItems, updateItems } from './service.ts';
+import { changesOnly } from './changes-only.ts';
 import { addMassOps, deleteMassOps, fetchMassOps, updateMassOps } from './massops.ts';
 
 const idParams = {
@@ -86,12 +87,19 @@ export function dcrRoutes(app: FastifyInstance): void {
     route(
       'Submit: approved at once without a workflow and applied in the same transaction (a DCR_SUBMIT job above asyncSubmitDCRThreshold)',
       true,
+      false,
+      noArgumentsBody,
     ),
     async (req) => ok(req, [await submitDcr(app.db, req.principal!, idOf(req))]),
   );
   app.post(
     '/dcrmanager.submit/:id/async',
-    route('Submit as a DCR_SUBMIT job; answers the job (JST, as /admin.fetchjst) with jstId', true),
+    route(
+      'Submit as a DCR_SUBMIT job; answers the job (JST, as /admin.fetchjst) with jstId',
+      true,
+      false,
+      noArgumentsBody,
+    ),
     async (req) => ok(req, [await submitDcrAsync(app.db, req.principal!, idOf(req))]),
   );
   app.post(

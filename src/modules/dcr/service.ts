@@ -27,7 +27,6 @@ import {
   keyText,
   loadTypeContext,
   resolveTargetType,
-  sameValue,
   targetKeyOf,
 } from './target.ts';
 import { metaNameOf, type TypeContext } from '../../engine/context.ts';
@@ -320,60 +319,6 @@ export async function fetchItems(
   return fetchRecords(db, principal, DCRI, body, maxPageSize, restrictTo(dcr.id));
 }
 
-/**
- * The items with only the fields whose proposed value differs from the record's current one
- * (`changes`: {field: {old, new}}); an UPDATE proposing only current values is left out. ADD items
- * list every proposed field; DELETE items the record's current values. Paged after the comparison.
- */
-export async function changesOnly(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  body: FetchBody,
-  maxPageSize: number,
-): Promise<FetchResult> {
-  requireAccess(principal, 'DCR_EDIT');
-  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
-  const s = await scopeOf(db, principal, dcr);
-  const items: Obj[] = [];
-  for (let start = 0; ; start += maxPageSize) {
-    const r = await fetchRecords(
-      db,
-      principal,
-      DCRI,
-      { ...body, startRow: start, endRow: start + maxPageSize },
-      maxPageSize,
-      restrictTo(dcr.id),
-    );
-    items.push(...(r.rows as Obj[]));
-    if (r.rows.length < maxPageSize) break;
-  }
-  const ids = items.flatMap((i) => (typeof i.targetId === 'number' ? [i.targetId] : []));
-  const current = (await findTargets(db, principal, s.tc, { ids, keys: [] })).byId;
-  const changed: Obj[] = [];
-  for (const item of items) {
-    const proposed = (item.values ?? {}) as Obj;
-    const now = typeof item.targetId === 'number' ? current.get(item.targetId) : undefined;
-    const changes: Record<string, { old: unknown; new: unknown }> = {};
-    if (item.changeType === 'DELETE') {
-      for (const [k, v] of Object.entries(now ?? (item.originalValues as Obj) ?? {})) {
-        const f = s.tc.fields.get(k);
-        if (f && !f.system && v !== null) changes[k] = { old: v, new: null };
-      }
-    } else {
-      for (const [k, v] of Object.entries(proposed)) {
-        const old = now?.[k] ?? null;
-        if (item.changeType === 'ADD' || !sameValue(s.tc.fields.get(k), old, v)) changes[k] = { old, new: v };
-      }
-    }
-    if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
-  }
-  const startRow = body.startRow ?? 0;
-  const endRow = body.endRow ?? startRow + Math.min(300, maxPageSize);
-  const rows = changed.slice(startRow, endRow);
-  return { rows, startRow, endRow: startRow + rows.length, totalRows: changed.length };
-}
-
 function itemIdOf(data: Obj, prefix: string): number {
   const ref = data.typedId ?? data.id;
   if (ref === undefined || ref === null)
@@ -472,12 +417,26 @@ function originalOf(row: Obj): Obj {
   return original;
 }
 
+/**
+ * Refuses fields of a removal's entries that `type`'s records do not have, naming them (`1.foo` in
+ * a batch): an entry names a record, as fetched or by its typedId, and nothing it holds is dropped
+ * unseen.
+ */
+export function onlyFieldsOf(type: TypeDef, list: readonly Obj[]): void {
+  const known = new Set(['typedId', 'id', ...type.fields.map((f) => f.name)]);
+  list.forEach((d, i) => {
+    for (const k of Object.keys(d))
+      if (!known.has(k)) throw validationError(`${list.length > 1 ? `${i}.` : ''}${k}`, 'unknown field');
+  });
+}
+
 export async function deleteItems(
   db: Db,
   principal: Principal,
   idText: string,
   list: readonly Obj[],
 ): Promise<Obj[]> {
+  onlyFieldsOf(DCRI, list);
   return db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const wanted = list.map((d, i) => itemIdOf(d, list.length > 1 ? `${i}.` : ''));

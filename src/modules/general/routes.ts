@@ -29,6 +29,17 @@ import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/index
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The mass-edit operations of a body (`massEditRecords`), as every mass edit takes them. */
+export const massEditRecordsSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['fieldName', 'massEditOperator'],
+    additionalProperties: false,
+    properties: { fieldName: { type: 'string' }, massEditOperator: { type: 'string' }, fieldValue: {} },
+  },
+} as const;
+
 /** The filter and paging body of fetch-style operations (conventions.md "Fetch bodies"). */
 export const fetchBodySchema = {
   type: ['object', 'null'],
@@ -268,19 +279,7 @@ export function generalRoutes(app: FastifyInstance): void {
         additionalProperties: false,
         properties: {
           filterCriteria: {},
-          massEditRecords: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['fieldName', 'massEditOperator'],
-              additionalProperties: false,
-              properties: {
-                fieldName: { type: 'string' },
-                massEditOperator: { type: 'string' },
-                fieldValue: {},
-              },
-            },
-          },
+          massEditRecords: massEditRecordsSchema,
         },
       },
       ...records,

@@ -4,9 +4,9 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createBlobStore } from '../../db/blob-store.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
-import { fetchBodySchema, itemsOf } from '../general/routes.ts';
+import { fetchBodySchema, itemsOf, massEditRecordsSchema } from '../general/routes.ts';
 import {
   createImport,
   fetchChanges,
@@ -67,12 +67,27 @@ export function importRoutes(app: FastifyInstance): void {
   );
   app.post(
     '/importmanager.massedit/:typedId',
-    route('Mass-edit staged changes: {filterCriteria, massEditRecords}', true),
-    async (req) => {
-      const body = req.body;
-      if (!isObj(body)) throw validationError('body', 'must be {filterCriteria, massEditRecords}');
-      return ok(req, [{ updated: await massEditChanges(app.db, req.principal!, idOf(req), body) }]);
-    },
+    route('Mass-edit staged changes: {filterCriteria, massEditRecords}', true, false, {
+      type: 'object',
+      required: ['massEditRecords'],
+      additionalProperties: false,
+      properties: {
+        operationType: { type: 'string' },
+        filterCriteria: {},
+        massEditRecords: massEditRecordsSchema,
+      },
+    }),
+    async (req) =>
+      ok(req, [
+        {
+          updated: await massEditChanges(
+            app.db,
+            req.principal!,
+            idOf(req),
+            req.body as Record<string, unknown>,
+          ),
+        },
+      ]),
   );
   app.post(
     '/importmanager.massdelete/:typedId',
@@ -82,7 +97,12 @@ export function importRoutes(app: FastifyInstance): void {
   );
   app.post(
     '/importmanager.submit/:typedId',
-    route('Validate every change and write them all in one transaction (none if any fails)', true),
+    route(
+      'Validate every change and write them all in one transaction (none if any fails)',
+      true,
+      false,
+      noArgumentsBody,
+    ),
     async (req) => ok(req, [await submitImport(app.db, req.principal!, idOf(req))]),
   );
 }

@@ -9,7 +9,7 @@ import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
-import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
+import { fetchBodySchema, itemsOf, massEditRecordsSchema, updateItemsOf } from '../general/routes.ts';
 import { loadResultSchema, loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { exportValues, writeXlsx } from './export.ts';
 import { loadValues } from './load.ts';
@@ -57,15 +57,7 @@ const massEditBody = {
   additionalProperties: false,
   properties: {
     filterCriteria: {},
-    massEditRecords: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['fieldName', 'massEditOperator'],
-        additionalProperties: false,
-        properties: { fieldName: { type: 'string' }, massEditOperator: { type: 'string' }, fieldValue: {} },
-      },
-    },
+    massEditRecords: massEditRecordsSchema,
   },
 } as const;
 

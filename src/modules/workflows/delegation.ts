@@ -302,11 +302,18 @@ async function lockForChange(q: Queryable, principal: Principal, body: TargetBod
   return (await recordOf(q, principal, id))!;
 }
 
+/** Refuses a field of `data` outside `allowed`, naming it: nothing a client sends is silently dropped. */
+function onlyFields(data: Obj, allowed: readonly string[], why: string): void {
+  for (const k of Object.keys(data)) if (!allowed.includes(k)) throw validationError(k, why);
+}
+
+/** What names a delegation, and the note: all that an update or an end-date takes. */
+const NOTE_ONLY = ['typedId', 'id', 'note', 'version'];
+/** A delete takes the delegation as fetched (its other fields are not changed by it). */
+const RECORD_FIELDS = ['typedId', 'id', ...WORKFLOW_DELEGATION_TYPE.fields.map((f) => f.name)];
+
 export async function updateDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
-  for (const k of Object.keys(body.data)) {
-    if (!['typedId', 'id', 'note', 'version'].includes(k))
-      throw validationError(k, 'only the note of a delegation can be changed');
-  }
+  onlyFields(body.data, NOTE_ONLY, 'only the note of a delegation can be changed');
   // The note is what an update changes: leaving it out is no request to clear it (null does that).
   if (body.data.note === undefined)
     throw validationError('note', 'is required: the note is what an update changes');
@@ -325,6 +332,7 @@ export async function updateDelegation(db: Db, principal: Principal, body: Targe
 }
 
 export async function deleteDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  onlyFields(body.data, RECORD_FIELDS, 'unknown field');
   return db.transaction(async (q) => {
     const d = await lockForChange(q, principal, body);
     if (d.status !== 'INITIALIZED') {
@@ -344,6 +352,7 @@ export async function deleteDelegation(db: Db, principal: Principal, body: Targe
 }
 
 export async function endDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
+  onlyFields(body.data, NOTE_ONLY, 'an end-date changes only the end and the note');
   // A note given with the end replaces the delegation's (e.g. why it ended early).
   const note = body.data.note === undefined ? undefined : noteOf(body.data.note);
   return db.transaction(async (q) => {
