@@ -107,10 +107,11 @@ describe('data change requests on condition record items', () => {
     expectError(await propose({ ...fresh, key2: undefined }), 400, -4, 'key2');
     expectError(await propose({ ...fresh, key1: 'x'.repeat(64) }), 400, -4, 'key1');
     expectError(await propose({ ...fresh, currency: 'EUR' }), 400, -4, 'currency');
+    // An existing business key (set, keys, validFrom) is a conflict, as /add answers it.
     expectError(
       await propose({ changeType: 'ADD', ...item('K1', 'P1', '2026-01-01', '2026-12-31', 1) }),
-      400,
-      -4,
+      409,
+      -1,
       'validFrom',
     );
     expectError(await propose({ ...fresh, conditionRecordSetId: 987654 }), 400, -4, 'conditionRecordSetId');

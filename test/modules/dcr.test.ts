@@ -272,7 +272,17 @@ describe('data change requests', () => {
     expectError(await add({ sku: 'V-1', attribute1: 'heavy' }), 400, -4, 'attribute1');
     expectError(await add({ sku: 'V-1', label: 'x'.repeat(1001) }), 400, -4, 'label');
     expectError(await add({ changeType: 'ADD', label: 'no key' }), 400, -4, 'sku');
-    expectError(await add({ changeType: 'ADD', sku: 'V-1' }), 400, -4, 'sku');
+    // A duplicate business key is a conflict, as /add answers it: stored already, or twice in the batch.
+    expectError(await add({ changeType: 'ADD', sku: 'V-1' }), 409, -1, 'sku');
+    expectError(
+      await add([
+        { changeType: 'ADD', sku: 'V-8' },
+        { changeType: 'ADD', sku: 'V-8' },
+      ]),
+      409,
+      -1,
+      '1.sku',
+    );
     expectError(await add({ changeType: 'MOVE', sku: 'V-1' }), 400, -4, 'changeType');
     // A record not found names the proposal's key; a record the DCR already has an item for names
     // that item (409), in a batch at its index.

@@ -197,10 +197,14 @@ export async function addItems(
       const keyJson = p.key === undefined ? undefined : JSON.stringify(p.key);
       if (p.changeType === 'ADD') {
         const last = keyFieldsOf(s.type, p.values).at(-1)!;
+        // A duplicate business key is a conflict (409/-1, naming the field), as /add answers it.
         if (found.byKey.has(keyJson!)) {
-          throw validationError(prefix + last, `${s.type.label} ${keyJson} already exists`);
+          throw new AppError('CONFLICT', `${s.type.label} ${keyJson} already exists`, {
+            field: prefix + last,
+          });
         }
-        if (seen.has(keyJson!)) throw validationError(prefix + last, `${keyJson} is proposed twice`);
+        if (seen.has(keyJson!))
+          throw new AppError('CONFLICT', `${keyJson} is proposed twice`, { field: prefix + last });
         seen.add(keyJson!);
         // Condition record items: their set exists, is visible and editable for the user (its
         // userGroupEdit), and the item has the set's number of keys — the engine's own check.
