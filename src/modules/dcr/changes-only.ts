@@ -3,10 +3,9 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
-import { fetchRecords, requireAccess, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
-import * as store from './store.ts';
-import { restrictTo, scopeOf } from './service.ts';
+import { readableDcr, restrictTo, scopeOf } from './service.ts';
 import { findTargets, sameValue } from './target.ts';
 
 type Obj = Record<string, unknown>;
@@ -30,9 +29,7 @@ export async function changesOnly(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  requireAccess(principal, 'DCR_EDIT');
-  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
-  const s = await scopeOf(db, principal, dcr);
+  const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
   const { resultFields, valueFields, ...rest } = body;
   // (Both named: the engine refuses the body as it is.)
   const asked =
@@ -49,7 +46,7 @@ export async function changesOnly(
       DCRI,
       { ...read, startRow: start, endRow: start + maxPageSize },
       maxPageSize,
-      restrictTo(dcr.id),
+      restrictTo(s.dcr.id),
     );
     items.push(...(r.rows as Obj[]));
     if (r.rows.length < maxPageSize) break;

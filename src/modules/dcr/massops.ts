@@ -5,16 +5,10 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
-import {
-  fetchRecords,
-  planEdits,
-  requireAccess,
-  type FetchBody,
-  type FetchResult,
-} from '../../engine/crud.ts';
+import { fetchRecords, planEdits, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import { editableDcr, onlyFieldsOf, restrictTo, type DcrScope } from './service.ts';
+import { editableDcr, onlyFieldsOf, readableDcr, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
 import { checkProposal } from './target.ts';
 
@@ -101,8 +95,7 @@ export async function fetchMassOps(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  requireAccess(principal, 'DCR_EDIT');
-  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
+  const dcr = await readableDcr(db, principal, idText);
   return fetchRecords(db, principal, DCRM, body, maxPageSize, restrictTo(dcr.id));
 }
 

@@ -54,9 +54,14 @@ export async function scopeOf(q: Queryable, principal: Principal, dcr: store.Dcr
   return { dcr, type, tc, allowed: allowedFields(tc, t?.fields ?? null) };
 }
 
-export async function editableDcr(q: Queryable, principal: Principal, idText: string): Promise<DcrScope> {
+/** A DCR the caller may work with (DCR_EDIT), by its id or typedId (404 when there is none). */
+export async function readableDcr(q: Queryable, principal: Principal, idText: string): Promise<store.DcrRow> {
   requireAccess(principal, 'DCR_EDIT');
-  const dcr = await store.findDcrOrFail(q, principal.partitionId, store.parseDcrId(idText));
+  return store.findDcrOrFail(q, principal.partitionId, store.parseDcrId(idText));
+}
+
+export async function editableDcr(q: Queryable, principal: Principal, idText: string): Promise<DcrScope> {
+  const dcr = await readableDcr(q, principal, idText);
   if (!EDITABLE.includes(dcr.status)) {
     throw new AppError(
       'CONFLICT',
@@ -318,8 +323,7 @@ export async function fetchItems(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  requireAccess(principal, 'DCR_EDIT');
-  const dcr = await store.findDcrOrFail(db, principal.partitionId, store.parseDcrId(idText));
+  const dcr = await readableDcr(db, principal, idText);
   return fetchRecords(db, principal, DCRI, body, maxPageSize, restrictTo(dcr.id));
 }
 
