@@ -119,7 +119,8 @@ async function run(kind: DbKind): Promise<string> {
     const same =
       api.length === sql.length &&
       api.every(
-        (a, i) => a.attribute1 === sql[i]!.category && a.n === sql[i]!.n && a.cost === Number(sql[i]!.cost),
+        (a, i) =>
+          a.attribute1 === sql[i]!.category && a.n === sql[i]!.n && Number(a.cost) === Number(sql[i]!.cost),
       );
     if (!same)
       throw new Error(

@@ -686,3 +686,52 @@ describe('query API time limit (PostgreSQL)', { skip: process.env.DATABASE_URL =
     assert.match(r.body.response.data, /QUERY_TIMEOUT_SECONDS/);
   });
 });
+
+describe('query API: exact decimals', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+    const api = async (path: string, body: unknown) => {
+      const r = await h.call(path, { basic: QUERY_ADMIN, body });
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+    };
+    await api('/add/PAM', { data: { fieldName: 'attribute1', fieldType: 'MONEY' } });
+    await api('/add/P', [
+      { data: { sku: 'BIG', attribute1: '12345678901234567.891' } },
+      { data: { sku: 'SMALL', attribute1: '136.4' } },
+    ]);
+  });
+  after(() => h.close());
+
+  test('a value a double cannot hold comes back as its exact text, as /fetch answers it', async () => {
+    const execute = async (data: unknown) => {
+      const r = await h.call('/queryapi.execute', { basic: QUERY_ADMIN, body: { data } });
+      assert.equal(r.status, 200, r.text);
+      return r.body.response.data as any[];
+    };
+    const [fetched] = (
+      await h.call('/fetch/P', {
+        basic: QUERY_ADMIN,
+        body: { data: { sku: 'BIG' }, resultFields: ['attribute1'] },
+      })
+    ).body.response.data;
+    assert.equal(fetched.attribute1, '12345678901234567.891');
+    assert.deepEqual(await execute({ source: 'P', select: ['sku', 'attribute1'], sortBy: 'sku' }), [
+      { sku: 'BIG', attribute1: '12345678901234567.891' },
+      { sku: 'SMALL', attribute1: 136.4 },
+    ]);
+    assert.deepEqual(
+      await execute({ source: 'P', aggregates: [{ fn: 'sum', field: 'attribute1' }, { fn: 'count' }] }),
+      [{ sum_attribute1: '12345678901234704.291', count: 2 }],
+    );
+    assert.deepEqual(
+      await execute({
+        source: 'P',
+        select: ['attribute1'],
+        filter: { sku: 'SMALL' },
+        valueFields: ['attribute1'],
+      }),
+      [[136.4]],
+    );
+  });
+});

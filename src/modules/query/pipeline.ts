@@ -26,6 +26,7 @@ import {
   typedColumn,
   type ResolvedCriteria,
 } from '../../engine/criteria.ts';
+import { outputValue as typedOutput } from '../../engine/context.ts';
 import type { FieldSpec, FieldType } from '../../engine/types.ts';
 import { validationError } from '../../http/errors.ts';
 import { resolveSource, type Source } from './sources.ts';
@@ -440,29 +441,10 @@ export function compileQuery(plan: Plan): CompiledQuery {
   return { sql, params: p.values };
 }
 
+/** A value as the API answers it: typed as `/fetch` types a field (numbers exact, else their text). */
 function outputValue(o: Output, v: unknown): unknown {
   if (v === null || v === undefined) return null;
-  if (typeof v === 'string') {
-    switch (o.type) {
-      case 'integer':
-      case 'decimal': {
-        const n = Number(v);
-        return Number.isFinite(n) && v.trim() !== '' ? n : v;
-      }
-      case 'boolean':
-        return v === 'true' ? true : v === 'false' ? false : v;
-      case 'string':
-      case 'date':
-      case 'datetime':
-      case 'json':
-        return v;
-      default: {
-        const never: never = o.type;
-        return never;
-      }
-    }
-  }
-  return v;
+  return typeof v === 'string' ? typedOutput(o.type, v) : v;
 }
 
 export interface QueryRows {
