@@ -172,6 +172,20 @@ describe('hostile text', () => {
     assert.equal(ok('1e309 / 1e308 == 10 and 1.5e-999 > 0'), true);
     refused('1e1001 > 1', /number literal 1e1001 out of range/);
     refused('1e-1001 > 0', /number literal 1e-1001 out of range/);
+    // 34 significant digits: a literal with more would not mean what it says; zeros around them count not.
+    assert.equal(ok(`${'1'.repeat(34)} > 0 and 0.000${'1'.repeat(34)} > 0 and 1${'0'.repeat(38)} > 0`), true);
+    refused(`1.${'2'.repeat(34)} > 0`, /more than 34 significant digits/);
+    refused(`${'9'.repeat(35)} > 0`, /more than 34 significant digits/);
+    // A product or quotient below the exponents' range is out of range, not 0.
+    assert.throws(() => ok('1e-999 / 1e999 == 0'), /\/: result out of range/);
+    assert.throws(() => ok('1e-999 * 1e-999 == 0'), /\*: result out of range/);
+    assert.equal(ok('0 * 1e-999 == 0 and 0 / 1e999 == 0 and 1e-999 * 1 > 0'), true);
+    // Chained `not` is a run of signs as `!` is; names that start with it are not.
+    refused(`${'not '.repeat(65)}true`, /more than 64 signs in a row/);
+    assert.equal(
+      ok(`${'not '.repeat(64)}true and notes == 1 and not(nothing)`, { notes: 1, nothing: false }),
+      true,
+    );
     refused('1' + ' + 1'.repeat(3000) + ' > 0', /longer than|more than 2000 parts|nested deeper/);
     refused('x'.repeat(20_000), /longer than 16000/);
   });

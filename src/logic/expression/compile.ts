@@ -240,11 +240,11 @@ function compileBinary(op: BinaryOp, l: Closure, r: Closure): Closure {
     case '-':
       return arith(op, l, r, (x, y) => x.minus(y));
     case '*':
-      return arith(op, l, r, timesDec);
+      return arith(op, l, r, (x, y) => vanished(op, x, y, timesDec(x, y)));
     case '/':
       return arith(op, l, r, (x, y) => {
         if (y.isZero()) throw new EvalError('division by zero');
-        return x.div(y);
+        return vanished(op, x, y, x.div(y));
       });
     case '%':
       return arith(op, l, r, (x, y) => {
@@ -268,6 +268,12 @@ interface Last {
 
 function newLast(): Last {
   return { a: undefined, b: undefined, out: undefined };
+}
+
+/** A product or quotient of non-zero decimals that is 0 fell below the exponents' range (±1,000). */
+function vanished(op: BinaryOp, x: DecOf, y: DecOf, out: DecOf): DecOf {
+  if (out.isZero() && !x.isZero() && !y.isZero()) throw new EvalError(`${op}: result out of range`);
+  return out;
 }
 
 function arith(op: BinaryOp, l: Closure, r: Closure, f: (x: DecOf, y: DecOf) => DecOf): Closure {

@@ -110,6 +110,17 @@ jsep.hooks.add('after-token', function endToken(env: { node?: PosExpr | false })
   if (node && start !== undefined) node.start = start;
 } as unknown as jsep.HookCallback);
 
+const WORD_CHAR = /[A-Za-z0-9_$.]/;
+
+/** Whether the operator word `not` stands at `i` (not part of a longer name). */
+function notAt(text: string, i: number): boolean {
+  return (
+    text.startsWith('not', i) &&
+    (i === 0 || !WORD_CHAR.test(text[i - 1]!)) &&
+    (i + 3 >= text.length || !WORD_CHAR.test(text[i + 3]!))
+  );
+}
+
 /** Refuses text that is too long or nested too deeply before jsep's recursive descent sees it. */
 function precheck(text: string): void {
   if (text.length > PARSE_LIMITS.maxLength)
@@ -129,8 +140,10 @@ function precheck(text: string): void {
       if (++depth > PARSE_LIMITS.maxNesting)
         throw new ExpressionError(`nesting deeper than ${PARSE_LIMITS.maxNesting} levels`, i);
     } else if (c === 41 || c === 93) depth--;
-    // `- - - - x` recurses like brackets do
-    if (c === 45 || c === 43 || c === 33) {
+    // `- - - - x` (and `not not x`) recurses like brackets do
+    const word = c === 110 && notAt(text, i);
+    if (word) i += 2;
+    if (word || c === 45 || c === 43 || c === 33) {
       if (++unaryRun > PARSE_LIMITS.maxNesting)
         throw new ExpressionError(`more than ${PARSE_LIMITS.maxNesting} signs in a row`, i);
     } else if (c !== 32 && c !== 9 && c !== 10 && c !== 13) unaryRun = 0;
@@ -200,6 +213,12 @@ function convert(e: PosExpr, text: string, counter: { nodes: number }, depth: nu
           throw new ExpressionError(`number literal longer than ${PARSE_LIMITS.maxNumberDigits} digits`, pos);
         const form = /^(\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/.exec(raw);
         if (!form) throw new ExpressionError(`malformed number ${raw}`, pos);
+        // Decimals keep 34 significant digits: a literal with more would not mean what it says.
+        if (form[1]!.replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length > D.precision)
+          throw new ExpressionError(
+            `number literal ${raw} has more than ${D.precision} significant digits`,
+            pos,
+          );
         // Read as a decimal from its text (1e309 is one, though no JavaScript number): within the
         // decimals' exponents (±1,000), neither overflowing nor vanishing to 0.
         const d = new D(raw);
