@@ -8,7 +8,7 @@ import type { Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import { fetchRecords, type FetchBody } from '../engine/crud.ts';
 import { findType } from '../engine/registry.ts';
-import { envelopeSchema, ok } from '../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../http/envelope.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
 import { fetchBodySchema } from '../modules/general/routes.ts';
 import { requestCancel } from './store.ts';
@@ -66,7 +66,11 @@ export function jobRoutes(app: FastifyInstance): void {
   };
   const handler = async (req: FastifyRequest) =>
     ok(req, [await findJobOrFail(app, req.principal!, (req.params as { jstId: string }).jstId)]);
-  app.post('/admin.fetchjst/:jstId', fetchjst, handler);
+  app.post(
+    '/admin.fetchjst/:jstId',
+    { ...fetchjst, schema: { ...fetchjst.schema, body: noArgumentsBody } },
+    handler,
+  );
   app.get('/admin.fetchjst/:jstId', fetchjst, handler);
 
   app.post(
@@ -77,6 +81,7 @@ export function jobRoutes(app: FastifyInstance): void {
         summary: 'Cancel a job: at once when not running, else at its next check (cancelRequested)',
         tags: ['jobs'],
         params: jstParams,
+        body: noArgumentsBody,
         ...one,
       },
     },

@@ -36,6 +36,22 @@ describe('generic operations on products', () => {
   });
   after(() => h.close());
 
+  test('the list of type codes is a list (paging fields); bodies of path-only operations take no fields', async () => {
+    const r = await api('/fetch', {});
+    const types = okData(r);
+    assert.ok(types.some((t) => t.typeCode === 'P'));
+    assert.deepEqual(
+      [r.body.response.startRow, r.body.response.endRow, r.body.response.totalRows],
+      [0, types.length, types.length],
+    );
+    assert.equal(okData(await api('/metadata.describe/P', {}))[0].typeCode, 'P');
+    assert.equal(okData(await api('/metadata.describe', { data: { typeCode: 'P' } }))[0].typeCode, 'P');
+    expectError(await api('/metadata.describe/P', { bogus: 1 }), 400, -4, 'bogus');
+    expectError(await api('/metadata.describe', { typeCode: 'P', bogus: 1 }), 400, -4, 'bogus');
+    expectError(await api('/admin.fetchjst/1', { bogus: 1 }), 400, -4, 'bogus');
+    expectError(await api('/admin.canceljst/1', { bogus: 1 }), 400, -4, 'bogus');
+  });
+
   test('add answers the record with server fields; fetch by id and typedId', async () => {
     const [p] = okData(
       await api('/add/P', { data: { sku: 'ADD-1', label: 'Added', currency: 'EUR' }, operation: 'add' }),

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { sendJsonArray } from '../../http/answer-bytes.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   addRecords,
@@ -162,9 +162,12 @@ export function generalRoutes(app: FastifyInstance): void {
     '/fetch',
     {
       config: { access: AUTHENTICATED },
-      schema: { summary: 'List of all type codes', tags: ['general'], ...records },
+      schema: { summary: 'List of all type codes', tags: ['general'], ...list },
     },
-    (req) => ok(req, listTypes()),
+    (req) => {
+      const types = listTypes();
+      return ok(req, types, { startRow: 0, endRow: types.length, totalRows: types.length });
+    },
   );
 
   app.post(
@@ -315,6 +318,15 @@ export function generalRoutes(app: FastifyInstance): void {
       schema: {
         summary: 'Field types of a type (body: {typeCode} or {data: {typeCode}})',
         tags: ['general'],
+        body: {
+          type: ['object', 'null'],
+          additionalProperties: false,
+          properties: {
+            operationType: { type: 'string' },
+            typeCode: {},
+            data: { type: ['object', 'null'], additionalProperties: false, properties: { typeCode: {} } },
+          },
+        },
         ...records,
       },
     },
@@ -323,7 +335,9 @@ export function generalRoutes(app: FastifyInstance): void {
       return describe(req, isObj(b.data) ? b.data.typeCode : b.typeCode);
     },
   );
-  app.post('/metadata.describe/:typeCode', opts('Field types of a type', records, false), (req) =>
-    describe(req, (req.params as { typeCode: string }).typeCode),
+  app.post(
+    '/metadata.describe/:typeCode',
+    opts('Field types of a type', { body: noArgumentsBody, ...records }, false),
+    (req) => describe(req, (req.params as { typeCode: string }).typeCode),
   );
 }
