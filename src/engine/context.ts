@@ -238,10 +238,17 @@ export async function parentsEditable(
 ): Promise<boolean> {
   const by = type.scopedBy;
   if (!by || principal.admin) return true;
-  const keys = [...new Set(values.filter((v): v is string => typeof v === 'string'))];
+  // Parents named by text (a sku) or by id (a condition record set); a value that names none is
+  // not stored, which does not count.
+  const byId = type.fields.find((f) => f.column === by.column)?.type === 'integer';
+  const names = (v: unknown): boolean =>
+    byId
+      ? (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^\d{1,15}$/.test(v))
+      : typeof v === 'string';
+  const keys = [...new Set(values.filter(names).map(String))];
   if (keys.length === 0) return true;
   const p = new Params();
-  const rows = `(SELECT unnest(${p.add(keys)}::text[]) AS ${ident(by.column)}) r`;
+  const rows = `(SELECT unnest(${p.add(keys)}::${byId ? 'bigint' : 'text'}[]) AS ${ident(by.column)}) r`;
   const allowed = parentScope(
     by,
     principal,

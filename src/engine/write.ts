@@ -59,6 +59,22 @@ export async function countWritten(tx: Queryable, sql: string, params: Params): 
   return r.rows[0]!.n;
 }
 
+/**
+ * The principal may change (or delete) this stored record: its own `userGroupEdit`, and that of the
+ * record it describes (`scopedBy`: a condition record set's attribute meta needs the set editable).
+ */
+async function requireEditable(
+  q: Queryable,
+  principal: Principal,
+  tc: TypeContext,
+  old: Row,
+  verb: 'change' | 'delete',
+): Promise<void> {
+  if (!canEdit(tc.type, principal, old))
+    throw new AppError('FORBIDDEN', `Not allowed to ${verb} ${old.typedId as string}`);
+  await requireParentEditable(q, principal, tc.type, old);
+}
+
 /** The checks of a record about to be inserted: its parent's user groups (`scopedBy`), then the type's guard. */
 async function guardInsert(q: Queryable, principal: Principal, type: TypeDef, data: Obj): Promise<void> {
   await requireParentEditable(q, principal, type, data);
@@ -199,8 +215,7 @@ export async function updateRecords(
       const tc = type.metaPerName
         ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
         : base;
-      if (!canEdit(tc.type, principal, old))
-        throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
+      await requireEditable(tx, principal, tc, old, 'change');
       checkVersion(type, item.oldValues, old);
       await type.beforeChange?.(tx, principal, old, item.data);
       const movable = 'id' in address ? (type.movableKeys ?? []) : [];
@@ -308,8 +323,7 @@ export async function integrateRecords(
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
           const tc = type.metaPerName ? await ctx(old) : base;
-          if (!canEdit(tc.type, principal, old))
-            throw new AppError('FORBIDDEN', `Not allowed to change ${old.typedId as string}`);
+          await requireEditable(tx, principal, tc, old, 'change');
           await type.beforeChange?.(tx, principal, old, data);
           refuseKeyChanges(tc, data, old);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
@@ -355,8 +369,7 @@ export async function deleteRecords(
         throw validationError(field, 'names a record an earlier element of the batch deletes');
       }
       if (!old) throw notFound(describeAddress(type, address));
-      if (!canEdit(tc.type, principal, old))
-        throw new AppError('FORBIDDEN', `Not allowed to delete ${old.typedId as string}`);
+      await requireEditable(tx, principal, tc, old, 'delete');
       await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();
       const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;

@@ -205,6 +205,49 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     assert.equal(okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: txt.id } })).length, 1);
   });
 
+  test("a set's attribute meta is changed only by those who may change the set (its userGroupEdit)", async () => {
+    const outsider = { user: 'meta-outsider', password: 'outsider-password-1' };
+    const member = { user: 'meta-member', password: 'member-password-1' };
+    await h.newUser(outsider.user, outsider.password, ['ADMIN_WO_USER_MGMT']);
+    const memberId = await h.newUser(member.user, member.password, ['ADMIN_WO_USER_MGMT']);
+    const g = await h.db.query<{ id: number }>(
+      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'META_EDITORS') RETURNING id`,
+      [h.partitionId],
+    );
+    await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
+      h.partitionId,
+      memberId,
+      g.rows[0]!.id,
+    ]);
+    const name = uniqueName('guarded');
+    const [set] = okData(
+      await call('/add/CRCS', {
+        data: { uniqueName: name, label: name, keySize: 1, userGroupEdit: 'META_EDITORS' },
+      }),
+    );
+    const [meta] = okData(
+      await call('/add/CRCIAM', {
+        data: { conditionRecordSetId: set.id, fieldName: 'attribute1', fieldType: 'NUMERIC' },
+      }),
+    );
+    const as = (who: typeof admin, path: string, body: unknown) => h.call(path, { basic: who, body });
+    const fresh = { conditionRecordSetId: set.id, fieldName: 'attribute2', fieldType: 'DATE' };
+    for (const [path, body] of [
+      ['/add/CRCIAM', { data: fresh }],
+      ['/integrate/CRCIAM', { data: fresh }],
+      ['/update/CRCIAM', { data: { typedId: meta.typedId, label: 'changed' } }],
+      ['/integrate/CRCIAM', { data: { typedId: meta.typedId, label: 'changed' } }],
+      ['/delete/CRCIAM', { data: { typedId: meta.typedId } }],
+    ] as const)
+      expectError(await as(outsider, path, body), 403, -3);
+    const [kept] = okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: set.id } }));
+    assert.deepEqual([kept.label, kept.fieldType], [null, 'NUMERIC']);
+    // A member of the set's edit group may.
+    okData(await as(member, '/update/CRCIAM', { data: { typedId: meta.typedId, label: 'changed' } }));
+    okData(await as(member, '/add/CRCIAM', { data: fresh }));
+    okData(await as(member, '/delete/CRCIAM', { data: { typedId: meta.typedId } }));
+  });
+
   test('validTo left out: an open-ended item (add, integrate, loads); overlaps still refused', async () => {
     const s = await newSet(2);
     const [a] = okData(
