@@ -514,5 +514,21 @@ describe('condition records: rules on every path', () => {
     });
     expectError(bad, 400, -4, 'validFrom');
     assert.deepEqual(Object.keys(bad.body.response.errors), ['validFrom']);
+    // Unknown fields of the update are refused, naming them; nothing changes.
+    const update = (body: object) => call(`/conditionrecordset.update/${s.id}`, body);
+    expectError(
+      await update({ data: { label: 'y' }, oldValues: { version: 0 }, bogus: 1 }),
+      400,
+      -4,
+      'bogus',
+    );
+    expectError(
+      await update({ data: { label: 'y' }, oldValues: { version: 0, foo: 'x' } }),
+      400,
+      -4,
+      'oldValues.foo',
+    );
+    const [kept] = okData(await call('/fetch/CRCS', { data: { id: s.id } }));
+    assert.deepEqual([kept.label, kept.version], [s.name, 0]);
   });
 });

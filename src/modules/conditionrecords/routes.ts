@@ -36,7 +36,12 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
         body: {
           type: 'object',
           required: ['data'],
-          properties: { operationType: { type: 'string' }, data: { type: 'object' }, oldValues: {} },
+          additionalProperties: false,
+          properties: {
+            operationType: { type: 'string' },
+            data: { type: 'object' },
+            oldValues: { type: ['object', 'null'], additionalProperties: false, properties: { version: {} } },
+          },
         },
         ...records,
       },
