@@ -106,6 +106,17 @@ describe('api tokens and one-time tokens', () => {
       body: { data: { permissions: ['NO_SUCH'] } },
     });
     assert.deepEqual(status(bad), [400, -4]);
+    // Bodies that are no permission list: -4 naming the field at fault, and only it.
+    const unknown = await h.call('/accountmanager.getjsonwebtoken', {
+      basic: admin,
+      body: { data: { foo: 1 } },
+    });
+    assert.deepEqual(status(unknown), [400, -4]);
+    assert.deepEqual(Object.keys(unknown.body.response.errors), ['data.foo']);
+    for (const body of [{ bogus: 1 }, { data: { foo: 1 } }, { data: 1 }, [1]]) {
+      const r = await h.call('/accountmanager.getonetimetoken', { basic: admin, body });
+      assert.deepEqual(status(r), [400, -4], JSON.stringify(body));
+    }
     await h.newUser('plain', 'plain-password');
     const beyond = await h.call('/accountmanager.getjsonwebtoken', {
       basic: { user: 'plain', password: 'plain-password' },
@@ -288,8 +299,8 @@ describe('external JWT', () => {
     assert.deepEqual(status(await call('Reader', jwt)), [403, -3]);
     assert.equal((await call('Reader', jwt, '/fetch/P', {})).status, 200);
     // ... and so do one-time tokens the system asks for.
-    const ott = (await call('Reader', jwt, '/accountmanager.getonetimetoken', undefined)).body.response
-      .data[0].token;
+    const ott = (await call('Reader', jwt, '/accountmanager.getonetimetoken', {})).body.response.data[0]
+      .token;
     const r = await h.call(`/add/P?token=${encodeURIComponent(ott)}`, { body: { data: { sku: 'E-OTT' } } });
     assert.deepEqual(status(r), [403, -3]);
   });

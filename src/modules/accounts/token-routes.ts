@@ -4,7 +4,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { listAnswer, listBody, pageOfList } from './schemas.ts';
 import {
   confirmTfa,
@@ -17,21 +17,17 @@ import {
 } from './token-service.ts';
 
 const records = { response: { 200: envelopeSchema() } };
+// (One schema, not anyOf with null: its errors name only the field at fault.)
 const permissionsBody = {
-  anyOf: [
-    {
-      type: 'object',
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: {
+    data: {
+      type: ['object', 'null'],
       additionalProperties: false,
-      properties: {
-        data: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: { permissions: { type: ['array', 'null'], items: { type: 'string' }, maxItems: 1000 } },
-        },
-      },
+      properties: { permissions: { type: ['array', 'null'], items: { type: 'string' }, maxItems: 1000 } },
     },
-    { type: 'null' },
-  ],
+  },
 };
 const codeBody = {
   type: 'object',
@@ -93,7 +89,7 @@ export function tokenRoutes(app: FastifyInstance): void {
     '/accountmanager.getonetimetoken',
     {
       config: { access: AUTHENTICATED },
-      schema: { ...tag('A single-use token for one request (?token=)'), ...records },
+      schema: { ...tag('A single-use token for one request (?token=)'), body: noArgumentsBody, ...records },
     },
     async (req) => ok(req, [await getOneTimeToken(app, req.principal!)]),
   );
