@@ -41,8 +41,13 @@ export interface Harness {
   call(path: string, opts?: CallOptions): Promise<Reply>;
   /** Logs in with Basic and answers the session token, the CSRF token and the raw cookie header. */
   login(user?: string, password?: string): Promise<{ token: string; csrf: string; cookie: string }>;
-  /** Creates a user with the given roles and answers its id. */
-  newUser(login: string, password: string, roles?: readonly string[]): Promise<number>;
+  /** Creates a user with the given roles, in the given user groups (created when missing); answers its id. */
+  newUser(
+    login: string,
+    password: string,
+    roles?: readonly string[],
+    groups?: readonly string[],
+  ): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -161,7 +166,7 @@ export async function startHarness(
         cookie: cookies.join('; '),
       };
     },
-    async newUser(login, password, roles = []) {
+    async newUser(login, password, roles = [], groups = []) {
       const r = await db.query<{ id: number }>(
         'INSERT INTO users (partition_id, login_name, password_hash) VALUES ($1, $2, $3) RETURNING id',
         [created.id, login, await hashPassword(password, config.scryptCost)],
@@ -173,6 +178,16 @@ export async function startHarness(
           id,
           role,
         ]);
+      }
+      for (const group of groups) {
+        await db.query(
+          `WITH g AS (INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, $3)
+                        ON CONFLICT DO NOTHING RETURNING id)
+           INSERT INTO user_group_members (partition_id, user_id, group_id)
+           SELECT $1, $2, id FROM (SELECT id FROM g UNION ALL
+             SELECT id FROM user_groups WHERE partition_id = $1 AND unique_name = $3) x LIMIT 1`,
+          [created.id, id, group],
+        );
       }
       return id;
     },

@@ -209,16 +209,7 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     const outsider = { user: 'meta-outsider', password: 'outsider-password-1' };
     const member = { user: 'meta-member', password: 'member-password-1' };
     await h.newUser(outsider.user, outsider.password, ['ADMIN_WO_USER_MGMT']);
-    const memberId = await h.newUser(member.user, member.password, ['ADMIN_WO_USER_MGMT']);
-    const g = await h.db.query<{ id: number }>(
-      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'META_EDITORS') RETURNING id`,
-      [h.partitionId],
-    );
-    await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
-      h.partitionId,
-      memberId,
-      g.rows[0]!.id,
-    ]);
+    await h.newUser(member.user, member.password, ['ADMIN_WO_USER_MGMT'], ['META_EDITORS']);
     const name = uniqueName('guarded');
     const [set] = okData(
       await call('/add/CRCS', {

@@ -87,17 +87,8 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     other = await startHarness({ shareDbWith: h });
     await h.newUser(plain.user, plain.password);
     await h.newUser(shop.user, shop.password, ['PRICESHOP_EDIT']);
-    const integratorId = await h.newUser(integrator.user, integrator.password, ['DATAINTEGRATION']);
     // The integrator is in group OPEN_GROUP, not in SECRET.
-    const g = await h.db.query<{ id: number }>(
-      `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'OPEN_GROUP') RETURNING id`,
-      [h.partitionId],
-    );
-    await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
-      h.partitionId,
-      integratorId,
-      g.rows[0]!.id,
-    ]);
+    await h.newUser(integrator.user, integrator.password, ['DATAINTEGRATION'], ['OPEN_GROUP']);
   });
   after(async () => {
     await other.close();

@@ -89,16 +89,7 @@ async function seedUsers(h: Harness): Promise<void> {
   await h.newUser(plain.user, plain.password);
   await h.newUser(integrator.user, integrator.password, ['DATAINTEGRATION']);
   await h.newUser(shopReader.user, shopReader.password, ['PRICESHOP_RO']);
-  const memberId = await h.newUser(member.user, member.password);
-  const g = await h.db.query<{ id: number }>(
-    `INSERT INTO user_groups (partition_id, unique_name) VALUES ($1, 'SECRET') RETURNING id`,
-    [h.partitionId],
-  );
-  await h.db.query('INSERT INTO user_group_members (partition_id, user_id, group_id) VALUES ($1, $2, $3)', [
-    h.partitionId,
-    memberId,
-    g.rows[0]!.id,
-  ]);
+  await h.newUser(member.user, member.password, [], ['SECRET']);
 }
 
 describe('master-data manager operations', () => {
