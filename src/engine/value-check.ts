@@ -3,7 +3,7 @@
 
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
-import type { FieldDef } from './registry.ts';
+import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
 import { EXPECTED, coerceValue } from './values.ts';
 
@@ -173,4 +173,18 @@ export function editableField(tc: TypeContext, name: string, param: string): Fie
   if (!f) throw validationError(param, `unknown field ${JSON.stringify(name)}`);
   if (f.system || f.key) throw validationError(param, `${name} cannot be changed`);
   return f;
+}
+
+/**
+ * Refuses a field that `type`'s records do not have in the entries of an operation that names
+ * records (as fetched, or by their typedId), naming it (`1.foo` in a batch): nothing a client sends
+ * is dropped unseen.
+ */
+export function refuseUnknownFields(type: TypeDef, list: readonly Obj[]): void {
+  const known = new Set(['typedId', 'id', ...type.fields.map((f) => f.name)]);
+  list.forEach((d, i) => {
+    const unknown = Object.keys(d).find((k) => !known.has(k));
+    if (unknown !== undefined)
+      throw validationError(`${list.length > 1 ? `${i}.` : ''}${unknown}`, 'unknown field');
+  });
 }

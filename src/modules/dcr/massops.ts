@@ -7,8 +7,9 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchRecords, planEdits, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
+import { refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import { editableDcr, onlyFieldsOf, readableDcr, restrictTo, type DcrScope } from './service.ts';
+import { editableDcr, readableDcr, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
 import { checkProposal } from './target.ts';
 
@@ -147,7 +148,7 @@ export async function deleteMassOps(
   idText: string,
   list: readonly Obj[],
 ): Promise<Obj[]> {
-  onlyFieldsOf(DCRM, list);
+  refuseUnknownFields(DCRM, list);
   return db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const ids = list.map((d, i) => {

@@ -14,6 +14,7 @@ import {
   type FetchResult,
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
+import { refuseUnknownFields } from '../../engine/value-check.ts';
 import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
@@ -425,26 +426,13 @@ function originalOf(row: Obj): Obj {
   return original;
 }
 
-/**
- * Refuses fields of a removal's entries that `type`'s records do not have, naming them (`1.foo` in
- * a batch): an entry names a record, as fetched or by its typedId, and nothing it holds is dropped
- * unseen.
- */
-export function onlyFieldsOf(type: TypeDef, list: readonly Obj[]): void {
-  const known = new Set(['typedId', 'id', ...type.fields.map((f) => f.name)]);
-  list.forEach((d, i) => {
-    for (const k of Object.keys(d))
-      if (!known.has(k)) throw validationError(`${list.length > 1 ? `${i}.` : ''}${k}`, 'unknown field');
-  });
-}
-
 export async function deleteItems(
   db: Db,
   principal: Principal,
   idText: string,
   list: readonly Obj[],
 ): Promise<Obj[]> {
-  onlyFieldsOf(DCRI, list);
+  refuseUnknownFields(DCRI, list);
   return db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const wanted = list.map((d, i) => itemIdOf(d, list.length > 1 ? `${i}.` : ''));

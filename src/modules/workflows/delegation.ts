@@ -15,6 +15,7 @@ import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/cru
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
 import { recordHistory, type HistoryAction } from '../../engine/history.ts';
 import { coerceValue } from '../../engine/values.ts';
+import { refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { userIdByLogin } from './store.ts';
 
@@ -309,8 +310,6 @@ function onlyFields(data: Obj, allowed: readonly string[], why: string): void {
 
 /** What names a delegation, and the note: all that an update or an end-date takes. */
 const NOTE_ONLY = ['typedId', 'id', 'note', 'version'];
-/** A delete takes the delegation as fetched (its other fields are not changed by it). */
-const RECORD_FIELDS = ['typedId', 'id', ...WORKFLOW_DELEGATION_TYPE.fields.map((f) => f.name)];
 
 export async function updateDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
   onlyFields(body.data, NOTE_ONLY, 'only the note of a delegation can be changed');
@@ -332,7 +331,8 @@ export async function updateDelegation(db: Db, principal: Principal, body: Targe
 }
 
 export async function deleteDelegation(db: Db, principal: Principal, body: TargetBody): Promise<Obj> {
-  onlyFields(body.data, RECORD_FIELDS, 'unknown field');
+  // A delete takes the delegation as fetched (its other fields are not changed by it).
+  refuseUnknownFields(WORKFLOW_DELEGATION_TYPE, [body.data]);
   return db.transaction(async (q) => {
     const d = await lockForChange(q, principal, body);
     if (d.status !== 'INITIALIZED') {
