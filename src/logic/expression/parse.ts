@@ -213,17 +213,17 @@ function convert(e: PosExpr, text: string, counter: { nodes: number }, depth: nu
           throw new ExpressionError(`number literal longer than ${PARSE_LIMITS.maxNumberDigits} digits`, pos);
         const form = /^(\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/.exec(raw);
         if (!form) throw new ExpressionError(`malformed number ${raw}`, pos);
-        // Decimals keep 34 significant digits: a literal with more would not mean what it says.
-        if (form[1]!.replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length > D.precision)
-          throw new ExpressionError(
-            `number literal ${raw} has more than ${D.precision} significant digits`,
-            pos,
-          );
         // Read as a decimal from its text (1e309 is one, though no JavaScript number): within the
         // decimals' exponents (±1,000), neither overflowing nor vanishing to 0.
         const d = new D(raw);
         if (!d.isFinite() || (d.isZero() && /[1-9]/.test(form[1]!)))
           throw new ExpressionError(`number literal ${raw} out of range (exponents within ±1000)`, pos);
+        // Decimals keep 34 significant digits: a literal with more would not mean what it says.
+        if (d.sd() > D.precision)
+          throw new ExpressionError(
+            `number literal ${raw} has more than ${D.precision} significant digits`,
+            pos,
+          );
         return { kind: 'num', raw, pos };
       }
       if (typeof e.value === 'string') {
