@@ -120,7 +120,10 @@ async function run(kind: DbKind): Promise<string> {
       api.length === sql.length &&
       api.every(
         (a, i) =>
-          a.attribute1 === sql[i]!.category && a.n === sql[i]!.n && Number(a.cost) === Number(sql[i]!.cost),
+          a.attribute1 === sql[i]!.category &&
+          a.n === sql[i]!.n &&
+          // A number where a double holds the sum exactly, else the sum's exact text.
+          (typeof a.cost === 'number' ? a.cost === Number(sql[i]!.cost) : a.cost === sql[i]!.cost),
       );
     if (!same)
       throw new Error(
