@@ -7,6 +7,7 @@ import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import type { FieldErrors } from '../http/errors.ts';
+import { qualified } from '../db/sql.ts';
 import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
 import { BY_CUSTOMER, BY_PRODUCT, BY_SELLER, MORE_MASTER_TYPES } from './registry-master-more.ts';
@@ -226,8 +227,8 @@ const ACCOUNT_TYPES: readonly TypeDef[] = [
 // ---------------------------------------------------------------------------------------------
 // Jobs (JST, src/jobs/): written only by the job runner and the asynchronous operations, so every
 // field is a system field and the general add/update/integrate are refused. Any user may fetch JST,
-// but only their own jobs unless admin: src/jobs/routes.ts serves /fetch/JST and /fetch/JST/{id}
-// with that restriction (`createdBy equals <user>`) passed to the engine's fetchRecords.
+// but only their own jobs unless admin (`ownedRows`: every read of the engine, the jobs' routes and
+// a job's attachments included).
 
 const jobField = (name: string, column: string, type: FieldType = 'string'): FieldDef => ({
   name,
@@ -263,6 +264,8 @@ const JOB_TYPE: TypeDef = {
   userGroups: false,
   // Deleting job records is partition housekeeping; writing them is the runner's alone.
   access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
+  ownedRows: (principal, add, alias) =>
+    principal.admin ? undefined : `${qualified(alias, 'created_by')} = ${add(principal.userId)}`,
   validate: () => ({
     typeCode: { errorMessage: 'jobs are created by asynchronous operations, not written directly' },
   }),

@@ -1,7 +1,7 @@
 // Job status over HTTP: `/admin.fetchjst/{jstId}`, `/admin.canceljst/{jstId}`, and `/fetch/JST`,
 // `/fetch/JST/{id}` (static paths, so they take precedence over the general `/fetch/{TypeCode}`).
-// Any authenticated user may read jobs, but only their own unless admin: the engine's fetchRecords
-// gets the restriction `createdBy equals <user>` ANDed to the client's filter.
+// Any authenticated user may read jobs, but only their own unless admin: the engine's row scope
+// (the JST type's `ownedRows`, src/engine/registry.ts).
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/access.ts';
@@ -14,16 +14,6 @@ import { fetchBodySchema } from '../modules/general/routes.ts';
 import { requestCancel } from './store.ts';
 
 const JST = findType('JST')!;
-
-/** `createdBy equals <user>` for everyone but admins. */
-function ownJobs(principal: Principal): Record<string, unknown> | undefined {
-  if (principal.admin) return undefined;
-  return {
-    _constructor: 'AdvancedCriteria',
-    operator: 'and',
-    criteria: [{ fieldName: 'createdBy', operator: 'equals', value: principal.userId }],
-  };
-}
 
 /** `123` or `123.JST`. */
 export function jobIdOf(text: string): number {
@@ -39,11 +29,10 @@ export async function findJobOrFail(
   idText: string,
 ): Promise<Record<string, unknown>> {
   const id = jobIdOf(idText);
-  const own = ownJobs(principal);
   const restrict = {
     _constructor: 'AdvancedCriteria',
     operator: 'and',
-    criteria: [{ fieldName: 'id', operator: 'equals', value: id }, ...(own ? [own] : [])],
+    criteria: [{ fieldName: 'id', operator: 'equals', value: id }],
   };
   const r = await fetchRecords(app.db, principal, JST, {}, 1, restrict);
   if (r.rows.length === 0) throw notFound(`Job ${idText}`);
@@ -111,7 +100,7 @@ export function jobRoutes(app: FastifyInstance): void {
     async (req) => {
       const principal = req.principal!;
       const body = (req.body ?? {}) as FetchBody;
-      const r = await fetchRecords(app.db, principal, JST, body, app.config.maxPageSize, ownJobs(principal));
+      const r = await fetchRecords(app.db, principal, JST, body, app.config.maxPageSize);
       return ok(req, r.rows, r);
     },
   );

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
-import { assertError, assertOk, runnerFor, send, waitForJob } from './helpers.ts';
+import { assertError, assertOk, runnerFor, send, slotWith, waitForJob } from './helpers.ts';
 import type { JobKinds, JobRunner } from '../../src/jobs/runner.ts';
 import { createJob } from '../../src/jobs/store.ts';
 import { permissionsOfRoles, type Principal } from '../../src/access/access.ts';
@@ -153,6 +153,18 @@ describe('jobs', () => {
       }),
     );
     assert.ok(all.some((j: any) => j.createdBy === bobId) && all.some((j: any) => j.createdBy === adminId));
+    // A job's attachments follow the job: another user's are a 404 on every read (list, details,
+    // data) and do not exist to checkifexists; the job's user and admins read them.
+    const slot = await slotWith(h, 'job report', 'report.txt');
+    const [att] = assertOk(await send(h, `/bdmanager.upload/${admins.id}.JST/${slot}`));
+    assertError(await send(h, `/bdmanager.list/${admins.id}.JST`, { who: bob }), 404, -1);
+    assertError(await send(h, `/bdmanager.download/${admins.id}.JST/${att.id}`, { who: bob }), 404, -1);
+    assertError(await send(h, `/bdmanager.downloaddata/${att.id}`, { who: bob, method: 'GET' }), 404, -1);
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.id}`, { who: bob })), false);
+    assert.equal(assertOk(await send(h, `/bdmanager.list/${admins.id}.JST`)).length, 1);
+    // (Attaching takes the type's write permission, PARTITION_ADMIN.)
+    assertOk(await send(h, `/bdmanager.upload/${mine.id}.JST/${await slotWith(h, 'for bob', 'b.txt')}`));
+    assert.equal(assertOk(await send(h, `/bdmanager.list/${mine.id}.JST`, { who: bob })).length, 1);
     // No credentials: 401.
     const anon = await fetch(`${h.url}${h.config.basePath}/${h.partition}/admin.fetchjst/${mine.id}`, {
       method: 'POST',
