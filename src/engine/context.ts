@@ -373,6 +373,17 @@ function significantDigits(text: string): number {
  */
 const NUMERIC_TEXT = /^[ \t\n\r\f\v]*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?[ \t\n\r\f\v]*$/;
 
+/** Whether a number's text (NUMERIC_TEXT) is a whole number: no non-zero digit after its point. */
+function isWholeNumber(text: string): boolean {
+  const m = /(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?\s*$/.exec(text)!;
+  const digits = m[1]! + (m[2] ?? '');
+  const point = m[1]!.length + Number(m[3] ?? 0);
+  return !/[1-9]/.test(digits.slice(Math.max(0, point)));
+}
+
+/** The least normal double: below it a double holds fewer than 15 significant digits. */
+const MIN_NORMAL = 2.2250738585072014e-308;
+
 /** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
 export function outputValue(type: FieldType, stored: string): unknown {
   switch (type) {
@@ -381,13 +392,18 @@ export function outputValue(type: FieldType, stored: string): unknown {
     // a client reads and writes back is what was stored.
     // Only what the filters read as a number (rc_try_numeric's form) is one: Number() also takes
     // '' and blanks (0), '0x1F', '0b11', '0o7' and no-break spaces, which filters see as NULL.
+    // A value that underflows a double (1e-400 is 0, 1e-320 a subnormal of fewer digits) stays text;
+    // so does text of no whole number that a double rounds to one (1.00000000000000001).
     case 'integer': {
       const n = NUMERIC_TEXT.test(stored) ? Number(stored) : NaN;
-      return Number.isSafeInteger(n) ? n : stored;
+      return Number.isSafeInteger(n) && isWholeNumber(stored) ? n : stored;
     }
     case 'decimal': {
       const n = NUMERIC_TEXT.test(stored) ? Number(stored) : NaN;
-      return Number.isFinite(n) && significantDigits(stored) <= 15 ? n : stored;
+      const digits = significantDigits(stored);
+      return Number.isFinite(n) && digits <= 15 && (n === 0 ? digits === 0 : Math.abs(n) >= MIN_NORMAL)
+        ? n
+        : stored;
     }
     case 'boolean':
       return stored === 'true' ? true : stored === 'false' ? false : stored;

@@ -73,7 +73,8 @@ export function extensionNameOf(criteria: unknown, field = 'name', integer = fal
   return undefined;
 }
 
-function paging(body: FetchBody, maxPageSize: number): { start: number; end: number } {
+/** The page a fetch body asks for (default 300 rows), checked against the largest page (-4). */
+export function paging(body: FetchBody, maxPageSize: number): { start: number; end: number } {
   const start = body.startRow ?? 0;
   const end = body.endRow ?? start + Math.min(300, maxPageSize);
   if (end < start) throw validationError('endRow', 'must not be less than startRow');
@@ -399,10 +400,25 @@ export async function prepareFetch(
   return planFetch(tc, principal, body, maxPageSize, restrict);
 }
 
-/** The stored columns behind the requested fields (typedId is the id). */
+/**
+ * The stored columns behind the requested fields (typedId is the id), under their own names. A
+ * number kept as text (a typed custom attribute) is compared by its value: the canonical text of
+ * its numeric (`10.50` and `10.5` are one row), text that is no number as it is.
+ */
 function distinctColumns(tc: TypeContext, names: readonly string[]): string {
-  return [...new Set(names.map((n) => (n === 'typedId' ? 'id' : tc.fields.get(n)!.column)))]
-    .map((c) => qualified('t', c))
+  const fields = new Map(
+    names.map((n) => {
+      const f = n === 'typedId' ? undefined : tc.fields.get(n)!;
+      return [f?.column ?? 'id', f] as const;
+    }),
+  );
+  return [...fields]
+    .map(([c, f]) => {
+      const col = qualified('t', c);
+      return f?.storedAsText && (f.type === 'decimal' || f.type === 'integer') && f.jsonKey === undefined
+        ? `coalesce(trim_scale(rc_try_numeric(${col}))::text, ${col}) AS ${ident(c)}`
+        : col;
+    })
     .join(', ');
 }
 

@@ -76,4 +76,64 @@ describe('typed attributes with stored text that is no number', () => {
       [0],
     );
   });
+
+  test('a decimal a double does not hold (below its least normal value) answers its text', async () => {
+    const values = { 'UF-1': '1e-400', 'UF-2': '2e-320', 'UF-3': '0.000', 'UF-4': '2.5e-300' };
+    okData(
+      await call(
+        '/integrate/P',
+        Object.entries(values).map(([sku, v]) => ({ data: { sku, attribute4: v } })),
+      ),
+    );
+    const page = { data: { sku: Object.keys(values) }, sortBy: 'sku', valueFields: ['sku', 'attribute4'] };
+    assert.deepEqual(okData(await call('/fetch/P', page)), [
+      ['UF-1', '1e-400'],
+      ['UF-2', '2e-320'],
+      ['UF-3', 0],
+      ['UF-4', 2.5e-300],
+    ]);
+    // What is answered reads back as the same value: the text filters equal, and above 0.
+    const positive = okData(
+      await call('/fetch/P', {
+        ...page,
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [
+            { fieldName: 'sku', operator: 'startsWith', value: 'UF-' },
+            { fieldName: 'attribute4', operator: 'greaterThan', value: 0 },
+          ],
+        },
+      }),
+    );
+    assert.deepEqual(
+      positive.map((r) => r[0]),
+      ['UF-1', 'UF-2', 'UF-4'],
+    );
+    const tiny = okData(await call('/fetch/P', { ...page, data: { attribute4: '1e-400' } }));
+    assert.deepEqual(tiny, [['UF-1', '1e-400']]);
+  });
+
+  test('distinctResults compares a typed number by its value: 10.50 and 10.5 are one row', async () => {
+    okData(
+      await call(
+        '/integrate/P',
+        ['10.50', '10.5', '7', '7.000', '1e1'].map((v, i) => ({
+          data: { sku: `DV-${i}`, attribute4: v },
+        })),
+      ),
+    );
+    const r = await call('/fetch/P', {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [{ fieldName: 'sku', operator: 'startsWith', value: 'DV-' }],
+      },
+      valueFields: ['attribute4'],
+      distinctResults: true,
+      sortBy: 'attribute4',
+    });
+    assert.deepEqual(okData(r), [[7], [10], [10.5]]);
+    assert.equal(r.body.response.totalRows, 3);
+  });
 });
