@@ -268,14 +268,29 @@ function mapError(err: unknown): AppError {
   return new AppError('INTERNAL');
 }
 
-/** Where a body holds text (or a key) with NUL, which no PostgreSQL text takes: `data.note`, `0.data.label`. */
-export function nulPath(value: unknown, at = '', depth = 0): string | undefined {
+/** Why no PostgreSQL text (nor jsonb) takes `s`, or undefined. */
+const unstorable = (s: string): string | undefined =>
+  s.includes('\u0000')
+    ? 'must not contain NUL characters'
+    : s.isWellFormed()
+      ? undefined
+      : 'must not contain unpaired surrogates';
+
+/**
+ * Where a body holds text (or a key) that no PostgreSQL text takes (NUL, an unpaired surrogate), and
+ * why: `data.note`, `0.data.label`.
+ */
+export function unstorableTextPath(value: unknown, at = '', depth = 0): [string, string] | undefined {
   const here = (k: string) => (at === '' ? k : `${at}.${k}`);
-  if (typeof value === 'string') return value.includes('\u0000') ? at || 'body' : undefined;
+  if (typeof value === 'string') {
+    const why = unstorable(value);
+    return why === undefined ? undefined : [at || 'body', why];
+  }
   if (depth > 64 || typeof value !== 'object' || value === null) return undefined;
   for (const [k, v] of Object.entries(value)) {
-    if (k.includes('\u0000')) return here(k.replaceAll('\u0000', '\\u0000'));
-    const found = nulPath(v, here(k), depth + 1);
+    const why = unstorable(k);
+    if (why !== undefined) return [here(k.replaceAll('\u0000', '\\u0000')), why];
+    const found = unstorableTextPath(v, here(k), depth + 1);
     if (found !== undefined) return found;
   }
   return undefined;
@@ -290,14 +305,14 @@ function isDataException(err: unknown): boolean {
 /** The error handler of the whole app: one envelope for every failure, a log line for the unexpected. */
 export function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Envelope {
   let e = toAppError(err);
-  // The database refused a value: when the body holds NUL somewhere, that is it, and its path says
-  // which field (a module that writes text it does not check itself still names the field).
-  // Named like every field error, inside `data` (`label`, `2.label` in a batch).
+  // The database refused a value: when the body holds NUL or an unpaired surrogate somewhere, that
+  // is it, and its path says which field (a module that writes text it does not check itself still
+  // names the field). Named like every field error, inside `data` (`label`, `2.label` in a batch).
   // A path parameter with NUL (`/conditionrecordset.lookup/A%00B`) is named as itself.
-  const nul = isDataException(err)
-    ? (nulPath(req.body)?.replace(/^(\d+\.)?data\./, '$1') ?? nulPath(req.params))
+  const found = isDataException(err)
+    ? (unstorableTextPath(req.body) ?? unstorableTextPath(req.params))
     : undefined;
-  if (nul !== undefined) e = validationError(nul, 'must not contain NUL characters');
+  if (found !== undefined) e = validationError(found[0].replace(/^(\d+\.)?data\./, '$1'), found[1]);
   if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
   const response: Envelope['response'] = {
     node: req.server.config.nodeId,

@@ -441,6 +441,35 @@ describe('lookup tables', () => {
     assert.deepEqual(v.value, value);
     okData(await api(`${M}.integrate/${id}`, { data: { name: 'cfg', value: [1, 'two'] } }));
     assert.deepEqual(okData(await api(`${M}.fetch/${id}`))[0].value, [1, 'two']);
+    // A number past a double (JSON.parse makes it Infinity, which JSON would write as null) and text
+    // no jsonb holds are refused (-4 naming the value), not stored changed; nothing is written.
+    const { token } = await h.login();
+    const raw = (path: string, text: string) =>
+      h.call(path, { raw: text, headers: { 'x-ratecard-jwt': token } });
+    for (const value of ['1e400', '{"a":[1,-1e999]}', '"a\\ud800"', '{"\\ud800":1}', '["\\u0000"]']) {
+      expectError(await raw(`${M}.add/${id}`, `{"data":{"name":"big","value":${value}}}`), 400, -4, 'value');
+      expectError(
+        await raw(`${M}.integrate/${id}`, `{"data":{"name":"cfg","value":${value}}}`),
+        400,
+        -4,
+        'value',
+      );
+    }
+    // In a bulk load such a value is its row's error; the other rows are written.
+    const [load] = okData(
+      await raw(
+        `${M}.loaddata/JLTV?tableId=${id}`,
+        '{"data":{"header":["name","value"],"data":[["li",{"x":1e400}],["ok",{"x":1}]]}}',
+      ),
+    );
+    assert.deepEqual([load.inserted, load.invalid], [1, 1], JSON.stringify(load));
+    assert.deepEqual(
+      okData(await api(`${M}.fetch/${id}`, { sortBy: 'name' })).map((r: any) => [r.name, r.value]),
+      [
+        ['cfg', [1, 'two']],
+        ['ok', { x: 1 }],
+      ],
+    );
     expectError(
       await api(`${M}.massedit/${id}`, {
         massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }],

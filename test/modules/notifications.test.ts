@@ -174,6 +174,26 @@ describe('notifications', () => {
     const nul = await sendAs(sender, { notification: { title: 'n', payload: { note: 'a\u0000b' } } });
     assertError(nul, 400, -4);
     assert.ok(nul.body.response.errors['notification.payload.note'], JSON.stringify(nul.body));
+    // An unpaired surrogate (no UTF-8 form) and a number past a double are refused too.
+    const rawSend = (text: string) =>
+      send(h, '/notification.send', {
+        who: sender,
+        body: text,
+        headers: { 'content-type': 'application/json' },
+      });
+    for (const [payload, field] of [
+      ['{"s":"\\ud800"}', 'notification.payload.s'],
+      ['{"n":[1e400]}', 'notification.payload.n.0'],
+      ['null,"message":"x\\udc00"', 'notification.message'],
+    ]) {
+      const r = await rawSend(`{"data":{"notification":{"title":"bad","payload":${payload}}}}`);
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors[field!], JSON.stringify(r.body));
+    }
+    const title = await rawSend('{"data":{"notification":{"title":"hi \\ud800"}}}');
+    assertError(title, 400, -4);
+    assert.ok(title.body.response.errors['notification.title'], JSON.stringify(title.body));
+    assert.ok(!(await titles(sender)).some((t) => t.startsWith('hi') || t === 'bad'));
     const cases: [unknown, string][] = [
       [{}, 'notification.title'],
       [{ title: '  ' }, 'notification.title'],

@@ -8,6 +8,7 @@ import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { NOTIFICATION_LEVELS, NOTIFICATION_TYPE } from '../../engine/registry-notifications.ts';
+import { jsonValueProblem } from '../../engine/value-check.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
@@ -42,7 +43,8 @@ const maxLengthOf = (name: string): number =>
 function optionalText(input: Record<string, unknown>, name: string, prefix: string): string | null {
   const v = input[name];
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.includes('\u0000')) throw validationError(prefix + name, 'must be text');
+  if (typeof v !== 'string' || v.includes('\u0000') || !v.isWellFormed())
+    throw validationError(prefix + name, 'must be text (without NUL characters or unpaired surrogates)');
   if (v.length > maxLengthOf(name)) {
     throw validationError(prefix + name, `at most ${maxLengthOf(name)} characters`);
   }
@@ -82,6 +84,9 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   if (dismissible !== undefined && dismissible !== null && typeof dismissible !== 'boolean') {
     throw validationError(prefix + 'dismissible', 'must be true or false');
   }
+  const bad = jsonValueProblem(input.payload);
+  if (bad !== undefined)
+    throw validationError(`${prefix}payload${bad.path === '' ? '' : `.${bad.path}`}`, bad.problem);
   const payload =
     input.payload === undefined || input.payload === null ? null : JSON.stringify(input.payload);
   if (payload !== null && payload.length > 1_000_000) {
