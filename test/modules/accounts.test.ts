@@ -663,6 +663,14 @@ describe('account manager', () => {
         403,
         -3,
       );
+      // Nor deletes it (that would unassign it from him); it stays assigned.
+      expectError(
+        await call(h, '/accountmanager.deletebusinessrole', { data: { typedId: mine.typedId } }, ua),
+        403,
+        -3,
+      );
+      const [still] = okData(await call(h, '/fetch/BR', { data: { uniqueName: mine.uniqueName } }));
+      assert.equal(still.id, mine.id);
       // A business role bundling ADMIN is an ADMIN's to hand out.
       const admins = await newNamed(h, 'BR');
       okData(await call(h, `/accountmanager.assignrole/BR/${admins.id}`, { data: { roles: ['ADMIN'] } }));

@@ -8,7 +8,7 @@ import { deleteRecords, requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { assignmentHistory } from './assignments.ts';
-import { guardBusinessRoles } from './guards.ts';
+import { guardBusinessRoles, guardNotOwnBusinessRole } from './guards.ts';
 import { addressedId } from './refs.ts';
 import { BUSINESS_ROLE, GROUP } from './service.ts';
 import * as store from './store.ts';
@@ -135,6 +135,8 @@ export async function deleteBusinessRoles(
       let counts = { unassignedUsers: 0, removedRoles: 0, removedGroups: 0 };
       if (id !== undefined) {
         await guardBusinessRoles(tx, principal, [id]);
+        // Deleting it would unassign it from him: no assignment of his own (docs/permissions.md).
+        await guardNotOwnBusinessRole(tx, principal, id);
         await lockNamed(tx, principal, BUSINESS_ROLE, id);
         counts = {
           unassignedUsers: await unlinkEverywhere(tx, principal, 'userBusinessRoles', id),
