@@ -236,7 +236,54 @@ describe('workflow delegation', () => {
     assertError(await call(ann, 'add', { data: { ...base, delegate: 'nobody' } }), 404, -1);
     assertError(await call(ann, 'add', { data: { ...base, delegate: 'ann' } }), 400, -4);
     assertError(await call(ann, 'add', { data: { ...base, colour: 'red' } }), 400, -4);
+    // A note no text column takes: checkdates refuses it as add does.
+    for (const op of ['checkdates', 'add']) {
+      const nul = await call(ann, op, { data: { ...base, delegate: 'dan', note: 'a\u0000b' } });
+      assertError(nul, 400, -4);
+      assert.ok(nul.body.response.errors.note, JSON.stringify(nul.body));
+    }
     assertOk(await call(ann, 'delete', { data: { typedId: first.typedId } }));
+  });
+
+  test('a user who gives or receives a delegation is deactivated, not deleted (409); once it is gone, he is deleted', async () => {
+    const eve = who('eve');
+    const eveId = await h.newUser(eve.user, eve.password);
+    const d = await add(eve, { delegate: 'ann', startDate: day(500), endDate: day(501) });
+    const refused = await send(h, '/delete/U', { who: admin, ...json({ data: { typedId: `${eveId}.U` } }) });
+    assertError(refused, 409, -1);
+    assert.match(refused.body.response.data, new RegExp(`delegation ${d.typedId}: deactivate the user`));
+    assert.equal(assertOk(await call(wfadmin, 'fetch', { data: { startDate: day(500) } })).length, 1);
+    assertOk(await call(eve, 'delete', { data: { typedId: d.typedId } }));
+    assertOk(await send(h, '/delete/U', { who: admin, ...json({ data: { typedId: `${eveId}.U` } }) }));
+  });
+
+  test('concurrent adds cannot close a cycle: of two crossing delegations (or three in a ring) one is refused', async () => {
+    const ids: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const period = { startDate: day(400 + 10 * k), endDate: day(404 + 10 * k) };
+      const ring: [Who, string][] =
+        k % 2 === 0
+          ? [
+              [cid, 'dan'],
+              [dan, 'cid'],
+            ]
+          : [
+              [bob, 'cid'],
+              [cid, 'dan'],
+              [dan, 'bob'],
+            ];
+      const answers = await Promise.all(
+        ring.map(([w, delegate]) => call(w, 'add', { data: { delegate, ...period } })),
+      );
+      const added = answers.filter((r) => r.status === 200);
+      assert.equal(added.length, ring.length - 1, answers.map((r) => JSON.stringify(r.body)).join('\n'));
+      for (const r of answers.filter((x) => x.status !== 200)) {
+        assertError(r, 400, -4);
+        assert.match(r.body.response.errors.delegate.errorMessage, /^CYCLE/);
+      }
+      ids.push(...added.map((r) => assertOk(r)[0].typedId as string));
+    }
+    for (const typedId of ids) assertOk(await call(wfadmin, 'delete', { data: { typedId } }));
   });
 
   test('delegating for someone else needs WORKFLOW_ADMIN; fetch shows own delegations, all for WF_ADMIN', async () => {

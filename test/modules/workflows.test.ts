@@ -391,6 +391,22 @@ describe('workflows', () => {
       assertOk(await act(sub, 'withdraw', d));
     });
 
+    test('a user who takes part in a workflow is deactivated, not deleted (409): the history keeps his name', async () => {
+      const wf = await submit(await newDoc(10));
+      for (const u of ['ann', 'sub']) {
+        const r = await call(admin, '/delete/U', { data: { typedId: `${ids[u]}.U` } });
+        assertError(r, 409, -1);
+        assert.match(r.body.response.data, /takes part in workflow \d+\.WF: deactivate the user/);
+      }
+      const d = await details(wf.id);
+      assert.ok(JSON.stringify(d).includes('"ann"'), JSON.stringify(d));
+      assertOk(await act(sub, 'withdraw', d));
+      // A user of no workflow is deleted as before.
+      const goneId = await h.newUser('gone', 'gone-password-1', []);
+      const [gone] = assertOk(await call(admin, '/delete/U', { data: { typedId: `${goneId}.U` } }));
+      assert.equal(gone.loginName, 'gone');
+    });
+
     test('no definition for a type: a submit approves at once', async () => {
       const docId = await newDoc(10, 'TNODEF');
       const wf = assertOk(await call(sub, `/workflowsmanager.submit/${docId}.TNODEF`))[0];

@@ -30,6 +30,7 @@ import { checkPassword } from './password-policy.ts';
 import { addressedId, userIdOf } from './refs.ts';
 import * as store from './store.ts';
 import { recordHistory } from '../../engine/history.ts';
+import { workflowTieOf } from '../workflows/store.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -203,6 +204,13 @@ export async function deleteUsers(db: Db, principal: Principal, items: readonly 
       if (id === undefined) continue;
       if (id === principal.userId) throw validationError('typedId', 'you cannot delete yourself');
       await guardAccounts(tx, principal, [id]);
+      // The history of workflows and delegations names their users: those are deactivated instead.
+      const tie = await workflowTieOf(tx, principal.partitionId, id);
+      if (tie !== undefined)
+        throw new AppError(
+          'CONFLICT',
+          `User ${id}.U ${tie}: deactivate the user (activated false) instead; the history keeps his name`,
+        );
     }
     return deleteRecords(store.withinTx(db, tx), principal, USER, items);
   });

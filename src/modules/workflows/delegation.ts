@@ -62,8 +62,12 @@ async function today(q: Queryable): Promise<string> {
 
 function noteOf(v: unknown): string | null {
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.length > 4000)
-    throw validationError('note', 'must be text of at most 4000 characters');
+  // (Refused by checkdates as by add: text no database column takes, NUL or an unpaired surrogate.)
+  if (typeof v !== 'string' || v.length > 4000 || v.includes('\u0000') || !v.isWellFormed())
+    throw validationError(
+      'note',
+      'must be text of at most 4000 characters, without NUL or unpaired surrogates',
+    );
   return v;
 }
 
@@ -147,12 +151,10 @@ async function check(
     : { problems, checked: { delegatorId, delegateId, startDate, endDate, note } };
 }
 
-async function lockDelegator(q: Queryable, pid: number, delegatorId: number): Promise<void> {
-  // Two concurrent adds for one delegator must not both pass the overlap check.
-  await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('wfdg:' || $1::text || ':' || $2::text, 0))`, [
-    pid,
-    delegatorId,
-  ]);
+async function lockDelegations(q: Queryable, pid: number): Promise<void> {
+  // Concurrent adds must not both pass the checks: of one delegator (OVERLAP), and of any users whose
+  // delegations would close a chain (CYCLE reads everyone's) — so one add at a time per partition.
+  await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('wfdg:' || $1::text, 0))`, [pid]);
 }
 
 async function recordOf(q: Queryable, principal: Principal, id: number): Promise<Obj | undefined> {
@@ -194,8 +196,8 @@ export async function checkDates(db: Db, principal: Principal, input: Delegation
 export async function addDelegation(db: Db, principal: Principal, input: DelegationInput): Promise<Obj> {
   return db.transaction(async (q) => {
     const first = await check(q, principal, input);
-    if (first.checked) await lockDelegator(q, principal.partitionId, first.checked.delegatorId);
-    // Checked again under the lock: a concurrent add of the same delegator has committed by now.
+    if (first.checked) await lockDelegations(q, principal.partitionId);
+    // Checked again under the lock: a concurrent add has committed by now.
     const { problems, checked } = first.checked ? await check(q, principal, input) : first;
     if (!checked) {
       const errors: FieldErrors = {};

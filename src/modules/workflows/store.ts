@@ -326,3 +326,27 @@ export async function userIdByLogin(q: Queryable, pid: number, login: string): P
   );
   return r.rows[0] === undefined ? undefined : Number(r.rows[0].id);
 }
+
+/**
+ * What ties a user to workflows, or undefined: a workflow he takes (or took) part in — as approver
+ * or watcher, or named in its history (submitted, decided, commented) — or a delegation he gives or
+ * receives. Deleting such a user would take his name from their history (and leave a running step
+ * without its approver), so he is deactivated instead (accounts' deleteUsers).
+ */
+export async function workflowTieOf(q: Queryable, pid: number, userId: number): Promise<string | undefined> {
+  const r = await q.query<{ workflow: string | null; delegation: string | null }>(
+    `SELECT coalesce(
+              (SELECT a.workflow_id FROM workflow_assignees a WHERE a.partition_id = $1 AND a.user_id = $2 LIMIT 1),
+              (SELECT e.workflow_id FROM workflow_events e WHERE e.partition_id = $1 AND e.user_id = $2 LIMIT 1)
+            ) AS workflow,
+            coalesce(
+              (SELECT d.id FROM workflow_delegations d WHERE d.partition_id = $1 AND d.delegator_id = $2 LIMIT 1),
+              (SELECT d.id FROM workflow_delegations d WHERE d.partition_id = $1 AND d.delegate_id = $2 LIMIT 1)
+            ) AS delegation`,
+    [pid, userId],
+  );
+  const { workflow, delegation } = r.rows[0]!;
+  if (workflow !== null) return `takes part in workflow ${workflow}.WF`;
+  if (delegation !== null) return `gives or receives delegation ${delegation}.WFDG`;
+  return undefined;
+}
