@@ -20,8 +20,27 @@ export interface ResultObject {
   readonly overridden: boolean;
   readonly resultGroup: string | null;
   readonly displayOptions: number;
+  /** Fields of the interface's result object that logics here do not set: always these defaults. */
+  readonly cssProperties: null;
+  readonly userGroup: null;
+  readonly labelTranslations: null;
+  readonly resultDescription: null;
+  readonly excludeFromExport: false;
+  readonly overrideAllowEmpty: false;
+  readonly overrideValueOptions: readonly never[];
   readonly explanation?: unknown;
 }
+
+/** The interface's result-object fields that no element sets, with their defaults (in its order). */
+export const UNSET_RESULT_FIELDS = Object.freeze({
+  cssProperties: null,
+  userGroup: null,
+  labelTranslations: null,
+  resultDescription: null,
+  excludeFromExport: false,
+  overrideAllowEmpty: false,
+  overrideValueOptions: Object.freeze([]),
+} as const);
 
 const RESULT_TYPES: Readonly<Record<string, string>> = {
   number: 'NUMBER',
@@ -137,6 +156,13 @@ export function resultObjects(
       overridden: false,
       resultGroup: st.resultGroup,
       displayOptions: st.displayOptions,
+      cssProperties: null,
+      userGroup: null,
+      labelTranslations: null,
+      resultDescription: null,
+      excludeFromExport: false,
+      overrideAllowEmpty: false,
+      overrideValueOptions: UNSET_RESULT_FIELDS.overrideValueOptions,
     };
     if (key !== undefined) keep(shared!, key, value, result);
     out[n++] = explain

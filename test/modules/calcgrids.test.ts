@@ -257,6 +257,12 @@ describe('calculation grids', () => {
       assert.equal(res.ListPrice.formatType, 'MONEY');
       assert.equal(res.ListPrice.overridable, true);
       assert.equal(res.ListPrice.overridden, false);
+      // The interface's fields no element sets, with their defaults, as /formulamanager.execute answers.
+      assert.deepEqual(
+        [res.ListPrice.cssProperties, res.ListPrice.resultDescription, res.ListPrice.overrideValueOptions],
+        [null, null, []],
+      );
+      assert.equal(res.ListPrice.excludeFromExport, false);
       assert.equal(r.approvalState, 'NOT_APPROVED');
       assert.equal(r.workflowStatus, 'DRAFT');
       assert.ok(r.calculationDate);
@@ -360,6 +366,36 @@ describe('calculation grids', () => {
     assert.equal(res.ListPrice.result, 13.2);
     assert.equal(res.ListPrice.overridden, false);
     assert.equal(res.Net.result, 11.88);
+
+    // An override is exact, as the logic's numbers: a decimal past a double stays its text, and its
+    // dependants compute from it; text that is no decimal (hexadecimal, binary) is refused.
+    const exact = '12345678901234567890.12345678901234';
+    [item] = okData(await upd(item.typedId, { overrides: { ListPrice: exact } }));
+    res = resultsOf(item);
+    assert.deepEqual(item.overrides, { ListPrice: exact });
+    assert.equal(res.ListPrice.result, exact);
+    assert.equal(res.Net.result, '11111111011111111101.11', 'ListPrice × 0.9, at 2 places');
+    const byExact = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'result.ListPrice', operator: 'equals', value: exact }]),
+    });
+    assert.deepEqual(
+      byExact.map((r: any) => r.key1),
+      ['G-02'],
+    );
+    [item] = okData(await upd(item.typedId, { overrides: { ListPrice: '1.0000000000000000000000001' } }));
+    assert.equal(resultsOf(item).ListPrice.result, '1.0000000000000000000000001');
+    for (const bad of ['0x10', '0b101', '', ' ', '1e', true, [1]])
+      expectError(
+        await upd(item.typedId, { overrides: { ListPrice: bad } }),
+        400,
+        -4,
+        'data.overrides.ListPrice',
+      );
+    assert.equal(
+      resultsOf(okData(await call(`/fetch/CGI1/${item.id}`, {}))[0]).ListPrice.result,
+      '1.0000000000000000000000001',
+    );
+    okData(await upd(item.typedId, { overrides: { ListPrice: null } }));
   });
 
   test('a 3-key grid: products × customers × values; values by hand', async () => {
@@ -568,6 +604,32 @@ describe('calculation grids', () => {
       404,
       -1,
     );
+    // A field beside `data` is unknown (-4 naming it), on every operation; nothing is decided.
+    for (const op of ['accept', 'reject'])
+      expectError(
+        await call(`/calculationgridmanager.${op}/${grid1.id}`, { foo: 1, data: { items: [g1.typedId] } }),
+        400,
+        -4,
+        'foo',
+      );
+    expectError(await call(`/calculationgridmanager.calculate/${grid1.id}`, { foo: 1 }), 400, -4, 'foo');
+    expectError(
+      await call(`/calculationgridmanager.update/${g1.typedId}`, {
+        data: { overrides: { ListPrice: 1 } },
+        oldValues: { version: g1.version },
+        foo: 1,
+      }),
+      400,
+      -4,
+      'foo',
+    );
+    expectError(
+      await call('/calculationgridmanager.addgrid', { data: { formulaName: 'GridPrice' }, foo: 1 }),
+      400,
+      -4,
+      'foo',
+    );
+    assert.deepEqual(await items('CGI1', grid1.id, { sortBy: 'key1' }), rows);
     // An item without results (added since the last run, or whose product does not exist) gives
     // the approvers nothing to decide on: 409 naming it, nothing submitted.
     const [fresh] = okData(await call('/add/CGI1', { data: { calculationGridId: grid1.id, key1: 'NOPE' } }));

@@ -479,6 +479,21 @@ describe('rebate record groups', () => {
     test('without a workflow definition: approved at once; a group must be calculated first', async () => {
       const raw = await newGroup({ rebateType: 'Plain', formulaName: 'VolumeRebate', attribute1: '1' });
       expectError(await call(`/rebaterecordgroup.submit/${raw.typedId}`, {}, rebater), 409, -1);
+      // Fields beside `data` (and any `data` of a submit) are unknown: -4 naming them, nothing runs.
+      expectError(
+        await call(`/rebaterecordgroup.calculate/${raw.typedId}`, { foo: 1 }, rebater),
+        400,
+        -4,
+        'foo',
+      );
+      for (const path of [
+        `/rebaterecordgroup.submit/${raw.typedId}`,
+        `/rebaterecordgroup.submit/${raw.typedId}/async`,
+      ]) {
+        expectError(await call(path, { foo: 1 }, rebater), 400, -4, 'foo');
+        expectError(await call(path, { data: { x: 1 } }, rebater), 400, -4);
+      }
+      assert.equal((await groupById(raw.id)).calculationStatus, 0);
       const [c] = okData(await calculate(raw));
       const [s] = okData(await call(`/rebaterecordgroup.submit/${c.typedId}`, {}, rebater));
       assert.equal(s.workflowStatus, 'APPROVED');

@@ -7,6 +7,8 @@ import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { evaluateBulk, type BulkItem, type BulkOptions, type BulkResult } from '../formulas/bulk.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
+import { UNSET_RESULT_FIELDS } from '../../logic/results.ts';
+import { asDec } from '../../logic/values.ts';
 import type { KeySource } from './sources.ts';
 import type { ItemRow, Keys } from './store.ts';
 
@@ -53,6 +55,7 @@ export function resultMetaOf(logic: CompiledLogic): Record<string, Record<string
       overridden: false,
       resultGroup: d.resultGroup ?? null,
       displayOptions: d.displayOptions ?? 1,
+      ...UNSET_RESULT_FIELDS,
     };
   }
   return out;
@@ -107,11 +110,12 @@ export async function computeItems(
     opts,
   );
   const overridden = pending.filter(hasOverrides);
+  const types = resultTypesOf(logic);
   const fixedRuns = await evaluate(
     q,
     principal,
     logic,
-    overridden.map((p) => ({ ...p.item, fixed: p.overrides })),
+    overridden.map((p) => ({ ...p.item, fixed: fixedValues(p.overrides, types) })),
     opts,
   );
   const fixedOf = new Map(overridden.map((p, i) => [p, fixedRuns[i]!]));
@@ -119,6 +123,17 @@ export async function computeItems(
     logic.elements.filter((e) => e.def.formatType !== undefined).map((e) => e.def.elementName),
   );
   return pending.map((p, i) => rowOf(p, normal[i]!, fixedOf.get(p), metaFormats));
+}
+
+/** Overrides as element values: a numeric element's text (a decimal past a double) as its decimal. */
+function fixedValues(
+  overrides: Readonly<Record<string, unknown>>,
+  types: Readonly<Record<string, string>>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, v] of Object.entries(overrides))
+    out[name] = types[name] === 'decimal' && typeof v === 'string' ? (asDec(v) ?? v) : v;
+  return out;
 }
 
 function rowOf(

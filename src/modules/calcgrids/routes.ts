@@ -22,7 +22,13 @@ const idParams = {
   required: ['id'],
   properties: { partition: { type: 'string' }, id: { type: 'string', maxLength: 40 } },
 } as const;
-const body = { type: ['object', 'null'], additionalProperties: true } as const;
+/** `{data}` (checked by the service); `update` also takes `oldValues`. Other fields are unknown (-4). */
+const body = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { operationType: { type: 'string' }, data: {} },
+} as const;
+const updateBody = { ...body, properties: { ...body.properties, oldValues: {} } } as const;
 
 const idOf = (req: FastifyRequest): string => (req.params as { id: string }).id;
 const dataOf = (req: FastifyRequest): Obj => {
@@ -37,13 +43,13 @@ const dataOf = (req: FastifyRequest): Obj => {
 export function calcGridRoutes(app: FastifyInstance): void {
   registerGridApprovable();
   const limits = { maxSteps: app.config.logicMaxSteps, maxMs: app.config.logicMaxMs };
-  const route = (summary: string, access: RouteAccess, withId = true) => ({
+  const route = (summary: string, access: RouteAccess, withId = true, bodySchema: object = body) => ({
     config: { access },
     schema: {
       summary,
       tags: ['calculation grids'],
       ...(withId ? { params: idParams } : {}),
-      body,
+      body: bodySchema,
       response: { 200: envelopeSchema() },
     },
   });
@@ -75,6 +81,8 @@ export function calcGridRoutes(app: FastifyInstance): void {
     route(
       'Override element results of one item: {data: {overrides: {<element>: value | null}}, oldValues: {version}}',
       'CALCULATIONGRID_EDIT',
+      true,
+      updateBody,
     ),
     async (req) => {
       const b: unknown = req.body;

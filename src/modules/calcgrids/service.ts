@@ -13,7 +13,7 @@ import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
 import type { LogicLimits } from '../../logic/env.ts';
-import { parseIsoDate } from '../../logic/values.ts';
+import { asDec, parseIsoDate, toJson } from '../../logic/values.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
@@ -199,14 +199,17 @@ export async function queueCalculation(
   });
 }
 
-/** An override value in the form the element's values have (numbers for numeric elements). */
+/** An override value in the form the element's results have (numbers for numeric elements, toJson). */
 function overrideValue(type: string, v: unknown, field: string): unknown {
   if (v === null) return null;
   switch (type) {
     case 'decimal': {
-      const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-      if (!Number.isFinite(n)) throw validationError(field, `${JSON.stringify(v)} is not a number`);
-      return n;
+      // Exact, as the logic reads numbers: a number, or a decimal's text (stored as text where a
+      // double would not keep it, toJson).
+      if (typeof v !== 'number' && typeof v !== 'string') throw validationError(field, 'must be a number');
+      const d = typeof v === 'string' ? asDec(v) : Number.isFinite(v) ? asDec(String(v)) : undefined;
+      if (d === undefined) throw validationError(field, `${JSON.stringify(v)} is not a number`);
+      return toJson(d);
     }
     case 'boolean':
       if (typeof v !== 'boolean') throw validationError(field, 'must be true or false');

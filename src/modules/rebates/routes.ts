@@ -4,7 +4,7 @@
 // through the general operations on the registry (src/engine/registry-rebates.ts). See docs/rebates.md.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { calculateGroup } from './calculate.ts';
 import { registerRebateApprovable, submitGroup, submitGroupAsync } from './submit.ts';
 
@@ -31,7 +31,11 @@ export function rebateRoutes(app: FastifyInstance): void {
           'Calculate a rebate record group: {data: {rebateRecordGroup: <fields to update first>}}; runs its logic, stores the results, answers the group',
         tags,
         params,
-        body: { type: ['object', 'null'] },
+        body: {
+          type: ['object', 'null'],
+          additionalProperties: false,
+          properties: { operationType: { type: 'string' }, data: {} },
+        },
         response: records,
       },
     },
@@ -45,7 +49,7 @@ export function rebateRoutes(app: FastifyInstance): void {
         summary: 'Submit a rebate record group to its workflow ({}); answers the group',
         tags,
         params,
-        body: { type: ['object', 'null'] },
+        body: noArgumentsBody,
         response: records,
       },
     },
@@ -59,7 +63,7 @@ export function rebateRoutes(app: FastifyInstance): void {
         summary: 'Submit a rebate record group as a REBATERECORD job; answers the job (JST) with jstId',
         tags,
         params,
-        body: { type: ['object', 'null'] },
+        body: noArgumentsBody,
         response: records,
       },
     },
