@@ -118,6 +118,14 @@ describe('pricing logics', () => {
   });
   after(() => h.close());
 
+  /** The fields of a calculation result object (interface.md, "Rebate record group"). */
+  const RESULT_OBJECT_FIELDS = [
+    ...['resultName', 'resultLabel', 'result', 'alertMessage', 'resultType', 'suffix', 'cssProperties'],
+    ...['userGroup', 'resultGroup', 'labelTranslations', 'resultDescription', 'excludeFromExport'],
+    ...['overrideAllowEmpty', 'overridable', 'overridden', 'displayOptions', 'alertType', 'formatType'],
+    ...['warnings', 'overrideValueOptions'],
+  ];
+
   test('execute runs the product logic; hidden elements are left out; the answer names the version', async () => {
     const r = await api('/formulamanager.execute/MB-1', {
       data: { inputs: { Qty: 20 }, customerId: 'C-1', targetDate: '2026-03-01' },
@@ -137,6 +145,16 @@ describe('pricing logics', () => {
     assert.equal(by.Price.resultType, 'NUMBER');
     assert.equal(by.Check.result, true);
     assert.equal(by.Check.alertType, null);
+    // Every field of the interface's result object is there (those no logic sets: their defaults).
+    assert.deepEqual(Object.keys(by.Price).sort(), [...RESULT_OBJECT_FIELDS].sort());
+    assert.deepEqual(
+      [by.Price.cssProperties, by.Price.userGroup, by.Price.labelTranslations, by.Price.resultDescription],
+      [null, null, null, null],
+    );
+    assert.deepEqual(
+      [by.Price.excludeFromExport, by.Price.overrideAllowEmpty, by.Price.overrideValueOptions],
+      [false, false, []],
+    );
     assert.deepEqual(r.body.response.logic, {
       uniqueName: 'Price',
       validAfter: '2026-01-01',
@@ -302,6 +320,26 @@ describe('pricing logics', () => {
     assert.equal(v.ProdFn, 12.4);
     assert.equal(v.SellerName, 'Anna/S-1');
     assert.equal(v.NoCustomer, null);
+    // A seller is read with SELLER_FETCH, as /fetch/SL: without it (by role, or left out of a token's
+    // permission list) a 403, never the seller's fields.
+    const basic = { user: 'admin', password: 'admin-password-1' };
+    const token = okData(
+      await h.call('/accountmanager.getjsonwebtoken', {
+        basic,
+        body: { data: { permissions: ['PRODUCT_EDIT'] } },
+      }),
+    )[0].token;
+    const restricted = { 'X-Ratecard-jwt': token };
+    const sellerRun = { data: { targetDate: '2026-03-01', sellerId: 'S-1' } };
+    expectError(await h.call('/fetch/SL', { headers: restricted, body: {} }), 403, -3);
+    expectError(
+      await h.call('/formulamanager.execute/MB-1/Kinds', { headers: restricted, body: sellerRun }),
+      403,
+      -3,
+    );
+    await h.newUser('noseller', 'noseller-password-1', []);
+    const noSeller = await clientOf(h, 'noseller', 'noseller-password-1');
+    expectError(await noSeller('/formulamanager.execute/MB-1/Kinds', sellerRun), 403, -3);
   });
 
   test('versions: the latest validAfter not after the target date runs', async () => {
@@ -888,6 +926,63 @@ describe('pricing logics', () => {
       /customer C-404/,
     );
     expectError(await api('/recommendations.recommend', { data: {} }), 400, -4, /customerId/);
+
+    // A quote's typedId: accepted; it narrows the candidates once quoteProductFilterLogic names a
+    // FILTER logic, which receives it as its input QuoteTypedId.
+    const forQuote = { data: { ...body.data, typedId: '7.Q' } };
+    assert.deepEqual(
+      okData(await api('/recommendations.recommend', forQuote)).map((r: any) => r.sku),
+      ['F-4', 'F-3', 'F-2'],
+      "no quote filter logic configured: the candidates are the filter's",
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'QuoteItems',
+          validAfter: '2026-01-01',
+          nature: 'FILTER',
+          inputs: [{ name: 'QuoteTypedId', type: 'TEXT' }],
+          elements: [
+            {
+              elementName: 'Items',
+              expression:
+                'if(input.QuoteTypedId == "7.Q", filter("sku", "inSet", ["F-1", "F-2"]), filter("sku", "equals", "F-3"))',
+            },
+          ],
+        },
+      }),
+    );
+    okData(await api('/add/ACO', { data: { uniqueName: 'quoteProductFilterLogic', value: 'QuoteItems' } }));
+    assert.deepEqual(
+      okData(await api('/recommendations.recommend', forQuote)).map((r: any) => [r.sku, r.score]),
+      [
+        ['F-2', 3.75],
+        ['F-1', 1.25],
+      ],
+    );
+    assert.deepEqual(
+      okData(await api('/recommendations.recommend', { data: { ...body.data, typedId: '8.Q' } })).map(
+        (r: any) => r.sku,
+      ),
+      ['F-3'],
+    );
+    assert.deepEqual(
+      okData(await api('/recommendations.recommend', body)).map((r: any) => r.sku),
+      ['F-4', 'F-3', 'F-2'],
+      'without a typedId the quote filter logic does not run',
+    );
+    for (const typedId of ['7.P', '7', 'Q', '0.Q', ''])
+      expectError(
+        await api('/recommendations.recommend', { data: { ...body.data, typedId } }),
+        400,
+        -4,
+        /typedId/,
+      );
+    okData(await api('/update/ACO', { data: { uniqueName: 'quoteProductFilterLogic', value: 'Recommend' } }));
+    const wrongNature = await api('/recommendations.recommend', forQuote);
+    expectError(wrongNature, 400, -4, /Recommend is a RECOMMENDATION logic, not a FILTER logic/);
+    assert.ok(wrongNature.body.response.errors.quoteProductFilterLogic);
+
     okData(await api('/update/ACO', { data: { uniqueName: 'recommendationLogic', value: 'Price' } }));
     expectError(await api('/recommendations.recommend', body), 400, -4, /Price is a PRICING logic/);
   });

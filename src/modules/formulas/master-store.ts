@@ -7,6 +7,7 @@ import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { prepared, preparedShape } from '../../db/prepared.ts';
 import { ident } from '../../db/sql.ts';
+import { requireAccess } from '../../engine/access-check.ts';
 import { findType } from '../../engine/registry.ts';
 import { RecordValue, decOfText, parseIsoDate } from '../../logic/values.ts';
 
@@ -152,13 +153,16 @@ export async function masterRecord(
   return row && visible(principal, row) ? row : undefined;
 }
 
-/** A seller by sellerId or typedId, if the principal may read sellers and see it. */
+/**
+ * A seller by sellerId or typedId, if the principal sees it; a 403 without SELLER_FETCH (as /fetch/SL
+ * answers, a token's permission list included).
+ */
 export async function sellerRecord(
   q: Queryable,
   principal: Principal,
   key: string,
 ): Promise<Row | undefined> {
-  if (!principal.admin && !principal.permissions.has('SELLER_FETCH')) return undefined;
+  requireAccess(principal, findType('SL')!.access.fetch);
   const byId = /^(\d{1,15})\.SL$/.exec(key);
   const r = await q.query<Row>(
     `SELECT * FROM sellers WHERE partition_id = $1 AND ${byId ? 'id = $2::bigint' : 'seller_id = $2'}`,

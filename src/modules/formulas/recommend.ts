@@ -11,15 +11,20 @@ import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import { evaluateBulk, type BulkItem } from './bulk.ts';
-import { loadLogic, targetDateOf } from './service.ts';
+import { filterCriteriaOf, loadLogic, targetDateOf } from './service.ts';
 
 export const RECOMMENDATION_OPTION = 'recommendationLogic';
+/** The advanced configuration option naming the FILTER logic that a quote's typedId triggers. */
+export const QUOTE_FILTER_OPTION = 'quoteProductFilterLogic';
+const QUOTE_TYPED_ID = /^[1-9]\d{0,14}\.Q$/;
 const MAX_CANDIDATES = 10_000;
 
 export interface RecommendData {
   readonly customerId?: string;
   readonly segment?: string;
   readonly sku?: string;
+  /** A quote's typedId (`<id>.Q`): recommend for the quote (QUOTE_FILTER_OPTION narrows the candidates). */
+  readonly typedId?: string;
   /** Candidate products: simple criteria or an AdvancedCriteria on products. */
   readonly filter?: unknown;
   readonly inputs?: Record<string, unknown>;
@@ -52,13 +57,24 @@ export async function recommend(
   const limit = data.limit ?? 10;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1_000)
     throw validationError('limit', 'must be 1 to 1000');
-  if (data.customerId === undefined && data.segment === undefined && data.sku === undefined)
-    throw validationError('customerId', 'give a customerId, a segment or a sku to recommend for');
-  const option = await db.query<{ value: string | null }>(
-    'SELECT value FROM advanced_config WHERE partition_id = $1 AND unique_name = $2',
-    [principal.partitionId, RECOMMENDATION_OPTION],
+  if (data.typedId !== undefined && !QUOTE_TYPED_ID.test(data.typedId))
+    throw validationError('typedId', 'must be the typedId of a quote (<id>.Q)');
+  if (
+    data.customerId === undefined &&
+    data.segment === undefined &&
+    data.sku === undefined &&
+    data.typedId === undefined
+  )
+    throw validationError(
+      'customerId',
+      'give a customerId, a segment, a sku or a quote typedId to recommend for',
+    );
+  const options = await db.query<{ unique_name: string; value: string | null }>(
+    'SELECT unique_name, value FROM advanced_config WHERE partition_id = $1 AND unique_name = ANY($2::text[])',
+    [principal.partitionId, [RECOMMENDATION_OPTION, QUOTE_FILTER_OPTION]],
   );
-  const name = option.rows[0]?.value?.trim();
+  const option = (key: string) => options.rows.find((o) => o.unique_name === key)?.value?.trim() || undefined;
+  const name = option(RECOMMENDATION_OPTION);
   if (!name) throw howToConfigure('no recommendation logic is configured');
   const targetDate = targetDateOf(data.targetDate);
   const { row, logic } = await loadLogic(db, principal.partitionId, name, targetDate);
@@ -70,6 +86,16 @@ export async function recommend(
   const inputs: Record<string, unknown> = { ...(data.inputs ?? {}) };
   if (data.segment !== undefined && declared.has('Segment')) inputs.Segment = data.segment;
   if (data.sku !== undefined && declared.has('AnchorSku')) inputs.AnchorSku = data.sku;
+  if (data.typedId !== undefined && declared.has('QuoteTypedId')) inputs.QuoteTypedId = data.typedId;
+  // A quote's typedId triggers the quote product filter logic, when one is configured.
+  const quoteFilter = data.typedId === undefined ? undefined : option(QUOTE_FILTER_OPTION);
+  const quoteCriteria =
+    quoteFilter === undefined
+      ? undefined
+      : await filterCriteriaOf(db, principal, quoteFilter, undefined, limits, {
+          field: QUOTE_FILTER_OPTION,
+          implicit: { QuoteTypedId: data.typedId },
+        });
 
   const candidates = await fetchRecords(
     db,
@@ -82,6 +108,7 @@ export async function recommend(
       resultFields: ['sku', 'label'],
     },
     maxPageSize,
+    quoteCriteria,
   );
   const products = (candidates.rows as { sku: string; label: unknown }[]).filter((p) => p.sku !== data.sku);
   const items: BulkItem[] = products.map((p) => ({

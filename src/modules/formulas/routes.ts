@@ -94,7 +94,7 @@ export function formulaRoutes(app: FastifyInstance): void {
       config,
       schema: {
         summary:
-          "Products recommended by the partition's RECOMMENDATION logic (option recommendationLogic), ranked by its Score",
+          "Products recommended by the partition's RECOMMENDATION logic (option recommendationLogic), ranked by its Score; a quote typedId runs the FILTER logic of option quoteProductFilterLogic over the candidates",
         tags,
         body: {
           type: 'object',
@@ -109,6 +109,7 @@ export function formulaRoutes(app: FastifyInstance): void {
                 customerId: { type: 'string', minLength: 1, maxLength: 255 },
                 segment: { type: 'string', minLength: 1, maxLength: 255 },
                 sku: { type: 'string', minLength: 1, maxLength: 255 },
+                typedId: { type: 'string', minLength: 1, maxLength: 255 },
                 filter: {},
                 inputs: { type: 'object' },
                 targetDate: { type: 'string', maxLength: 10 },

@@ -279,7 +279,8 @@ export async function logicsReferencingTable(
 /**
  * Runs a FILTER logic (once, not per row) and answers its AdvancedCriteria: the value of its last
  * element, built with filter()/allOf()/anyOf()/noneOf(). The caller ANDs it with its own filter and
- * runs one SQL statement through the criteria compiler.
+ * runs one SQL statement through the criteria compiler. `field` names where the logic's name came
+ * from (in errors); `implicit` inputs fill those the logic declares (the others are left out).
  */
 export async function filterCriteriaOf(
   q: Queryable,
@@ -287,14 +288,21 @@ export async function filterCriteriaOf(
   formulaName: unknown,
   parameters: unknown,
   limits: LogicLimits,
+  { field = 'formulaName', implicit = {} }: { field?: string; implicit?: Record<string, unknown> } = {},
 ): Promise<Readonly<Record<string, unknown>>> {
   if (typeof formulaName !== 'string' || formulaName === '')
-    throw validationError('formulaName', 'must be the uniqueName of a FILTER logic');
+    throw validationError(field, 'must be the uniqueName of a FILTER logic');
   const targetDate = new LogicDate(today());
   const { row, logic } = await loadLogic(q, principal.partitionId, formulaName, targetDate);
   if (row.nature !== 'FILTER')
-    throw validationError('formulaName', `logic ${formulaName} is a ${row.nature} logic, not a FILTER logic`);
-  const inputs = checkInputs(logic.inputs, parameters);
+    throw validationError(field, `logic ${formulaName} is a ${row.nature} logic, not a FILTER logic`);
+  const declared = Object.entries(implicit).filter(([name]) => logic.inputs.some((d) => d.name === name));
+  const inputs = checkInputs(
+    logic.inputs,
+    declared.length === 0
+      ? parameters
+      : { ...(parameters as object | undefined), ...Object.fromEntries(declared) },
+  );
   const batch = new BatchData(
     q,
     principal.partitionId,
@@ -311,11 +319,11 @@ export async function filterCriteriaOf(
   const outcomes = all[0] ?? [];
   const last = outcomes[outcomes.length - 1];
   if (last?.alertType === 'CRITICAL')
-    throw validationError('formulaName', `logic ${formulaName}: ${last.alertMessage ?? 'failed'}`);
+    throw validationError(field, `logic ${formulaName}: ${last.alertMessage ?? 'failed'}`);
   const value = last?.value ?? null;
   if (!(value instanceof CriteriaValue))
     throw validationError(
-      'formulaName',
+      field,
       `logic ${formulaName} must end with a filter (filter(), allOf(), anyOf(), noneOf())`,
     );
   const c = value.criteria;
