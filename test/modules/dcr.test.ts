@@ -381,11 +381,30 @@ describe('data change requests', () => {
     assert.equal(okData(await call(`/dcrmanager.fetch/${dcr.id}`, {})).length, 0);
     expectError(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {
-        data: { massEditRecords: [{ fieldName: 'formulaName', massEditOperator: '=', fieldValue: 'f' }] },
+        data: {
+          filterCriteria: {},
+          massEditRecords: [{ fieldName: 'formulaName', massEditOperator: '=', fieldValue: 'f' }],
+        },
       }),
       400,
       -4,
       'massEditRecords.0.fieldName',
+    );
+    // The filter is required, as by /massedit ({} names every record); unknown fields are refused.
+    const labelOp = [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'f' }];
+    expectError(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, { data: { massEditRecords: labelOp } }),
+      400,
+      -4,
+      'filterCriteria',
+    );
+    expectError(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: { filterCriteria: {}, massEditRecords: labelOp, extra: 1 },
+      }),
+      400,
+      -4,
+      'extra',
     );
     expectError(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {
@@ -404,13 +423,64 @@ describe('data change requests', () => {
     ] as const) {
       expectError(
         await call(`/dcrmanager.addmassop/${dcr.id}`, {
-          data: { massEditRecords: [{ fieldName, massEditOperator: op, fieldValue }] },
+          data: { filterCriteria: {}, massEditRecords: [{ fieldName, massEditOperator: op, fieldValue }] },
         }),
         400,
         -4,
         field,
       );
     }
+  });
+
+  test('items of records hidden from a user (userGroupViewDetails) do not exist for him', async () => {
+    await product('HID-1', { userGroupViewDetails: 'secret-group', attribute1: '99' });
+    await product('SEEN-1', { attribute1: '1' });
+    const dcr = await newDcr();
+    const [hidden, seen] = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { changeType: 'UPDATE', sku: 'HID-1', attribute1: '100' },
+          { changeType: 'UPDATE', sku: 'SEEN-1', attribute1: '2' },
+        ],
+      }),
+    );
+    assert.equal(okData(await call('/fetch/P', { data: { sku: 'HID-1' } }, editor)).length, 0);
+    const listed = (body: unknown, path = '') =>
+      call(`/dcrmanager.fetch/${dcr.id}${path}`, body, editor).then((r) => okData(r).map((i: any) => i.id));
+    assert.deepEqual(await listed({}), [seen.id]);
+    assert.deepEqual(await listed({}, '/changesOnly'), [seen.id]);
+    expectError(
+      await call(
+        `/dcrmanager.update/${dcr.id}`,
+        { data: { typedId: hidden.typedId, attribute1: '1000' } },
+        editor,
+      ),
+      404,
+      -1,
+    );
+    expectError(
+      await call(`/dcrmanager.delete/${dcr.id}`, { data: { typedId: hidden.typedId } }, editor),
+      404,
+      -1,
+    );
+    const [still] = okData(await call(`/dcrmanager.fetch/${dcr.id}`, { data: { id: hidden.id } }));
+    assert.deepEqual([still.values.attribute1, still.version], ['100', hidden.version]);
+    okData(
+      await call(
+        `/dcrmanager.update/${dcr.id}`,
+        { data: { typedId: seen.typedId, attribute1: '3' } },
+        editor,
+      ),
+    );
+    // changesOnly pages as /dcrmanager.fetch does: the largest page and the order of the bounds.
+    expectError(await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, { endRow: 20_000 }), 400, -4, 'endRow');
+    expectError(
+      await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, { startRow: 3, endRow: 1 }),
+      400,
+      -4,
+      'endRow',
+    );
+    okData(await call('/delete/DCR', { data: { typedId: dcr.typedId } }));
   });
 
   test('a target changed since proposed: nothing applied, the conflicting item listed', async () => {

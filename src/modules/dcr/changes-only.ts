@@ -4,8 +4,9 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { paging } from '../../engine/fetch.ts';
 import { findType } from '../../engine/registry.ts';
-import { readableDcr, restrictTo, scopeOf } from './service.ts';
+import { readableDcr, scopeOf, visibleItems } from './service.ts';
 import { findTargets, sameValue } from './target.ts';
 
 type Obj = Record<string, unknown>;
@@ -29,6 +30,7 @@ export async function changesOnly(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
+  const { start: startRow, end: endRow } = paging(body, maxPageSize);
   const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
   const { resultFields, valueFields, ...rest } = body;
   // (Both named: the engine refuses the body as it is.)
@@ -39,6 +41,7 @@ export async function changesOnly(
       ? body
       : { ...rest, resultFields: [...new Set([...asked.filter((n) => n !== 'changes'), ...CHANGE_INPUTS])] };
   const items: Obj[] = [];
+  const restrict = await visibleItems(db, principal, s);
   for (let start = 0; ; start += maxPageSize) {
     const r = await fetchRecords(
       db,
@@ -46,7 +49,7 @@ export async function changesOnly(
       DCRI,
       { ...read, startRow: start, endRow: start + maxPageSize },
       maxPageSize,
-      restrictTo(s.dcr.id),
+      restrict,
     );
     items.push(...(r.rows as Obj[]));
     if (r.rows.length < maxPageSize) break;
@@ -71,8 +74,6 @@ export async function changesOnly(
     }
     if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
   }
-  const startRow = body.startRow ?? 0;
-  const endRow = body.endRow ?? startRow + Math.min(300, maxPageSize);
   const page = changed.slice(startRow, endRow);
   const rows =
     asked === undefined

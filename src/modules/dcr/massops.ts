@@ -24,7 +24,13 @@ function checkMassOp(
   data: Obj,
   prefix: string,
 ): { label: string | null; filter: unknown; operations: Obj[] } {
-  const filter = data.filterCriteria ?? null;
+  for (const k of Object.keys(data))
+    if (!['label', 'filterCriteria', 'massEditRecords'].includes(k))
+      throw validationError(prefix + k, 'unknown field (label, filterCriteria, massEditRecords)');
+  // Required, as by /massedit: `{}` names every record, leaving it out is a mistake.
+  const filter = data.filterCriteria;
+  if (filter === undefined || filter === null)
+    throw validationError(prefix + 'filterCriteria', 'is required ({} changes every record)');
   resolveCriteria(parseCriteria(filter), s.tc.fields);
   const ops = data.massEditRecords;
   if (!Array.isArray(ops) || ops.length === 0)

@@ -24,6 +24,7 @@ import {
   checkRecordRules,
   keyData,
   findTargets,
+  hiddenTargetIds,
   keyFieldsOf,
   keyText,
   loadTypeContext,
@@ -317,6 +318,19 @@ async function itemViews(
 
 export const restrictTo = (dcrId: number): Obj => ({ fieldName: 'dcrId', operator: 'equals', value: dcrId });
 
+/** The items of a DCR the principal may see: those of targets hidden from him are left out. */
+export async function visibleItems(q: Queryable, principal: Principal, s: DcrScope): Promise<Obj> {
+  const own = restrictTo(s.dcr.id);
+  const hidden = await hiddenTargetIds(q, principal, s.tc, s.dcr.id);
+  return hidden.length === 0
+    ? own
+    : {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [own, { fieldName: 'targetId', operator: 'notInSet', value: hidden }],
+      };
+}
+
 export async function fetchItems(
   db: Db,
   principal: Principal,
@@ -324,8 +338,8 @@ export async function fetchItems(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<FetchResult> {
-  const dcr = await readableDcr(db, principal, idText);
-  return fetchRecords(db, principal, DCRI, body, maxPageSize, restrictTo(dcr.id));
+  const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
+  return fetchRecords(db, principal, DCRI, body, maxPageSize, await visibleItems(db, principal, s));
 }
 
 function itemIdOf(data: Obj, prefix: string): number {
@@ -349,11 +363,26 @@ export async function updateItems(
     const rows = new Map(
       (await store.itemsOf(tx, principal.partitionId, s.dcr.id, wanted)).map((r) => [r.id, r]),
     );
+    const hidden = new Set(await hiddenTargetIds(tx, principal, s.tc, s.dcr.id));
+    const targets = (
+      await findTargets(tx, principal, s.tc, {
+        ids: [...rows.values()].flatMap((r) => (r.target_id === null ? [] : [Number(r.target_id)])),
+        keys: [],
+      })
+    ).byId;
     const contexts = new Map<string, Promise<TypeContext>>();
     for (const [i, e] of list.entries()) {
       const prefix = batch ? `${i}.` : '';
       const item = rows.get(wanted[i]!);
-      if (!item) throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`);
+      if (!item || (item.target_id !== null && hidden.has(Number(item.target_id))))
+        throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`);
+      const target = item.target_id === null ? undefined : targets.get(Number(item.target_id));
+      if (target !== undefined && !canEdit(s.type, principal, target)) {
+        throw new AppError(
+          'FORBIDDEN',
+          `Not allowed to change ${target.typedId as string} (user group ${String(target.userGroupEdit)})`,
+        );
+      }
       const v = e.oldValues?.version;
       if (v !== undefined && v !== null && !Number.isInteger(v))
         throw validationError(`${prefix}oldValues.version`, 'must be an integer');
@@ -437,6 +466,10 @@ export async function deleteItems(
     const s = await editableDcr(tx, principal, idText);
     const wanted = list.map((d, i) => itemIdOf(d, list.length > 1 ? `${i}.` : ''));
     const views = await itemViews(tx, principal, idText, wanted);
+    const hidden = new Set(await hiddenTargetIds(tx, principal, s.tc, s.dcr.id));
+    const unseen = views.find((v) => typeof v.targetId === 'number' && hidden.has(v.targetId));
+    if (unseen !== undefined)
+      throw new AppError('NOT_FOUND', `Item ${String(unseen.id)}.DCRI of ${s.dcr.unique_name} not found`);
     const gone = await store.deleteRows(tx, 'dcr_items', principal.partitionId, s.dcr.id, wanted);
     const missing = wanted.find((w) => !gone.includes(w));
     if (missing !== undefined)

@@ -120,6 +120,29 @@ export async function findTargets(
   return { byId, byKey };
 }
 
+/**
+ * The targets of a DCR's items that the principal does not see (a record hidden by its user group, or
+ * by its parent's): to him their items do not exist, as the records do not (fetch, changesOnly, update,
+ * delete). A soft-deleted target is not hidden: the apply reports it.
+ */
+export async function hiddenTargetIds(
+  q: Queryable,
+  principal: Principal,
+  tc: TypeContext,
+  dcrId: number,
+): Promise<number[]> {
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
+  const r = await q.query<{ target_id: string | number }>(
+    `SELECT i.target_id FROM dcr_items i
+       JOIN ${ident(tc.type.table)} t ON t.partition_id = i.partition_id AND t.id = i.target_id
+      WHERE i.partition_id = ${params.add(principal.partitionId)} AND i.dcr_id = ${params.add(dcrId)}
+        AND NOT (${scope})`,
+    params.values,
+  );
+  return r.rows.map((x) => Number(x.target_id));
+}
+
 export function keyOfRow(type: TypeDef, row: Row): string {
   return JSON.stringify(targetKeyOf(type, row));
 }
