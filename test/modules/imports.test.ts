@@ -64,6 +64,28 @@ describe('imports', () => {
       -4,
       'header.1',
     );
+    // A column twice, a cell with NUL, an unknown change type: -4 naming where, and no import made.
+    const imports = async () => okData(await call('/fetch/IM', {})).length;
+    const before = await imports();
+    for (const [csv, field] of [
+      ['sku,label,label\nI-1,x,y\n', 'header.2'],
+      ['sku,label\nI-1,a\u0000b\n', 'rows.1.1'],
+      ['sku,changeType,label\nI-1,UPDATE,x\nI-2,FOO,x\n', 'rows.2.1'],
+    ]) {
+      const slot = await slotWith(h, csv!, 'bad.csv');
+      const r = await call('/importmanager.add', { data: { targetType: 'P', slotId: slot } });
+      expectError(r, 400, -4, field);
+      assert.doesNotMatch(r.text, /database/);
+    }
+    assert.equal(await imports(), before);
+    // Two rows of one record and column: one change, the later value.
+    const twice = await slotWith(h, 'sku,label\nI-9,first\nI-9,second\n', 'twice.csv');
+    const [im2] = okData(await call('/importmanager.add', { data: { targetType: 'P', slotId: twice } }));
+    assert.deepEqual(
+      okData(await call(`/importmanager.fetch/${im2.id}`, {})).map((c: any) => [c.value, c.rowNumber]),
+      [['second', 2]],
+    );
+    okData(await call('/delete/IM', { data: { typedId: im2.typedId } }));
     const [im] = okData(
       await call('/importmanager.add', { data: { targetType: 'P', slotId, label: 'from file' } }),
     );
@@ -155,6 +177,17 @@ describe('imports', () => {
       400,
       -4,
       '1.note',
+    );
+    // The same change twice in one call: saved (and answered) once, with the later value.
+    const pair = okData(
+      await save([
+        { targetColumn: 'label', sku: 'I-1', value: 'one' },
+        { targetColumn: 'label', sku: 'I-1', value: 'two' },
+      ]),
+    );
+    assert.deepEqual(
+      pair.map((c: any) => c.value),
+      ['two'],
     );
     const [first] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved' }));
     const [again] = okData(await save({ targetColumn: 'label', sku: 'I-1', value: 'saved again' }));

@@ -160,8 +160,11 @@ function planColumns(tc: TypeContext, header: readonly string[]): Columns {
     return i;
   });
   const ct = at('changeType');
+  const seen = new Set<string>();
   const fields = header.flatMap((raw, i) => {
     const name = raw.trim();
+    if (seen.has(name)) throw validationError(`header.${i}`, `${JSON.stringify(name)} is a column twice`);
+    seen.add(name);
     if (keys.includes(i) || i === ct) return [];
     const f = tc.fields.get(name);
     if (!f || f.system)
@@ -174,11 +177,19 @@ function planColumns(tc: TypeContext, header: readonly string[]): Columns {
 function changesOfRow(cols: Columns, cells: readonly (string | null)[], line: number): store.NewChange[] {
   const text = (i: number): string | null => {
     const v = cells[i];
-    return v === undefined || v === null || v === '' ? null : v;
+    if (v === undefined || v === null || v === '') return null;
+    // No database text takes NUL: named by its line and column, as any bad cell of a file.
+    if (v.includes('\u0000')) throw validationError(`rows.${line}.${i}`, 'must not contain NUL characters');
+    return v;
   };
   const keys = cols.keys.map((i) => text(i) ?? '');
   const changeType =
     (cols.changeType === undefined ? null : text(cols.changeType))?.toUpperCase() ?? 'UPDATE';
+  if (!CHANGE_TYPES.includes(changeType))
+    throw validationError(
+      `rows.${line}.${cols.changeType!}`,
+      `changeType must be one of ${CHANGE_TYPES.join(', ')}`,
+    );
   if (changeType === 'DELETE') return [{ changeType, targetColumn: '', keys, value: null, rowNumber: line }];
   return cols.fields.map((f) => ({
     changeType,

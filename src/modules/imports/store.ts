@@ -78,16 +78,26 @@ const KEYS = Array.from({ length: IMPORT_KEY_COUNT }, (_, i) => `key${i + 1}`);
 
 /**
  * Stages changes in one statement; a change whose identity is already staged gets the new value
- * (and is NEW again). Answers the ids in input order.
+ * (and is NEW again), as does one given twice (the later wins). Answers the ids in input order.
  */
 export async function upsertChanges(
   q: Queryable,
   partitionId: number,
   importId: number,
   userId: number,
-  changes: readonly NewChange[],
+  given: readonly NewChange[],
 ): Promise<number[]> {
-  if (changes.length === 0) return [];
+  if (given.length === 0) return [];
+  // One row per identity (an upsert may not touch a row twice): the later change, where it stood first.
+  const slot = new Map<string, number>();
+  const changes: NewChange[] = [];
+  const slots = given.map((c) => {
+    const id = JSON.stringify([c.changeType, c.targetColumn, ...c.keys]);
+    let n = slot.get(id);
+    if (n === undefined) slot.set(id, (n = changes.push(c) - 1));
+    else changes[n] = c;
+    return n;
+  });
   const rows = changes.map((c) => ({
     c: c.changeType,
     t: c.targetColumn,
@@ -108,7 +118,8 @@ export async function upsertChanges(
      RETURNING id`,
     [partitionId, importId, userId, JSON.stringify(rows)],
   );
-  return r.rows.map((x) => Number(x.id));
+  const ids = r.rows.map((x) => Number(x.id));
+  return slots.map((n) => ids[n]!);
 }
 
 export async function changesOf(q: Queryable, partitionId: number, importId: number): Promise<ChangeRow[]> {
