@@ -13,6 +13,7 @@ import { hasAccess, requireAccess } from './access-check.ts';
 import { parseId } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges, rowJsonSql } from './history.ts';
+import { isLookupValueCode } from './registry-dcr.ts';
 import { HISTORY_TYPE, changedFieldsSql } from './registry-history.ts';
 import { allTypes, findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
@@ -50,9 +51,15 @@ async function currentRecord(
   type: TypeDef,
   id: number,
 ): Promise<{ readonly hidden: boolean; readonly row: Row | undefined }> {
-  // Not the type's fixed column: types sharing a table by it (lookup values per table, attribute
-  // meta per owner) are told apart by the history rows' type code instead.
-  const tc = await loadTypeContext(q, principal, { ...type, fixed: undefined });
+  // Types sharing a table tell their rows apart by its fixed column (attribute meta per owner, grid
+  // items per key count, condition record items per key size): a row of another type is no record of
+  // this one (404), whatever that type lets the principal see. The lookup-value declarations name no
+  // table yet (a placeholder): their values are told apart by the history rows' type code instead.
+  const tc = await loadTypeContext(
+    q,
+    principal,
+    isLookupValueCode(type.code) ? { ...type, fixed: undefined } : type,
+  );
   const params = new Params();
   const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
   const idParam = params.add(id);

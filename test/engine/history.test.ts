@@ -621,6 +621,26 @@ describe('record history', () => {
     expectError(await o('/history.fetch', {}), 403, -3);
     // A type the user may not fetch: no history of it either.
     expectError(await o(`/fetch/U/${member}/history`), 403, -3);
+    // Types sharing a table (attribute meta of P, PX, SX): a row of another type is no record of this
+    // one, as of any moment or in its history — an admin's 404 too.
+    await h.newUser('hnorole', 'hnorole-password', []);
+    const n = await clientOf(h, 'hnorole', 'hnorole-password');
+    const [sxam] = okData(
+      await api('/add/SXAM', { data: { name: 'HCat', fieldName: 'attribute5', label: 'Seller margin' } }),
+    );
+    const [pxam] = okData(
+      await api('/add/PXAM', { data: { name: 'HCosts', fieldName: 'attribute6', label: 'Ext cost' } }),
+    );
+    const [pam] = okData(await api('/add/PAM', { data: { fieldName: 'attribute9', label: 'Own' } }));
+    const now = encodeURIComponent(new Date(Date.now() + 60_000).toISOString());
+    expectError(await n('/fetch/SXAM', {}), 403, -3);
+    for (const id of [sxam.id, pxam.id]) {
+      expectError(await n(`/fetch/PAM/${id}?asOf=${now}`), 404, -1);
+      expectError(await n(`/fetch/PAM/${id}/history`), 404, -1);
+      expectError(await api(`/fetch/PAM/${id}?asOf=${now}`), 404, -1);
+    }
+    assert.equal(okData(await n(`/fetch/PAM/${pam.id}?asOf=${now}`))[0].label, 'Own');
+    assert.equal(okData(await api(`/fetch/PXAM/${pxam.id}?asOf=${now}`))[0].label, 'Ext cost');
   });
 
   test('a lookup table value and a table copy (manager operations)', async () => {
