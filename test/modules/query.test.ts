@@ -286,6 +286,33 @@ describe('query API', () => {
       items.map((i) => i.key1),
       ['P-1', 'P-20', 'P-3'],
     );
+    // A decimal column of its own type comes back as /fetch answers it (its exact text), grouped too.
+    const fetched = await h.call('/fetch/CRCI', {
+      basic: QUERY_ADMIN,
+      body: { data: { key1: ['P-1', 'P-20', 'P-3'] }, sortBy: 'key1', valueFields: ['conditionValue'] },
+    });
+    const values = (fetched.body.response.data as unknown[][]).map((r) => r[0]);
+    assert.ok(
+      values.every((v) => typeof v === 'string'),
+      JSON.stringify(values),
+    );
+    assert.deepEqual(
+      items.map((i) => i.conditionValue),
+      ['9.5', '30', '12'],
+    );
+    assert.ok(
+      items.every((i) => values.includes(i.conditionValue)),
+      JSON.stringify(values),
+    );
+    const grouped = await rows({
+      source: 'CRCI:PRICES',
+      groupBy: ['conditionValue'],
+      sortBy: 'conditionValue',
+    });
+    assert.ok(
+      grouped.every((g) => typeof g.conditionValue === 'string'),
+      JSON.stringify(grouped),
+    );
     assert.equal((await rows({ source: 'CRCI:HIDDEN' })).length, 1);
     // Reading condition records needs CONDITIONRECORD_FETCH (a user without roles is refused and the
     // meta lists no set to him), then the set's view group (HIDDEN is not his: no such source).
@@ -351,6 +378,15 @@ describe('query API', () => {
     await refused({ source: 'P', sortBy: 'label', select: ['sku'] }, 400, -4, 'sortBy');
     await refused({ source: 'P', valueFields: ['label'], select: ['sku'] }, 400, -4, 'valueFields[0]');
     await refused({ source: 'P', extra: 1 }, 400, -4, 'data.extra');
+    // Unknown members of an element are named too.
+    await refused({ source: 'P', select: [{ field: 'sku', as: 's', bogus: 1 }] }, 400, -4, 'select[0].bogus');
+    await refused({ source: 'P', aggregates: [{ fn: 'count', bogus: 1 }] }, 400, -4, 'aggregates[0].bogus');
+    await refused(
+      { source: 'P', join: [{ source: 'P', as: 'a', on: { sku: 'sku' }, extra: 1 }] },
+      400,
+      -4,
+      'join[0].extra',
+    );
   });
 
   test("/queryapi.meta: kinds, the partition's tables, typed and labelled columns; a pipeline's columns", async () => {

@@ -74,7 +74,12 @@ interface Output extends OutputColumn {
   /** The value comes straight from a text column holding a typed value: converted by type. */
   readonly raw: boolean;
   readonly storedAsText: boolean;
+  /** A decimal column of its own SQL type (`conditionValue`): its exact text, as `/fetch` answers it. */
+  readonly asText?: boolean;
 }
+
+/** Whether a field is a decimal column of its own SQL type (not a typed custom attribute). */
+const nativeDecimal = (f: FlatField): boolean => f.spec.type === 'decimal' && f.spec.storedAsText !== true;
 
 interface JoinPlan {
   readonly left: boolean;
@@ -98,6 +103,13 @@ export interface Plan {
 
 const ALIAS = /^[a-z][a-z0-9_]{0,29}$/;
 const OUTPUT_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,99}$/;
+
+/** An element of `join`, `select` or `aggregates` names only the members it has (-4 naming another). */
+function onlyMembers(o: Obj, members: readonly string[], at: string): Obj {
+  const unknown = Object.keys(o).find((k) => !members.includes(k));
+  if (unknown !== undefined) throw validationError(`${at}.${unknown}`, `unknown (${members.join(', ')})`);
+  return o;
+}
 
 function list(v: unknown, field: string): unknown[] {
   if (v === undefined || v === null) return [];
@@ -274,6 +286,7 @@ export async function planQuery(
   }
   joinsRaw.forEach((j, i) => {
     if (!isObj(j)) throw validationError(`join[${i}]`, 'must be an object {source, as, on, type?}');
+    onlyMembers(j, ['source', 'as', 'on', 'type'], `join[${i}]`);
   });
   const sources: Source[] = [await resolveSource(q, principal, body.source, 'source')];
   for (const [i, j] of joinsRaw.entries()) {
@@ -299,6 +312,7 @@ export async function planQuery(
   const selected = selectRaw.map((s, i): [string, string, FlatField] => {
     const at = `select[${i}]`;
     if (isObj(s)) {
+      onlyMembers(s, ['field', 'as'], at);
       const [name, f] = fieldOf(flat, s.field, `${at}.field`);
       return [s.as === undefined || s.as === null ? name : outputName(s.as, `${at}.as`), name, f];
     }
@@ -313,11 +327,23 @@ export async function planQuery(
     for (const [name, f] of groupBy) {
       const alias = selected.find(([, n]) => n === name)?.[0] ?? name;
       const expr = valueSql(f.spec, 'q');
-      push({ name: alias, type: f.spec.type, field: name, expr, raw: false, storedAsText: false }, 'groupBy');
+      push(
+        {
+          name: alias,
+          type: f.spec.type,
+          field: name,
+          expr,
+          raw: false,
+          storedAsText: false,
+          asText: nativeDecimal(f),
+        },
+        'groupBy',
+      );
     }
     aggRaw.forEach((a, i) => {
       const at = `aggregates[${i}]`;
       if (!isObj(a)) throw validationError(at, 'must be an object {fn, field?, as?}');
+      onlyMembers(a, ['fn', 'field', 'as'], at);
       const fn = a.fn;
       if (typeof fn !== 'string' || !(AGGREGATES as readonly string[]).includes(fn)) {
         throw validationError(`${at}.fn`, `must be one of ${AGGREGATES.join(', ')}`);
@@ -343,7 +369,10 @@ export async function planQuery(
     for (const [name, field, f] of shown) {
       const expr = qualified('q', f.spec.column);
       const text = f.spec.storedAsText === true;
-      push({ name, type: f.spec.type, field, expr, raw: text, storedAsText: text }, 'select');
+      push(
+        { name, type: f.spec.type, field, expr, raw: text, storedAsText: text, asText: nativeDecimal(f) },
+        'select',
+      );
     }
   }
   if (body.having !== undefined && body.having !== null && !grouped) {
@@ -444,7 +473,7 @@ export function compileQuery(plan: Plan): CompiledQuery {
 /** A value as the API answers it: typed as `/fetch` types a field (numbers exact, else their text). */
 function outputValue(o: Output, v: unknown): unknown {
   if (v === null || v === undefined) return null;
-  return typeof v === 'string' ? typedOutput(o.type, v) : v;
+  return typeof v === 'string' && o.asText !== true ? typedOutput(o.type, v) : v;
 }
 
 export interface QueryRows {
