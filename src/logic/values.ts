@@ -100,7 +100,8 @@ export const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** A valid calendar day in ISO form, or undefined. */
 export function parseIsoDate(text: string): LogicDate | undefined {
-  if (!ISO_DATE.test(text)) return undefined;
+  // Years 1..9999, as the database's dates (there is no year 0).
+  if (!ISO_DATE.test(text) || text.startsWith('0000')) return undefined;
   const d = new Date(`${text}T00:00:00Z`);
   if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) return undefined;
   return new LogicDate(text);

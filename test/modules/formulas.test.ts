@@ -342,6 +342,33 @@ describe('pricing logics', () => {
     expectError(await noSeller('/formulamanager.execute/MB-1/Kinds', sellerRun), 403, -3);
   });
 
+  test('a DATE lookup table answers dates to the logic (date functions, resultType DATE)', async () => {
+    const [t] = okData(
+      await api(`${M}.add`, { data: { uniqueName: 'Launches', type: 'SIMPLE', valueType: 'DATE' } }),
+    );
+    okData(await api(`${M}.add/${t.id}`, { data: { name: 'spring', value: '2026-05-01' } }));
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Launch',
+          validAfter: '2026-01-01',
+          elements: [
+            { elementName: 'Day', expression: 'lookup("Launches", "spring")' },
+            { elementName: 'Next', expression: 'addDays(lookup("Launches", "spring"), 1)' },
+            { elementName: 'Later', expression: 'lookup("Launches", "spring") > targetDate' },
+          ],
+        },
+      }),
+    );
+    const results = okData(
+      await api('/formulamanager.execute/MB-1/Launch', { data: { targetDate: '2026-03-01' } }),
+    );
+    const by = Object.fromEntries(results.map((x: any) => [x.resultName, x]));
+    assert.deepEqual([by.Day.result, by.Day.resultType, by.Day.formatType], ['2026-05-01', 'DATE', 'DATE']);
+    assert.deepEqual([by.Next.result, by.Next.resultType], ['2026-05-02', 'DATE']);
+    assert.equal(by.Later.result, true);
+  });
+
   test('versions: the latest validAfter not after the target date runs', async () => {
     okData(
       await api('/add/F', {
@@ -505,12 +532,12 @@ describe('pricing logics', () => {
       /inputs.Packing: must be one of PALLET, BOX/,
     );
     expectError(await run({ Qty: 1, Other: 1 }), 400, -4, /inputs.Other: is not an input/);
-    expectError(
-      await api('/formulamanager.execute/MB-1', { data: { inputs: { Qty: 1 }, targetDate: '2026-02-30' } }),
-      400,
-      -4,
-      /targetDate/,
-    );
+    // A day that is none, and year 0 (the database has none): -4 naming targetDate, not its error text.
+    for (const targetDate of ['2026-02-30', '0000-01-01']) {
+      const r = await api('/formulamanager.execute/MB-1', { data: { inputs: { Qty: 1 }, targetDate } });
+      expectError(r, 400, -4, /^targetDate: must be a date/);
+      assert.ok(r.body.response.errors.targetDate, r.text);
+    }
     expectError(await api('/formulamanager.execute/NOPE', { data: {} }), 404, -1, /Product NOPE/);
     expectError(await api('/formulamanager.execute/MB-2', { data: {} }), 400, -4, /no logic assigned/);
     expectError(

@@ -17,6 +17,8 @@ function typedValue(valueType: string, v: unknown): Value {
       return v;
     }
   }
+  // A DATE table's value is a date to the logic (date functions, comparisons, resultType DATE).
+  if (typeof v === 'string' && valueType === 'DATE') return parseIsoDate(v) ?? v;
   return toValue(v);
 }
 
