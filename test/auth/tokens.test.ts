@@ -51,6 +51,15 @@ describe('api tokens and one-time tokens', () => {
     });
     assert.equal(paged.body.response.data.length, 1);
     assert.equal(paged.body.response.totalRows, listed.body.response.totalRows);
+    // Paged as fetches are: at most the largest page, the end not before the start (-4 on endRow).
+    for (const body of [
+      { startRow: 0, endRow: 100_000 },
+      { startRow: 3, endRow: 1 },
+    ]) {
+      const r = await h.call('/accountmanager.listjsonwebtokens', { basic: admin, body });
+      assert.deepEqual(status(r), [400, -4]);
+      assert.ok(r.body.response.errors.endRow, r.text);
+    }
     assert.equal(
       (await h.call(`/accountmanager.revokejsonwebtoken/${tokenId}`, { basic: admin })).status,
       200,
@@ -382,6 +391,19 @@ describe('two-factor authentication', () => {
     assert.equal(ok.status, 200, ok.text);
     const token = ok.headers.get('x-ratecard-jwt')!;
     assert.equal((await h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body: {} })).status, 200);
+    // With the user's session cookie present, Basic needs no code (the interface asks for one only when
+    // no session cookie is present); another user's cookie, or one that is no valid token, does not count.
+    const cookie = { cookie: `X-Ratecard-jwt=${token}` };
+    assert.equal((await h.call('/fetch/P', { basic, headers: cookie, body: {} })).status, 200);
+    const others = (await h.login()).token;
+    assert.deepEqual(
+      status(await h.call('/fetch/P', { basic, headers: { cookie: `X-Ratecard-jwt=${others}` }, body: {} })),
+      [401, -5],
+    );
+    assert.deepEqual(
+      status(await h.call('/fetch/P', { basic, headers: { cookie: 'X-Ratecard-jwt=garbage' }, body: {} })),
+      [401, -5],
+    );
 
     await h.db.query(
       `UPDATE users SET tfa_last_step = tfa_last_step - 2 WHERE partition_id = $1 AND login_name = 'secure'`,

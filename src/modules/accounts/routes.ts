@@ -114,7 +114,7 @@ const param = (req: FastifyRequest, name: string): string => (req.params as Reco
 
 /** A list read by its path, paged as the body asks. */
 function listed<T>(req: FastifyRequest, rows: readonly T[]): Envelope {
-  const p = pageOfList(rows, req.body);
+  const p = pageOfList(rows, req.body, req.server.config.maxPageSize);
   return ok(req, p.rows, p);
 }
 

@@ -2,6 +2,7 @@
 // serializer drops anything else: a field that is not listed here (a password hash, say) cannot
 // reach a client even if a query selected it by mistake.
 
+import { paging } from '../../engine/fetch.ts';
 import { envelopeSchema } from '../../http/envelope.ts';
 
 const str = { type: 'string' } as const;
@@ -143,14 +144,20 @@ export const listBody = {
   },
 } as const;
 
-/** A list read by its path, paged as fetches are (`startRow` included, `endRow` excluded, 300 by default). */
+/**
+ * A list read by its path, paged as fetches are (`startRow` included, `endRow` excluded, 300 by
+ * default, at most `maxPageSize`: -4 beyond, or for an end before the start).
+ */
 export function pageOfList<T>(
   rows: readonly T[],
   body: unknown,
+  maxPageSize: number,
 ): { rows: T[]; startRow: number; endRow: number; totalRows: number } {
   const b = (body ?? {}) as { startRow?: number | null; endRow?: number | null };
-  const start = b.startRow ?? 0;
-  const end = Math.max(start, b.endRow ?? start + 300);
+  const { start, end } = paging(
+    { startRow: b.startRow ?? undefined, endRow: b.endRow ?? undefined },
+    maxPageSize,
+  );
   const page = rows.slice(start, end);
   return { rows: page, startRow: start, endRow: start + page.length, totalRows: rows.length };
 }

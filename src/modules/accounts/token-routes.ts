@@ -104,7 +104,7 @@ export function tokenRoutes(app: FastifyInstance): void {
       },
     },
     async (req) => {
-      const page = pageOfList(await listTokens(app.db, req.principal!), req.body);
+      const page = pageOfList(await listTokens(app.db, req.principal!), req.body, app.config.maxPageSize);
       return ok(req, page.rows, page);
     },
   );
