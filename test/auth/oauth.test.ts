@@ -634,6 +634,14 @@ describe('OAuth 2.0', () => {
       insecure,
     );
     assert.equal((await tokenError(afterChange)).error, 'invalid_grant');
+    // ... and a code issued before the change: it yields no tokens.
+    const pending = await authorize({ user: 'changer', password: 'changed-password' });
+    await setUserPassword(h.db, h.partition, 'changer', 'changed-again-1', h.config.scryptCost);
+    const late = await tokenError(await pending.exchange());
+    assert.deepEqual(
+      [late.error, late.description],
+      ['invalid_grant', "the user's credentials changed since the code was issued"],
+    );
   });
 
   test('a grant is listed with the api tokens and revoking it ends its tokens', async () => {

@@ -390,8 +390,9 @@ async function issueCode(ctx: OAuthContext, request: AuthorizationRequest, userI
   const code = randomBytes(32).toString('base64url');
   await ctx.db.query(
     `INSERT INTO oauth_codes (partition_id, code_hash, client_id, redirect_uri, user_id, scope,
-                              code_challenge, code_challenge_method, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))`,
+                              code_challenge, code_challenge_method, expires_at, token_epoch)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9),
+             (SELECT token_epoch FROM users WHERE partition_id = $1 AND id = $5))`,
     [
       ctx.partitionId,
       hashOf(code),

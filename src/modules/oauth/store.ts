@@ -70,6 +70,8 @@ export interface CodeRow {
   scope: Permission[] | null;
   code_challenge: string | null;
   code_challenge_method: 'S256' | 'plain' | null;
+  /** The user's token epoch when the code was issued (null: a code of before migration 054). */
+  token_epoch: number | null;
 }
 
 export interface GrantRow {

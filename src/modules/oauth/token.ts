@@ -135,7 +135,7 @@ async function codeGrant(
     const used = await tx.query<CodeRow>(
       `UPDATE oauth_codes SET used_at = now()
         WHERE partition_id = $1 AND code_hash = $2 AND used_at IS NULL AND expires_at > now()
-        RETURNING client_id, redirect_uri, user_id, scope, code_challenge, code_challenge_method`,
+        RETURNING client_id, redirect_uri, user_id, scope, code_challenge, code_challenge_method, token_epoch`,
       [ctx.partitionId, codeHash],
     );
     const row = used.rows[0];
@@ -180,6 +180,9 @@ async function codeGrant(
     );
     if (user.rows[0] === undefined)
       return failed(tokenError('invalid_grant', 'the user is no longer active'));
+    // A password change since the code was issued ends it, as it ends the user's tokens.
+    if (row.token_epoch !== null && Number(row.token_epoch) !== Number(user.rows[0].epoch))
+      return failed(tokenError('invalid_grant', "the user's credentials changed since the code was issued"));
     // permissions = scope, so token listings show the restriction like that of an api token.
     const grant = await tx.query<{ id: number }>(
       `INSERT INTO api_tokens (partition_id, user_id, permissions, kind, client_id, scope)
