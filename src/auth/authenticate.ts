@@ -188,10 +188,21 @@ async function issueSession(
   return token;
 }
 
+/** Whether the request carries a live session cookie of this user (a session token, this partition). */
+async function holdsSession(req: FastifyRequest, partition: string, row: AccountRow): Promise<boolean> {
+  const cookie = req.cookies[authNames(req.server.config.productToken).cookie];
+  if (cookie === undefined || cookie === '') return false;
+  const peek = peekSession(cookie);
+  if (peek === null || peek.ptn !== partition || peek.sub !== String(row.uid)) return false;
+  const claims = await verifySession(cookie, row.secret);
+  return claims !== null && claims.knd === 'session' && claims.epc === row.epoch;
+}
+
 /**
  * The checks of a password login, shared by Basic and `POST /token` (API version 2): lock-out,
  * password (unknown users verify against a dummy hash: same time, same answer), active user, and
- * the TFA code in the `<product>-TFA` header when the user has TFA on. Every attempt counts toward
+ * the TFA code in the `<product>-TFA` header when the user has TFA on and sends no session cookie of
+ * his. Every attempt counts toward
  * the lock-out before its password is checked (./login-guard.ts); a success clears them.
  */
 async function verifyLogin(
@@ -216,7 +227,8 @@ async function verifyLogin(
       req.log.info({ partition, login }, 'login failed');
       throw new AppError('BAD_CREDENTIALS');
     }
-    if (row.tfa_enabled === true) {
+    // The code is asked for when no session cookie of the user is present (interface: TFA).
+    if (row.tfa_enabled === true && !(await holdsSession(req, partition, row))) {
       const code = req.headers[authNames(cfg.productToken).tfaHeader];
       const state = { secret: row.tfa_secret, enabled: true, lastStep: row.tfa_last_step };
       if (!(await acceptCode(db, row.pid, row.uid!, state, typeof code === 'string' ? code : undefined))) {
