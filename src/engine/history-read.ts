@@ -373,7 +373,13 @@ export async function fetchOneAsOf(
     state.created_at = added.at;
     state.created_by = added.user;
   }
-  if (last !== undefined) {
+  // Nothing changed the record since the moment, and its last write is no later: it is the record as
+  // stored (a write that changed no value, and so left no history, still counts its version).
+  const asStored =
+    current !== undefined &&
+    entries.rows[0] === last &&
+    new Date(String(current.last_update_at)) <= new Date(asOf);
+  if (last !== undefined && !asStored) {
     state.version = last.version;
     state.last_update_at = last.at;
     state.last_update_by = last.user;

@@ -470,6 +470,29 @@ describe('record history', () => {
     expectError(await api(`/fetch/P/${p.id}?asOf=yesterday`), 400, -4, 'asOf');
   });
 
+  test('asOf after writes that changed no value (no history) answers the stored version', async () => {
+    const [p] = okData(await api('/integrate/P', { data: { sku: 'HNV-1', label: 'x' } }));
+    await pause();
+    const first = new Date().toISOString();
+    await pause();
+    okData(await api('/integrate/P', { data: { sku: 'HNV-1', label: 'x' } }));
+    const [stored] = okData(await api('/integrate/P', { data: { sku: 'HNV-1', label: 'x' } }));
+    assert.equal(stored.version, p.version + 2, 'a write that changes nothing still counts a version');
+    await pause();
+    const now = new Date().toISOString();
+    const at = async (t: string) => okData(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(t)}`))[0];
+    const latest = await at(now);
+    assert.deepEqual([latest.version, latest.lastUpdateDate], [stored.version, stored.lastUpdateDate]);
+    // Its version as of a moment before those writes is the one it had then.
+    assert.equal((await at(first)).version, p.version);
+    okData(
+      await api('/update/P', {
+        data: { typedId: p.typedId, label: 'y' },
+        oldValues: { version: latest.version },
+      }),
+    );
+  });
+
   test('soft-deletable types: DELETE and RESTORE; asOf across them', async () => {
     const [x] = okData(await api('/add/PX', { data: { name: 'HX', sku: 'S1', attribute1: 'v' } }));
     await pause();
