@@ -29,6 +29,8 @@ export async function describeType(q: Queryable, principal: Principal, type: Typ
         required: f.required === true,
         updatable: f.system !== true && f.key !== true,
         ...(f.custom ? { custom: true } : {}),
+        // A list of such values (record history's `field`: the changed fields' names).
+        ...(f.elements ? { list: true } : {}),
         ...(f.maxLength !== undefined ? { maxLength: f.maxLength } : {}),
         ...(f.oneOf ? { values: f.oneOf } : {}),
       })),

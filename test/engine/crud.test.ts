@@ -50,6 +50,11 @@ describe('generic operations on products', () => {
     expectError(await api('/metadata.describe', { typeCode: 'P', bogus: 1 }), 400, -4, 'bogus');
     expectError(await api('/admin.fetchjst/1', { bogus: 1 }), 400, -4, 'bogus');
     expectError(await api('/admin.canceljst/1', { bogus: 1 }), 400, -4, 'bogus');
+    // Record history's `field` is answered as a list of field names: described as one.
+    const rh = okData(await api('/metadata.describe/RH', {}))[0];
+    const field = rh.fields.find((f: any) => f.name === 'field');
+    assert.deepEqual([field.type, field.list], ['string', true]);
+    assert.equal(rh.fields.find((f: any) => f.name === 'typeCode').list, undefined);
   });
 
   test('add answers the record with server fields; fetch by id and typedId', async () => {
