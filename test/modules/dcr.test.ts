@@ -185,6 +185,10 @@ describe('data change requests', () => {
     assert.equal(items[0].targetVersion, 0);
     assert.equal(items[0].originalValues.label, 'label A-1');
     assert.deepEqual(items[4].targetKey, ['A-4']);
+    // Values typed as the product's own fields are answered (attribute1 is NUMERIC): numbers, and the
+    // exact text where a double would not keep the value.
+    assert.deepEqual([items[0].values.attribute1, items[0].originalValues.attribute1], [1.5, 1]);
+    assert.equal(items[2].values.attribute1, '2.0000000000000000001');
     okData(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {
         data: {
@@ -207,6 +211,15 @@ describe('data change requests', () => {
     const a1 = changes.find((c) => c.targetKey[0] === 'A-1');
     assert.deepEqual(Object.keys(a1.changes).sort(), ['attribute1', 'label']);
     assert.equal(a1.changes.label.old, 'label A-1');
+    assert.deepEqual(a1.changes.attribute1, { old: 1, new: 1.5 });
+    const asArrays = okData(
+      await call(`/dcrmanager.fetch/${dcr.id}`, {
+        data: { changeType: 'UPDATE' },
+        sortBy: 'id',
+        valueFields: ['id', 'values'],
+      }),
+    );
+    assert.deepEqual(asArrays[0][1], { label: 'new label', attribute1: 1.5 });
     // Named fields: the same items (the comparison reads what it needs), only those fields answered.
     const named = await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {
       resultFields: ['targetKey', 'changes'],
@@ -464,7 +477,7 @@ describe('data change requests', () => {
       -1,
     );
     const [still] = okData(await call(`/dcrmanager.fetch/${dcr.id}`, { data: { id: hidden.id } }));
-    assert.deepEqual([still.values.attribute1, still.version], ['100', hidden.version]);
+    assert.deepEqual([still.values.attribute1, still.version], [100, hidden.version]);
     okData(
       await call(
         `/dcrmanager.update/${dcr.id}`,

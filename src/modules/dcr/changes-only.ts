@@ -7,7 +7,7 @@ import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/cru
 import { paging } from '../../engine/fetch.ts';
 import { findType } from '../../engine/registry.ts';
 import { readableDcr, scopeOf, visibleItems } from './service.ts';
-import { findTargets, sameValue } from './target.ts';
+import { findTargets, sameValue, typedItem } from './target.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -74,7 +74,8 @@ export async function changesOnly(
     }
     if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
   }
-  const page = changed.slice(startRow, endRow);
+  // Typed as the target's records are answered (a NUMERIC attribute a number), after comparing.
+  const page = changed.slice(startRow, endRow).map((item) => typedItem(s.tc, item) as Obj);
   const rows =
     asked === undefined
       ? page

@@ -26,6 +26,7 @@ import {
   findTargets,
   hiddenTargetIds,
   keyFieldsOf,
+  typedItem,
   keyText,
   loadTypeContext,
   resolveTargetType,
@@ -188,7 +189,7 @@ export async function addItems(
   idText: string,
   list: readonly Obj[],
 ): Promise<Obj[]> {
-  const ids = await db.transaction(async (tx) => {
+  const { s, ids } = await db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const batch = list.length > 1;
     const proposals = list.map((d, i) => parseProposal(s, d, batch ? `${i}.` : ''));
@@ -287,19 +288,19 @@ export async function addItems(
         { field: `${batch ? `${at}.` : ''}typedId` },
       );
     }
-    return inserted.map((x) => x.id);
+    return { s, ids: inserted.map((x) => x.id) };
   });
-  return itemViews(db, principal, idText, ids);
+  return itemViews(db, principal, s, ids);
 }
 
 async function itemViews(
   db: Queryable,
   principal: Principal,
-  idText: string,
+  s: DcrScope,
   ids: readonly number[],
 ): Promise<Obj[]> {
   if (ids.length === 0) return [];
-  const dcrId = store.parseDcrId(idText);
+  const dcrId = s.dcr.id;
   const out: Obj[] = [];
   const page = 10_000;
   for (let start = 0; start < ids.length; start += page) {
@@ -311,7 +312,7 @@ async function itemViews(
         { fieldName: 'id', operator: 'inSet', value: ids.slice(start, start + page) },
       ],
     });
-    out.push(...(r.rows as Obj[]));
+    out.push(...r.rows.map((row) => typedItem(s.tc, row) as Obj));
   }
   return out;
 }
@@ -339,7 +340,8 @@ export async function fetchItems(
   maxPageSize: number,
 ): Promise<FetchResult> {
   const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
-  return fetchRecords(db, principal, DCRI, body, maxPageSize, await visibleItems(db, principal, s));
+  const r = await fetchRecords(db, principal, DCRI, body, maxPageSize, await visibleItems(db, principal, s));
+  return { ...r, rows: r.rows.map((row) => typedItem(s.tc, row, body.valueFields)) };
 }
 
 function itemIdOf(data: Obj, prefix: string): number {
@@ -356,7 +358,7 @@ export async function updateItems(
   idText: string,
   list: readonly { data: Obj; oldValues?: Obj | null }[],
 ): Promise<Obj[]> {
-  const ids = await db.transaction(async (tx) => {
+  const { s, ids } = await db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const batch = list.length > 1;
     const wanted = list.map((e, i) => itemIdOf(e.data, batch ? `${i}.` : ''));
@@ -429,9 +431,9 @@ export async function updateItems(
       checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed, rebased);
     }
-    return wanted;
+    return { s, ids: wanted };
   });
-  return itemViews(db, principal, idText, ids);
+  return itemViews(db, principal, s, ids);
 }
 
 /** The record an UPDATE item targets, as it stands: its version and values (dates as ISO text). */
@@ -465,7 +467,7 @@ export async function deleteItems(
   return db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const wanted = list.map((d, i) => itemIdOf(d, list.length > 1 ? `${i}.` : ''));
-    const views = await itemViews(tx, principal, idText, wanted);
+    const views = await itemViews(tx, principal, s, wanted);
     const hidden = new Set(await hiddenTargetIds(tx, principal, s.tc, s.dcr.id));
     const unseen = views.find((v) => typeof v.targetId === 'number' && hidden.has(v.targetId));
     if (unseen !== undefined)

@@ -6,7 +6,13 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident, qualified } from '../../db/sql.ts';
-import { loadTypeContext, rowScope, selectList, type TypeContext } from '../../engine/context.ts';
+import {
+  loadTypeContext,
+  outputValue,
+  rowScope,
+  selectList,
+  type TypeContext,
+} from '../../engine/context.ts';
 import { checkValue } from '../../engine/crud.ts';
 import { findType, type FieldDef, type TypeDef } from '../../engine/registry.ts';
 import { ITEM_TYPE, MAX_KEY_SIZE, sizedItemType } from '../../engine/registry-condrec.ts';
@@ -141,6 +147,37 @@ export async function hiddenTargetIds(
     params.values,
   );
   return r.rows.map((x) => Number(x.target_id));
+}
+
+/** A target's field value as the target type answers it (a typed custom attribute: by its meta). */
+function typedField(tc: TypeContext, name: string, v: unknown): unknown {
+  const f = tc.fields.get(name);
+  return f?.storedAsText === true && typeof v === 'string' ? outputValue(f.type, v) : v;
+}
+
+const typedValues = (tc: TypeContext, o: unknown): unknown =>
+  typeof o === 'object' && o !== null && !Array.isArray(o)
+    ? Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typedField(tc, k, v)]))
+    : o;
+
+/**
+ * An item (or `changesOnly` row) as clients read it: its `values`, `originalValues` and `changes`
+ * typed as the target's own records are answered (a NUMERIC attribute a number, as /fetch says).
+ * `names`: the fields of a `valueFields` row (an array), in order.
+ */
+export function typedItem(tc: TypeContext, row: unknown, names?: readonly string[]): unknown {
+  const typed = (name: string, v: unknown): unknown => {
+    if (name === 'values' || name === 'originalValues') return typedValues(tc, v);
+    if (name !== 'changes' || typeof v !== 'object' || v === null) return v;
+    return Object.fromEntries(
+      Object.entries(v as Record<string, { old: unknown; new: unknown }>).map(([k, c]) => [
+        k,
+        { old: typedField(tc, k, c.old), new: typedField(tc, k, c.new) },
+      ]),
+    );
+  };
+  if (Array.isArray(row)) return names === undefined ? row : row.map((v, i) => typed(names[i]!, v));
+  return Object.fromEntries(Object.entries(row as Row).map(([k, v]) => [k, typed(k, v)]));
 }
 
 export function keyOfRow(type: TypeDef, row: Row): string {
