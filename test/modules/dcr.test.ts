@@ -496,6 +496,41 @@ describe('data change requests', () => {
     okData(await call('/delete/DCR', { data: { typedId: dcr.typedId } }));
   });
 
+  test('concurrent changes of one item or mass change with one version: one wins, the others 409', async () => {
+    await product('RACE-1', { attribute1: '1' });
+    const dcr = await newDcr();
+    const [item] = okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'RACE-1', label: 'l0' } }));
+    const [op] = okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {},
+          massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'm' }],
+        },
+      }),
+    );
+    for (const [path, typedId, version] of [
+      ['update', item.typedId, item.version],
+      ['updatemassop', op.typedId, op.version],
+    ]) {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, n) =>
+          call(`/dcrmanager.${path}/${dcr.id}`, {
+            data: { typedId, label: `l${n}` },
+            oldValues: { version },
+          }),
+        ),
+      );
+      assert.deepEqual(
+        answers.map((r) => r.status).sort(),
+        [200, 409, 409, 409, 409, 409, 409, 409],
+        answers.map((r) => r.text).join('\n'),
+      );
+    }
+    const [now] = okData(await call(`/dcrmanager.fetch/${dcr.id}`, {}));
+    assert.equal(now.version, item.version + 1);
+    okData(await call('/delete/DCR', { data: { typedId: dcr.typedId } }));
+  });
+
   test('a target changed since proposed: nothing applied, the conflicting item listed', async () => {
     await product('C-1', { label: 'one' });
     await product('C-2', { label: 'two' });

@@ -58,13 +58,23 @@ export async function scopeOf(q: Queryable, principal: Principal, dcr: store.Dcr
 }
 
 /** A DCR the caller may work with (DCR_EDIT), by its id or typedId (404 when there is none). */
-export async function readableDcr(q: Queryable, principal: Principal, idText: string): Promise<store.DcrRow> {
+export async function readableDcr(
+  q: Queryable,
+  principal: Principal,
+  idText: string,
+  forUpdate = false,
+): Promise<store.DcrRow> {
   requireAccess(principal, 'DCR_EDIT');
-  return store.findDcrOrFail(q, principal.partitionId, store.parseDcrId(idText));
+  return store.findDcrOrFail(q, principal.partitionId, store.parseDcrId(idText), forUpdate);
 }
 
+/**
+ * A DCR whose items and mass changes may change, locked for the caller's transaction: changes of one
+ * DCR (and its submit, which locks it too) run one after another, so a version check cannot pass
+ * twice and nothing is added to a DCR being applied.
+ */
 export async function editableDcr(q: Queryable, principal: Principal, idText: string): Promise<DcrScope> {
-  const dcr = await readableDcr(q, principal, idText);
+  const dcr = await readableDcr(q, principal, idText, true);
   if (!EDITABLE.includes(dcr.status)) {
     throw new AppError(
       'CONFLICT',
