@@ -436,6 +436,11 @@ describe('master-data manager operations', () => {
         await call(h, '/add/SXAM', { data: { name: 'Empty', fieldName: 'attribute1', fieldType: 'TEXT' } }),
       );
       assert.deepEqual(sellers(await call(h, '/sellermanager.fetch/*/SX/Empty')), []);
+      // A table whose only row is deleted (soft) is unknown again.
+      const [gone] = okData(await call(h, '/add/SX', { data: { name: 'Gone', sellerId: 'S-1' } }));
+      assert.deepEqual(sellers(await call(h, '/sellermanager.fetch/*/SX/Gone')), ['S-1']);
+      okData(await call(h, '/delete/SX', { data: { typedId: gone.typedId } }));
+      expectError(await call(h, '/sellermanager.fetch/*/SX/Gone'), 404, -1, 'SXCategory');
       const values = okData(
         await call(h, `/sellermanager.fetch/${encodeURIComponent('*')}/SX/Targets`, {
           valueFields: ['sellerId', 'attribute1'],
@@ -580,7 +585,8 @@ describe('master-data manager operations', () => {
       expectError(await call(h, '/delete/SX', { data: { typedId: row.typedId } }, shopReader), 403, -3);
       const [deleted] = okData(await call(h, '/delete/SX', { data: { typedId: row.typedId } }));
       assert.equal(deleted.typedId, row.typedId);
-      assert.deepEqual(okData(await call(h, '/sellermanager.fetch/*/SX/Targets')), []);
+      // Its table had no other row and no meta: unknown again.
+      expectError(await call(h, '/sellermanager.fetch/*/SX/Targets'), 404, -1, 'SXCategory');
       expectError(await call(h, '/delete/SX', { data: { typedId: row.typedId } }), 404, -1);
     });
   });
@@ -795,6 +801,15 @@ describe('master-data manager operations', () => {
         ],
       );
       assert.equal((await tree('WHEEL', member)).components[0].label, 'Hidden hub');
+      // The lines of a hidden product are its own (PBOME rows describe their sku): not read, not
+      // expanded, and its tree is a 404 as for any product that does not exist.
+      assert.deepEqual(seen.components[0].components, []);
+      assert.deepEqual(
+        (await tree('WHEEL', member)).components[0].components.map((c: any) => c.sku),
+        ['BEARING'],
+      );
+      expectError(await call(h, '/productmanager.bomtree/HUB', undefined, plain), 404, -1);
+      assert.equal((await tree('HUB', member)).components.length, 1);
       const refused = await call(
         h,
         '/integrate/PBOME',

@@ -248,7 +248,7 @@ export async function fetchSellerExtensions(
   requireAccess(principal, SELLER_EXTENSION.access.fetch);
   if (category.trim() === '') throw validationError('SXCategory', 'name the seller extension table');
   // An unknown table is a 404, as the conventions say (not an empty list that hides a misspelling).
-  if (!(await store.extensionTableExists(db, principal.partitionId, 'SX', category))) {
+  if (!(await store.extensionTableExists(db, principal, 'SX', category))) {
     throw new AppError('NOT_FOUND', `Seller extension table ${category} not found`, { field: 'SXCategory' });
   }
   const inCategory = { fieldName: 'name', operator: 'equals', value: category };

@@ -6,26 +6,33 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
-import { rowScope, type TypeContext } from '../../engine/context.ts';
+import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
+import { findType } from '../../engine/registry.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Extension tables
 
 export type ExtensionKind = 'PX' | 'CX' | 'SX';
 
-/** An extension table exists when attribute meta or a row names it. */
+/**
+ * An extension table exists when attribute meta or a row names it — a row the principal sees (not
+ * soft-deleted, of a record not hidden from him): else it is unknown to him, as a misspelt name.
+ */
 export async function extensionTableExists(
   q: Queryable,
-  partitionId: number,
+  principal: Principal,
   kind: ExtensionKind,
   name: string,
 ): Promise<boolean> {
-  const table =
-    kind === 'PX' ? 'product_extensions' : kind === 'CX' ? 'customer_extensions' : 'seller_extensions';
+  const tc = await loadTypeContext(q, principal, findType(kind)!);
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't');
   const r = await q.query<{ ok: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM attribute_meta WHERE partition_id = $1 AND owner_type = $2 AND name = $3)
-         OR EXISTS (SELECT 1 FROM ${ident(table)} WHERE partition_id = $1 AND name = $3) AS ok`,
-    [partitionId, kind, name],
+    `SELECT EXISTS (SELECT 1 FROM attribute_meta
+                     WHERE partition_id = ${params.add(principal.partitionId)} AND owner_type = ${params.add(kind)}
+                       AND name = ${params.add(name)})
+         OR EXISTS (SELECT 1 FROM ${ident(tc.type.table)} t WHERE ${scope} AND t.name = ${params.add(name)}) AS ok`,
+    params.values,
   );
   return r.rows[0]!.ok;
 }
@@ -139,17 +146,21 @@ export async function bomLines(
   const depth = params.add(maxDepth);
   const limit = params.add(maxLines);
   const visible = rowScope(products, principal, params, 'p');
+  // A BOM line describes its product (`sku`): it is read only where that product is not hidden from
+  // the principal (a sku without a product record hides nothing).
+  const described = `NOT EXISTS (SELECT 1 FROM products h
+      WHERE h.partition_id = ${partition} AND h.sku = b.sku AND NOT (${rowScope(products, principal, params, 'h')}))`;
   const r = await q.query<BomLine>(
     `WITH RECURSIVE tree (sku, quantity, depth, path, cycle) AS (
        SELECT b.component_sku, b.quantity, 1, ARRAY[b.sku, b.component_sku], b.component_sku = b.sku
          FROM product_bom b
-        WHERE b.partition_id = ${partition} AND b.sku = ${root}
+        WHERE b.partition_id = ${partition} AND b.sku = ${root} AND ${described}
        UNION ALL
        SELECT b.component_sku, b.quantity, t.depth + 1, t.path || b.component_sku,
               b.component_sku = ANY(t.path)
          FROM tree t
          JOIN product_bom b ON b.partition_id = ${partition} AND b.sku = t.sku
-        WHERE NOT t.cycle AND t.depth < ${depth}::int
+        WHERE NOT t.cycle AND t.depth < ${depth}::int AND ${described}
      )
      SELECT t.path, t.sku, t.quantity, t.cycle, p.label,
             (t.depth >= ${depth}::int AND NOT t.cycle AND EXISTS (

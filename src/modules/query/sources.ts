@@ -107,7 +107,7 @@ export async function resolveSource(
     if (name === undefined) throw validationError(field, `${kind} needs a table name: ${kind}:<table>`);
     const type = findType(kind)!;
     requireAccess(principal, type.access.fetch);
-    if (!(await extensionTableExists(q, principal.partitionId, kind as ExtensionKind, name))) {
+    if (!(await extensionTableExists(q, principal, kind as ExtensionKind, name))) {
       throw new AppError('NOT_FOUND', `Extension table ${code} not found`, { field });
     }
     const tc = await loadTypeContext(q, principal, type, name);
