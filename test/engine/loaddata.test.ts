@@ -545,7 +545,11 @@ describe('loaddata', () => {
       res.errors.map((e: any) => e.row),
       [0],
     );
-    assert.match(res.errors[0].message, /not allowed/);
+    // Named by the key (README: a row error naming the key).
+    assert.deepEqual(
+      [res.errors[0].field, res.errors[0].message],
+      ['sku', 'not allowed to change the matching Product of "ug-other" (user group)'],
+    );
     const rows = await products(['ug-other', 'ug-mine', 'ug-none', 'ug-new']);
     assert.equal(rows.get('ug-other')!.label, 'theirs');
     assert.equal(rows.get('ug-other')!.version, 0);
@@ -566,6 +570,21 @@ describe('loaddata', () => {
     assert.equal(byLabel.inserted + byLabel.updated, 0);
     assert.match(byLabel.errors[0].message, /not allowed/);
     assert.equal((await products(['ug-x'])).size, 0);
+    // An extension row of such a record: named by the record's key.
+    await loadOk('PX', { header: ['name', 'sku', 'attribute1'], data: [['UgCosts', 'ug-other', '1']] });
+    const px = await loadOk(
+      'PX',
+      {
+        header: ['name', 'sku', 'attribute1'],
+        data: [['UgCosts', 'ug-other', '2']],
+        options: { detectJoinFields: true },
+      },
+      editor,
+    );
+    assert.deepEqual(
+      [px.errors[0].field, px.errors[0].message],
+      ['sku', 'not allowed to change the matching Product extension of "ug-other" (user group)'],
+    );
   });
 
   test('401 without credentials, 403/-3 without the type permission', async () => {

@@ -293,9 +293,22 @@ function onceGivenKeys(plan: LoadPlan, rows: readonly ValidRow[], left: readonly
 /** Why a valid row was neither an update nor an insert. */
 function refusal(plan: LoadPlan, r: ValidRow, matched: boolean, parentRefused: boolean): RowError {
   const { type } = plan;
-  if (matched)
-    return { row: r.row, message: `not allowed to change the matching ${type.label} (user group)` };
   const by = type.scopedBy;
+  if (matched) {
+    // Named by the key of the record whose user group refuses it: the described record's (a row of
+    // a product extension: its sku), else the row's own.
+    const keyName = type.businessKey.at(-1);
+    const field =
+      by !== undefined
+        ? type.fields.find((f) => f.column === by.column)
+        : type.fields.find((f) => f.name === keyName);
+    const at = field === undefined ? -1 : plan.header.indexOf(field);
+    return {
+      row: r.row,
+      ...(field === undefined ? {} : { field: field.name }),
+      message: `not allowed to change the matching ${type.label}${at < 0 ? '' : ` of ${JSON.stringify(r.values[at])}`} (user group)`,
+    };
+  }
   if (parentRefused && by) {
     const field = type.fields.find((f) => f.column === by.column)!;
     const at = plan.header.indexOf(field);
