@@ -209,12 +209,25 @@ describe('file loads of lookup table values', () => {
     )[0];
     assert.deepEqual([refused.invalidRecords, refused.deletedRecords], [1, 0]);
     assert.equal((await values(t.id)).size, 3);
-    // Permission: a sync deletes values, which DATAINTEGRATION may not.
-    assertError(
-      await load('LTV', 'name,value\na,1\n', { syncOnTargetTable: 'true' }, `?name=${t.name}`, integrator),
-      403,
-      -3,
-    );
+    // Permission: a sync deletes values, which DATAINTEGRATION may not — refused before anything is
+    // loaded or queued (async alike), its status record FAILED and its file gone.
+    for (const path of ['LTV', 'LTV/async']) {
+      const denied = await load(
+        path,
+        'name,value\na,1\n',
+        { syncOnTargetTable: 'true' },
+        `?name=${t.name}`,
+        integrator,
+      );
+      assertError(denied, 403, -3);
+      const [last] = (
+        await h.db.query<{ status: string; blob_key: string | null }>(
+          'SELECT status, blob_key FROM upload_status WHERE partition_id = $1 ORDER BY id DESC LIMIT 1',
+          [h.partitionId],
+        )
+      ).rows;
+      assert.deepEqual([last!.status, last!.blob_key], ['FAILED', null]);
+    }
     const res = assertOk(
       await load(
         'LTV',

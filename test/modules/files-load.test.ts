@@ -6,9 +6,10 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
+import { adminPrincipal, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { admin, assertError, assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
-import type { JobRunner } from '../../src/jobs/runner.ts';
+import { JobStopped, type JobRunner } from '../../src/jobs/runner.ts';
+import { loadFileJobKind } from '../../src/modules/files/loadfile-job.ts';
 import { closeAbandonedLoads } from '../../src/modules/files/upload-status.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 
@@ -221,6 +222,11 @@ describe('file loads', () => {
 
   test('refusals: type, options, permission, no file', async () => {
     assertError(await load('CRCS', 'a\n1\n'), 400, -4);
+    // A code no type has is unknown (404, as /fetch answers); an unknown form field is named.
+    assertError(await load('XYZ', 'a\n1\n'), 404, -1);
+    const bogus = await load('P', 'sku\nx\n', { bogus: '1', detectJoinFields: 'true' });
+    assertError(bogus, 400, -4);
+    assert.ok(bogus.body.response.errors.bogus, JSON.stringify(bogus.body));
     assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);
     assertError(await load('P', 'sku\nx\n', {}, '', viewer), 403, -3);
     assertError(await send(h, '/loaddata.file/P', { body: form({ detectJoinFields: 'true' }) }), 400, -4);
@@ -326,6 +332,44 @@ describe('file loads', () => {
     assert.deepEqual([status.status, status.loadedRecords], ['FINISHED', 5]);
   });
 
+  test('a LOADDATA_FILE job cancelled between chunks: its status record counts the chunks that stay', async () => {
+    const p = uniqueName('c');
+    const blobs = createBlobStore(h.db, h.config.blobStore);
+    const key = blobs.newKey();
+    let csv = 'sku,label\n';
+    for (let i = 0; i < 25_000; i++) csv += `${p}-${i},x\n`;
+    await blobs.write(h.partitionId, key, [Buffer.from(csv)], { maxBytes: 10_000_000 });
+    const s = await h.db.query<{ id: number }>(
+      `INSERT INTO upload_status (partition_id, type_code, status, blob_key, file_name, size)
+       VALUES ($1, 'P', 'PROCESSING', $2, 'c.csv', $3) RETURNING id`,
+      [h.partitionId, key, Buffer.byteLength(csv)],
+    );
+    const options = {
+      joinFields: [],
+      detectJoinFields: false,
+      replaceSoftDeleted: false,
+      syncOnTargetTable: false,
+    };
+    let calls = 0;
+    // The cancel is seen when the second chunk has committed (as the runner's progress does).
+    const ctx = {
+      job: {
+        partition_id: h.partitionId,
+        parameters: { uploadStatusId: s.rows[0]!.id, typeCode: 'P', options },
+        checkpoint: null,
+      },
+      principal: adminPrincipal(h),
+      progress: () => (++calls === 2 ? Promise.reject(new JobStopped('cancel')) : Promise.resolve()),
+    };
+    await assert.rejects(loadFileJobKind(h.db, blobs).run(ctx as any), JobStopped);
+    const status = assertOk(await send(h, `/uploadmanager.status/${s.rows[0]!.id}`))[0];
+    assert.deepEqual(
+      [status.status, status.loadedRecords, status.totalRecords],
+      ['CANCELLED', 20_000, 20_000],
+    );
+    assert.equal((await products(p)).length, 20_000);
+  });
+
   test('partition isolation: another partition neither sees nor changes these rows', async () => {
     const p = uniqueName('iso');
     const res = assertOk(await load('P', `sku,label\n${p},mine\n`))[0];
@@ -363,19 +407,30 @@ describe('file loads: the synchronous time-out', () => {
       body: form({}, { field: 'fileName', name: 'big.csv', data: csv }),
     });
     assertError(r, 503, -100);
-    const status = await h.db.query<{ status: string; message: string }>(
-      'SELECT status, message FROM upload_status WHERE partition_id = $1 ORDER BY id DESC LIMIT 1',
+    assert.doesNotMatch(r.body.response.data, /transaction was rolled back$/);
+    const status = await h.db.query<{
+      status: string;
+      message: string;
+      loaded_records: number;
+      total_records: number;
+    }>(
+      `SELECT status, message, loaded_records, total_records FROM upload_status
+        WHERE partition_id = $1 ORDER BY id DESC LIMIT 1`,
       [h.partitionId],
     );
-    assert.equal(status.rows[0]!.status, 'FAILED');
-    assert.match(status.rows[0]!.message, /time-out/);
+    const row = status.rows[0]!;
+    assert.equal(row.status, 'FAILED');
+    assert.match(row.message, /time-out/);
     const n = await h.db.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM products WHERE partition_id = $1 AND sku LIKE $2',
       [h.partitionId, `${p}-%`],
     );
     // How many chunks commit within the second depends on the machine (none on a loaded one); what
-    // must hold is that the load stopped and that only whole 10,000-row chunks were kept.
+    // must hold is that the load stopped, that only whole 10,000-row chunks were kept, and that the
+    // status record (and the answer) count exactly those.
     assert.ok(n.rows[0]!.n < 300_000, String(n.rows[0]!.n));
     assert.equal(n.rows[0]!.n % 10_000, 0);
+    assert.deepEqual([Number(row.loaded_records), Number(row.total_records)], [n.rows[0]!.n, n.rows[0]!.n]);
+    assert.ok(r.body.response.data.includes(`${n.rows[0]!.n} loaded`), r.body.response.data);
   });
 });

@@ -70,20 +70,24 @@ export function loadFileJobKind(db: Db, blobs: BlobStore): JobKind {
       const s = r.rows[0];
       if (!s) throw new AppError('NOT_FOUND', `Upload status ${p.uploadStatusId} is gone`);
       const size = Number(s.size ?? 0);
+      /** The last committed chunk's counts (what a cancel leaves written). */
+      let last = ctx.job.checkpoint as Checkpoint | null;
       try {
         const result = await executeFileLoad(db, blobs, ctx.principal, type, s, p.options, {
-          ...(ctx.job.checkpoint ? { resumeFrom: ctx.job.checkpoint as Checkpoint } : {}),
-          afterChunk: (c, bytes) =>
-            ctx.progress({ progress: size > 0 ? (99 * bytes) / size : 0, checkpoint: c }),
+          ...(last ? { resumeFrom: last } : {}),
+          afterChunk: (c, bytes) => {
+            last = c;
+            return ctx.progress({ progress: size > 0 ? (99 * bytes) / size : 0, checkpoint: c });
+          },
         });
         return result;
       } catch (e) {
         if (e instanceof JobStopped && e.reason === 'cancel') {
           await db.query(
             `UPDATE upload_status SET status = 'CANCELLED', message = 'cancelled on request', blob_key = NULL,
-                    finished_at = now()
+                    finished_at = now(), loaded_records = $3, invalid_records = $4, total_records = $5
               WHERE partition_id = $1 AND id = $2 AND status <> 'FINISHED'`,
-            [s.partition_id, s.id],
+            [s.partition_id, s.id, last?.loaded ?? 0, last?.invalid ?? 0, last?.rows ?? 0],
           );
           if (s.blob_key !== null) await blobs.delete(s.partition_id, s.blob_key);
         }

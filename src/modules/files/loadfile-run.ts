@@ -73,7 +73,6 @@ export async function executeFileLoad(
   o: FileLoadOptions,
   hooks: FileLoadHooks = {},
 ): Promise<FileLoadResult> {
-  requireFileLoadAccess(principal, type, o.syncOnTargetTable);
   const lookup = isLookupFileCode(type.code);
   const fileKey = hooks.slotFile ?? s.blob_key;
   if (fileKey === null) throw new AppError('CONFLICT', `The file of upload ${s.id} is gone`);
@@ -86,7 +85,11 @@ export async function executeFileLoad(
   const names = new Set<string>();
   /** Lookup values: the tables the file loaded into. */
   let tableIds: readonly number[] = [];
+  /** What the committed chunks hold (what stays written when a later chunk fails). */
+  let committed = { rows: before?.rows ?? 0, loaded: before?.loaded ?? 0, invalid: before?.invalid ?? 0 };
   try {
+    // (In the try: a refusal ends the status record FAILED, as any other failure.)
+    requireFileLoadAccess(principal, type, o.syncOnTargetTable);
     const table = lookup ? await namedTable(db, principal, type.code, o) : undefined;
     const delimiter = o.delimiter === undefined ? undefined : DELIMITERS[o.delimiter];
     const source = await rowsOf(() => counter.count(blobs.read(s.partition_id, fileKey)), delimiter);
@@ -102,16 +105,12 @@ export async function executeFileLoad(
     }
     const skip = before?.rows ?? 0;
     const progress = async (done: { rows: number; inserted: number; updated: number; invalid: number }) => {
-      await hooks.afterChunk?.(
-        {
-          rows: skip + done.rows,
-          loaded: (before?.loaded ?? 0) + done.inserted + done.updated,
-          invalid: (before?.invalid ?? 0) + done.invalid,
-          errors: [],
-          mark,
-        },
-        counter.bytes,
-      );
+      committed = {
+        rows: skip + done.rows,
+        loaded: (before?.loaded ?? 0) + done.inserted + done.updated,
+        invalid: (before?.invalid ?? 0) + done.invalid,
+      };
+      await hooks.afterChunk?.({ ...committed, errors: [], mark }, counter.bytes);
     };
     if (lookup) {
       const loaded = await loadLookupFile(
@@ -191,15 +190,25 @@ export async function executeFileLoad(
     }
   } catch (e) {
     // A stopped job resumes (or is cancelled) from its checkpoint: its file stays.
-    if (!(e instanceof JobStopped)) {
-      await failUploadStatus(
-        db,
-        blobs,
-        s,
-        e instanceof AppError || e instanceof DeadlineError ? e.message : 'the load failed unexpectedly',
-      );
-    }
-    throw e;
+    if (e instanceof JobStopped) throw e;
+    // The database's deadline passed within a chunk: that chunk is rolled back, the earlier stay.
+    const failure =
+      e instanceof DeadlineError
+        ? new AppError(
+            'TIMEOUT',
+            `The load ran past the synchronous time-out: the chunk in progress was rolled back; ` +
+              `${committed.rows} rows before it stay committed (${committed.loaded} loaded, in whole chunks); ` +
+              'use the /async variant for large files',
+          )
+        : e;
+    await failUploadStatus(
+      db,
+      blobs,
+      s,
+      failure instanceof AppError ? failure.message : 'the load failed unexpectedly',
+      committed,
+    );
+    throw failure;
   }
 
   const errors = [

@@ -8,7 +8,7 @@ import { requireAccess } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { valueDeclaration } from '../../engine/registry-lookup.ts';
 import { TO_DO_CODE } from '../../engine/registry-master-more.ts';
-import { validationError } from '../../http/errors.ts';
+import { notFound, validationError } from '../../http/errors.ts';
 import { DELIMITERS } from './rows.ts';
 import { isLookupFileCode, requireLookupLoadAccess } from './loadlookups.ts';
 
@@ -23,6 +23,8 @@ export const FILE_LOAD_CODES: readonly string[] = [
  * (LTV, MLTV, JLTV) it is the bare declaration: the table is named by the call or by the rows.
  */
 export function fileLoadType(code: string): TypeDef {
+  // A code no type has is unknown (404, as everywhere); a known one the files cannot load is a -4.
+  if (!isLookupFileCode(code) && findType(code) === undefined) throw notFound(`Type code ${code}`);
   if (!FILE_LOAD_CODES.includes(code)) {
     throw validationError('typeCode', `${code} is not a file-load type (${FILE_LOAD_CODES.join(', ')})`);
   }

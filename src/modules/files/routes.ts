@@ -195,11 +195,25 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   );
 }
 
+/** The form fields a file load takes beside the file (any other is a -4 naming it). */
+const LOAD_FIELDS = [
+  'joinFields',
+  'detectJoinFields',
+  'replaceSoftDeleted',
+  'syncOnTargetTable',
+  'name',
+  'tableId',
+  'delimiter',
+];
+
 /** The options of a file load from its form fields and query. */
 function loadOptionsOf(
   fields: Readonly<Record<string, string>>,
   query: { name?: string; tableId?: string; delimiter?: string },
 ): FileLoadOptions {
+  const unknown = Object.keys(fields).find((k) => !LOAD_FIELDS.includes(k));
+  if (unknown !== undefined)
+    throw validationError(unknown, `unknown field (the file in fileName; ${LOAD_FIELDS.join(', ')})`);
   const name = query.name ?? fields.name;
   const tableId = query.tableId ?? fields.tableId;
   const delimiter = query.delimiter ?? fields.delimiter;
@@ -217,7 +231,8 @@ function loadOptionsOf(
 /**
  * A deadline for the synchronous work of a request: SYNC_TIMEOUT_SECONDS from when the work starts
  * (after the upload: the transfer is paced by the client). Checked between chunks, so a load is cut
- * only at a chunk boundary — every committed chunk is whole — and answers 503/-100.
+ * at a chunk boundary, and by the database layer within a chunk (which is rolled back); either way
+ * every committed chunk is whole, the answer is 503/-100 and the status record counts what stays.
  */
 function syncDeadline(seconds: number): (done: { rows: number; loaded: number }) => Promise<void> {
   const until = Date.now() + seconds * 1000;
@@ -259,6 +274,8 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
         return size;
       });
       const options = loadOptionsOf(fields, query);
+      // The whole permission (syncOnTargetTable needs more), before anything is queued or loaded.
+      requireFileLoadAccess(principal, type, options.syncOnTargetTable);
       checkFileLoadOptions(type, options);
       return { type, status, options };
     } catch (e) {

@@ -104,17 +104,26 @@ export async function setStatusFile(
   );
 }
 
-/** Ends a status record that never got to load (bad upload or options), removing its file. */
+/**
+ * Ends a status record whose load failed (or never got to load: bad upload or options), removing its
+ * file; `committed` counts the rows of the chunks that stay written (none by default).
+ */
 export async function failUploadStatus(
   db: Db,
   blobs: BlobStore,
   s: UploadStatusRow,
   message: string,
+  committed: { readonly rows: number; readonly loaded: number; readonly invalid: number } = {
+    rows: 0,
+    loaded: 0,
+    invalid: 0,
+  },
 ): Promise<void> {
   await db.query(
-    `UPDATE upload_status SET status = 'FAILED', message = $3, blob_key = NULL, finished_at = now()
+    `UPDATE upload_status SET status = 'FAILED', message = $3, blob_key = NULL, finished_at = now(),
+            loaded_records = $4, invalid_records = $5, total_records = $6
       WHERE partition_id = $1 AND id = $2`,
-    [s.partition_id, s.id, message],
+    [s.partition_id, s.id, message, committed.loaded, committed.invalid, committed.rows],
   );
   if (s.blob_key !== null) await blobs.delete(s.partition_id, s.blob_key);
 }
