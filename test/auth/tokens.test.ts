@@ -101,6 +101,9 @@ describe('api tokens and one-time tokens', () => {
     );
     assert.deepEqual(status(await h.call('/add/P', { headers, body: { data: { sku: 'R' } } })), [403, -3]);
     assert.deepEqual(status(await h.call('/fetch/PX', { headers, body: {} })), [403, -3]);
+    // Its login answers the permissions it may use: the list, not all the user's.
+    const [login] = (await h.call('/login/extended', { headers })).body.response.data;
+    assert.deepEqual(login.extendedData.permissions, ['USER_FETCH']);
     // A one-time token it asks for carries the same restriction (it cannot widen it); one asked
     // for by unrestricted Basic credentials carries none.
     const oneTime = async (how: { headers: Record<string, string> } | { basic: typeof admin }) =>

@@ -85,7 +85,8 @@ export async function loginInfo(db: Db, principal: Principal, interfaceRelease: 
       Release: interfaceRelease,
       ratecardVersion: RELEASE,
       partition: principal.partition,
-      permissions: [...principal.permissions].sort(),
+      // What this credential may use: a token's permission list narrows the user's permissions.
+      permissions: [...principal.permissions].filter((p) => can(principal, p)).sort(),
     },
   };
 }
