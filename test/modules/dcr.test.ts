@@ -421,6 +421,14 @@ describe('data change requests', () => {
     );
     expectError(
       await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: { filterCriteria: {}, massEditRecords: [{ ...labelOp[0], extra: 2 }] },
+      }),
+      400,
+      -4,
+      'massEditRecords.0.extra',
+    );
+    expectError(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
         data: {
           filterCriteria: { fieldName: 'nope', operator: 'equals', value: 1 },
           massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'f' }],

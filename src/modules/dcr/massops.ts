@@ -39,6 +39,8 @@ function checkMassOp(
   const operations = ops.map((op: unknown, i) => {
     const at = `${prefix}massEditRecords.${i}`;
     if (!isObj(op)) throw validationError(at, 'must be {fieldName, massEditOperator, fieldValue}');
+    const extra = Object.keys(op).find((k) => !['fieldName', 'massEditOperator', 'fieldValue'].includes(k));
+    if (extra !== undefined) throw validationError(`${at}.${extra}`, 'unknown field');
     const name = op.fieldName;
     if (typeof name !== 'string' || !s.tc.fields.has(name))
       throw validationError(`${at}.fieldName`, `unknown field ${JSON.stringify(name)}`);
