@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminPrincipal, startHarness, type Harness } from '../helpers/app.ts';
 import type { Principal } from '../../src/access/access.ts';
-import { compileQuery, planQuery } from '../../src/modules/query/pipeline.ts';
+import { compileQuery } from '../../src/modules/query/compile.ts';
+import { planQuery } from '../../src/modules/query/pipeline.ts';
 import { QUERY_ADMIN, seedQueryData } from './query-seed.ts';
 
 const EVIL = [

@@ -13,14 +13,8 @@ import { remainingMs } from '../../db/deadline.ts';
 import { findType } from '../../engine/registry.ts';
 import type { FieldType } from '../../engine/types.ts';
 import { AppError } from '../../http/errors.ts';
-import {
-  compileQuery,
-  planQuery,
-  resultColumns,
-  toRows,
-  type OutputColumn,
-  type QueryBody,
-} from './pipeline.ts';
+import { compileQuery, resultColumns, toRows } from './compile.ts';
+import { planQuery, type OutputColumn, type QueryBody } from './pipeline.ts';
 import { SOURCE_KINDS, listTables, resolveSource, visibleSets, type Source } from './sources.ts';
 
 export type QuerySettings = Pick<Config, 'queryMaxRows' | 'queryMaxJoins' | 'queryTimeoutSeconds'>;
