@@ -5,7 +5,7 @@ import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
-import { EXPECTED, coerceValue } from './values.ts';
+import { EXPECTED, coerceValue, unstorableIn } from './values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -95,33 +95,6 @@ function indexedTextTooLarge(v: string, withLowerCase: boolean): string | undefi
     : undefined;
 }
 
-/**
- * Where and why a JSON value (as parsed from a request) cannot be stored as given, or undefined: a
- * number the parse made Infinity (1e400; JSON.stringify would write null), text or a member name
- * with NUL or an unpaired surrogate (no jsonb takes them). The path is relative to the value (`a.0`,
- * '' for the value itself). Walked without recursion: a request may nest deeply.
- */
-export function jsonValueProblem(raw: unknown): { path: string; problem: string } | undefined {
-  const text = (s: string) => !s.includes('\u0000') && s.isWellFormed();
-  const at = (path: string, k: string) => (path === '' ? k : `${path}.${k}`);
-  const pending: [unknown, string][] = [[raw, '']];
-  while (pending.length > 0) {
-    const [v, path] = pending.pop()!;
-    if (typeof v === 'number' && !Number.isFinite(v))
-      return { path, problem: 'is a number beyond the range of a double' };
-    if (typeof v === 'string' && !text(v))
-      return { path, problem: 'must not contain NUL characters or unpaired surrogates' };
-    if (Array.isArray(v)) v.forEach((x: unknown, i) => pending.push([x, at(path, String(i))]));
-    else if (typeof v === 'object' && v !== null)
-      for (const [k, x] of Object.entries(v)) {
-        if (!text(k))
-          return { path, problem: 'has a member name with NUL characters or unpaired surrogates' };
-        pending.push([x, at(path, k)]);
-      }
-  }
-  return undefined;
-}
-
 /** A value in its stored form, or the reason it is refused. */
 export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | string {
   if (raw === null || raw === undefined || (raw === '' && f.type !== 'string')) {
@@ -129,7 +102,7 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
     return f.required ? 'is required' : { value: null };
   }
   if (f.type === 'json') {
-    const bad = jsonValueProblem(raw);
+    const bad = unstorableIn(raw);
     return bad === undefined
       ? { value: JSON.stringify(raw) }
       : `${bad.path === '' ? '' : `${bad.path}: `}${bad.problem}`;

@@ -29,6 +29,41 @@ const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATETIME_RE =
   /^(\d{4}-\d{2}-\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?)?\s*(?:([Zz])|([-+])(\d{2})(?::?(\d{2}))?)?$/;
 
+/**
+ * Why PostgreSQL text (and jsonb) cannot take `s`, or undefined: NUL, which it cannot hold, or an
+ * unpaired surrogate (JSON allows "\ud800"), which has no UTF-8 form (the driver would store U+FFFD).
+ */
+export function unstorableText(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'must not contain NUL characters';
+  return s.isWellFormed() ? undefined : 'must not contain unpaired surrogates';
+}
+
+/**
+ * Where and why a value parsed from a request cannot be stored as given, or undefined: text or a
+ * member name that is `unstorableText`, and (`numbers`) a number the parse made Infinity (1e400;
+ * JSON.stringify would write null). The path is relative to the value (`a.0`; '' for the value
+ * itself). Walked without recursion: a request may nest deeply.
+ */
+export function unstorableIn(raw: unknown, numbers = true): { path: string; problem: string } | undefined {
+  const at = (path: string, k: string) => (path === '' ? k : `${path}.${k}`);
+  const pending: [unknown, string][] = [[raw, '']];
+  while (pending.length > 0) {
+    const [v, path] = pending.pop()!;
+    if (numbers && typeof v === 'number' && !Number.isFinite(v))
+      return { path, problem: 'is a number beyond the range of a double' };
+    const text = typeof v === 'string' ? unstorableText(v) : undefined;
+    if (text !== undefined) return { path, problem: text };
+    if (Array.isArray(v)) v.forEach((x: unknown, i) => pending.push([x, at(path, String(i))]));
+    else if (typeof v === 'object' && v !== null)
+      for (const [k, x] of Object.entries(v)) {
+        const name = unstorableText(k);
+        if (name !== undefined) return { path: at(path, k.replaceAll('\u0000', '\\u0000')), problem: name };
+        pending.push([x, at(path, k)]);
+      }
+  }
+  return undefined;
+}
+
 function toText(v: unknown): Value | undefined {
   // A number that overflowed when the JSON was parsed (1e999) is Infinity: no text of the client's.
   const s =
@@ -37,9 +72,8 @@ function toText(v: unknown): Value | undefined {
       : (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean'
         ? String(v)
         : undefined;
-  // PostgreSQL text cannot hold NUL: refuse it here rather than fail in the driver. An unpaired
-  // surrogate (JSON allows "\ud800") has no UTF-8 form: the driver would store U+FFFD instead.
-  return s === undefined || s.includes('\u0000') || !s.isWellFormed() ? undefined : s;
+  // Refused here rather than failing in the driver (or stored changed).
+  return s === undefined || unstorableText(s) !== undefined ? undefined : s;
 }
 
 function toInteger(v: unknown): Value | undefined {

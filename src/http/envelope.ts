@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, namedElement, validationError, type FieldErrors } from './errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
+import { unstorableIn } from '../engine/values.ts';
 import type {} from './fastify-types.ts';
 
 export interface ListInfo {
@@ -268,34 +269,6 @@ function mapError(err: unknown): AppError {
   return new AppError('INTERNAL');
 }
 
-/** Why no PostgreSQL text (nor jsonb) takes `s`, or undefined. */
-const unstorable = (s: string): string | undefined =>
-  s.includes('\u0000')
-    ? 'must not contain NUL characters'
-    : s.isWellFormed()
-      ? undefined
-      : 'must not contain unpaired surrogates';
-
-/**
- * Where a body holds text (or a key) that no PostgreSQL text takes (NUL, an unpaired surrogate), and
- * why: `data.note`, `0.data.label`.
- */
-export function unstorableTextPath(value: unknown, at = '', depth = 0): [string, string] | undefined {
-  const here = (k: string) => (at === '' ? k : `${at}.${k}`);
-  if (typeof value === 'string') {
-    const why = unstorable(value);
-    return why === undefined ? undefined : [at || 'body', why];
-  }
-  if (depth > 64 || typeof value !== 'object' || value === null) return undefined;
-  for (const [k, v] of Object.entries(value)) {
-    const why = unstorable(k);
-    if (why !== undefined) return [here(k.replaceAll('\u0000', '\\u0000')), why];
-    const found = unstorableTextPath(v, here(k), depth + 1);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
 /** SQLSTATE class 22: a value the database could not take. */
 function isDataException(err: unknown): boolean {
   const code = (err as PgError | null)?.code;
@@ -310,9 +283,10 @@ export function handleError(err: unknown, req: FastifyRequest, reply: FastifyRep
   // names the field). Named like every field error, inside `data` (`label`, `2.label` in a batch).
   // A path parameter with NUL (`/conditionrecordset.lookup/A%00B`) is named as itself.
   const found = isDataException(err)
-    ? (unstorableTextPath(req.body) ?? unstorableTextPath(req.params))
+    ? (unstorableIn(req.body, false) ?? unstorableIn(req.params, false))
     : undefined;
-  if (found !== undefined) e = validationError(found[0].replace(/^(\d+\.)?data\./, '$1'), found[1]);
+  if (found !== undefined)
+    e = validationError((found.path || 'body').replace(/^(\d+\.)?data\./, '$1'), found.problem);
   if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
   const response: Envelope['response'] = {
     node: req.server.config.nodeId,

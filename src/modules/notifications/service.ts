@@ -8,8 +8,7 @@ import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { NOTIFICATION_LEVELS, NOTIFICATION_TYPE } from '../../engine/registry-notifications.ts';
-import { jsonValueProblem } from '../../engine/value-check.ts';
-import { coerceValue } from '../../engine/values.ts';
+import { coerceValue, unstorableIn, unstorableText } from '../../engine/values.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   findRecipients,
@@ -43,8 +42,9 @@ const maxLengthOf = (name: string): number =>
 function optionalText(input: Record<string, unknown>, name: string, prefix: string): string | null {
   const v = input[name];
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.includes('\u0000') || !v.isWellFormed())
-    throw validationError(prefix + name, 'must be text (without NUL characters or unpaired surrogates)');
+  if (typeof v !== 'string') throw validationError(prefix + name, 'must be text');
+  const unstorable = unstorableText(v);
+  if (unstorable !== undefined) throw validationError(prefix + name, unstorable);
   if (v.length > maxLengthOf(name)) {
     throw validationError(prefix + name, `at most ${maxLengthOf(name)} characters`);
   }
@@ -84,7 +84,7 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   if (dismissible !== undefined && dismissible !== null && typeof dismissible !== 'boolean') {
     throw validationError(prefix + 'dismissible', 'must be true or false');
   }
-  const bad = jsonValueProblem(input.payload);
+  const bad = unstorableIn(input.payload);
   if (bad !== undefined)
     throw validationError(`${prefix}payload${bad.path === '' ? '' : `.${bad.path}`}`, bad.problem);
   const payload =

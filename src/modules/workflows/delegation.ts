@@ -14,7 +14,7 @@ import { loadTypeContext, selectList } from '../../engine/context.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
 import { recordHistory, type HistoryAction } from '../../engine/history.ts';
-import { coerceValue } from '../../engine/values.ts';
+import { coerceValue, unstorableText } from '../../engine/values.ts';
 import { refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { userIdByLogin } from './store.ts';
@@ -62,12 +62,11 @@ async function today(q: Queryable): Promise<string> {
 
 function noteOf(v: unknown): string | null {
   if (v === undefined || v === null) return null;
-  // (Refused by checkdates as by add: text no database column takes, NUL or an unpaired surrogate.)
-  if (typeof v !== 'string' || v.length > 4000 || v.includes('\u0000') || !v.isWellFormed())
-    throw validationError(
-      'note',
-      'must be text of at most 4000 characters, without NUL or unpaired surrogates',
-    );
+  if (typeof v !== 'string' || v.length > 4000)
+    throw validationError('note', 'must be text of at most 4000 characters');
+  // (Refused by checkdates as by add: text no database column takes.)
+  const unstorable = unstorableText(v);
+  if (unstorable !== undefined) throw validationError('note', unstorable);
   return v;
 }
 
