@@ -13,7 +13,8 @@ import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
 import type { LogicLimits } from '../../logic/env.ts';
-import { asDec, parseIsoDate, toJson } from '../../logic/values.ts';
+import { inputValue, type InputType } from '../../logic/logic.ts';
+import { parseIsoDate, toJson } from '../../logic/values.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
@@ -199,29 +200,23 @@ export async function queueCalculation(
   });
 }
 
-/** An override value in the form the element's results have (numbers for numeric elements, toJson). */
+/** The input type whose checks an override of an element of this field type takes. */
+const OVERRIDE_INPUT: Readonly<Record<string, InputType>> = {
+  decimal: 'NUMBER',
+  boolean: 'BOOLEAN',
+  date: 'DATE',
+};
+
+/**
+ * An override value, checked as the logic's input of the element's type is (a number exact, as the
+ * logic reads numbers; a date; a boolean; else text), in the form the element's results have
+ * (toJson: a decimal past a double as its text).
+ */
 function overrideValue(type: string, v: unknown, field: string): unknown {
   if (v === null) return null;
-  switch (type) {
-    case 'decimal': {
-      // Exact, as the logic reads numbers: a number, or a decimal's text (stored as text where a
-      // double would not keep it, toJson).
-      if (typeof v !== 'number' && typeof v !== 'string') throw validationError(field, 'must be a number');
-      const d = typeof v === 'string' ? asDec(v) : Number.isFinite(v) ? asDec(String(v)) : undefined;
-      if (d === undefined) throw validationError(field, `${JSON.stringify(v)} is not a number`);
-      return toJson(d);
-    }
-    case 'boolean':
-      if (typeof v !== 'boolean') throw validationError(field, 'must be true or false');
-      return v;
-    case 'date':
-      if (typeof v !== 'string' || !parseIsoDate(v))
-        throw validationError(field, 'must be a date YYYY-MM-DD');
-      return v;
-    default:
-      if (typeof v !== 'string' || v.length > 10_000) throw validationError(field, 'must be text');
-      return v;
-  }
+  const checked = inputValue({ name: field, type: OVERRIDE_INPUT[type] ?? 'TEXT' }, v);
+  if ('error' in checked) throw validationError(field, checked.error);
+  return toJson(checked.value);
 }
 
 interface ItemLock {
