@@ -253,7 +253,9 @@ function foundByIndex(n: ResolvedNode): boolean {
     case 'set':
       return (
         !n.negate &&
-        (n.field.column === 'id' || n.field.searchIndexed === true || n.field.indexCovers === true)
+        (n.field.column === 'id' ||
+          n.field.searchIndexed === true ||
+          (n.field.indexCovers === true && n.ci !== true))
       );
     case 'like':
       return n.anchor === 'start' && !n.negate && 'value' in n.rhs && n.field.searchIndexed === true;
@@ -415,6 +417,8 @@ function distinctColumns(tc: TypeContext, names: readonly string[]): string {
   return [...fields]
     .map(([c, f]) => {
       const col = qualified('t', c);
+      // A field read through an expression (readSql) is that expression, under its column's name.
+      if (f?.readSql !== undefined) return `${f.readSql('t')} AS ${ident(c)}`;
       return f?.storedAsText && (f.type === 'decimal' || f.type === 'integer') && f.jsonKey === undefined
         ? `coalesce(trim_scale(rc_try_numeric(${col}))::text, ${col}) AS ${ident(c)}`
         : col;
@@ -435,7 +439,13 @@ function distinctSql(
   offset: string,
   total: string,
 ): string {
-  const sortable = names.filter((n) => n !== 'typedId');
+  // By default the selected fields but JSON ones, which sort by no rule of the API; they follow in
+  // the order of their stored value, so that equal pages never overlap.
+  const sortable = names.filter((n) => n !== 'typedId' && tc.fields.get(n)!.type !== 'json');
+  const json = names.flatMap((n) => {
+    const f = n === 'typedId' ? undefined : tc.fields.get(n)!;
+    return f?.type === 'json' ? [`${qualified('d', f.column)} ASC`] : [];
+  });
   const requested =
     sortBy === undefined || sortBy === null ? sortable : Array.isArray(sortBy) ? sortBy : [sortBy];
   for (const s of requested) {
@@ -447,8 +457,21 @@ function distinctSql(
     }
   }
   const first = names[0] === 'typedId' ? 'id' : tc.fields.get(names[0]!)!.column;
-  const order = compileSort(requested, tc.fields, 'd', first);
-  return `SELECT ${selectList(tc, names, 'd')}, ${total}
+  // The inner query answered the expression of a readSql field already: the outer query reads
+  // (and sorts by) its column.
+  const read = (n: string) => (n === 'typedId' ? undefined : tc.fields.get(n)!.readSql);
+  const outer = new Map(
+    [...tc.fields].map(([n, f]) => [n, f.readSql === undefined ? f : { ...f, readSql: undefined }]),
+  );
+  const order = [compileSort(requested, outer, 'd', first), ...json].join(', ');
+  const select = names
+    .map((n) =>
+      read(n) === undefined
+        ? selectList(tc, [n], 'd')
+        : `${qualified('d', tc.fields.get(n)!.column)} AS ${ident(n)}`,
+    )
+    .join(', ');
+  return `SELECT ${select}, ${total}
             FROM (SELECT DISTINCT ${distinctColumns(tc, names)} FROM ${from}) d
            ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
 }

@@ -207,12 +207,18 @@ void describe('criteria injection: limits', () => {
     rejects(() => compile(keys), 'criteria');
   });
 
-  void test('a long case-insensitive simple list counts leaf by leaf, even when lenient', () => {
+  void test('a long substring or prefix simple list counts leaf by leaf, even when lenient', () => {
     const values = Array.from({ length: MAX_CRITERIA + 1 }, (_, i) => `v${i}`);
-    rejects(() => compile({ name: values }), 'criteria');
-    rejects(() => compile({ name: values }, { lenient: true }), 'criteria');
-    // a list that needs no expansion is one parameter, however long
-    assert.equal(compile({ name: values }, { textMatchStyle: 'exactCase' }).params.length, 1);
+    for (const textMatchStyle of ['substring', 'startsWith']) {
+      rejects(() => compile({ name: values }, { textMatchStyle }), 'criteria');
+      rejects(() => compile({ name: values }, { textMatchStyle, lenient: true }), 'criteria');
+    }
+    // a list with a set form is one criterion and one parameter, however long: case-sensitive or
+    // case-insensitive (the default style, `exact`)
+    for (const textMatchStyle of ['exactCase', 'exact']) {
+      const many = Array.from({ length: 70_000 }, (_, i) => `v${i}`);
+      assert.equal(compile({ name: many }, { textMatchStyle }).params.length, 1);
+    }
   });
 });
 
@@ -253,6 +259,15 @@ for (const [dbName, open] of databases) {
           [1, 2, 3, 4, 5, 6, 7, 8].filter((i) => i !== id),
         );
       }
+    });
+
+    void test('a simple list of the default style matches any of its values, in any case', async () => {
+      const names = NAMES.map(([, n]) => n);
+      assert.deepEqual(await ids({ name: names.map((n) => n.toUpperCase()) }), [1, 2, 3, 4, 5, 6, 7, 8]);
+      assert.deepEqual(await ids({ name: [names[2]!.toLowerCase(), 'nothing'] }), [3]);
+      assert.deepEqual(await ids({ name: [] }), []);
+      assert.deepEqual(await ids({ name: [names[0], null] }, { textMatchStyle: 'exact' }), [1]);
+      assert.deepEqual(await ids({ name: ['nothing', "'; drop table X; --"] }), [1]);
     });
 
     void test('payloads in a set, a regexp and a range stay values', async () => {

@@ -485,6 +485,15 @@ describe('generic operations on products', () => {
     expectError(await api('/fetch/P', { distinctResults: true }), 400, -4, 'distinctResults');
   });
 
+  test('a simple criteria list is one criterion however long; the default style ignores case', async () => {
+    const many = Array.from({ length: 1_500 }, (_, i) => `rf-${i}`); // RF-1..RF-3 among them, lower case
+    const body = { data: { sku: many }, valueFields: ['sku'], sortBy: 'sku' };
+    assert.deepEqual(okData(await api('/fetch/P', body)), [['RF-1'], ['RF-2'], ['RF-3']]);
+    assert.deepEqual(okData(await api('/fetch/P', { ...body, textMatchStyle: 'exactCase' })), []);
+    // substring and prefix lists have no set form: each value is a criterion of the filter
+    expectError(await api('/fetch/P', { ...body, textMatchStyle: 'startsWith' }), 400, -4, 'criteria');
+  });
+
   test('SQL-looking input is data or a -4, never SQL', async () => {
     const evil = "x'); DROP TABLE products; --";
     const [p] = okData(await api('/add/P', { data: { sku: evil, label: '%_\\' } }));

@@ -183,6 +183,50 @@ describe('record history', () => {
         JSON.stringify(updates.map((r) => r.businessKey)),
       );
     }
+    // Distinct field lists (some stored once for a bulk insert, read through their list): sorted by
+    // them by default or as asked, beside another field, and counted.
+    const hl = adv(
+      { fieldName: 'typeCode', operator: 'equals', value: 'P' },
+      { fieldName: 'businessKey', operator: 'startsWith', value: 'HL-' },
+    );
+    for (const sortBy of [undefined, 'field', ['action', '-field']]) {
+      const distinct = await api('/history.fetch', {
+        data: hl,
+        valueFields: ['action', 'field'],
+        distinctResults: true,
+        sortBy,
+      });
+      const got = okData(distinct).map(([action, field]) => [action, [...field].sort()]);
+      assert.deepEqual(
+        got.sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+        [
+          ['ADD', ['label', 'sku']],
+          ['UPDATE', ['label']],
+        ],
+        JSON.stringify(sortBy),
+      );
+      assert.equal(distinct.body.response.totalRows, 2);
+    }
+    // JSON fields take part in distinct rows too (they sort by no rule of the API, so not by default).
+    const changes = okData(
+      await api('/history.fetch', {
+        data: hl,
+        valueFields: ['action', 'changes'],
+        distinctResults: true,
+      }),
+    );
+    assert.equal(changes.length, 4);
+    expectError(
+      await api('/history.fetch', {
+        data: hl,
+        valueFields: ['changes'],
+        distinctResults: true,
+        sortBy: 'changes',
+      }),
+      400,
+      -4,
+      'sortBy',
+    );
     // A bulk-inserted record's ADD keeps the field names; its values are rebuilt when read.
     const [hl2] = okData(await api('/fetch/P', { data: { sku: 'HL-2' } }));
     const own = await historyOf('P', hl2.id);

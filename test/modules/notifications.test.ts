@@ -252,6 +252,15 @@ describe('notifications', () => {
     );
     const arrays = assertOk(await list(ann, { data: { title: 'page 2' }, valueFields: ['title', 'read'] }));
     assert.deepEqual(arrays, [['page 2', false]]);
+    // distinct rows sort by their own fields when no sortBy is given (not by the newest-first default)
+    const distinct = await list(ann, {
+      data: { fieldName: 'title', operator: 'startsWith', value: 'page' },
+      valueFields: ['title'],
+      distinctResults: true,
+      endRow: 2,
+    });
+    assert.deepEqual(assertOk(distinct), [['page 1'], ['page 2']]);
+    assert.equal(distinct.body.response.totalRows, 5);
     assertError(await list(ann, { data: { fieldName: 'nope', operator: 'equals', value: 1 } }), 400, -4);
     assertError(await list(ann, { data: { fieldName: 'title', operator: 'bogus', value: 1 } }), 400, -4);
     assertError(await list(ann, { sortBy: 'password' }), 400, -4);

@@ -52,7 +52,12 @@ function compileNode(node: ResolvedNode, outer: Ctx): string {
         return negated(`${a.sql} && ${param(ctx, node.values, 'text[]')}`, node.negate, ctx);
       // `= ANY($n)` rather than `IN (...)`: one parameter however long the list, the same statement
       // text for every length, and an empty list is simply false.
-      const any = `${a.sql} = ANY(${param(ctx, node.values, `${a.type}[]`)})`;
+      const list = param(ctx, node.values, `${a.type}[]`);
+      // Case-insensitive: `lower(col)`, the form the lower(col) indexes serve, against the values
+      // lowered by the database too (JavaScript's lower case is not PostgreSQL's for every letter).
+      const any = node.ci
+        ? `lower(${a.sql}) = ANY(ARRAY(SELECT lower(v) FROM unnest(${list}) v))`
+        : `${a.sql} = ANY(${list})`;
       return negated(node.withNull ? `(${any} OR ${a.sql} IS NULL)` : any, node.negate, ctx);
     }
     case 'null': {

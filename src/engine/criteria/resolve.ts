@@ -51,6 +51,8 @@ export type ResolvedLeaf =
       readonly values: readonly Value[];
       /** The list held null: NULLs are members too. */
       readonly withNull: boolean;
+      /** Case-insensitive membership (a simple criteria list of text, textMatchStyle `exact`). */
+      readonly ci?: boolean;
     }
   | { readonly kind: 'null'; readonly field: FieldSpec; readonly blank: boolean; readonly negate: boolean };
 
@@ -125,9 +127,9 @@ export function resolveCriteria(
       case 'match':
         return leaf(node.fieldName, () => {
           const expanded = expandMatch(node, lookup(fields, node.fieldName, opts.typeCode));
-          return expanded.kind === 'leaf'
-            ? resolveOne(expanded)
-            : { kind: 'or', children: expanded.children.map(resolveOne) };
+          if (expanded.kind === 'leaf') return resolveOne(expanded);
+          if (expanded.kind === 'ciSet') return { ...(resolveOne(expanded.leaf) as SetLeaf), ci: true };
+          return { kind: 'or', children: expanded.children.map(resolveOne) };
         });
       default:
         return unreachable(node);
@@ -146,13 +148,20 @@ const STYLE_OPERATOR: Record<TextMatchStyle, Operator> = {
   startsWith: 'iStartsWith',
 };
 
+type SetLeaf = Extract<ResolvedLeaf, { kind: 'set' }>;
+
 /** Simple criteria as ordinary leaves: text fields compare by the textMatchStyle, others (and fields
  * of elements) by equality.
- * A list means "any of": inSet, or an `or` of text matches, which have no set form. */
+ * A list means "any of": one criterion however long — inSet (`ciSet`: its case-insensitive form for
+ * the default style `exact`) — or, for `substring` and `startsWith`, an `or` of text matches, which
+ * have no set form (each value counts toward the filter's criteria). */
 function expandMatch(
   node: Extract<CriteriaNode, { kind: 'match' }>,
   field: FieldSpec,
-): LeafNode | { readonly kind: 'or'; readonly children: readonly LeafNode[] } {
+):
+  | LeafNode
+  | { readonly kind: 'ciSet'; readonly leaf: LeafNode }
+  | { readonly kind: 'or'; readonly children: readonly LeafNode[] } {
   // A field of elements (a text[]) matches an element exactly, whatever the style.
   const style = field.type === 'string' && !field.elements ? node.style : 'exactCase';
   const leafOf = (operator: Operator, value: unknown): LeafNode => ({
@@ -164,6 +173,8 @@ function expandMatch(
     end: undefined,
   });
   if (style === 'exactCase' && node.values.length !== 1) return leafOf('inSet', node.values);
+  if (style === 'exact' && node.values.length !== 1)
+    return { kind: 'ciSet', leaf: leafOf('inSet', node.values) };
   // null asks for the NULLs whatever the style (`equals null`)
   const leaves = node.values.map((v) => leafOf(v === null ? 'equals' : STYLE_OPERATOR[style], v));
   return leaves.length === 1 && leaves[0] ? leaves[0] : { kind: 'or', children: leaves };

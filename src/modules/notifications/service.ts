@@ -213,7 +213,9 @@ export async function listNotifications(
   body: FetchBody,
   maxPageSize: number,
 ): Promise<ListResult> {
-  const sorted: FetchBody = { ...body, sortBy: body.sortBy ?? ['-createDate', '-id'] };
+  // Newest first unless asked otherwise; distinct rows sort by their own fields (the engine's rule).
+  const sorted: FetchBody =
+    body.distinctResults === true ? body : { ...body, sortBy: body.sortBy ?? ['-createDate', '-id'] };
   const r = await fetchRecords(
     db,
     principal,
