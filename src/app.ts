@@ -26,6 +26,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOps } from './http/ops.ts';
 import { treatNullAsAbsent } from './http/null-absent.ts';
 import { splitLoadBody } from './http/json-rows.ts';
+import { mayHoldInexactNumbers, parseJsonExact } from './http/json-numbers.ts';
 import { COMPONENT_SCHEMAS, documentRoute } from './http/openapi.ts';
 import { RELEASE } from './release.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -160,8 +161,22 @@ export async function buildApp({
       req.routeOptions.config.lazyRows === true && text.length >= LAZY_ROWS_FROM
         ? splitLoadBody(text)
         : undefined;
-    if (lazy === undefined) return void defaultJson(req, text, done);
-    void defaultJson(req, lazy.envelope, (err, body) => {
+    // Text that may hold numbers a double cannot (json-numbers.ts) keeps them exact; a text that
+    // fails to parse so gets the default parser's error.
+    const parse = (json: string, then: (err: Error | null, body?: unknown) => void): void => {
+      if (mayHoldInexactNumbers(json)) {
+        let body: unknown;
+        try {
+          body = parseJsonExact(json);
+        } catch {
+          return void defaultJson(req, json, then);
+        }
+        return then(null, body);
+      }
+      return void defaultJson(req, json, then);
+    };
+    if (lazy === undefined) return parse(text, done);
+    parse(lazy.envelope, (err, body) => {
       if (err) return done(err, undefined);
       (body as { data: { data: unknown[] } }).data.data = lazy.rows;
       done(null, body);

@@ -8,6 +8,7 @@
 
 import { PIECE_ROWS } from '../engine/loaddata/merge-sql.ts';
 import { AppError } from './errors.ts';
+import { exactNumbers, mayHoldInexactNumbers } from './json-numbers.ts';
 
 const [TAB, LF, CR, SPACE] = [9, 10, 13, 32];
 const [QUOTE, COMMA, COLON, BACKSLASH] = [34, 44, 58, 92];
@@ -162,7 +163,8 @@ function lazyArray(text: string, starts: readonly number[], ends: readonly numbe
     const [a, b] = [p * PIECE_ROWS, Math.min(n, (p + 1) * PIECE_ROWS)];
     let values: unknown;
     try {
-      values = JSON.parse(`[${text.slice(starts[a], ends[b - 1])}]`);
+      const piece = `[${text.slice(starts[a], ends[b - 1])}]`;
+      values = JSON.parse(piece, mayHoldInexactNumbers(piece) ? exactNumbers : undefined);
     } catch {
       throw malformed();
     }
