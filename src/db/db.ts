@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 
 export type { ChangeFeed, Db, PoolStats, Queryable, QueryResult, Tx, TxOptions } from './types.ts';
 export { OID, parseInt8 } from './parse.ts';
-import type { Db } from './types.ts';
+import type { Db, Tx } from './types.ts';
 
 export async function createDb(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'> &
@@ -19,4 +19,13 @@ export async function createDb(
   }
   const { createEmbeddedDb } = await import('./pglite.ts');
   return createEmbeddedDb(config.dataDir);
+}
+
+/**
+ * `db.transaction(fn)` for a request's batch of writes: run again after PostgreSQL broke a deadlock
+ * with another transaction by rolling this one back (TxOptions.retryDeadlocks), so two batches that
+ * lock the same records in other orders both succeed, one after the other.
+ */
+export function batchTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction(fn, { retryDeadlocks: true });
 }

@@ -117,15 +117,17 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     authChanges: feed,
     query: (sql, params) => run(pool, sql, params),
     async transaction(fn, opts) {
-      const client = await pool.connect();
-      try {
-        await begin(client, opts?.readOnly ? READ_ONLY : 'BEGIN');
-        const result = await fn(txOf(client));
-        await commit([client]);
-        return result;
-      } catch (e) {
-        await rollBack([client]);
-        throw e;
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        try {
+          await begin(client, opts?.readOnly ? READ_ONLY : 'BEGIN');
+          const result = await fn(txOf(client));
+          await commit([client]);
+          return result;
+        } catch (e) {
+          await rollBack([client]);
+          if (!opts?.retryDeadlocks || attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(e)) throw e;
+        }
       }
     },
     async parallelReads(n, fn) {
@@ -157,6 +159,12 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     },
   };
 }
+
+/** Runs of a transaction with `retryDeadlocks` (the first and two more). */
+const DEADLOCK_ATTEMPTS = 3;
+
+const isDeadlock = (e: unknown): boolean =>
+  typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '40P01';
 
 const AUTH_CHANNEL = 'rc_auth';
 const RELISTEN_MS = 1000;

@@ -54,6 +54,14 @@ export interface TxOptions {
    * transaction at a time, so every transaction there reads one snapshot).
    */
   readonly readOnly?: boolean;
+  /**
+   * `fn` may run again, from the start in a new transaction, when PostgreSQL rolled it back to
+   * break a deadlock with another one (40P01): for work that only the transaction holds (no state
+   * outside it that a first run would leave behind). A batch of writes whose records another batch
+   * locks in the other order then waits for it instead of failing. PGlite runs one transaction at a
+   * time and never deadlocks; a transaction view (views.ts) leaves it to the outer transaction.
+   */
+  readonly retryDeadlocks?: boolean;
 }
 
 export interface Db extends Queryable {

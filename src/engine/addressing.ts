@@ -79,3 +79,35 @@ export async function selectOne(
   );
   return r.rows[0];
 }
+
+/**
+ * PostgreSQL, before a batch writes: one transaction-level advisory lock per record the batch names
+ * (by id, or by business key — a key not stored yet included), taken in one order by every batch.
+ * Two batches that name the same records in other orders then wait for each other instead of
+ * deadlocking halfway. A record named by id in one batch and by key in the other is not covered:
+ * such a deadlock is broken by PostgreSQL and the batch run again (batchTransaction), at the cost of
+ * `deadlock_timeout`. PGlite runs one transaction at a time: nothing to order.
+ */
+export async function lockBatch(
+  tx: Queryable,
+  postgres: boolean,
+  type: TypeDef,
+  partitionId: number,
+  items: readonly Obj[],
+): Promise<void> {
+  if (!postgres || items.length < 2) return;
+  const names = new Set<string>();
+  for (const data of items) {
+    let a: Address | undefined;
+    try {
+      a = addressOf(type, data);
+    } catch {
+      continue; // the element's own write answers its bad address
+    }
+    if (a !== undefined) names.add('id' in a ? `#${a.id}` : JSON.stringify(a.key.map(String)));
+  }
+  await tx.query(
+    `SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended($1 || n, 0) AS k FROM unnest($2::text[]) n ORDER BY 1) s`,
+    [`rc_batch:${partitionId}:${type.table}:`, [...names]],
+  );
+}

@@ -3,7 +3,7 @@
 // statement (with its record history), run executes it in one transaction.
 
 import type { Principal } from '../access/access.ts';
-import type { Db, Tx } from '../db/db.ts';
+import { batchTransaction, type Db, type Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { AppError, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
@@ -105,7 +105,7 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
 
 /** Runs a plan's statement in one transaction; answers the number of records changed. */
 async function runBulk(db: Db, load: (tx: Tx) => Promise<BulkPlan>): Promise<number> {
-  return db.transaction(async (tx) => {
+  return batchTransaction(db, async (tx) => {
     const { sql, params } = compileBulk(await load(tx));
     return countWritten(tx, sql, params);
   });
@@ -248,7 +248,7 @@ export async function resetColumn(
   const tc = await loadTypeContext(db, principal, type);
   const f = editableField(tc, column, 'columnName');
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
-  return db.transaction(async (tx) => {
+  return batchTransaction(db, async (tx) => {
     const params = new Params();
     const update = `UPDATE ${ident(type.table)} t SET ${ident(f.column)} = NULL, version = t.version + 1, last_update_at = now(),
               last_update_by = ${params.add(principal.userId)}

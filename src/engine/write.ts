@@ -3,12 +3,12 @@
 // statement where that is atomic on its own — with its record history in the same statement.
 
 import type { Principal } from '../access/access.ts';
-import type { Db, Queryable, Tx } from '../db/db.ts';
+import { batchTransaction, type Db, type Queryable, type Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, elementError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireAccess } from './access-check.ts';
-import { addressOf, describeAddress, requireAddress, selectOne } from './addressing.ts';
+import { addressOf, describeAddress, lockBatch, requireAddress, selectOne } from './addressing.ts';
 import {
   loadTypeContext,
   metaNameOf,
@@ -146,7 +146,7 @@ export async function addRecords(
   };
   // One record is one INSERT statement, atomic without BEGIN/COMMIT round trips.
   if (items.length === 1) return [await add(db, contextCache(db, principal, type), items[0]!)];
-  return db.transaction(async (tx) => {
+  return inBatch(db, principal, type, items, async (tx) => {
     const ctx = contextCache(tx, principal, type);
     if (atOnce(type)) {
       const rows = await writeAtOnce(tx, await ctx({}), principal, items, 'add');
@@ -206,41 +206,68 @@ export async function updateRecords(
   returnOld: boolean,
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
-  return db.transaction(async (tx) => {
-    const one = async (item: UpdateItem): Promise<Row> => {
-      const address = requireAddress(type, item.data);
-      const base = await loadTypeContext(tx, principal, type);
-      const old = await selectOne(tx, base, principal, address, true);
-      if (!old) throw notFound(describeAddress(type, address));
-      const tc = type.metaPerName
-        ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
-        : base;
-      await requireEditable(tx, principal, tc, old, 'change');
-      checkVersion(type, item.oldValues, old);
-      await type.beforeChange?.(tx, principal, old, item.data);
-      const movable = 'id' in address ? (type.movableKeys ?? []) : [];
-      refuseKeyChanges(tc, item.data, old, movable);
-      // A row moved to another parent (SX to another seller) needs that one editable too.
-      if (movable.some((k) => k in item.data))
-        await requireParentEditable(tx, principal, type, { ...old, ...item.data });
-      const values = prepareValues(tc, item.data, 'update', movable);
-      const row = await updateRow(tx, tc, principal, Number(old.id), values).catch((err: unknown) => {
-        // A key moved onto one that exists (SX's sellerId): the duplicate names the moved key.
-        const moved = movable.find((k) => k in item.data);
-        if (moved === undefined || (err as { code?: unknown }).code !== '23505') throw err;
-        const key = type.businessKey.map((k) => `${k}=${JSON.stringify(item.data[k] ?? old[k])}`).join(', ');
-        throw new AppError('DUPLICATE_KEY', `${type.label} ${key} already exists`, { field: moved });
-      });
-      return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
-    };
-    return eachElement(type, items as readonly (UpdateItem & Obj)[], one, () => false);
+  return inBatch(
+    db,
+    principal,
+    type,
+    items.map((i) => i.data),
+    async (tx) => {
+      const one = async (item: UpdateItem): Promise<Row> => {
+        const address = requireAddress(type, item.data);
+        const base = await loadTypeContext(tx, principal, type);
+        const old = await selectOne(tx, base, principal, address, true);
+        if (!old) throw notFound(describeAddress(type, address));
+        const tc = type.metaPerName
+          ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
+          : base;
+        await requireEditable(tx, principal, tc, old, 'change');
+        checkVersion(type, item.oldValues, old);
+        await type.beforeChange?.(tx, principal, old, item.data);
+        const movable = 'id' in address ? (type.movableKeys ?? []) : [];
+        refuseKeyChanges(tc, item.data, old, movable);
+        // A row moved to another parent (SX to another seller) needs that one editable too.
+        if (movable.some((k) => k in item.data))
+          await requireParentEditable(tx, principal, type, { ...old, ...item.data });
+        const values = prepareValues(tc, item.data, 'update', movable);
+        const row = await updateRow(tx, tc, principal, Number(old.id), values).catch((err: unknown) => {
+          // A key moved onto one that exists (SX's sellerId): the duplicate names the moved key.
+          const moved = movable.find((k) => k in item.data);
+          if (moved === undefined || (err as { code?: unknown }).code !== '23505') throw err;
+          const key = type.businessKey
+            .map((k) => `${k}=${JSON.stringify(item.data[k] ?? old[k])}`)
+            .join(', ');
+          throw new AppError('DUPLICATE_KEY', `${type.label} ${key} already exists`, { field: moved });
+        });
+        return withOld(toRecord(tc, row), returnOld ? toRecord(tc, old) : undefined);
+      };
+      return eachElement(type, items as readonly (UpdateItem & Obj)[], one, () => false);
+    },
+  );
+}
+
+/** A batch's transaction: the records it names locked in one order first (lockBatch), run again after a deadlock. */
+function inBatch<T>(
+  db: Db,
+  principal: Principal,
+  type: TypeDef,
+  records: readonly Obj[],
+  fn: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  return batchTransaction(db, async (tx) => {
+    await lockBatch(tx, db.kind === 'postgres', type, principal.partitionId, records);
+    return fn(tx);
   });
 }
 
-function checkVersion(type: TypeDef, oldValues: Obj | null | undefined, current: Row): void {
+function checkVersion(
+  type: TypeDef,
+  oldValues: Obj | null | undefined,
+  current: Row,
+  needed = type.updateNeedsVersion === true,
+): void {
   const v = oldValues?.version;
   if (v === undefined || v === null) {
-    if (type.updateNeedsVersion) throw validationError('oldValues.version', 'is required for this type');
+    if (needed) throw validationError('oldValues.version', 'is required for this type');
     return;
   }
   if (typeof v !== 'number' || !Number.isInteger(v))
@@ -299,7 +326,7 @@ export async function integrateRecords(
       return [toRecord(tc, row)];
     }
   }
-  return db.transaction(async (tx) => {
+  return inBatch(db, principal, type, items, async (tx) => {
     const ctx = contextCache(tx, principal, type);
     if (items.length > 1 && !returnOld && atOnce(type)) {
       const rows = await writeAtOnce(tx, await ctx({}), principal, items, 'integrate');
@@ -350,9 +377,11 @@ export async function deleteRecords(
   principal: Principal,
   type: TypeDef,
   items: readonly Obj[],
+  oldValues: readonly (Obj | null)[] = [],
 ): Promise<Row[]> {
   requireAccess(principal, type.access.write);
-  return db.transaction(async (tx) => {
+  const versions = new Map(items.map((data, i) => [data, oldValues[i] ?? null]));
+  return inBatch(db, principal, type, items, async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);
     // The answer types an extension row by its own table's meta.
     const typed = contextCache(tx, principal, type);
@@ -370,6 +399,7 @@ export async function deleteRecords(
       }
       if (!old) throw notFound(describeAddress(type, address));
       await requireEditable(tx, principal, tc, old, 'delete');
+      checkVersion(type, versions.get(data), old, false);
       await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();
       const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;

@@ -274,9 +274,43 @@ describe('generic operations on products', () => {
     expectError(await api('/delete/P', { data: { typedId: made[1].typedId, foo: 1 } }), 400, -4, 'foo');
     expectError(await api('/delete/P', { data: { typedId: made[1].typedId }, bogus: 1 }), 400, -4, 'bogus');
     assert.equal(okData(await api(`/fetch/P/${made[1].id}`)).length, 1, 'the batch was rolled back');
+    // oldValues.version, when given, must be the stored one (409 naming it; nothing deleted)
+    const v = made[1].version as number;
+    expectError(
+      await api('/delete/P', { data: { typedId: made[1].typedId }, oldValues: { version: v + 1 } }),
+      409,
+      -1,
+      'oldValues.version',
+    );
+    expectError(
+      await api('/delete/P', [
+        { data: { typedId: made[1].typedId }, oldValues: { version: v } },
+        { data: { sku: 'DEL-3' }, oldValues: { version: 99 } },
+      ]),
+      409,
+      -1,
+      '1.oldValues.version',
+    );
+    expectError(
+      await api('/delete/P', { data: { typedId: made[1].typedId }, oldValues: 3 }),
+      400,
+      -4,
+      'oldValues',
+    );
+    expectError(
+      await api('/delete/P', { data: [{ typedId: made[1].typedId }], oldValues: { version: v } }),
+      400,
+      -4,
+      'oldValues',
+    );
+    assert.equal(okData(await api(`/fetch/P/${made[1].id}`)).length, 1, 'nothing deleted');
     assert.equal(
-      okData(await api('/delete/P', [{ data: { typedId: made[1].typedId } }, { data: { sku: 'DEL-3' } }]))
-        .length,
+      okData(
+        await api('/delete/P', [
+          { data: { typedId: made[1].typedId }, oldValues: { version: v } },
+          { data: { sku: 'DEL-3' } },
+        ]),
+      ).length,
       2,
     );
   });
@@ -646,6 +680,52 @@ describe('extension tables, permissions, user groups and partitions', () => {
     );
     assert.equal(d.deletedRecords, 1, 'only the open record');
     okData(await m('/update/P', { data: { sku: 'UG-EDIT', label: 'ok' } }));
+  });
+
+  test('batches that write the same records in other orders at once all succeed (no deadlock answered)', async () => {
+    const skus = ['DL-1', 'DL-2', 'DL-3', 'DL-4'];
+    okData(
+      await admin(
+        '/add/P',
+        skus.map((sku) => ({ data: { sku } })),
+      ),
+    );
+    const reversed = [...skus].reverse();
+    for (let round = 0; round < 4; round++) {
+      const replies = await Promise.all([
+        admin(
+          '/update/P',
+          skus.map((sku) => ({ data: { sku, label: `a${round}` } })),
+        ),
+        admin(
+          '/update/P',
+          reversed.map((sku) => ({ data: { sku, label: `b${round}` } })),
+        ),
+        admin(
+          '/integrate/P',
+          skus.map((sku) => ({ data: { sku, attribute1: `a${round}` } })),
+        ),
+        admin(
+          '/integrate/P',
+          reversed.map((sku) => ({ data: { sku, attribute1: `b${round}` } })),
+        ),
+        // new keys, inserted in other orders by the two batches
+        admin(
+          '/integrate/P',
+          [0, 1, 2].map((k) => ({ data: { sku: `DLN-${round}-${k}` } })),
+        ),
+        admin(
+          '/integrate/P',
+          [2, 1, 0].map((k) => ({ data: { sku: `DLN-${round}-${k}` } })),
+        ),
+      ]);
+      for (const r of replies) assert.equal(r.status, 200, r.text);
+    }
+    const rows = okData(await admin('/fetch/P', { data: { sku: skus }, sortBy: 'sku' }));
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      [16, 16, 16, 16],
+    );
   });
 
   test('a record of another partition cannot be read, changed or deleted, even by typedId', async () => {

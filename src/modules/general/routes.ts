@@ -124,6 +124,24 @@ export function itemsOf(body: unknown): Obj[] {
   return raw as Obj[];
 }
 
+/**
+ * The `oldValues` of a delete body's records (`{data: {...}, oldValues}` or an array of them), in
+ * the order itemsOf answers the records; a record without them has none. `oldValues.version`, when
+ * given, must be the stored version (409), as for an update.
+ */
+export function deleteOldValuesOf(body: unknown): (Obj | null)[] {
+  const entries = Array.isArray(body) ? body : isObj(body) && isObj(body.data) ? [body] : [];
+  if (isObj(body) && Array.isArray(body.data) && body.oldValues !== undefined && body.oldValues !== null)
+    throw validationError('oldValues', 'give each record as {data, oldValues} to check its version');
+  return entries.map((e: unknown, i) => {
+    const old = isObj(e) ? e.oldValues : undefined;
+    if (old === undefined || old === null) return null;
+    if (!isObj(old))
+      throw validationError(`${entries.length > 1 ? `${i}.` : ''}oldValues`, 'must be an object');
+    return old;
+  });
+}
+
 /** `{data: {...}, oldValues}` or an array of them: the body of every update-style operation. */
 export function updateItemsOf(body: unknown): UpdateItem[] {
   const entries = Array.isArray(body) ? body : [body];
@@ -249,7 +267,13 @@ export function generalRoutes(app: FastifyInstance): void {
         await deleted(
           req,
           typeOf(req),
-          await deleteRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body)),
+          await deleteRecords(
+            app.db,
+            req.principal!,
+            typeOf(req),
+            itemsOf(req.body),
+            deleteOldValuesOf(req.body),
+          ),
         ),
       ),
   );
