@@ -784,6 +784,25 @@ describe('data change requests', () => {
     );
     // An applied DCR cannot be submitted again, asynchronously neither (checked before any job).
     expectError(await call(`/dcrmanager.submit/${dcr.id}/async`), 409, -1);
+    // While an async submit's job is queued, another submit (async or not) is 409 naming the job;
+    // the runner is stopped here so that the job waits.
+    dcr = await threeItems();
+    await runner.stop();
+    try {
+      [r] = okData(await call(`/dcrmanager.submit/${dcr.id}/async`));
+      for (const path of [`/dcrmanager.submit/${dcr.id}/async`, `/dcrmanager.submit/${dcr.id}`]) {
+        const again = await call(path);
+        expectError(again, 409, -1);
+        assert.match(again.body.response.data, new RegExp(`being submitted \\(job ${r.jstId}\\.JST\\)`));
+      }
+    } finally {
+      runner = runnerFor(h).start();
+    }
+    assert.equal((await waitJob(r.jstId)).status, 'FINISHED');
+    assert.equal(
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0].jstId,
+      r.jstId,
+    );
     // Above the threshold (2 < 3 items) a plain submit runs as a job; at or below it, synchronously.
     okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '2' } }));
     dcr = await threeItems();

@@ -13,7 +13,7 @@ import { findType } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
-import { createJob } from '../../jobs/store.ts';
+import { FINAL_STATUSES, createJob } from '../../jobs/store.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { whileSubmitting } from './approval.ts';
 import { DCR_SUBMIT, SUBMIT_PARAM, applyByJob, applyWithin, queueApply } from './applytx.ts';
@@ -30,13 +30,32 @@ const JST = findType('JST')!;
 /** States a DCR can be submitted from (a failed or denied one after fixing it). */
 const SUBMITTABLE = ['DRAFT', 'FAILED', 'DENIED'];
 
-async function lockSubmittable(tx: Tx, principal: Principal, id: number): Promise<store.DcrRow> {
+/**
+ * The DCR, locked, if it can be submitted; else 409. An asynchronous submit of it that is queued or
+ * running (not the job calling this, `inJob`) is a 409 too, naming its job: the row lock makes this
+ * check and the async submit's mark (`job_id`) one step, so of two submits one is refused at once.
+ */
+async function lockSubmittable(
+  tx: Tx,
+  principal: Principal,
+  id: number,
+  inJob = false,
+): Promise<store.DcrRow> {
   const dcr = await store.findDcrOrFail(tx, principal.partitionId, id, true);
   if (!SUBMITTABLE.includes(dcr.status)) {
     throw new AppError(
       'CONFLICT',
       `${dcr.unique_name} is ${dcr.status}: only ${SUBMITTABLE.join(', ')} DCRs can be submitted`,
     );
+  }
+  if (!inJob && dcr.job_id !== null) {
+    const r = await tx.query<{ status: string }>(
+      'SELECT status FROM jobs WHERE partition_id = $1 AND id = $2',
+      [principal.partitionId, dcr.job_id],
+    );
+    const status = r.rows[0]?.status;
+    if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
+      throw new AppError('CONFLICT', `${dcr.unique_name} is already being submitted (job ${dcr.job_id}.JST)`);
   }
   return dcr;
 }
@@ -58,7 +77,7 @@ async function submitInTransaction(
   inJob: boolean,
 ): Promise<Submitted> {
   return db.transaction(async (tx): Promise<Submitted> => {
-    const dcr = await lockSubmittable(tx, principal, id);
+    const dcr = await lockSubmittable(tx, principal, id, inJob);
     // A synchronous submit forgets an earlier async submit's job (./applytx.ts applyByJob reads it).
     if (!inJob && dcr.job_id !== null) {
       await store.setDcrState(tx, principal.partitionId, id, principal.userId, {
