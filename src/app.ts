@@ -232,10 +232,15 @@ export async function buildApp({
   await app.register(cookie);
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
+      // Not per route (the plugin's own hooks would run after the partition scope's authentication,
+      // so requests without or with bad credentials went uncounted): one hook for every request,
+      // before anything else looks at it.
+      global: false,
       max: config.rateLimitPerMinute,
       timeWindow: 60_000,
       errorResponseBuilder: () => new AppError('RATE_LIMITED'),
     });
+    app.addHook('onRequest', app.rateLimit());
   }
   await app.register(swagger, {
     openapi: {

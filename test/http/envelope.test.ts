@@ -221,4 +221,19 @@ describe('rate limit', () => {
     const r = await h.call('/login/extended', { basic: admin });
     assertError(r, 429, -1);
   });
+
+  test('requests without or with wrong credentials count too (per client address, before authentication)', async () => {
+    const fresh = await startHarness({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const statuses: number[] = [];
+      statuses.push((await fresh.call('/fetch/P', { body: {} })).status);
+      statuses.push((await fresh.call('/login/extended', { basic: { ...admin, password: 'wrong' } })).status);
+      statuses.push((await fresh.call('/fetch/P', { body: {} })).status);
+      assert.deepEqual(statuses, [401, 401, 401]);
+      assertError(await fresh.call('/fetch/P', { body: {} }), 429, -1);
+      assertError(await fresh.call('/login/extended', { basic: admin }), 429, -1);
+    } finally {
+      await fresh.close();
+    }
+  });
 });
