@@ -206,7 +206,9 @@ function mapError(err: unknown): AppError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('BODY_TOO_LARGE');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json', {
+        field: 'Content-Type',
+      });
     case 'FST_ERR_BAD_URL':
       return validationError('path', 'is not a valid URL (malformed percent-encoding)');
     case 'FST_ERR_MAX_PARAM_LENGTH':

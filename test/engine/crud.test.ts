@@ -38,11 +38,13 @@ describe('generic operations on products', () => {
 
   test('the list of type codes is a list (paging fields); bodies of path-only operations take no fields', async () => {
     const r = await api('/fetch', {});
-    const types = okData(r);
+    const total = r.body.response.totalRows as number;
+    const rest = okData(await api('/fetch', { startRow: okData(r).length, endRow: total }));
+    const types = [...okData(r), ...rest];
     assert.ok(types.some((t) => t.typeCode === 'P'));
     assert.deepEqual(
-      [r.body.response.startRow, r.body.response.endRow, r.body.response.totalRows],
-      [0, types.length, types.length],
+      [r.body.response.startRow, r.body.response.endRow, types.length],
+      [0, okData(r).length, total],
     );
     assert.equal(okData(await api('/metadata.describe/P', {}))[0].typeCode, 'P');
     assert.equal(okData(await api('/metadata.describe', { data: { typeCode: 'P' } }))[0].typeCode, 'P');

@@ -119,6 +119,8 @@ describe('envelope and errors', () => {
       headers: { 'content-type': 'text/plain' },
     });
     assertError(r, 415, -4);
+    // the field at fault is the header
+    assert.match(r.body.response.errors['Content-Type'].errorMessage, /application\/json/);
   });
 
   test('a URL the router cannot take is the envelope: 400/-4 on path, with the request id', async () => {

@@ -145,3 +145,44 @@ test('a write without typedId, of a type without a business key (JST), is a -4 n
     await h.close();
   }
 });
+
+test('operations that take no arguments refuse unknown fields (-4 naming them); POST /fetch pages', async () => {
+  const h = await startHarness({ env: { MAX_PAGE_SIZE: '50' } });
+  try {
+    const s = await h.login();
+    const call = (path: string, body: unknown) =>
+      h.call(path, { headers: { 'X-Ratecard-jwt': s.token }, body });
+    const [p] = (await call('/add/P', { data: { sku: 'NOARG-1' } })).body.response.data;
+    for (const path of [
+      '/fetch',
+      `/fetch/P/${p.id}`,
+      '/resetcolumn/P/label',
+      '/admin.indexes/P',
+      '/bdmanager.checkifexists/1',
+      '/lookuptablemanager.findref/1',
+      '/uploadmanager.progress/abc',
+      '/uploadmanager.newuploadslot',
+    ]) {
+      expectError(await call(path, { bogus: true }), 400, -4, 'bogus');
+      expectError(await call(path, [1]), 400, -4);
+    }
+    // a fetch body says operationType fetch, if anything
+    expectError(await call('/fetch/P', { operationType: 'remove' }), 400, -4, 'operationType');
+    assert.equal((await call('/fetch/P', { operationType: 'fetch' })).status, 200);
+    // the type codes: a page of them, the total beside it; the largest page holds
+    const all = await call('/fetch', {});
+    const total = all.body.response.totalRows as number;
+    assert.ok(total > 50);
+    assert.equal(all.body.response.data.length, 50);
+    const page = await call('/fetch', { startRow: 2, endRow: 4 });
+    assert.deepEqual(page.body.response.data, all.body.response.data.slice(2, 4));
+    assert.deepEqual(
+      [page.body.response.startRow, page.body.response.endRow, page.body.response.totalRows],
+      [2, 4, total],
+    );
+    expectError(await call('/fetch', { endRow: 51 }), 400, -4, 'endRow');
+    expectError(await call('/fetch', { data: { typeCode: 'P' } }), 400, -4);
+  } finally {
+    await h.close();
+  }
+});

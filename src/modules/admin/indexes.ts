@@ -9,7 +9,7 @@ import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { attributeTables, listIndexes, syncIndexes } from '../../engine/indexes.ts';
 import { findType, ownerOfMeta, type TypeDef } from '../../engine/registry.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import type { JobKind } from '../../jobs/runner.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
@@ -65,6 +65,7 @@ export function adminIndexRoutes(app: FastifyInstance): void {
       schema: {
         summary: 'Indexes of a type: name, definition, size, index scans',
         tags: ['admin'],
+        body: noArgumentsBody,
         params: {
           type: 'object',
           required: ['typeCode'],

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import type { FetchBody } from '../../engine/crud.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import { fetchBodySchema } from '../general/routes.ts';
 import {
@@ -162,6 +162,7 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
         summary: '`data` is true when the attachment exists and is visible to the caller, else false',
         tags,
         params: params('binaryDataId'),
+        body: noArgumentsBody,
         response: { 200: booleanEnvelope },
       },
     },

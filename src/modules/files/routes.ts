@@ -10,7 +10,7 @@ import { AUTHENTICATED } from '../../access/catalogue.ts';
 import type { Principal } from '../../access/access.ts';
 import { createBlobStore, type BlobStore } from '../../db/blob-store.ts';
 import { requireAccess } from '../../engine/crud.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
 import { binaryRoutes } from './binary-routes.ts';
@@ -111,7 +111,11 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   const createHandler = async (req: FastifyRequest) =>
     ok(req, [slotView(await createSlot(app.db, req.principal!, cfg.uploadSlotTtlMinutes))]);
   app.get('/uploadmanager.newuploadslot', newSlot, createHandler);
-  app.post('/uploadmanager.newuploadslot', newSlot, createHandler);
+  app.post(
+    '/uploadmanager.newuploadslot',
+    { ...newSlot, schema: { ...newSlot.schema, body: noArgumentsBody } },
+    createHandler,
+  );
 
   // A scope of its own: here a JSON body is a file like any other (left unread for the handler),
   // not a request to parse.
@@ -155,6 +159,7 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
         summary: 'Bytes received and status of a slot',
         tags: ['uploads'],
         params: params('slotId'),
+        body: noArgumentsBody,
         ...one,
       },
     },

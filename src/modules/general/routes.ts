@@ -23,6 +23,7 @@ import {
 import { describeType, listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
+import { paging } from '../../engine/fetch.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 
@@ -45,7 +46,7 @@ export const fetchBodySchema = {
   type: ['object', 'null'],
   additionalProperties: false,
   properties: {
-    operationType: { type: 'string' },
+    operationType: { type: 'string', enum: ['fetch'] },
     textMatchStyle: { type: 'string', enum: ['exact', 'exactCase', 'substring', 'startsWith'] },
     // Row numbers the database's OFFSET/LIMIT take exactly (safe integers, far past any table).
     startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
@@ -59,6 +60,19 @@ export const fetchBodySchema = {
     componentId: { type: 'string' },
     dataSource: { type: 'string' },
     operationId: { type: 'string' },
+  },
+} as const;
+
+/** `POST /fetch` (the type codes): a fetch body's paging, no filter (`data` empty). */
+const typeListBody = {
+  ...fetchBodySchema,
+  properties: {
+    operationType: fetchBodySchema.properties.operationType,
+    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
+    startRow: fetchBodySchema.properties.startRow,
+    endRow: fetchBodySchema.properties.endRow,
+    oldValues: {},
+    data: { type: ['object', 'null'], maxProperties: 0 },
   },
 } as const;
 
@@ -180,11 +194,13 @@ export function generalRoutes(app: FastifyInstance): void {
     '/fetch',
     {
       config: { access: AUTHENTICATED },
-      schema: { summary: 'List of all type codes', tags: ['general'], ...list },
+      schema: { summary: 'List of all type codes', tags: ['general'], body: typeListBody, ...list },
     },
     (req) => {
       const types = listTypes();
-      return ok(req, types, { startRow: 0, endRow: types.length, totalRows: types.length });
+      const { start, end } = paging(req.body ?? {}, cfg.maxPageSize);
+      const page = types.slice(start, end);
+      return ok(req, page, { startRow: start, endRow: start + page.length, totalRows: types.length });
     },
   );
 
@@ -204,6 +220,7 @@ export function generalRoutes(app: FastifyInstance): void {
     opts('Fetch one record by id or typedId; with ?asOf=<date-time> as it stood then (record history)', {
       params: { ...typeParams, properties: { ...typeParams.properties, id: { type: 'string' } } },
       querystring: { type: 'object', properties: { asOf: { type: 'string', maxLength: 64 } } },
+      body: noArgumentsBody,
       ...records,
     }),
     async (req, reply) => {
@@ -321,6 +338,7 @@ export function generalRoutes(app: FastifyInstance): void {
     '/resetcolumn/:typeCode/:columnName',
     opts('Remove the values of a column', {
       params: { ...typeParams, properties: { ...typeParams.properties, columnName: { type: 'string' } } },
+      body: noArgumentsBody,
       ...records,
     }),
     async (req) => {

@@ -6,7 +6,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { fetchBodySchema, itemsOf, massEditRecordsSchema, updateItemsOf } from '../general/routes.ts';
@@ -155,7 +155,11 @@ export function lookupTableRoutes(app: FastifyInstance): void {
 
   app.post(
     `${P}.findref/:tableId`,
-    opts('Logics that reference the table', 'LOOKUPTABLE_UPDATE', { params: params('tableId'), ...records }),
+    opts('Logics that reference the table', 'LOOKUPTABLE_UPDATE', {
+      params: params('tableId'),
+      body: noArgumentsBody,
+      ...records,
+    }),
     async (req) => ok(req, await findReferences(db, req.principal!, tableIdOf(req))),
   );
 
