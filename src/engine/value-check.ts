@@ -25,7 +25,13 @@ export function prepareValues(
       errors[name] = { errorMessage: 'unknown field' };
       continue;
     }
-    if (f.system) continue;
+    // Fields the server keeps (id, version, audit fields) are not written, but one of the wrong
+    // type is no echo of a fetched record: a -4 as for any field.
+    if (f.system) {
+      const err = raw === null ? undefined : checkValue(f, raw);
+      if (typeof err === 'string') errors[name] = { errorMessage: err };
+      continue;
+    }
     // Keys address the record; they are not changed, unless the type lets this update move them.
     if (f.key && mode === 'update' && !movable.includes(name)) continue;
     const err = checkValue(f, raw);

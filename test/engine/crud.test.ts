@@ -73,6 +73,23 @@ describe('generic operations on products', () => {
     assert.deepEqual(okData(await api(`/fetch/P/${p.typedId}`))[0], p);
     expectError(await api('/fetch/P/999999999'), 404, -1);
     expectError(await api(`/fetch/P/${p.id}.C`), 400, -4, 'id');
+    // Server fields in a written record are not written (an echo of the fetched record works), but
+    // one of the wrong type is a -4 naming it, as for any field.
+    const { typedId: _t, ...echo } = byId;
+    const [again] = okData(await api('/update/P', { data: { ...echo, label: 'Echoed' } }));
+    assert.deepEqual([again.label, again.version, again.createDate], ['Echoed', 1, p.createDate]);
+    okData(await api('/integrate/P', [{ data: { ...echo, label: 'Integrated' } }]));
+    for (const [field, value] of [
+      ['createDate', { x: 1 }],
+      ['version', 'abc'],
+      ['lastUpdateDate', 'garbage'],
+      ['createdBy', true],
+    ] as const) {
+      expectError(await api('/add/P', { data: { sku: 'ADD-RO', [field]: value } }), 400, -4, field);
+      expectError(await api('/integrate/P', [{ data: { sku: 'ADD-1', [field]: value } }]), 400, -4, field);
+      expectError(await api('/update/P', { data: { sku: 'ADD-1', [field]: value } }), 400, -4, field);
+    }
+    assert.equal(okData(await api(`/fetch/P/${p.id}`))[0].label, 'Integrated');
   });
 
   test('add refuses bad input with the field at fault, and nothing of a failed batch is written', async () => {
