@@ -390,17 +390,24 @@ describe('OAuth 2.0', () => {
     assert.equal((await tokenError(await a.exchange(OTHER_REDIRECT))).error, 'invalid_grant');
   });
 
-  test('a redirect_uri other than the registered one is an error page, never a redirect', async () => {
+  /** The error envelope of an authorization request refused before any redirect: 400/-4 naming `param`. */
+  const refusedAs = (r: Step, param: string, text: RegExp) => {
+    assert.equal(r.status, 400);
+    assert.equal(r.location, null);
+    assert.match(r.headers.get('content-type')!, /^application\/json/);
+    const body = JSON.parse(r.html);
+    assert.equal(body.response.status, -4);
+    assert.match(body.response.errors[param].errorMessage, text);
+  };
+
+  test('a redirect_uri other than the registered one is the error envelope, never a redirect', async () => {
     const r = await open({
       response_type: 'code',
       client_id: 'public-app',
       redirect_uri: OTHER_REDIRECT,
       state: 's',
     });
-    assert.equal(r.status, 400);
-    assert.equal(r.location, null);
-    assert.match(r.headers.get('content-type')!, /^text\/html/);
-    assert.match(r.html, /redirect_uri is not the one registered/);
+    refusedAs(r, 'redirect_uri', /is not the one registered/);
     // Even when the rest is wrong too: the redirect URI decides first.
     const both = await open({
       response_type: 'token',
@@ -411,22 +418,19 @@ describe('OAuth 2.0', () => {
     assert.equal(both.location, null);
   });
 
-  test('an unknown or missing client is an error page, never a redirect', async () => {
+  test('an unknown or missing client is the error envelope, never a redirect', async () => {
     const r = await open({ response_type: 'code', client_id: 'nobody', redirect_uri: REDIRECT, state: 's' });
-    assert.equal(r.status, 400);
-    assert.equal(r.location, null);
-    assert.match(r.html, /<html lang="en">/);
-    assert.match(r.html, /No application with client_id &#34;nobody&#34; is registered/);
-    const missing = await open({ response_type: 'code', redirect_uri: REDIRECT });
-    assert.equal(missing.status, 400);
-    assert.equal(missing.location, null);
-    // Nothing from the request reaches the page unescaped.
-    const evil = await open({
-      response_type: 'code',
-      client_id: '<script>alert(1)</script>',
-      redirect_uri: REDIRECT,
-    });
-    assert.doesNotMatch(evil.html, /<script>/);
+    refusedAs(r, 'client_id', /no application with client_id "nobody" is registered/);
+    refusedAs(await open({ response_type: 'code', redirect_uri: REDIRECT }), 'client_id', /is missing/);
+    // An unknown partition is the envelope too (404/-1), never a page.
+    const nowhere = await fetch(
+      authorizeUrl({ client_id: 'public-app' }).replace(`/${h.partition}/`, '/nowhere/'),
+      {
+        redirect: 'manual',
+      },
+    );
+    assert.equal(nowhere.status, 404);
+    assert.equal(((await nowhere.json()) as any).response.status, -1);
     const token = await fetch(`${base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

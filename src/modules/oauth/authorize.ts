@@ -9,6 +9,7 @@ import type { Permission } from '../../access/catalogue.ts';
 import { takeAttempt } from '../../auth/login-guard.ts';
 import { dummyHash, verifyPassword } from '../../auth/password.ts';
 import { acceptCode } from '../../auth/tfa.ts';
+import { validationError, type AppError } from '../../http/errors.ts';
 import { CARRIED, NONCE, csrfTokenFor, signStage, verifyStage, type Params } from './browser-state.ts';
 import { findClient, type OAuthClient } from './clients.ts';
 import { consentPage, errorPage, loginPage, tfaPage, type PageContext } from './pages.ts';
@@ -47,7 +48,9 @@ export type BrowserOutcome =
       readonly formTargets: readonly string[];
       readonly csrfNonce?: string;
     }
-  | { readonly kind: 'redirect'; readonly location: string };
+  | { readonly kind: 'redirect'; readonly location: string }
+  /** A request no client of ours can have sent: the API's error envelope, as any other API error. */
+  | { readonly kind: 'error'; readonly error: AppError };
 
 type Parsed =
   | { readonly kind: 'ok'; readonly request: AuthorizationRequest }
@@ -88,34 +91,20 @@ function parseAuthorization(ctx: OAuthContext, input: unknown): Parsed {
     return typeof v === 'string' ? v : null; // null: repeated (an array) or not text
   };
   const fail = (outcome: BrowserOutcome): Parsed => ({ kind: 'fail', outcome });
+  // Before the client is known good there is nobody to redirect to: the error envelope (400/-4
+  // naming the parameter), as the conventions answer any API request, never an HTML error page.
+  const refuse = (param: string, message: string): Parsed =>
+    fail({ kind: 'error', error: validationError(param, message) });
   const clientId = one('client_id');
-  if (clientId === null || one('redirect_uri') === null)
-    return fail(fatal(ctx, 400, 'Invalid sign-in request', 'client_id and redirect_uri must be given once.'));
-  if (clientId === undefined)
-    return fail(
-      fatal(ctx, 400, 'Invalid sign-in request', 'The request names no client (client_id is missing).'),
-    );
+  if (clientId === null) return refuse('client_id', 'must be given once');
+  if (one('redirect_uri') === null) return refuse('redirect_uri', 'must be given once');
+  if (clientId === undefined) return refuse('client_id', 'is missing: the request names no client');
   const client = findClient(ctx.config.oauthConfiguration, clientId);
   if (client === null)
-    return fail(
-      fatal(
-        ctx,
-        400,
-        'Unknown application',
-        `No application with client_id "${clientId.slice(0, 100)}" is registered.`,
-      ),
-    );
+    return refuse('client_id', `no application with client_id "${clientId.slice(0, 100)}" is registered`);
   const given = one('redirect_uri');
-  if (given !== undefined && given !== client.redirectUri) {
-    return fail(
-      fatal(
-        ctx,
-        400,
-        'Invalid sign-in request',
-        'The redirect_uri is not the one registered for this application.',
-      ),
-    );
-  }
+  if (given !== undefined && given !== client.redirectUri)
+    return refuse('redirect_uri', 'is not the one registered for this application');
   const redirectUri = client.redirectUri;
 
   const state = one('state');

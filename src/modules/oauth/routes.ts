@@ -7,7 +7,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PUBLIC } from '../../access/catalogue.ts';
 import { handleError, toAppError } from '../../http/envelope.ts';
-import { contentSecurityPolicy, errorPage } from './pages.ts';
+import { contentSecurityPolicy } from './pages.ts';
 import { continueAuthorization, startAuthorization, type BrowserOutcome } from './authorize.ts';
 import { CSRF_COOKIE_SECONDS } from './browser-state.ts';
 import { metadata } from './metadata.ts';
@@ -41,6 +41,7 @@ function pageHeaders(reply: FastifyReply, formTargets: readonly string[]): Fasti
 }
 
 function sendBrowser(req: FastifyRequest, reply: FastifyReply, outcome: BrowserOutcome): FastifyReply {
+  if (outcome.kind === 'error') return reply.send(handleError(outcome.error, req, reply));
   if (outcome.kind === 'redirect') {
     // 303 after a form POST, so the browser follows with a GET (RFC 9700 §4.12); 302 otherwise.
     return reply
@@ -92,10 +93,10 @@ const tokenResponses = {
 };
 
 /**
- * Failures before a handler runs (unknown partition, a body that cannot be parsed) in the form each
- * endpoint speaks: an HTML page for the browser endpoint, an RFC 6749 error for the token endpoint,
- * the envelope otherwise. The conventions' "never an HTML error page" is for the API; a person
- * reads the authorization endpoint's answers.
+ * Failures before a handler runs (unknown partition, a body that cannot be parsed): an RFC 6749
+ * error for the token endpoint, the envelope otherwise (the conventions: never an HTML error page).
+ * Only a sign-in form of ours sent back wrong (expired, tampered) is answered with a page of the
+ * sign-in flow, where the person using it is.
  */
 function oauthErrorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toAppError(err);
@@ -111,12 +112,6 @@ function oauthErrorHandler(err: FastifyError, req: FastifyRequest, reply: Fastif
       },
       challenge: false,
     });
-  }
-  if (url.endsWith('/oauth/authorize')) {
-    if (e.code === 'INTERNAL') req.log.error({ err }, 'unexpected error');
-    const message = e.code === 'INTERNAL' ? `Internal error (request ${req.id}).` : `${e.message}.`;
-    const html = errorPage(req.server.config.productToken, 'Sign-in is not possible', message);
-    return pageHeaders(reply, []).code(e.http).send(html);
   }
   return reply.send(handleError(err, req, reply));
 }
