@@ -460,9 +460,9 @@ function distinctSql(
   // The inner query answered the expression of a readSql field already: the outer query reads
   // (and sorts by) its column.
   const read = (n: string) => (n === 'typedId' ? undefined : tc.fields.get(n)!.readSql);
-  const outer = new Map(
-    [...tc.fields].map(([n, f]) => [n, f.readSql === undefined ? f : { ...f, readSql: undefined }]),
-  );
+  const outer = names.some((n) => read(n) !== undefined)
+    ? new Map([...tc.fields].map(([n, f]) => [n, f.readSql === undefined ? f : { ...f, readSql: undefined }]))
+    : tc.fields;
   const order = [compileSort(requested, outer, 'd', first), ...json].join(', ');
   const select = names
     .map((n) =>
