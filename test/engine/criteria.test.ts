@@ -608,12 +608,24 @@ void describe('compileCriteria: exact SQL', () => {
     ['simple null', { name: null }, '"name" IS NULL', []],
     ['simple list on a number is inSet', { qty: [1, 2] }, '"qty" = ANY($1::bigint[])', [[1, 2]]],
     [
-      'simple list on text is an or of matches',
+      'simple list on text is one case-insensitive set',
       { name: ['a', 'B', null] },
-      '(lower("name") = lower($1::text) OR lower("name") = lower($2::text) OR "name" IS NULL)',
-      ['a', 'B'],
+      '(lower("name") = ANY(ARRAY(SELECT lower(v) FROM unnest($1::text[]) v)) OR "name" IS NULL)',
+      [['a', 'B']],
     ],
-    ['simple empty list', { name: [] }, 'FALSE', []],
+    [
+      'simple list on text, substring: an or of matches',
+      { name: ['a', null] },
+      `(lower("name") LIKE lower($1::text) ESCAPE '\\' OR "name" IS NULL)`,
+      ['%a%'],
+      { textMatchStyle: 'substring' },
+    ],
+    [
+      'simple empty list',
+      { name: [] },
+      'lower("name") = ANY(ARRAY(SELECT lower(v) FROM unnest($1::text[]) v))',
+      [[]],
+    ],
   ];
 
   for (const [title, input, sql, params, opts] of cases) {
