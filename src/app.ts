@@ -111,6 +111,9 @@ export async function buildApp({
     // One line per request, written by our onResponse hook with partition and user.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxBodyBytes,
+    // Fastify sets no limit by default: a client that stops sending in the middle of a request would
+    // hold its connection for ever. Silence in both directions closes it (IDLE_TIMEOUT_SECONDS).
+    connectionTimeout: config.idleTimeoutSeconds * 1000,
     trustProxy: config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => {

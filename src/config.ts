@@ -25,6 +25,8 @@ export interface Config {
   readonly logicMaxMs: number;
   readonly maxBatchRows: number;
   readonly syncTimeoutSeconds: number;
+  /** A connection silent this long (no byte either way) is closed: a client stalled mid-request. */
+  readonly idleTimeoutSeconds: number;
   readonly loginMaxFailures: number;
   readonly loginLockoutMinutes: number;
   readonly scryptCost: number;
@@ -172,6 +174,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('BOOTSTRAP_PASSWORD must have at least 8 characters');
   }
 
+  const syncTimeoutSeconds = int(env, 'SYNC_TIMEOUT_SECONDS', 180, 1, 86_400);
   const scryptCost = int(env, 'SCRYPT_COST', 16_384, 2, 2 ** 20);
   if ((scryptCost & (scryptCost - 1)) !== 0)
     throw new ConfigError(`SCRYPT_COST must be a power of two, got ${scryptCost}`);
@@ -194,7 +197,9 @@ export function loadConfig(env: Env = process.env): Config {
     logicMaxSteps: int(env, 'LOGIC_MAX_STEPS', 100_000, 100, 100_000_000),
     logicMaxMs: int(env, 'LOGIC_MAX_MS', 1_000, 1, 600_000),
     maxBatchRows: int(env, 'MAX_BATCH_ROWS', 100_000, 1, 100_000_000),
-    syncTimeoutSeconds: int(env, 'SYNC_TIMEOUT_SECONDS', 180, 1, 86_400),
+    syncTimeoutSeconds,
+    // Longer than a synchronous request may keep its client waiting for the answer.
+    idleTimeoutSeconds: int(env, 'IDLE_TIMEOUT_SECONDS', syncTimeoutSeconds + 60, 1, 100_000),
     loginMaxFailures: int(env, 'LOGIN_MAX_FAILURES', 10, 1, 10_000),
     loginLockoutMinutes: int(env, 'LOGIN_LOCKOUT_MINUTES', 15, 1, 10_080),
     scryptCost,

@@ -2,6 +2,8 @@
 // success that failed. Slow answers are reported too (a pattern must not hang the database).
 
 import { test } from 'node:test';
+import { connect } from 'node:net';
+import { once } from 'node:events';
 import assert from 'node:assert/strict';
 import { startHarness } from '../helpers/app.ts';
 import { expectError } from '../helpers/envelope.ts';
@@ -183,6 +185,35 @@ test('operations that take no arguments refuse unknown fields (-4 naming them); 
     expectError(await call('/fetch', { endRow: 51 }), 400, -4, 'endRow');
     expectError(await call('/fetch', { data: { typeCode: 'P' } }), 400, -4);
   } finally {
+    await h.close();
+  }
+});
+
+test('a client that stops sending in the middle of its body loses the connection after IDLE_TIMEOUT_SECONDS', async () => {
+  const h = await startHarness({ env: { IDLE_TIMEOUT_SECONDS: '1' } });
+  const { hostname, port } = new URL(h.url);
+  const socket = connect(Number(port), hostname);
+  await once(socket, 'connect');
+  try {
+    const s = await h.login();
+    const t0 = performance.now();
+    // authenticated, so the server waits for the body (without credentials it answers 401 at once)
+    socket.write(
+      `POST /service/${h.partition}/fetch/P HTTP/1.1\r\nHost: x\r\nX-Ratecard-jwt: ${s.token}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"startRow"',
+    );
+    let answered = '';
+    socket.on('data', (d: Buffer) => (answered += String(d)));
+    // (a server that never closes it fails the test after 15 s instead of hanging it)
+    await once(socket, 'close', { signal: AbortSignal.timeout(15_000) });
+    const seconds = (performance.now() - t0) / 1000;
+    assert.ok(seconds >= 0.9 && seconds < 10, `closed after ${seconds} s`);
+    assert.equal(answered, '');
+    // the server goes on answering others
+    assert.equal((await fetch(`${h.url}/health`)).status, 200);
+  } finally {
+    socket.destroy();
+    h.app.server.closeAllConnections(); // a request still waiting for its body would hold close()
     await h.close();
   }
 });
