@@ -5,7 +5,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
@@ -848,12 +848,16 @@ describe('OAUTH_CONFIGURATION setting', () => {
       samlProfile: null,
     });
     const dir = mkdtempSync(join(tmpdir(), 'oauth-config-'));
-    const file = join(dir, 'oauth.json');
-    writeFileSync(
-      file,
-      JSON.stringify({ knownClients: { b: { redirect_uri: 'myapp:/cb', samlProfile: 'p' } } }),
-    );
-    assert.equal(load(file).oauthConfiguration.knownClients.get('b')!.samlProfile, 'p');
+    try {
+      const file = join(dir, 'oauth.json');
+      writeFileSync(
+        file,
+        JSON.stringify({ knownClients: { b: { redirect_uri: 'myapp:/cb', samlProfile: 'p' } } }),
+      );
+      assert.equal(load(file).oauthConfiguration.knownClients.get('b')!.samlProfile, 'p');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('bad values stop the start with a message naming the setting', () => {
