@@ -50,6 +50,24 @@ export interface NewJob {
   readonly maxAttempts: number;
 }
 
+/**
+ * A job's status and whether it has ended (FINISHED, FAILED, CANCELLED), or undefined when there is
+ * no such job: what a record that points at its job (a DCR's, a rebate group's or a grid's `jstId`)
+ * asks before another submit or calculation may start.
+ */
+export async function jobState(
+  q: Queryable,
+  partitionId: number,
+  id: number,
+): Promise<{ readonly status: JobStatus; readonly ended: boolean } | undefined> {
+  const r = await q.query<{ status: JobStatus }>(
+    'SELECT status FROM jobs WHERE partition_id = $1 AND id = $2',
+    [partitionId, id],
+  );
+  const status = r.rows[0]?.status;
+  return status === undefined ? undefined : { status, ended: FINAL_STATUSES.includes(status) };
+}
+
 function message(level: JobMessage['level'], text: string): string {
   return JSON.stringify([{ at: new Date().toISOString(), level, text }]);
 }

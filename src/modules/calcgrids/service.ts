@@ -11,7 +11,7 @@ import { recordHistory } from '../../engine/history.ts';
 import { GRID_TYPE, MAX_GRID_KEYS, gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
-import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
+import { createJob, jobState, type JobRow } from '../../jobs/store.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import { inputValue, type InputType } from '../../logic/logic.ts';
 import { parseIsoDate, toJson } from '../../logic/values.ts';
@@ -165,18 +165,14 @@ export async function queueCalculation(
     const grid = await gridOrFail(tx, principal, idText, true);
     let resume = false;
     if (grid.jst_id !== null) {
-      const r = await tx.query<{ status: string }>(
-        `SELECT status FROM jobs WHERE partition_id = $1 AND id = $2`,
-        [principal.partitionId, grid.jst_id],
-      );
-      const status = r.rows[0]?.status;
-      if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
+      const job = await jobState(tx, principal.partitionId, grid.jst_id);
+      if (job?.ended === false)
         throw new AppError(
           'CONFLICT',
           `Calculation grid ${grid.id} is being calculated (job ${grid.jst_id}.JST)`,
         );
       // A calculation that did not finish is continued: its finished items are not recomputed.
-      resume = status !== undefined && status !== 'FINISHED';
+      resume = job !== undefined && job.status !== 'FINISHED';
     }
     const params: CalculationParams & Obj = {
       gridId: grid.id,

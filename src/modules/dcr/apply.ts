@@ -13,7 +13,7 @@ import { findType } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
-import { FINAL_STATUSES, createJob } from '../../jobs/store.ts';
+import { createJob, jobState } from '../../jobs/store.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { whileSubmitting } from './approval.ts';
 import { DCR_SUBMIT, SUBMIT_PARAM, applyByJob, applyWithin, queueApply } from './applytx.ts';
@@ -48,15 +48,12 @@ async function lockSubmittable(
       `${dcr.unique_name} is ${dcr.status}: only ${SUBMITTABLE.join(', ')} DCRs can be submitted`,
     );
   }
-  if (!inJob && dcr.job_id !== null) {
-    const r = await tx.query<{ status: string }>(
-      'SELECT status FROM jobs WHERE partition_id = $1 AND id = $2',
-      [principal.partitionId, dcr.job_id],
-    );
-    const status = r.rows[0]?.status;
-    if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
-      throw new AppError('CONFLICT', `${dcr.unique_name} is already being submitted (job ${dcr.job_id}.JST)`);
-  }
+  if (
+    !inJob &&
+    dcr.job_id !== null &&
+    (await jobState(tx, principal.partitionId, dcr.job_id))?.ended === false
+  )
+    throw new AppError('CONFLICT', `${dcr.unique_name} is already being submitted (job ${dcr.job_id}.JST)`);
   return dcr;
 }
 

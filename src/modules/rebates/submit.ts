@@ -12,7 +12,7 @@ import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
 import { principalForJob, restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
-import { FINAL_STATUSES, createJob, type JobRow } from '../../jobs/store.ts';
+import { createJob, jobState, type JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { CALCULATION_STATUS } from './calculate.ts';
@@ -159,15 +159,8 @@ async function submittableGroup(
   store.requireEditGroup(principal, row);
   checkSubmittable(row);
   const job = row.job_id === null || row.job_id === undefined ? undefined : Number(row.job_id);
-  if (job !== undefined && job !== ownJob) {
-    const r = await q.query<{ status: string }>(
-      'SELECT status FROM jobs WHERE partition_id = $1 AND id = $2',
-      [principal.partitionId, job],
-    );
-    const status = r.rows[0]?.status;
-    if (status !== undefined && !(FINAL_STATUSES as readonly string[]).includes(status))
-      throw new AppError('CONFLICT', `${id}.RRG is already being submitted (job ${job}.JST)`);
-  }
+  if (job !== undefined && job !== ownJob && (await jobState(q, principal.partitionId, job))?.ended === false)
+    throw new AppError('CONFLICT', `${id}.RRG is already being submitted (job ${job}.JST)`);
   return row;
 }
 
