@@ -9,6 +9,7 @@ import { Params, ident, qualified } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
 import { parseId, selectOne } from './addressing.ts';
+import { paging } from './paging.ts';
 import {
   compileCriteria,
   compileSort,
@@ -71,15 +72,6 @@ export function extensionNameOf(criteria: unknown, field = 'name', integer = fal
     }
   }
   return undefined;
-}
-
-/** The page a fetch body asks for (default 300 rows), checked against the largest page (-4). */
-export function paging(body: FetchBody, maxPageSize: number): { start: number; end: number } {
-  const start = body.startRow ?? 0;
-  const end = body.endRow ?? start + Math.min(300, maxPageSize);
-  if (end < start) throw validationError('endRow', 'must not be less than startRow');
-  if (end - start > maxPageSize) throw validationError('endRow', `a page holds at most ${maxPageSize} rows`);
-  return { start, end };
 }
 
 function outputFields(

@@ -9,6 +9,7 @@ import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { ok, envelopeSchema, type Envelope } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import type { FetchBody } from '../../engine/crud.ts';
+import { pageOfList } from '../../engine/paging.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
 import { deleteBusinessRoles, deleteGroups } from './deletions.ts';
 import {
@@ -57,7 +58,6 @@ import {
   ownPasswordBody,
   page,
   passwordChanged,
-  pageOfList,
   pathParams,
   recordsBody,
   userPasswordBody,

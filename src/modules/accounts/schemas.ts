@@ -2,7 +2,6 @@
 // serializer drops anything else: a field that is not listed here (a password hash, say) cannot
 // reach a client even if a query selected it by mistake.
 
-import { paging } from '../../engine/fetch.ts';
 import { envelopeSchema } from '../../http/envelope.ts';
 
 const str = { type: 'string' } as const;
@@ -143,24 +142,6 @@ export const listBody = {
     operationId: { type: 'string' },
   },
 } as const;
-
-/**
- * A list read by its path, paged as fetches are (`startRow` included, `endRow` excluded, 300 by
- * default, at most `maxPageSize`: -4 beyond, or for an end before the start).
- */
-export function pageOfList<T>(
-  rows: readonly T[],
-  body: unknown,
-  maxPageSize: number,
-): { rows: T[]; startRow: number; endRow: number; totalRows: number } {
-  const b = (body ?? {}) as { startRow?: number | null; endRow?: number | null };
-  const { start, end } = paging(
-    { startRow: b.startRow ?? undefined, endRow: b.endRow ?? undefined },
-    maxPageSize,
-  );
-  const page = rows.slice(start, end);
-  return { rows: page, startRow: start, endRow: start + page.length, totalRows: rows.length };
-}
 
 /** Records as the general operations take them: `{data: {...}}`, `{data: [...]}` or an array. */
 export const recordsBody = { type: ['object', 'array'] } as const;

@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
-import { listAnswer, listBody, pageOfList } from './schemas.ts';
+import { pageOfList } from '../../engine/paging.ts';
+import { listAnswer, listBody } from './schemas.ts';
 import {
   confirmTfa,
   disableTfa,

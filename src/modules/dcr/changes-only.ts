@@ -4,7 +4,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
-import { paging } from '../../engine/fetch.ts';
+import { paging } from '../../engine/paging.ts';
 import { findType } from '../../engine/registry.ts';
 import { readableDcr, scopeOf, visibleItems } from './service.ts';
 import { findTargets, sameValue, typedItem } from './target.ts';

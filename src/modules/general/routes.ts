@@ -23,7 +23,7 @@ import {
 import { describeType, listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
-import { paging } from '../../engine/fetch.ts';
+import { pageOfList } from '../../engine/paging.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 
@@ -197,10 +197,8 @@ export function generalRoutes(app: FastifyInstance): void {
       schema: { summary: 'List of all type codes', tags: ['general'], body: typeListBody, ...list },
     },
     (req) => {
-      const types = listTypes();
-      const { start, end } = paging(req.body ?? {}, cfg.maxPageSize);
-      const page = types.slice(start, end);
-      return ok(req, page, { startRow: start, endRow: start + page.length, totalRows: types.length });
+      const page = pageOfList(listTypes(), req.body, cfg.maxPageSize);
+      return ok(req, page.rows, page);
     },
   );
 
