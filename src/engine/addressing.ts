@@ -81,12 +81,22 @@ export async function selectOne(
 }
 
 /**
- * PostgreSQL, before a batch writes: one transaction-level advisory lock per record the batch names
- * (by id, or by business key — a key not stored yet included), taken in one order by every batch.
- * Two batches that name the same records in other orders then wait for each other instead of
- * deadlocking halfway. A record named by id in one batch and by key in the other is not covered:
- * such a deadlock is broken by PostgreSQL and the batch run again (batchTransaction), at the cost of
- * `deadlock_timeout`. PGlite runs one transaction at a time: nothing to order.
+ * Most record locks one batch takes (lockBatch); a batch naming more locks its type's table instead.
+ * PostgreSQL keeps advisory locks in its shared lock table (`max_locks_per_transaction` × connections,
+ * 6,400 by default): a batch locking 30,000 records ran out of it ("out of shared memory", a 500) and
+ * so could every transaction of the server at that moment.
+ */
+const RECORD_LOCKS_MAX = 128;
+
+/**
+ * PostgreSQL, before a batch writes: transaction-level advisory locks taken in one order by every
+ * batch, so two batches that name the same records in other orders wait for each other instead of
+ * deadlocking halfway. A batch of up to RECORD_LOCKS_MAX records takes its type's table lock shared,
+ * then one lock per record it names (by id, or by business key — a key not stored yet included), in
+ * sorted order; a larger batch takes the table lock alone, exclusive (it waits for the small batches
+ * of the type and they for it). A record named by id in one batch and by key in the other is not
+ * covered: such a deadlock is broken by PostgreSQL and the batch run again (batchTransaction), at the
+ * cost of `deadlock_timeout`. PGlite runs one transaction at a time: nothing to order.
  */
 export async function lockBatch(
   tx: Queryable,
@@ -106,8 +116,18 @@ export async function lockBatch(
     }
     if (a !== undefined) names.add('id' in a ? `#${a.id}` : JSON.stringify(a.key.map(String)));
   }
+  const table = `rc_batch:${partitionId}:${type.table}`;
+  if (names.size > RECORD_LOCKS_MAX) {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [table]);
+    return;
+  }
+  // The table's lock first, then the records' in the order of their keys (the subquery's order).
   await tx.query(
-    `SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended($1 || n, 0) AS k FROM unnest($2::text[]) n ORDER BY 1) s`,
-    [`rc_batch:${partitionId}:${type.table}:`, [...names]],
+    `SELECT CASE WHEN s.n IS NULL THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END
+       FROM (SELECT NULL AS n, hashtextextended($1, 0) AS k
+             UNION ALL
+             SELECT * FROM (SELECT DISTINCT n, hashtextextended($1 || ':' || n, 0) AS k FROM unnest($2::text[]) n) r
+              ORDER BY n NULLS FIRST, k) s`,
+    [table, [...names]],
   );
 }

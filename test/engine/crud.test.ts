@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { startHarness, type CallOptions, type Harness, type Reply } from '../helpers/app.ts';
 import { expectError } from '../helpers/envelope.ts';
 import { adv } from '../helpers/criteria.ts';
+import { lockBatch } from '../../src/engine/addressing.ts';
+import { findType } from '../../src/engine/registry.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -746,6 +748,27 @@ describe('extension tables, permissions, user groups and partitions', () => {
       rows.map((r) => r.version),
       [16, 16, 16, 16],
     );
+  });
+
+  test('a batch takes a bounded number of locks: one per record up to 128, its table alone past that', async () => {
+    // PostgreSQL keeps advisory locks in a shared table of a few thousand entries: a batch of 30,000
+    // records locking each one ran it out ("out of shared memory") for every transaction.
+    if (h.db.kind !== 'postgres') return;
+    const P = findType('P')!;
+    const held = async (n: number) =>
+      h.db.transaction(async (tx) => {
+        const items = Array.from({ length: n }, (_, i) => ({ sku: `LOCK-${i}` }));
+        await lockBatch(tx, true, P, h.partitionId, items);
+        const r = await tx.query<{ n: number; exclusive: number }>(
+          `SELECT count(*)::int AS n, count(*) FILTER (WHERE mode = 'ExclusiveLock')::int AS exclusive
+             FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
+        );
+        return r.rows[0]!;
+      });
+    assert.deepEqual(await held(1), { n: 0, exclusive: 0 });
+    assert.deepEqual(await held(3), { n: 4, exclusive: 3 }, 'the table shared, each record exclusive');
+    assert.deepEqual(await held(128), { n: 129, exclusive: 128 });
+    assert.deepEqual(await held(20_000), { n: 1, exclusive: 1 }, 'the table alone');
   });
 
   test('a record of another partition cannot be read, changed or deleted, even by typedId', async () => {
