@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pipeline } from 'node:stream/promises';
 import { OID, parseInt8 } from './parse.ts';
 import type { ChangeFeed, Db, QueryResult, Tx } from './types.ts';
@@ -127,6 +128,9 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
         } catch (e) {
           await rollBack([client]);
           if (!opts?.retryDeadlocks || attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(e)) throw e;
+          // A random pause before the next run: run again at once, the victim met the winner (or a
+          // third writer) still holding its locks and deadlocked again (seen with three at once).
+          await sleep(attempt * (10 + Math.random() * 40));
         }
       }
     },
@@ -160,8 +164,8 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
   };
 }
 
-/** Runs of a transaction with `retryDeadlocks` (the first and two more). */
-const DEADLOCK_ATTEMPTS = 3;
+/** Runs of a transaction with `retryDeadlocks` (the first and four more). */
+const DEADLOCK_ATTEMPTS = 5;
 
 const isDeadlock = (e: unknown): boolean =>
   typeof e === 'object' && e !== null && (e as { code?: unknown }).code === '40P01';

@@ -304,6 +304,27 @@ describe('loaddata', () => {
     assert.deepEqual(new Set([...rows.values()].map((r) => r.version)), new Set([3]));
   });
 
+  test('loads of the same new keys in other row orders at once: no chunk lost to a deadlock', async () => {
+    for (let round = 0; round < 3; round++) {
+      const data = Array.from({ length: 300 }, (_, i) => [`order-${round}-${i}`, 'raced']);
+      const shuffled = data.map((d, i) => [(i * 7919) % 300, d] as const).sort((a, b) => a[0] - b[0]);
+      const loads = [data, [...data].reverse(), shuffled.map(([, d]) => d)].map((rows) =>
+        loadOk('P', { header: ['sku', 'label'], data: rows, options: { detectJoinFields: true } }),
+      );
+      const results = await Promise.all(loads);
+      assert.deepEqual(
+        results.flatMap((r: any) => r.errors),
+        [],
+        `round ${round}`,
+      );
+      assert.equal(
+        results.reduce((n: number, r: any) => n + r.inserted, 0),
+        300,
+      );
+      assert.equal((await products(data.map((d) => d[0]!))).size, 300);
+    }
+  });
+
   test('per-row validation: width, NUMERIC attribute, length, missing business key', async () => {
     const meta = await h.call('/add/PAM', {
       basic: admin,

@@ -218,7 +218,10 @@ export async function insertDirectly(
       return { inserted: rows.length, updated: 0, errors: [] };
     });
   } catch (err) {
-    if (err instanceof ParentRefused || (err as { code?: unknown }).code === '23505') return undefined;
+    // A key another transaction holds (a duplicate, or a deadlock over keys two loads insert in other
+    // orders): the merge, which upserts and runs again after a deadlock, takes the chunk.
+    const code = (err as { code?: unknown }).code;
+    if (err instanceof ParentRefused || code === '23505' || code === '40P01') return undefined;
     throw err;
   }
 }

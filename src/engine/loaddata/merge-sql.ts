@@ -237,7 +237,9 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     // Without join fields the keys of the stage are unique already (checked in JS), and its rows
     // are in row order as COPY wrote them. With join fields, DISTINCT ON the business key: of rows
     // sharing a new key the first is inserted and the others are duplicates (ON CONFLICT never
-    // meets the same key twice in one command).
+    // meets the same key twice in one command) — inserted in the order of their keys, as every load
+    // inserts them: two loads of the same new keys in other row orders then wait for each other
+    // instead of deadlocking halfway (new ids follow the keys within a chunk).
     const stageRows =
       where.length === 0 ? `${stage} src` : `(SELECT * FROM ${stage} s WHERE ${where.join(' AND ')}) src`;
     const sql =
@@ -247,7 +249,7 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
         : `WITH src AS (
              SELECT DISTINCT ON (${distinct}) s.* FROM ${stage} s WHERE ${where.join(' AND ')}
               ORDER BY ${distinct}, s.${rownum}
-           ), ins AS (${insertFrom(`(SELECT * FROM src ORDER BY src.${rownum}) src`)}), ${history}
+           ), ins AS (${insertFrom('src')}), ${history}
            SELECT src.${rownum} FROM src JOIN ins ON ${keyJoin}`;
     insert = {
       sql,

@@ -3,7 +3,7 @@
 // when no key exists yet, else the staged merge); counts and row errors, capped, in the LoadResult.
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Tx } from '../../db/db.ts';
+import { batchTransaction, type Db, type Tx } from '../../db/db.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import { DeadlineError } from '../../db/deadline.ts';
@@ -226,10 +226,12 @@ function reasonOf(err: unknown): string {
 
 /**
  * One chunk in one transaction: stage by COPY (the rows checked as it takes them), update the
- * matches, insert the rest. Memory stays proportional to the chunk, not to the call.
+ * matches, insert the rest. Memory stays proportional to the chunk, not to the call. Two loads
+ * (or a load and a batch) writing the same keys in other orders can deadlock on PostgreSQL: the
+ * chunk PostgreSQL rolls back runs again (batchTransaction; its rows, checked by then, copied anew).
  */
 async function runChunk(db: Db, plan: LoadPlan, sql: MergeSql, check: ChunkCheck): Promise<ChunkOutcome> {
-  return db.transaction(async (tx: Tx) => {
+  return batchTransaction(db, async (tx: Tx) => {
     await tx.query(sql.create);
     await tx.copyFrom(
       STAGE,
