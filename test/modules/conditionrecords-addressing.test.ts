@@ -111,5 +111,22 @@ describe('condition records: addressing items and sets', () => {
       'K 2026-01-01..9999-12-31 -',
       'Z 2026-01-01..9999-12-31 -',
     ]);
+
+    // Digits past a bigint: a uniqueName (never an id), or the row's error; the other rows load.
+    const huge = `9${digits}99999999999`;
+    const named = await newSet(1, huge);
+    const [r3] = okData(
+      await load([
+        [huge, 'H', '2026-01-01'],
+        ['99999999999999999999999', 'U', '2026-01-01'],
+        [String(numbered.id), 'V', '2027-01-01'],
+      ]),
+    );
+    assert.equal(r3.inserted, 2, JSON.stringify(r3));
+    assert.deepEqual(
+      r3.errors.map((e: any) => [e.row, e.field]),
+      [[1, 'conditionRecordSetId']],
+    );
+    assert.deepEqual(await itemsOf(named.id), ['H 2026-01-01..9999-12-31 -']);
   });
 });

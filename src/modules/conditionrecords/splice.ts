@@ -54,7 +54,9 @@ async function resolveSets(db: Db, principal: Principal, plan: Plan, rows: reado
     const v: unknown = Array.isArray(r) ? r[plan.setAt] : undefined;
     if (typeof v === 'number' && Number.isSafeInteger(v)) ids.add(v);
     else if (typeof v === 'string' && /^\d+$/.test(v)) {
-      ids.add(Number(v));
+      // Digits past a safe integer name no id (ids are far below), only a uniqueName: as a bigint
+      // parameter they failed the whole load ("out of range for type bigint").
+      if (Number.isSafeInteger(Number(v))) ids.add(Number(v));
       names.add(v);
     }
     // A name with NUL names no set (the database cannot take it as text): the row's error says so.
