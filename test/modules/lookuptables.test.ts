@@ -655,6 +655,20 @@ describe('lookup tables', () => {
     expectError(await api(`${M}.copy/${id}`, { data: { uniqueName: 'copied' } }), 409, -1, 'uniqueName');
     expectError(await api(`${M}.copy/${id}`, { data: { label: 'no name' } }), 400, -4);
     expectError(await api(`${M}.copy/999999`, { data: { uniqueName: 'x' } }), 404, -1);
+    // A name another transaction takes while the copy runs (PostgreSQL: the copy has looked and
+    // found it free, then meets the other's row): the same duplicate answer, naming uniqueName.
+    if (h.db.kind === 'postgres') {
+      let copying: Promise<Reply> | undefined;
+      await h.db.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO lookup_tables (partition_id, unique_name, type) VALUES ($1, 'taken-meanwhile', 'SIMPLE')`,
+          [h.partitionId],
+        );
+        copying = api(`${M}.copy/${id}`, { data: { uniqueName: 'taken-meanwhile' } });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      expectError(await copying!, 409, -1, 'uniqueName');
+    }
   });
 
   test('batch delete by filter; an invalid clause deletes nothing', async () => {

@@ -76,6 +76,12 @@ function translate(err: unknown): unknown {
   }
   // A value written while its table was being deleted.
   if (e.code === '23503') return notFound('Lookup table');
+  // A table added or copied under a name another transaction took after this one looked.
+  if (e.code === '23505' && e.constraint === 'lookup_tables_partition_id_unique_name_key') {
+    return new AppError('DUPLICATE_KEY', 'A lookup table with this uniqueName already exists', {
+      field: 'uniqueName',
+    });
+  }
   return err;
 }
 
