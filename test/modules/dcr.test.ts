@@ -245,6 +245,26 @@ describe('data change requests', () => {
       400,
       -4,
     );
+    // distinctResults over the answered fields (two UPDATE items answer one row), sorted by them.
+    const kinds = await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {
+      resultFields: ['changeType'],
+      distinctResults: true,
+    });
+    assert.equal(kinds.body.response.totalRows, 3, kinds.text);
+    assert.deepEqual(
+      okData(kinds).map((r) => r.changeType),
+      ['ADD', 'DELETE', 'UPDATE'],
+    );
+    expectError(
+      await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {
+        resultFields: ['changeType'],
+        distinctResults: true,
+        sortBy: '-targetId',
+      }),
+      400,
+      -4,
+      'sortBy',
+    );
 
     const [applied] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
     assert.equal(applied.status, 'APPLIED');

@@ -5,6 +5,7 @@ import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { paging } from '../../engine/paging.ts';
+import { validationError } from '../../http/errors.ts';
 import { findType } from '../../engine/registry.ts';
 import { readableDcr, scopeOf, visibleItems } from './service.ts';
 import { findTargets, sameValue, typedItem } from './target.ts';
@@ -21,7 +22,8 @@ const CHANGE_INPUTS = ['targetId', 'changeType', 'values', 'originalValues'];
  * (`changes`: {field: {old, new}}); an UPDATE proposing only current values is left out. ADD items
  * list every proposed field; DELETE items the record's current values. Paged after the comparison.
  * `resultFields` / `valueFields` name the fields answered (`changes` among them, if wanted); the
- * comparison reads its own fields whatever they name.
+ * comparison reads its own fields whatever they name. `distinctResults` applies to the answered
+ * fields, after the comparison (the read is not distinct: it needs the comparison's own fields).
  */
 export async function changesOnly(
   db: Db,
@@ -32,10 +34,23 @@ export async function changesOnly(
 ): Promise<FetchResult> {
   const { start: startRow, end: endRow } = paging(body, maxPageSize);
   const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
-  const { resultFields, valueFields, ...rest } = body;
+  const { resultFields, valueFields, distinctResults, ...rest } = body;
   // (Both named: the engine refuses the body as it is.)
   const asked =
     resultFields !== undefined && valueFields !== undefined ? undefined : (valueFields ?? resultFields);
+  const distinct = distinctResults === true && asked !== undefined;
+  if (distinct) {
+    // As the engine's distinct rows: sorted by the answered fields unless sortBy names some of them.
+    for (const sort of rest.sortBy === undefined || rest.sortBy === null ? [] : [rest.sortBy].flat()) {
+      if (typeof sort !== 'string' || !asked.includes(sort.replace(/^-/, ''))) {
+        throw validationError(
+          'sortBy',
+          `with distinctResults, sort only by the selected fields (${JSON.stringify(sort)})`,
+        );
+      }
+    }
+    rest.sortBy ??= asked.filter((n) => DCRI.fields.some((f) => f.name === n && f.type !== 'json'));
+  }
   const read: FetchBody =
     asked === undefined
       ? body
@@ -75,14 +90,16 @@ export async function changesOnly(
     if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
   }
   // Typed as the target's records are answered (a NUMERIC attribute a number), after comparing.
-  const page = changed.slice(startRow, endRow).map((item) => typedItem(s.tc, item) as Obj);
-  const rows =
-    asked === undefined
-      ? page
-      : page.map((item) =>
-          valueFields !== undefined
-            ? asked.map((n) => item[n])
-            : Object.fromEntries(asked.map((n) => [n, item[n]])),
-        );
-  return { rows, startRow, endRow: startRow + rows.length, totalRows: changed.length };
+  const project = (item: Obj): unknown => {
+    const typed = typedItem(s.tc, item) as Obj;
+    if (asked === undefined) return typed;
+    return valueFields !== undefined
+      ? asked.map((n) => typed[n])
+      : Object.fromEntries(asked.map((n) => [n, typed[n]]));
+  };
+  const answered = distinct
+    ? [...new Map(changed.map((item) => project(item)).map((row) => [JSON.stringify(row), row])).values()]
+    : undefined;
+  const rows = answered?.slice(startRow, endRow) ?? changed.slice(startRow, endRow).map(project);
+  return { rows, startRow, endRow: startRow + rows.length, totalRows: answered?.length ?? changed.length };
 }
