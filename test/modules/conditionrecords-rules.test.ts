@@ -531,4 +531,47 @@ describe('condition records: rules on every path', () => {
     const [kept] = okData(await call('/fetch/CRCS', { data: { id: s.id } }));
     assert.deepEqual([kept.label, kept.version], [s.name, 0]);
   });
+
+  test('a write of many items takes a bounded number of locks (PostgreSQL), and still finds overlaps', async () => {
+    const s = await newSet();
+    const rows = Array.from({ length: 2_000 }, (_, i) => [s.id, `L${i}`, '2026-01-01', '2026-06-30']);
+    const [loaded] = okData(
+      await call('/loaddata/CRCI', {
+        data: { header: ['conditionRecordSetId', 'key1', 'validFrom', 'validTo'], data: rows },
+      }),
+    );
+    assert.equal(loaded.inserted, 2_000);
+    // Every item's validity changes in one statement: the overlap check runs per item. A lock per
+    // key tuple was 2,000 locks here (20,000 items ran PostgreSQL's shared lock table out: a 500).
+    const [edited] = okData(
+      await call('/massedit/CRCI', {
+        filterCriteria: { conditionRecordSetId: s.id },
+        massEditRecords: [{ fieldName: 'validTo', massEditOperator: '=', fieldValue: '2026-12-31' }],
+      }),
+    );
+    assert.equal(edited.updatedRecords, 2_000);
+    if (h.db.kind === 'postgres') {
+      const held = await h.db.transaction(async (tx) => {
+        await tx.query(
+          `UPDATE condition_records SET valid_to = '2027-01-31' WHERE partition_id = $1 AND condition_record_set_id = $2`,
+          [h.partitionId, s.id],
+        );
+        const r = await tx.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
+        );
+        return r.rows[0]!.n;
+      });
+      assert.ok(held <= 513, `${held} advisory locks`);
+    }
+    // The check itself is unchanged: an item overlapping another of its keys is refused.
+    await addItem(s.id, 'L7', '2027-03-01', '2027-03-31');
+    expectError(
+      await call('/massedit/CRCI', {
+        filterCriteria: { conditionRecordSetId: s.id, key1: 'L7', validFrom: '2027-03-01' },
+        massEditRecords: [{ fieldName: 'validFrom', massEditOperator: '=', fieldValue: '2027-01-15' }],
+      }),
+      400,
+      -4,
+    );
+  });
 });
