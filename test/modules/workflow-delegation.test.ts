@@ -151,6 +151,45 @@ describe('workflow delegation', () => {
     assert.ok(advanced.some((r: { id: number }) => r.id === d.id));
   });
 
+  test('a status filter upper-cases the values it compares, not regular expressions, patterns or field names', async () => {
+    // One INITIALIZED delegation whose note is its status as stored.
+    const d = await add(ann, {
+      delegate: 'cid',
+      startDate: day(600),
+      endDate: day(601),
+      note: 'INITIALIZED',
+    });
+    const ids = async (status: Record<string, unknown>) =>
+      (
+        assertOk(
+          await call(ann, 'fetch', {
+            data: {
+              _constructor: 'AdvancedCriteria',
+              operator: 'and',
+              criteria: [{ fieldName: 'startDate', operator: 'equals', value: day(600) }, status],
+            },
+          }),
+        ) as { id: number }[]
+      ).map((r) => r.id);
+    const status = (operator: string, value: unknown) => ids({ fieldName: 'status', operator, value });
+    // Values compared: any case.
+    assert.deepEqual(await status('equals', 'Initialized'), [d.id]);
+    assert.deepEqual(await status('inSet', ['initialized', 'x']), [d.id]);
+    assert.deepEqual(await status('notEqual', 'initialized'), []);
+    assert.deepEqual(await ids({ fieldName: 'status', operator: 'between', start: 'a', end: 'j' }), [d.id]);
+    // A regular expression as written (regexp is case-sensitive; `\w` is not `\W`).
+    assert.deepEqual(await status('regexp', '^\\w+$'), [d.id]);
+    assert.deepEqual(await status('regexp', '^[a-z]+$'), []);
+    assert.deepEqual(await status('regexp', '^[A-Z]+$'), [d.id]);
+    assert.deepEqual(await status('iregexp', '^init'), [d.id]);
+    assert.deepEqual(await status('matchesPattern', 'init*'), []);
+    assert.deepEqual(await status('iMatchesPattern', 'init*'), [d.id]);
+    // The …Field operators name another field, which keeps its name.
+    assert.deepEqual(await status('equalsField', 'note'), [d.id]);
+    assert.deepEqual(await status('notEqualField', 'note'), []);
+    assertOk(await call(ann, 'delete', { data: { typedId: d.typedId } }));
+  });
+
   test('update changes only the note (version checked when given)', async () => {
     const d = await add(dan, { delegate: 'cid', startDate: day(40), endDate: day(41), note: 'a' });
     const u = assertOk(

@@ -12,6 +12,7 @@ import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { loadTypeContext, selectList } from '../../engine/context.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { OPERATORS, isOperator, type Test } from '../../engine/criteria/operators.ts';
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
 import { recordHistory, type HistoryAction } from '../../engine/history.ts';
 import { coerceValue, unstorableText } from '../../engine/values.ts';
@@ -238,8 +239,20 @@ export async function fetchDelegations(
 }
 
 /**
+ * Operators whose `value` is not a status to compare: a regular expression or a pattern (upper-cased,
+ * `\w` became `\W` and `[a-z]` `[A-Z]`, and their case is the operator's to decide) or another field's
+ * name (the …Field family).
+ */
+function comparesStatusValue(operator: unknown): boolean {
+  if (typeof operator !== 'string' || !isOperator(operator)) return true;
+  const def: { readonly test: Test; readonly field: boolean } = OPERATORS[operator];
+  return !def.field && def.test.kind !== 'regexp' && !(def.test.kind === 'like' && def.test.glob);
+}
+
+/**
  * The interface names the statuses Initialized, Activated and EndDated in its filter example, the
- * records answer INITIALIZED, ACTIVATED and ENDDATED: a filter on `status` matches in any case.
+ * records answer INITIALIZED, ACTIVATED and ENDDATED: a filter on `status` matches in any case — the
+ * values it compares are upper-cased, not the patterns or field names some operators take.
  */
 function upperStatuses(node: unknown): unknown {
   if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
@@ -247,7 +260,10 @@ function upperStatuses(node: unknown): unknown {
   const up = (v: unknown): unknown =>
     typeof v === 'string' ? v.toUpperCase() : Array.isArray(v) ? v.map(up) : v;
   if (Array.isArray(o.criteria)) return { ...o, criteria: o.criteria.map(upperStatuses) };
-  if (o.fieldName === 'status') return { ...o, value: up(o.value), start: up(o.start), end: up(o.end) };
+  if (o.fieldName === 'status') {
+    if (!comparesStatusValue(o.operator)) return o;
+    return { ...o, value: up(o.value), start: up(o.start), end: up(o.end) };
+  }
   return o.fieldName === undefined && 'status' in o ? { ...o, status: up(o.status) } : o;
 }
 
