@@ -12,7 +12,7 @@ import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_TYPES, SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
-import { sameTypedValue } from './values.ts';
+import { coerceValue, sameTypedValue } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
 /** Custom attributes of a rebate record group (the interface: up to attribute100). */
@@ -95,10 +95,16 @@ async function rebateTypeExists(q: Queryable, partitionId: number, name: string)
   return r.rows.length > 0;
 }
 
+/**
+ * The rebate type a write names exists. The field is text, which takes a number or a boolean written
+ * as its text (values.ts `coerceValue`): 12345 names the type "12345", checked as such, and "" names
+ * none of them. A value the text field refuses (an object, a list) is left to its own check.
+ */
 async function checkRebateType(q: Queryable, principal: Principal, v: unknown, field: string) {
-  if (typeof v !== 'string' || v === '') return;
-  if (!(await rebateTypeExists(q, principal.partitionId, v)))
-    throw validationError(field, `there is no rebate type ${JSON.stringify(v)}`);
+  const name = v === null || v === undefined ? undefined : coerceValue('string', v);
+  if (typeof name !== 'string') return;
+  if (!(await rebateTypeExists(q, principal.partitionId, name)))
+    throw validationError(field, `there is no rebate type ${JSON.stringify(name)}`);
 }
 
 // ---- RBT ----------------------------------------------------------------------------------------

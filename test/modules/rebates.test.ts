@@ -329,6 +329,35 @@ describe('rebate record groups', () => {
     assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: 'BATCH-1' } })).length, 0);
   });
 
+  test('rebateType given as a number or boolean is its text, checked as any rebate type name', async () => {
+    const data = (rebateType: unknown, uniqueName = 'RT-TEXT') => ({
+      data: { uniqueName, rebateType, startDate: '2026-01-01', endDate: '2026-12-31' },
+    });
+    const noType = (r: Awaited<ReturnType<typeof call>>, name: string) => {
+      expectError(r, 400, -4, 'rebateType');
+      assert.equal(r.body.response.errors.rebateType.errorMessage, `there is no rebate type ${name}`);
+    };
+    noType(await call('/add/RRG', data(12345)), '"12345"');
+    noType(await call('/add/RRG', data('12345')), '"12345"');
+    noType(await call('/add/RRG', data(-1)), '"-1"');
+    noType(await call('/add/RRG', data(true)), '"true"');
+    noType(await call('/add/RRG', data('')), '""');
+    noType(await call('/integrate/RRG', data(12345)), '"12345"');
+    assert.equal(okData(await call('/fetch/RRG', { data: { uniqueName: 'RT-TEXT' } })).length, 0);
+    // A type named by digits is named by the number too, and stored as its text.
+    okData(await call('/add/RBT', { data: { uniqueName: '12345', label: 'By number' } }));
+    const [g] = okData(await call('/add/RRG', data(12345)));
+    assert.equal(g.rebateType, '12345');
+    noType(await call('/update/RRG', { data: { typedId: g.typedId, rebateType: 67890 } }), '"67890"');
+    noType(await call('/update/RRG', { data: { typedId: g.typedId, rebateType: false } }), '"false"');
+    // A value a text field refuses is refused as such; null clears the type.
+    expectError(await call('/update/RRG', { data: { typedId: g.typedId, rebateType: { a: 1 } } }), 400, -4);
+    const [cleared] = okData(await call('/update/RRG', { data: { typedId: g.typedId, rebateType: null } }));
+    assert.equal(cleared.rebateType ?? null, null);
+    okData(await call('/delete/RRG', { data: { typedId: g.typedId } }));
+    okData(await call('/delete/RBT', { data: { uniqueName: '12345' } }));
+  });
+
   test('calculate: the logic over the group (inputs, dates, typed attributes, targetDate), alerts stored', async () => {
     const g = await newGroup();
     const [c] = okData(await calculate(g, undefined, rebater));
