@@ -636,6 +636,92 @@ describe('rebate record groups', () => {
       okData(await call('/update/RRG', { data: { typedId: g.typedId, label: 'after withdrawal' } }, rebater));
     });
 
+    test('record history of calculate, submit, withdraw, async submit and approve: UPDATEs naming the fields changed', async () => {
+      const history = async (g: { id: number }) =>
+        okData(await call(`/fetch/RRG/${g.id}/history`, { sortBy: 'id' })).map((e: any) => ({
+          ...e,
+          field: [...e.field].sort(),
+        }));
+      const g = await newGroup();
+      await new Promise((r) => setTimeout(r, 20));
+      const added = new Date().toISOString();
+      await new Promise((r) => setTimeout(r, 20));
+      const [c] = okData(await calculate(g, undefined, rebater));
+      okData(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater));
+      const wf = await pendingFor(g);
+      okData(
+        await call(
+          `/workflowsmanager.withdraw/${wf.id}`,
+          { data: {}, oldValues: { version: wf.version } },
+          rebater,
+        ),
+      );
+      const w = await groupById(g.id);
+      assert.equal(w.version, g.version + 3);
+      const [add, calc, submit, withdraw, ...rest] = await history(g);
+      assert.deepEqual(rest, []);
+      assert.equal(add.action, 'ADD');
+      assert.deepEqual(
+        [calc, submit, withdraw].map((e) => [e.action, e.operation, e.version, e.user]),
+        [
+          ['UPDATE', `rebaterecordgroup.calculate/${g.typedId}`, g.version + 1, rebater.user],
+          ['UPDATE', `rebaterecordgroup.submit/${g.typedId}`, g.version + 2, rebater.user],
+          ['UPDATE', `workflowsmanager.withdraw/${wf.id}`, g.version + 3, rebater.user],
+        ],
+      );
+      for (const f of [
+        'calculationStatus',
+        'calculationResults',
+        'calculatedWithErrorsMsg',
+        'calculationDate',
+      ])
+        assert.ok(calc.field.includes(f), `${f} in ${calc.field}`);
+      assert.deepEqual(calc.changes.calculationStatus, { old: 0, new: c.calculationStatus });
+      assert.deepEqual(calc.changes.calculatedWithErrorsMsg, { old: null, new: 'CRITICAL' });
+      for (const f of ['status', 'workflowStatus', 'submittedByName', 'submittedMsg', 'hasWorkflowHistory'])
+        assert.ok(submit.field.includes(f), `${f} in ${submit.field}`);
+      assert.deepEqual(submit.changes.workflowStatus, { old: 'DRAFT', new: 'SUBMITTED' });
+      assert.deepEqual(submit.changes.submittedByName, { old: null, new: rebater.user });
+      assert.deepEqual(withdraw.field, ['status', 'workflowStatus']);
+      assert.deepEqual(withdraw.changes, {
+        status: { old: 'SUBMITTED', new: 'DRAFT' },
+        workflowStatus: { old: 'SUBMITTED', new: 'WITHDRAWN' },
+      });
+      // The group as it stood before its calculation, rebuilt from that history.
+      const [before] = okData(await call(`/fetch/RRG/${g.id}?asOf=${encodeURIComponent(added)}`));
+      assert.equal(before.calculationStatus, 0);
+      assert.equal(before.workflowStatus, 'DRAFT');
+      assert.equal(before.version, g.version);
+
+      // An async submit marks the group with its job (an UPDATE of jstId), the job submits it (its
+      // UPDATE names the job) and the approver's decision is his.
+      const g2 = await calculated();
+      const [jst] = okData(await call(`/rebaterecordgroup.submit/${g2.typedId}/async`, {}, rebater));
+      assert.equal((await waitForJob(h, jst.jstId)).status, 'FINISHED');
+      const wf2 = await pendingFor(g2);
+      okData(
+        await call(
+          `/workflowsmanager.approve/${wf2.id}`,
+          { data: {}, oldValues: { version: wf2.version } },
+          approver,
+        ),
+      );
+      const later = (await history(g2)).slice(2);
+      assert.deepEqual(
+        later.map((e) => [e.action, e.operation, e.jobId, e.user]),
+        [
+          ['UPDATE', `rebaterecordgroup.submit/${g2.typedId}/async`, null, rebater.user],
+          ['UPDATE', null, jst.jstId, rebater.user],
+          ['UPDATE', `workflowsmanager.approve/${wf2.id}`, null, approver.user],
+        ],
+      );
+      assert.deepEqual(later[0].changes, { jstId: { old: null, new: jst.jstId } });
+      assert.deepEqual(later[1].changes.workflowStatus, { old: 'DRAFT', new: 'SUBMITTED' });
+      assert.deepEqual(later[2].changes.workflowStatus, { old: 'SUBMITTED', new: 'APPROVED' });
+      assert.deepEqual(later[2].changes.approvedByName, { old: null, new: approver.user });
+      assert.equal(later[2].version, (await groupById(g2.id)).version);
+    });
+
     test('async submit: a REBATERECORD job answering the JST; the group is submitted when it ends', async () => {
       const g = await calculated();
       const [jst] = okData(await call(`/rebaterecordgroup.submit/${g.typedId}/async`, {}, rebater));

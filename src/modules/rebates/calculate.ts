@@ -201,8 +201,7 @@ export async function calculateGroup(
       const answer = await loadTypeContext(tx, principal, store.RRG, rebateType ?? undefined);
       const updated = await store.setGroupState(
         tx,
-        principal.partitionId,
-        principal.userId,
+        principal,
         id,
         {
           calculation_results: JSON.stringify(visible),

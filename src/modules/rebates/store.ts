@@ -1,11 +1,12 @@
 // SQL of the rebate module that the generic engine does not cover: a group locked FOR UPDATE as the
-// caller may see it, the state writes of calculate and of the workflow's decisions (each bumps the
-// group's version) and login names of actors.
+// caller may see it, the state writes of calculate, submit and the workflow's decisions (each bumps
+// the group's version and records its history) and login names of actors.
 
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
+import { withHistory } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, notFound } from '../../http/errors.ts';
 
@@ -70,15 +71,48 @@ export async function loginName(q: Queryable, partitionId: number, userId: numbe
 export type GroupState = Readonly<Record<string, unknown>>;
 
 /**
- * Sets server columns of one group (version bumped, last update by `userId`). Only server fields
- * change here, which record history does not track (it records what clients write).
- * `sqlValues` are SQL expressions (`now()`), never input. With `answer`, the group after the change
- * comes back as the API record of that type context (RETURNING: no second read).
+ * The actor of a workflow's decision (approve, deny, withdraw through /workflowsmanager), which calls
+ * the group back with the acting user's id alone (`ApprovableRef`): a principal without rights that
+ * names him in record history by id and login (the workflow's own history row has the request's
+ * token or external system).
+ */
+export function deciderOf(partitionId: number, userId: number, login: string | null): Principal {
+  return {
+    partitionId,
+    partition: '',
+    userId,
+    loginName: login ?? '',
+    roles: [],
+    groups: [],
+    admin: false,
+    permissions: new Set(),
+    via: 'header',
+    restriction: null,
+  };
+}
+
+/**
+ * The group's type as its history sees a state write: the server fields the write sets count as
+ * tracked. History leaves server fields out of the engine's writes (clients do not write them), but
+ * a calculation, a submit or a decision is a change of the group like any other (README, Record
+ * history), recorded with the fields it changed.
+ */
+function stateHistoryContext(columns: readonly string[]): { tc: TypeContext; changing: string[] } {
+  const fields = RRG.fields.map((f) => (columns.includes(f.column) ? { ...f, system: false } : f));
+  const changing = fields.filter((f) => columns.includes(f.column)).map((f) => f.name);
+  const type = { ...RRG, fields };
+  return { tc: { type, fields: new Map(fields.map((f) => [f.name, f])) }, changing };
+}
+
+/**
+ * Sets server columns of one group (version bumped, last update by `actor`), with the group's record
+ * history in the same statement (an UPDATE naming the fields changed, by `actor` through the current
+ * request or job). `sqlValues` are SQL expressions (`now()`), never input. With `answer`, the group
+ * after the change comes back as the API record of that type context (RETURNING: no second read).
  */
 export async function setGroupState(
   q: Queryable,
-  partitionId: number,
-  userId: number,
+  actor: Principal,
   id: number,
   state: GroupState,
   sqlValues: Readonly<Record<string, 'now()' | 'NULL'>> = {},
@@ -87,11 +121,17 @@ export async function setGroupState(
   const params = new Params();
   const sets = Object.entries(state).map(([col, v]) => `${ident(col)} = ${params.add(v)}`);
   for (const [col, expr] of Object.entries(sqlValues)) sets.push(`${ident(col)} = ${expr}`);
-  sets.push('version = t.version + 1', 'last_update_at = now()', `last_update_by = ${params.add(userId)}`);
-  const returning = answer === undefined ? '' : ` RETURNING ${selectList(answer)}`;
+  const { tc, changing } = stateHistoryContext([...Object.keys(state), ...Object.keys(sqlValues)]);
+  sets.push(
+    'version = t.version + 1',
+    'last_update_at = now()',
+    `last_update_by = ${params.add(actor.userId)}`,
+  );
+  const stmt = `UPDATE rebate_record_groups t SET ${sets.join(', ')}
+                 WHERE t.partition_id = ${params.add(actor.partitionId)} AND t.id = ${params.add(id)}`;
+  const select = answer === undefined ? 'w.id' : selectList(answer, undefined, 'w');
   const r = await q.query<Row>(
-    `UPDATE rebate_record_groups t SET ${sets.join(', ')}
-      WHERE t.partition_id = ${params.add(partitionId)} AND t.id = ${params.add(id)}${returning}`,
+    withHistory(stmt, { tc, principal: actor, params, kind: 'write', changing }, select),
     params.values,
   );
   return answer === undefined || r.rows[0] === undefined ? undefined : toRecord(answer, r.rows[0]);

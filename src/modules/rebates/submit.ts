@@ -3,8 +3,10 @@
 // definition for RRG: approved at once); `/async` checks the same and queues a REBATERECORD job that
 // submits as the caller, answering the JST. The workflow's decisions land on the group:
 // workflowStatus DRAFT → SUBMITTED → APPROVED | DENIED (| WITHDRAWN), status, approvalState,
-// submittedByName, approvedByName / deniedByName, approvalDate, hasWorkflowHistory.
+// submittedByName, approvedByName / deniedByName, approvalDate, hasWorkflowHistory — each write with
+// the group's record history (store.ts `setGroupState`).
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { inSavepoint } from '../../db/savepoint.ts';
@@ -32,11 +34,28 @@ function checkSubmittable(row: store.Row): void {
     throw new AppError('CONFLICT', `${name} was never calculated: calculate it before submitting it`);
 }
 
+/**
+ * The principal of the group's own submit (`/rebaterecordgroup.submit`, its job), for the callbacks
+ * below: the history of the states they set names the request's token or external system too, which
+ * the workflow's `ref` does not carry.
+ */
+const submitting = new AsyncLocalStorage<Principal>();
+
+/** Submits the group to its workflow as `principal` (inside the caller's transaction). */
+function submitAs(q: Queryable, principal: Principal, id: number): Promise<number> {
+  return submitting.run(principal, () => submitApprovable(q, principal, 'RRG', id));
+}
+
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   const { partitionId, id, userId } = ref;
   const who = await store.loginName(q, partitionId, userId);
+  const own = submitting.getStore();
+  const actor =
+    own !== undefined && own.partitionId === partitionId && own.userId === userId
+      ? own
+      : store.deciderOf(partitionId, userId, who);
   const set = async (state: store.GroupState, sql: Readonly<Record<string, 'now()' | 'NULL'>> = {}) => {
-    await store.setGroupState(q, partitionId, userId, id, state, sql);
+    await store.setGroupState(q, actor, id, state, sql);
   };
   switch (status) {
     case 'SUBMITTED':
@@ -175,7 +194,7 @@ export async function submitGroup(
   const id = parseId(store.RRG, idText, 'typedId');
   await db.transaction(async (tx) => {
     await submittableGroup(tx, principal, id, ownJob);
-    await submitApprovable(tx, principal, 'RRG', id);
+    await submitAs(tx, principal, id);
   });
   return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
 }
@@ -191,7 +210,7 @@ export async function submitGroupAsync(db: Db, principal: Principal, idText: str
     const row = await submittableGroup(tx, principal, id);
     // The workflow's own refusals (a step with no active approver, a condition that fails) come at
     // once, as with the synchronous submit: the submit is tried here and rolled back.
-    await inSavepoint(tx, 'rrg_submit_check', () => submitApprovable(tx, principal, 'RRG', id), false);
+    await inSavepoint(tx, 'rrg_submit_check', () => submitAs(tx, principal, id), false);
     const created = await createJob(tx, principal, {
       jobName: `Submit ${String(row.unique_name)}`,
       trackerType: REBATERECORD,
@@ -199,11 +218,7 @@ export async function submitGroupAsync(db: Db, principal: Principal, idText: str
       parameters: { groupId: id, [RESTRICTION_PARAM]: restrictionOf(principal) },
       maxAttempts: 1,
     });
-    await tx.query('UPDATE rebate_record_groups SET job_id = $3 WHERE partition_id = $1 AND id = $2', [
-      principal.partitionId,
-      id,
-      created.id,
-    ]);
+    await store.setGroupState(tx, principal, id, { job_id: created.id });
     return created;
   });
   notifyJobQueued();
