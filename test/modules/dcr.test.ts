@@ -425,6 +425,19 @@ describe('data change requests', () => {
     );
     // The filter is required, as by /massedit ({} names every record); unknown fields are refused.
     const labelOp = [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'f' }];
+    // Labels: storable text of at most 1,000 characters, as a DCR's own (an unpaired surrogate was
+    // stored as U+FFFD, a 1 MB label taken).
+    for (const label of ['a\ud800b', 'x'.repeat(1001)]) {
+      expectError(
+        await call(`/dcrmanager.addmassop/${dcr.id}`, {
+          data: { label, filterCriteria: {}, massEditRecords: labelOp },
+        }),
+        400,
+        -4,
+        'label',
+      );
+      expectError(await call('/dcrmanager.add', { data: { dcrType: 'products', label } }), 400, -4, 'label');
+    }
     expectError(
       await call(`/dcrmanager.addmassop/${dcr.id}`, { data: { massEditRecords: labelOp } }),
       400,

@@ -15,6 +15,7 @@ import {
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { refuseUnknownFields } from '../../engine/value-check.ts';
+import { unstorableText } from '../../engine/values.ts';
 import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
@@ -108,6 +109,8 @@ export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<O
   if (typeof data.label === 'string' && data.label.length > 1000) {
     throw validationError('label', 'is longer than 1000 characters');
   }
+  const unstorable = typeof data.label === 'string' ? unstorableText(data.label) : undefined;
+  if (unstorable !== undefined) throw validationError('label', unstorable);
   const id = await db.transaction(async (tx) => {
     const t = await store.dcrTypeByName(tx, principal.partitionId, data.dcrType as string);
     if (!t) throw validationError('dcrType', `unknown DCR type ${JSON.stringify(data.dcrType)}`);
