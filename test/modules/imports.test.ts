@@ -1,7 +1,7 @@
 // Imports over HTTP on both databases: an import created from an uploaded CSV (one staged change per
 // cell), a submit refused because one row is bad (nothing written, the failing change named with
 // its row), fixed by massedit and submitted; saving changes one by one (same identity: the value is
-// replaced), massdelete, a DELETE change, permissions and partition isolation.
+// replaced), massdelete (criteria required), a DELETE change, permissions and partition isolation.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -224,6 +224,42 @@ describe('imports', () => {
     expectError(r, 400, -4, missing.typedId);
     assert.equal(r.body.response.errors[ok1.typedId], undefined);
     assert.equal((await product('I-1')).label, 'saved again');
+  });
+
+  /** An import of three staged changes: `stage` stages them (again), `values` lists their values. */
+  const threeChanges = async () => {
+    const [im] = okData(await call('/importmanager.add', { data: { targetType: 'P', label: 'criteria' } }));
+    const stage = async () =>
+      okData(
+        await call(`/importmanager.save/${im.id}`, {
+          data: [
+            { targetColumn: 'label', sku: 'I-1', value: 'Heavy' },
+            { targetColumn: 'label', sku: 'I-2', value: 'light' },
+            { targetColumn: 'attribute1', sku: 'I-1', value: '3' },
+          ],
+        }),
+      );
+    await stage();
+    const values = async () =>
+      okData(await call(`/importmanager.fetch/${im.id}`, { sortBy: 'value' })).map((c: any) => c.value);
+    return { im, stage, values };
+  };
+
+  test('massdelete without criteria is refused, deleting nothing', async () => {
+    const { im, values } = await threeChanges();
+    // No criteria is no request to delete everything: a -4 naming data, and nothing deleted.
+    for (const raw of [undefined, 'null', '{}', '{"data":null}', '{"data":[]}', '{"data":"x"}']) {
+      expectError(
+        await h.call(`/importmanager.massdelete/${im.id}`, {
+          basic: admin,
+          ...(raw === undefined ? {} : { raw }),
+        }),
+        400,
+        -4,
+        'data',
+      );
+    }
+    assert.deepEqual(await values(), ['3', 'Heavy', 'light']);
   });
 
   test('an XLSX file into a lookup table: bad value refused, fixed by save, then written', async () => {

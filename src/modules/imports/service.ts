@@ -340,6 +340,7 @@ export async function massEditChanges(
   });
 }
 
+/** `data` is required: `{}` names every change, no criteria is no request to delete them all. */
 export async function massDeleteChanges(
   db: Db,
   principal: Principal,
@@ -347,6 +348,8 @@ export async function massDeleteChanges(
   body: FetchBody,
 ): Promise<number> {
   const s = await scopeOf(db, principal, idText, true);
+  if (!isObj(body.data))
+    throw validationError('data', 'is required: criteria (an object; {} names every change)');
   const r = await deleteByFilter(db, principal, IMC, { data: withinImport(s.im.id, body.data) }, false);
   return r.count;
 }
