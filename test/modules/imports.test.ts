@@ -1,7 +1,8 @@
 // Imports over HTTP on both databases: an import created from an uploaded CSV (one staged change per
 // cell), a submit refused because one row is bad (nothing written, the failing change named with
 // its row), fixed by massedit and submitted; saving changes one by one (same identity: the value is
-// replaced), massdelete (criteria required), a DELETE change, permissions and partition isolation.
+// replaced), massdelete (criteria required; massedit and massdelete select what fetch selects), a
+// DELETE change, permissions and partition isolation.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -260,6 +261,63 @@ describe('imports', () => {
       );
     }
     assert.deepEqual(await values(), ['3', 'Heavy', 'light']);
+  });
+
+  test('massdelete and massedit select the changes fetch selects (simple criteria, textMatchStyle)', async () => {
+    const { im, stage, values } = await threeChanges();
+    const [other] = okData(await call('/importmanager.add', { data: { targetType: 'P' } }));
+    // Each filter selects for massedit and massdelete what it selects for fetch.
+    const cases: [unknown, string | undefined, string[]][] = [
+      [{ value: 'HEAVY' }, undefined, ['Heavy']],
+      [{ value: 'HEAVY' }, 'exact', ['Heavy']],
+      [{ value: 'HEAVY' }, 'exactCase', []],
+      [{ value: 'eav' }, 'substring', ['Heavy']],
+      [{ value: 'LIG' }, 'startsWith', ['light']],
+      [{ value: ['x', 'LIGHT'], targetColumn: 'LABEL' }, undefined, ['light']],
+      [{ importId: im.id, targetColumn: 'attribute1' }, undefined, ['3']],
+      [{ importId: other.id }, undefined, []],
+      [{ fieldName: 'value', operator: 'iEquals', value: 'HEAVY' }, 'exactCase', ['Heavy']],
+      [{}, undefined, ['3', 'Heavy', 'light']],
+    ];
+    for (const [data, textMatchStyle, selected] of cases) {
+      const style = textMatchStyle === undefined ? {} : { textMatchStyle };
+      const what = JSON.stringify({ data, ...style });
+      const fetched = okData(
+        await call(`/importmanager.fetch/${im.id}`, { data, ...style, sortBy: 'value' }),
+      );
+      assert.deepEqual(
+        fetched.map((c: any) => c.value),
+        selected,
+        what,
+      );
+      // (massedit takes no textMatchStyle, as /massedit: its simple criteria compare as `exact`.)
+      if (textMatchStyle === undefined || textMatchStyle === 'exact') {
+        const [edited] = okData(
+          await call(`/importmanager.massedit/${im.id}`, {
+            filterCriteria: data,
+            massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 'edited' }],
+          }),
+        );
+        assert.equal(edited.updated, selected.length, what);
+        assert.equal((await values()).filter((v) => v === 'edited').length, selected.length, what);
+        await stage();
+      }
+      const [gone] = okData(await call(`/importmanager.massdelete/${im.id}`, { data, ...style }));
+      assert.equal(gone.deleted, selected.length, what);
+      const left = await values();
+      assert.equal(left.length, 3 - selected.length, what);
+      for (const v of selected) assert.ok(!left.includes(v), what);
+      await stage();
+    }
+    // An importId that is no id is refused as fetch refuses it.
+    for (const path of ['fetch', 'massdelete'])
+      expectError(
+        await call(`/importmanager.${path}/${im.id}`, { data: { importId: 'abc' } }),
+        400,
+        -4,
+        'importId',
+      );
+    assert.equal((await values()).length, 3);
   });
 
   test('an XLSX file into a lookup table: bad value refused, fixed by save, then written', async () => {

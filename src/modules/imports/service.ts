@@ -284,22 +284,42 @@ const restrictTo = (importId: number): Obj => ({
   value: importId,
 });
 
-/** The client's filter (simple criteria as equals/inSet leaves) ANDed to "changes of this import". */
-function withinImport(importId: number, filter: unknown): Obj {
-  const criteria: unknown[] = [restrictTo(importId)];
-  if (isObj(filter) && Object.keys(filter).length > 0) {
-    const advanced =
-      '_constructor' in filter || 'criteria' in filter || ('fieldName' in filter && 'operator' in filter);
-    if (advanced) criteria.push(filter);
-    else {
-      for (const [fieldName, value] of Object.entries(filter)) {
-        criteria.push({ fieldName, operator: Array.isArray(value) ? 'inSet' : 'equals', value });
-      }
-    }
-  } else if (filter !== undefined && filter !== null && !isObj(filter)) {
-    throw validationError('filterCriteria', 'must be criteria (an object)');
+/**
+ * The client's filter restricted to the changes of this import, as the engine reads it for a mass
+ * edit or delete (one filter: those take no separate restriction, as fetch does). Advanced criteria
+ * are ANDed to the restriction; simple criteria get one more key, `importId`, so that the engine
+ * still reads them with their textMatchStyle (written out as leaves here they lost it). A simple
+ * `importId` of the client's holds for all changes of this import or none: the engine says which
+ * (refusing a value that is no id, as fetch does), and none is the empty list, which matches nothing.
+ */
+async function withinImport(
+  q: Queryable,
+  principal: Principal,
+  importId: number,
+  filter: unknown,
+  param: string,
+): Promise<Obj> {
+  if (filter === undefined || filter === null) return restrictTo(importId);
+  if (!isObj(filter)) throw validationError(param, 'must be criteria (an object)');
+  const advanced =
+    Object.hasOwn(filter, '_constructor') ||
+    Object.hasOwn(filter, 'criteria') ||
+    (Object.hasOwn(filter, 'fieldName') && Object.hasOwn(filter, 'operator'));
+  if (advanced)
+    return { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [restrictTo(importId), filter] };
+  let holds = true;
+  if (Object.hasOwn(filter, 'importId')) {
+    const named = await fetchRecords(
+      q,
+      principal,
+      IMC,
+      { data: { importId: filter.importId }, startRow: 0, endRow: 0 },
+      1,
+      restrictTo(importId),
+    );
+    holds = named.totalRows > 0;
   }
-  return { _constructor: 'AdvancedCriteria', operator: 'and', criteria };
+  return { ...filter, importId: holds ? importId : [] };
 }
 
 export async function fetchChanges(
@@ -331,7 +351,7 @@ export async function massEditChanges(
     }
   });
   return massEdit(db, principal, IMC, {
-    filterCriteria: withinImport(s.im.id, body.filterCriteria ?? body.data),
+    filterCriteria: await withinImport(db, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
     massEditRecords: [
       ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
       { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
@@ -350,7 +370,15 @@ export async function massDeleteChanges(
   const s = await scopeOf(db, principal, idText, true);
   if (!isObj(body.data))
     throw validationError('data', 'is required: criteria (an object; {} names every change)');
-  const r = await deleteByFilter(db, principal, IMC, { data: withinImport(s.im.id, body.data) }, false);
+  const data = await withinImport(db, principal, s.im.id, body.data, 'data');
+  const { textMatchStyle } = body;
+  const r = await deleteByFilter(
+    db,
+    principal,
+    IMC,
+    { data, ...(textMatchStyle === undefined ? {} : { textMatchStyle }) },
+    false,
+  );
   return r.count;
 }
 
