@@ -2,7 +2,7 @@
 // cell), a submit refused because one row is bad (nothing written, the failing change named with
 // its row), fixed by massedit and submitted; saving changes one by one (same identity: the value is
 // replaced), massdelete (criteria required; massedit and massdelete select what fetch selects), a
-// DELETE change, permissions and partition isolation.
+// DELETE change, text the database cannot hold, permissions and partition isolation.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -318,6 +318,20 @@ describe('imports', () => {
         'importId',
       );
     assert.equal((await values()).length, 3);
+  });
+
+  test('import text with an unpaired surrogate is refused', async () => {
+    const imports = async () => okData(await call('/fetch/IM', {})).length;
+    const before = await imports();
+    for (const [data, field] of [
+      [{ targetType: 'P', label: 'a\ud800b' }, 'label'],
+      [{ targetType: 'P', delimiter: '\udc00' }, 'delimiter'],
+    ] as const) {
+      const r = await call('/importmanager.add', { data });
+      expectError(r, 400, -4, field);
+      assert.match(r.body.response.errors[field].errorMessage, /unpaired surrogates/);
+    }
+    assert.equal(await imports(), before);
   });
 
   test('an XLSX file into a lookup table: bad value refused, fixed by save, then written', async () => {

@@ -92,6 +92,10 @@ const optionalText = (v: unknown, field: string): string | null => {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.length > 1000)
     throw validationError(field, 'must be text (at most 1000 characters)');
+  // Text no column takes (NUL; an unpaired surrogate, which the driver would store as U+FFFD) is
+  // refused as in every write of a record, in the engine's words.
+  const checked = checkValue({ name: field, column: field, type: 'string' }, v);
+  if (typeof checked === 'string') throw validationError(field, checked);
   return v;
 };
 
