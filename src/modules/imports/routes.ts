@@ -7,14 +7,8 @@ import { createBlobStore } from '../../db/blob-store.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, massEditRecordsSchema } from '../general/routes.ts';
-import {
-  createImport,
-  fetchChanges,
-  massDeleteChanges,
-  massEditChanges,
-  saveChanges,
-  submitImport,
-} from './service.ts';
+import { fetchChanges, massDeleteChanges, massEditChanges, saveChanges } from './changes.ts';
+import { createImport, submitImport } from './service.ts';
 
 const idParams = {
   type: 'object',

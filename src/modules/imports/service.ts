@@ -2,24 +2,16 @@
 // from an uploaded CSV/XLSX file (upload slots and parsing of src/modules/files): the business key
 // columns name the record, an optional `changeType` column says ADD/UPDATE (default)/DELETE, every
 // other column is a field, one staged change per cell. Changes are saved one by one, mass edited and
-// mass deleted by filter; submit validates every change and, only if all pass, writes them in one
-// transaction through the engine with the importing user's own rights (src/modules/dcr/write.ts).
+// mass deleted by filter (./changes.ts); submit validates every change and, only if all pass, writes
+// them in one transaction through the engine with the importing user's own rights
+// (src/modules/dcr/write.ts).
 
 import type { Principal } from '../../access/access.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
-import {
-  checkValue,
-  canEdit,
-  deleteByFilter,
-  fetchRecords,
-  massEdit,
-  requireAccess,
-  type FetchBody,
-  type FetchResult,
-} from '../../engine/crud.ts';
+import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
 import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
@@ -32,21 +24,19 @@ import { findFilledSlotOrFail } from '../files/slots.ts';
 import * as store from './store.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const IM = findType('IM')!;
-const IMC = findType('IMC')!;
-const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'];
+export const CHANGE_TYPES = ['ADD', 'UPDATE', 'DELETE'];
 /** Failing changes listed in a refused submit (all are marked INVALID). */
 const MAX_LISTED = 1000;
 
-interface Scope {
+export interface Scope {
   readonly im: store.ImportRow;
   readonly type: TypeDef;
   readonly tc: TypeContext;
 }
 
-async function scopeOf(
+export async function scopeOf(
   q: Queryable,
   principal: Principal,
   idText: unknown,
@@ -202,188 +192,6 @@ function changesOfRow(cols: Columns, cells: readonly (string | null)[], line: nu
     value: text(f.at),
     rowNumber: line,
   }));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Save one by one, fetch, mass edit, mass delete
-
-/** `{changeType?, targetColumn, <key fields by name> or key1..keyN, value}`: the staged change by its identity. */
-export async function saveChanges(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  list: readonly Obj[],
-): Promise<Obj[]> {
-  const s = await scopeOf(db, principal, idText, true);
-  const batch = list.length > 1;
-  const changes = list.map((d, i): store.NewChange => {
-    const at = batch ? `${i}.` : '';
-    const changeType = d.changeType ?? 'UPDATE';
-    if (typeof changeType !== 'string' || !CHANGE_TYPES.includes(changeType)) {
-      throw validationError(`${at}changeType`, `must be one of ${CHANGE_TYPES.join(', ')}`);
-    }
-    const known = new Set(['changeType', 'targetColumn', 'value']);
-    s.type.businessKey.forEach((k, n) => known.add(k).add(`key${n + 1}`));
-    const unknown = Object.keys(d).find((name) => !known.has(name));
-    if (unknown !== undefined) throw validationError(`${at}${unknown}`, 'unknown field');
-    const keys = s.type.businessKey.map((k, n) => {
-      const byNumber = d[`key${n + 1}`];
-      const byName = d[k];
-      const given = (x: unknown) => (typeof x === 'string' && x !== '') || typeof x === 'number';
-      if (given(byName) && given(byNumber) && `${byName as string}` !== `${byNumber as string}`)
-        throw validationError(`${at}key${n + 1}`, `names another ${k} than ${k} does`);
-      const v = given(byName) ? byName : byNumber;
-      if (v === undefined || v === null || v === '')
-        throw validationError(`${at}${k}`, 'is required (part of the business key)');
-      if (typeof v !== 'string' && typeof v !== 'number')
-        throw validationError(`${at}${k}`, 'must be text or a number');
-      return String(v);
-    });
-    let targetColumn = '';
-    if (changeType !== 'DELETE') {
-      const f = typeof d.targetColumn === 'string' ? s.tc.fields.get(d.targetColumn) : undefined;
-      if (!f || f.system || f.key)
-        throw validationError(`${at}targetColumn`, `must name a writable field of ${s.type.code}`);
-      targetColumn = f.name;
-    }
-    const v = d.value;
-    if (
-      v !== undefined &&
-      v !== null &&
-      typeof v !== 'string' &&
-      typeof v !== 'number' &&
-      typeof v !== 'boolean'
-    ) {
-      throw validationError(`${at}value`, 'must be text, a number or a boolean');
-    }
-    return {
-      changeType,
-      targetColumn,
-      keys,
-      value: v === undefined || v === null ? null : String(v),
-      rowNumber: null,
-    };
-  });
-  const ids = await db.transaction((tx) =>
-    store.upsertChanges(tx, principal.partitionId, s.im.id, principal.userId, changes),
-  );
-  const r = await fetchRecords(
-    db,
-    principal,
-    IMC,
-    { startRow: 0, endRow: ids.length },
-    Math.max(ids.length, 1),
-    {
-      _constructor: 'AdvancedCriteria',
-      operator: 'and',
-      criteria: [restrictTo(s.im.id), { fieldName: 'id', operator: 'inSet', value: ids }],
-    },
-  );
-  return r.rows as Obj[];
-}
-
-const restrictTo = (importId: number): Obj => ({
-  fieldName: 'importId',
-  operator: 'equals',
-  value: importId,
-});
-
-/**
- * The client's filter restricted to the changes of this import, as the engine reads it for a mass
- * edit or delete (one filter: those take no separate restriction, as fetch does). Advanced criteria
- * are ANDed to the restriction; simple criteria get one more key, `importId`, so that the engine
- * still reads them with their textMatchStyle (written out as leaves here they lost it). A simple
- * `importId` of the client's holds for all changes of this import or none: the engine says which
- * (refusing a value that is no id, as fetch does), and none is the empty list, which matches nothing.
- */
-async function withinImport(
-  q: Queryable,
-  principal: Principal,
-  importId: number,
-  filter: unknown,
-  param: string,
-): Promise<Obj> {
-  if (filter === undefined || filter === null) return restrictTo(importId);
-  if (!isObj(filter)) throw validationError(param, 'must be criteria (an object)');
-  const advanced =
-    Object.hasOwn(filter, '_constructor') ||
-    Object.hasOwn(filter, 'criteria') ||
-    (Object.hasOwn(filter, 'fieldName') && Object.hasOwn(filter, 'operator'));
-  if (advanced)
-    return { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [restrictTo(importId), filter] };
-  let holds = true;
-  if (Object.hasOwn(filter, 'importId')) {
-    const named = await fetchRecords(
-      q,
-      principal,
-      IMC,
-      { data: { importId: filter.importId }, startRow: 0, endRow: 0 },
-      1,
-      restrictTo(importId),
-    );
-    holds = named.totalRows > 0;
-  }
-  return { ...filter, importId: holds ? importId : [] };
-}
-
-export async function fetchChanges(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  body: FetchBody,
-  maxPageSize: number,
-): Promise<FetchResult> {
-  const s = await scopeOf(db, principal, idText, false);
-  return fetchRecords(db, principal, IMC, body, maxPageSize, restrictTo(s.im.id));
-}
-
-/** The operators of `/massedit` on the staged changes; every edited change is NEW again. */
-export async function massEditChanges(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  body: Obj,
-): Promise<number> {
-  const s = await scopeOf(db, principal, idText, true);
-  const ops = body.massEditRecords;
-  if (!Array.isArray(ops) || ops.length === 0)
-    throw validationError('massEditRecords', 'must name at least one change');
-  ops.forEach((op: unknown, i) => {
-    const name = isObj(op) ? op.fieldName : undefined;
-    if (name === 'validationState' || name === 'message' || name === 'importId') {
-      throw validationError(`massEditRecords.${i}.fieldName`, `${String(name)} is set by the server`);
-    }
-  });
-  return massEdit(db, principal, IMC, {
-    filterCriteria: await withinImport(db, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
-    massEditRecords: [
-      ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
-      { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
-      { fieldName: 'message', massEditOperator: 'null' },
-    ],
-  });
-}
-
-/** `data` is required: `{}` names every change, no criteria is no request to delete them all. */
-export async function massDeleteChanges(
-  db: Db,
-  principal: Principal,
-  idText: string,
-  body: FetchBody,
-): Promise<number> {
-  const s = await scopeOf(db, principal, idText, true);
-  if (!isObj(body.data))
-    throw validationError('data', 'is required: criteria (an object; {} names every change)');
-  const data = await withinImport(db, principal, s.im.id, body.data, 'data');
-  const { textMatchStyle } = body;
-  const r = await deleteByFilter(
-    db,
-    principal,
-    IMC,
-    { data, ...(textMatchStyle === undefined ? {} : { textMatchStyle }) },
-    false,
-  );
-  return r.count;
 }
 
 // ---------------------------------------------------------------------------------------------
