@@ -241,19 +241,27 @@ export async function updateAttachment(
   if (oldVersion !== undefined && oldVersion !== null && !Number.isInteger(oldVersion)) {
     throw validationError('oldValues.version', 'must be an integer');
   }
+  const version = typeof oldVersion === 'number' ? oldVersion : undefined;
   await requireEdit(db, principal, owner);
   await findAttachment(db, principal, id, owner);
   return db.transaction(async (tx) => {
-    const before = await tx.query<AttachmentRow>(
-      'SELECT * FROM attachments WHERE partition_id = $1 AND id = $2 FOR UPDATE',
-      [principal.partitionId, id],
-    );
+    // The row, locked: deleted since the look-up above (a delete that held it commits), it is not
+    // found; its version is compared here, so a version conflict is one only when a version was sent.
+    const before = (
+      await tx.query<AttachmentRow>(
+        'SELECT * FROM attachments WHERE partition_id = $1 AND id = $2 FOR UPDATE',
+        [principal.partitionId, id],
+      )
+    ).rows[0];
+    if (!before) throw notFound(`Attachment ${id}`);
+    if (version !== undefined && Number(before.version) !== version)
+      throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${version}`);
     const r = await tx.query<AttachmentRow>(
       `UPDATE attachments
         SET file_name = coalesce($3, file_name),
             metadata = CASE WHEN $4::boolean THEN $5::jsonb ELSE metadata END,
             version = version + 1, last_update_at = now(), last_update_by = $6
-      WHERE partition_id = $1 AND id = $2 AND ($7::int IS NULL OR version = $7)
+      WHERE partition_id = $1 AND id = $2
      RETURNING *`,
       [
         principal.partitionId,
@@ -262,13 +270,10 @@ export async function updateAttachment(
         change.metadata !== undefined,
         change.metadata === undefined ? null : JSON.stringify(change.metadata),
         principal.userId,
-        oldVersion ?? null,
       ],
     );
-    if (!r.rows[0])
-      throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${String(oldVersion)}`);
-    await attachmentHistory(tx, principal, 'UPDATE', before.rows[0], r.rows[0]);
-    return r.rows[0];
+    await attachmentHistory(tx, principal, 'UPDATE', before, r.rows[0]);
+    return r.rows[0]!;
   });
 }
 
