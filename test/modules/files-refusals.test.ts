@@ -1,6 +1,7 @@
 // What the attachment and upload operations refuse, on both databases: an update of an attachment
 // deleted while it waited for the row (404, not a version conflict; PostgreSQL only, where another
-// connection can hold the row).
+// connection can hold the row), text no column takes (unpaired surrogates, NUL) in whatever the
+// update takes.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -27,6 +28,14 @@ describe('attachment and upload refusals', () => {
     );
     return { typedId: p.typedId, id: att[0].id };
   }
+
+  const stored = async (id: number) =>
+    (
+      await h.db.query<{ file_name: string; metadata: unknown; version: number }>(
+        'SELECT file_name, metadata, version FROM attachments WHERE partition_id = $1 AND id = $2',
+        [h.partitionId, id],
+      )
+    ).rows[0];
 
   test(
     'an update waiting for the row of an attachment deleted meanwhile is a 404 (PostgreSQL)',
@@ -82,5 +91,54 @@ describe('attachment and upload refusals', () => {
     assertError(stale, 409, -1);
     assert.equal(stale.body.response.data, `Attachment ${id} is not at version 3`);
     assert.equal(assertOk(await update(0))[0].version, 1);
+  });
+
+  test('text no column takes (unpaired surrogates, NUL) is a -4 naming the field, nothing stored', async () => {
+    const { typedId, id } = await attached();
+    // Written as JSON text: JSON.stringify would escape a lone surrogate the same way.
+    const cases: [string, string][] = [
+      ['{"id":ID,"fileName":"a\\ud800"}', 'fileName'],
+      ['{"id":ID,"fileName":"a\\udc00b"}', 'fileName'],
+      ['{"id":ID,"fileName":"a\\u0000"}', 'fileName'],
+      ['{"id":ID,"metadata":{"tag":"x\\ud800"}}', 'metadata.tag'],
+      ['{"id":ID,"metadata":{"list":["ok","\\udfff"]}}', 'metadata.list.1'],
+      ['{"id":ID,"metadata":{"k\\ud800":1}}', 'metadata.k\ud800'],
+      ['{"id":ID,"metadata":{"tag":"a\\u0000"}}', 'metadata.tag'],
+    ];
+    for (const [data, field] of cases) {
+      const res = await send(h, `/bdmanager.update/${typedId}`, {
+        body: `{"data":${data.replace('ID', String(id))},"oldValues":{"version":0}}`,
+        headers: json,
+      });
+      assertError(res, 400, -4);
+      assert.deepEqual(Object.keys(res.body.response.errors), [field], data);
+      assert.match(res.body.response.data, /must not contain (unpaired surrogates|NUL characters)$/);
+    }
+    assert.deepEqual(await stored(id), { file_name: 'a.txt', metadata: null, version: 0 });
+    // A pair is a character like any other.
+    const ok = assertOk(
+      await send(h, `/bdmanager.update/${typedId}`, {
+        body: '{"data":{"id":' + id + ',"fileName":"a\\ud83d\\ude00.txt"},"oldValues":{"version":0}}',
+        headers: json,
+      }),
+    );
+    assert.equal(ok[0].fileName, 'a\u{1f600}.txt');
+  });
+
+  test('a file name of 255 characters beyond the BMP is kept whole, not cut inside a character', async () => {
+    const { typedId, id } = await attached();
+    const name = '\u{1f600}'.repeat(255);
+    const ok = assertOk(
+      await send(h, `/bdmanager.update/${typedId}`, {
+        body: JSON.stringify({ data: { id, fileName: name } }),
+        headers: json,
+      }),
+    );
+    assert.equal(ok[0].fileName, name);
+    assert.equal((await stored(id))!.file_name, name);
+    // The name of an uploaded file is cut at 255 characters, whole ones.
+    const slot = await slotWith(h, 'abc', '\u{1f600}'.repeat(300));
+    const att = assertOk(await send(h, `/bdmanager.upload/${typedId}/${slot}`))[0];
+    assert.equal(att.fileName, name);
   });
 });

@@ -8,9 +8,10 @@ import type { Db, Queryable } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import { recordHistory, recordViewGroup } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
+import { unstorableIn } from '../../engine/values.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { parseOwner, requireEdit, requireView, type Owner } from './attachment-owner.ts';
-import { findFilledSlotOrFail, iso, takeSlotFile } from './slots.ts';
+import { findFilledSlotOrFail, iso, maxCharacters, takeSlotFile } from './slots.ts';
 import type { StoredFile } from './download.ts';
 
 export interface AttachmentRow {
@@ -242,6 +243,10 @@ export async function updateAttachment(
     throw validationError('oldValues.version', 'must be an integer');
   }
   const version = typeof oldVersion === 'number' ? oldVersion : undefined;
+  // Text no column takes (NUL, an unpaired surrogate the driver would store as U+FFFD), in the file
+  // name or anywhere in the metadata (member names too): a -4 naming it, as the general operations.
+  const unstorable = unstorableIn({ fileName: change.fileName, metadata: change.metadata }, false);
+  if (unstorable !== undefined) throw validationError(unstorable.path, unstorable.problem);
   await requireEdit(db, principal, owner);
   await findAttachment(db, principal, id, owner);
   return db.transaction(async (tx) => {
@@ -266,7 +271,7 @@ export async function updateAttachment(
       [
         principal.partitionId,
         id,
-        typeof change.fileName === 'string' ? change.fileName.trim().slice(0, 255) : null,
+        typeof change.fileName === 'string' ? maxCharacters(change.fileName.trim(), 255) : null,
         change.metadata !== undefined,
         change.metadata === undefined ? null : JSON.stringify(change.metadata),
         principal.userId,

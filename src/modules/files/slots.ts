@@ -57,7 +57,12 @@ export function cleanFileName(raw: string | undefined | null, fallback = 'upload
   const base = (raw ?? '').split(/[/\\]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
   const printable = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim();
-  return (printable === '' ? fallback : printable).slice(0, 255);
+  return maxCharacters(printable === '' ? fallback : printable, 255);
+}
+
+/** The first `n` characters of `s`, whole ones: a cut between the halves of a pair would leave one. */
+export function maxCharacters(s: string, n: number): string {
+  return s.length <= n ? s : Array.from(s).slice(0, n).join('');
 }
 
 export async function createSlot(db: Db, principal: Principal, ttlMinutes: number): Promise<SlotRow> {
