@@ -868,7 +868,7 @@ describe('calculation grids', () => {
       query: async (sql: string, params?: readonly unknown[]) => {
         const r = await h.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
         explained.push(...r.rows.map((row) => row['QUERY PLAN']));
-        return { rows: [], rowCount: 0 } as never;
+        return { rows: [], rowCount: 0 };
       },
     };
     await existingOf(explain, h.partitionId, g.id, 999_999, keys);
