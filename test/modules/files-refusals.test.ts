@@ -1,7 +1,8 @@
 // What the attachment and upload operations refuse, on both databases: an update of an attachment
 // deleted while it waited for the row (404, not a version conflict; PostgreSQL only, where another
 // connection can hold the row), text no column takes (unpaired surrogates, NUL) in whatever the
-// update takes.
+// update takes, and a body on an operation whose request the interface leaves empty (a -4 naming
+// the field, nothing changed).
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -140,5 +141,64 @@ describe('attachment and upload refusals', () => {
     const slot = await slotWith(h, 'abc', '\u{1f600}'.repeat(300));
     const att = assertOk(await send(h, `/bdmanager.upload/${typedId}/${slot}`))[0];
     assert.equal(att.fileName, name);
+  });
+
+  test('operations whose request is empty refuse any field and change nothing', async () => {
+    const bodies: [string, string][] = [
+      ['{"bogus":1}', 'bogus'],
+      ['{"data":{"x":1}}', 'data'],
+      ['{"data":"x"}', 'data'],
+      ['[1]', 'body'],
+    ];
+    const { typedId, id } = await attached();
+    const slot = await slotWith(h, 'abc', 'b.txt');
+    const count = async () =>
+      (
+        await h.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM attachments WHERE partition_id = $1',
+          [h.partitionId],
+        )
+      ).rows[0]!.n;
+    const before = await count();
+    for (const [body, field] of bodies) {
+      for (const path of [
+        `/bdmanager.upload/${typedId}/${slot}`,
+        `/bdmanager.delete/${typedId}/${id}`,
+        `/bdmanager.edit/${typedId}/${id}/${slot}`,
+        `/bdmanager.download/${typedId}/${id}`,
+        `/productimages.upload/${slot}/sku`,
+        `/uploadmanager.deleteslot/${slot}`,
+        `/uploadmanager.status/1`,
+        `/importfile/PX/t/${slot}`,
+        `/importfile/SX/t/${slot}`,
+      ]) {
+        const res = await send(h, path, { body, headers: json });
+        assertError(res, 400, -4);
+        assert.ok(field in res.body.response.errors, `${path} ${body}: ${JSON.stringify(res.body)}`);
+      }
+    }
+    // A body this scope cannot read (not JSON) is refused too, not ignored.
+    const text = await send(h, `/bdmanager.delete/${typedId}/${id}`, {
+      body: 'x=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assertError(text, 415, -4);
+    assert.equal(await count(), before, 'nothing attached or deleted');
+    assert.equal((await stored(id))!.version, 0, 'nor replaced');
+    assert.equal(assertOk(await send(h, `/uploadmanager.progress/${slot}`))[0].status, 'FINISHED');
+    // What a client following the interface sends still works: nothing, {}, operationType, empty data.
+    assertOk(await send(h, `/bdmanager.download/${typedId}/${id}`, { body: '{}', headers: json }));
+    assertOk(await send(h, `/uploadmanager.progress/${slot}`, { body: '{"data":{}}', headers: json }));
+    const att = assertOk(
+      await send(h, `/bdmanager.upload/${typedId}/${slot}`, {
+        body: '{"operationType":"add","data":{}}',
+        headers: json,
+      }),
+    )[0];
+    assertOk(await send(h, `/bdmanager.delete/${typedId}/${att.id}`, { body: 'null', headers: json }));
+    assertOk(await send(h, `/bdmanager.delete/${typedId}/${id}`));
+    const other = await slotWith(h, 'abc');
+    assertOk(await send(h, `/uploadmanager.deleteslot/${other}`, { body: '{}', headers: json }));
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slot}`, { method: 'GET' }));
   });
 });

@@ -8,7 +8,6 @@ import { AUTHENTICATED } from '../../access/catalogue.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import type { FetchBody } from '../../engine/crud.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
-import { AppError } from '../../http/errors.ts';
 import { fetchBodySchema } from '../general/routes.ts';
 import {
   attach,
@@ -24,7 +23,7 @@ import {
 import { listAttachments } from './attachment-list.ts';
 import { productImage, setProductImage } from './product-images.ts';
 import { sendFile } from './download.ts';
-import { carriesBody } from './incoming.ts';
+import { noUnreadBody, refuseUnreadBody } from './incoming.ts';
 
 const one = { response: { 200: envelopeSchema() } };
 /** The envelope of an answer whose `data` is a boolean (`/bdmanager.checkifexists`). */
@@ -73,10 +72,12 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/bdmanager.upload/:typedId/:slotId',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Attach the file of an upload slot to a record',
         tags,
         params: params('typedId', 'slotId'),
+        body: noArgumentsBody,
         ...one,
       },
     },
@@ -101,9 +102,7 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     async (req) => {
       // This scope leaves bodies of other content types unread (raw uploads): a filter sent as
       // anything but JSON would be ignored, so it is refused as elsewhere.
-      if (req.body === undefined && carriesBody(req)) {
-        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
-      }
+      refuseUnreadBody(req);
       const body = (req.body ?? {}) as FetchBody;
       const r = await listAttachments(
         app.db,
@@ -135,7 +134,15 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
       ...one,
     },
   };
-  app.post('/bdmanager.download/:typedId/:binaryDataId', downloadOpts, download);
+  app.post(
+    '/bdmanager.download/:typedId/:binaryDataId',
+    {
+      ...downloadOpts,
+      preValidation: noUnreadBody,
+      schema: { ...downloadOpts.schema, body: noArgumentsBody },
+    },
+    download,
+  );
   app.get('/bdmanager.download/:typedId/:binaryDataId', downloadOpts, download);
 
   app.get(
@@ -158,6 +165,7 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/bdmanager.checkifexists/:binaryDataId',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: '`data` is true when the attachment exists and is visible to the caller, else false',
         tags,
@@ -204,7 +212,14 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/bdmanager.delete/:typedId/:binaryDataId',
     {
       config,
-      schema: { summary: 'Delete an attachment', tags, params: params('typedId', 'binaryDataId'), ...one },
+      preValidation: noUnreadBody,
+      schema: {
+        summary: 'Delete an attachment',
+        tags,
+        params: params('typedId', 'binaryDataId'),
+        body: noArgumentsBody,
+        ...one,
+      },
     },
     async (req) => {
       const p = req.params as P;
@@ -218,10 +233,12 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/bdmanager.edit/:typedId/:binaryDataId/:slotId',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Replace an attachment with the file of an upload slot',
         tags,
         params: params('typedId', 'binaryDataId', 'slotId'),
+        body: noArgumentsBody,
         ...one,
       },
     },
@@ -243,10 +260,12 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/productimages.upload/:slotId/:sku',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Make the file of an upload slot the image of a product (PNG, JPEG, GIF, WebP by content)',
         tags: ['products'],
         params: params('slotId', 'sku'),
+        body: noArgumentsBody,
         ...one,
       },
     },

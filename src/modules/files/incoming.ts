@@ -2,7 +2,7 @@
 // @fastify/multipart) or a raw body whose name comes from `Content-Disposition`. The bytes are
 // handed on as an async iterable; nothing here buffers a file.
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import { AppError, validationError } from '../../http/errors.ts';
 import { uploadTooLarge } from '../../db/blob-store.ts';
@@ -38,6 +38,29 @@ export function dispositionFileName(header: string | undefined): string | undefi
 export function carriesBody(req: FastifyRequest): boolean {
   const length = req.headers['content-length'];
   return (length !== undefined && length.trim() !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * A body this scope left unread (any content type but JSON) where the operation takes JSON or
+ * nothing: refused, as the JSON-only routes refuse it, rather than ignored.
+ */
+export function refuseUnreadBody(req: FastifyRequest): void {
+  if (req.body === undefined && carriesBody(req)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+  }
+}
+
+/**
+ * preValidation of the operations whose request the interface leaves empty (their path names all
+ * they need; body schema `noArgumentsBody`): a body they cannot read is refused, not ignored.
+ */
+export function noUnreadBody(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  try {
+    refuseUnreadBody(req);
+    done();
+  } catch (err) {
+    done(err as Error);
+  }
 }
 
 /**

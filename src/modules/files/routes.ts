@@ -14,7 +14,7 @@ import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
 import { binaryRoutes } from './binary-routes.ts';
-import { formBoolean, readMultipart, rawFile, refuseOversized } from './incoming.ts';
+import { formBoolean, noUnreadBody, readMultipart, rawFile, refuseOversized } from './incoming.ts';
 import {
   checkFileLoadOptions,
   fileLoadType,
@@ -113,7 +113,7 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   app.get('/uploadmanager.newuploadslot', newSlot, createHandler);
   app.post(
     '/uploadmanager.newuploadslot',
-    { ...newSlot, schema: { ...newSlot.schema, body: noArgumentsBody } },
+    { ...newSlot, preValidation: noUnreadBody, schema: { ...newSlot.schema, body: noArgumentsBody } },
     createHandler,
   );
 
@@ -155,6 +155,7 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/uploadmanager.progress/:slotId',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Bytes received and status of a slot',
         tags: ['uploads'],
@@ -180,16 +181,22 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
     return ok(req, [{ ...slotView(s), uploadStatus: s.status }]);
   };
   app.get('/uploadmanager.deleteslot/:slotId', del, deleteHandler);
-  app.post('/uploadmanager.deleteslot/:slotId', del, deleteHandler);
+  app.post(
+    '/uploadmanager.deleteslot/:slotId',
+    { ...del, preValidation: noUnreadBody, schema: { ...del.schema, body: noArgumentsBody } },
+    deleteHandler,
+  );
 
   app.post(
     '/uploadmanager.status/:uploadStatusId',
     {
       config,
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Status record of a file load or import (counts, first row errors)',
         tags: ['uploads'],
         params: params('uploadStatusId'),
+        body: noArgumentsBody,
         ...one,
       },
     },
@@ -356,10 +363,12 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   };
   const importSchema = (summary: string, names: string[]) => ({
     config,
+    preValidation: noUnreadBody,
     schema: {
       summary,
       tags: ['imports'],
       params: params(...names),
+      body: noArgumentsBody,
       response: { 200: envelopeSchema(loadResult) },
     },
   });
