@@ -8,9 +8,8 @@ import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchRecords, planEdits, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { refuseUnknownFields } from '../../engine/value-check.ts';
-import { unstorableText } from '../../engine/values.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import { editableDcr, readableDcr, restrictTo, type DcrScope } from './service.ts';
+import { checkLabel, editableDcr, readableDcr, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
 import { checkProposal } from './target.ts';
 
@@ -62,13 +61,7 @@ function checkMassOp(
     throw new AppError('VALIDATION', `${prefix}${err.message}`, { errors });
   }
   const label = data.label;
-  if (label !== undefined && label !== null && typeof label !== 'string')
-    throw validationError(prefix + 'label', 'must be text');
-  // As a DCR's own label (dcrmanager.add): storable text of at most 1,000 characters.
-  if (typeof label === 'string' && label.length > 1000)
-    throw validationError(prefix + 'label', 'is longer than 1000 characters');
-  const unstorable = typeof label === 'string' ? unstorableText(label) : undefined;
-  if (unstorable !== undefined) throw validationError(prefix + 'label', unstorable);
+  checkLabel(label, prefix + 'label');
   return { label: (label as string | undefined) ?? null, filter, operations };
 }
 

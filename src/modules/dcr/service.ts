@@ -38,6 +38,15 @@ import { metaNameOf, type TypeContext } from '../../engine/context.ts';
 type Obj = Record<string, unknown>;
 
 const DCR = findType('DCR')!;
+
+/** A DCR's or a mass change's label (at `field`): null, or storable text of at most 1,000 characters. */
+export function checkLabel(label: unknown, field: string): void {
+  if (label === undefined || label === null) return;
+  if (typeof label !== 'string') throw validationError(field, 'must be text');
+  if (label.length > 1000) throw validationError(field, 'is longer than 1000 characters');
+  const unstorable = unstorableText(label);
+  if (unstorable !== undefined) throw validationError(field, unstorable);
+}
 const DCRI = findType('DCRI')!;
 
 /** States in which items and mass changes may still change (a failed DCR can be fixed and resubmitted). */
@@ -103,14 +112,7 @@ export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<O
     throw validationError('dcrType', 'is required');
   if (typeof data.dcrType !== 'string')
     throw validationError('dcrType', 'must be the uniqueName of a DCR type (text)');
-  if (data.label !== undefined && data.label !== null && typeof data.label !== 'string') {
-    throw validationError('label', 'must be text');
-  }
-  if (typeof data.label === 'string' && data.label.length > 1000) {
-    throw validationError('label', 'is longer than 1000 characters');
-  }
-  const unstorable = typeof data.label === 'string' ? unstorableText(data.label) : undefined;
-  if (unstorable !== undefined) throw validationError('label', unstorable);
+  checkLabel(data.label, 'label');
   const id = await db.transaction(async (tx) => {
     const t = await store.dcrTypeByName(tx, principal.partitionId, data.dcrType as string);
     if (!t) throw validationError('dcrType', `unknown DCR type ${JSON.stringify(data.dcrType)}`);
