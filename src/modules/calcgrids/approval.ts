@@ -61,7 +61,7 @@ export async function requireResults(
 
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   const s = STATES[status];
-  await setItemApproval(q, ref.partitionId, [ref.id], ref.userId, s.workflow, s.approval);
+  await setItemApproval(q, ref.partitionId, [ref.id], ref.actor.userId, s.workflow, s.approval);
 }
 
 export function registerGridApprovable(): void {

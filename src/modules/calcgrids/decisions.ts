@@ -119,7 +119,7 @@ export async function acceptItems(
     const grid = await gridOrFail(tx, principal, idText, true); // a delete of the grid waits for this
     const ids = await selectItems(tx, principal, grid, data);
     await requireResults(tx, principal.partitionId, ids);
-    for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id);
+    for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id, { ownSubmit: true });
     return answer(await summaries(tx, principal.partitionId, ids));
   });
 }

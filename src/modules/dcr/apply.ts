@@ -15,7 +15,6 @@ import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runne
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { createJob, jobState } from '../../jobs/store.ts';
 import { submitApprovable } from '../workflows/service.ts';
-import { whileSubmitting } from './approval.ts';
 import { DCR_SUBMIT, SUBMIT_PARAM, applyByJob, applyWithin, queueApply } from './applytx.ts';
 import { dcrRecord } from './service.ts';
 import * as store from './store.ts';
@@ -82,7 +81,7 @@ async function submitInTransaction(
         jobId: null,
       });
     }
-    await whileSubmitting(id, () => submitApprovable(tx, principal, 'DCR', id));
+    await submitApprovable(tx, principal, 'DCR', id, { ownSubmit: true });
     const now = await store.findDcrOrFail(tx, principal.partitionId, id);
     if (now.status !== 'APPROVED') return { kind: 'pending' };
     if (!inJob && (await applyByJob(tx, principal.partitionId, now))) {

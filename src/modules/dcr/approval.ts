@@ -5,7 +5,6 @@
 // job above `asyncSubmitDCRThreshold` or after an /async submit. DENIED and WITHDRAWN DCRs can be
 // changed and submitted again.
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Db, Queryable } from '../../db/db.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
@@ -16,13 +15,6 @@ import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../
 import { applyByJob, applyWithin, isTx, queueApply } from './applytx.ts';
 import * as store from './store.ts';
 
-/** The DCR whose own submit is running in this async context (its approval at once is applied there). */
-const submitting = new AsyncLocalStorage<number>();
-
-export function whileSubmitting<T>(dcrId: number, fn: () => Promise<T>): Promise<T> {
-  return submitting.run(dcrId, fn);
-}
-
 /**
  * The final approval of another request (`/workflowsmanager.approve`, or `/workflowsmanager.submit`
  * with no definition): the DCR is applied in that transaction as its submitter (roles and groups
@@ -30,7 +22,8 @@ export function whileSubmitting<T>(dcrId: number, fn: () => Promise<T>): Promise
  * failed apply leaves the DCR FAILED and the approval standing.
  */
 async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promise<void> {
-  const { partitionId, id, userId } = ref;
+  const { partitionId, id } = ref;
+  const userId = ref.actor.userId;
   const dcr = await store.findDcrOrFail(q, partitionId, id);
   const submitter = dcr.submitted_by ?? userId;
   if (!isTx(q) || (await applyByJob(q, partitionId, dcr))) {
@@ -58,7 +51,8 @@ async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promis
 }
 
 async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
-  const { partitionId, id, userId } = ref;
+  const { partitionId, id } = ref;
+  const userId = ref.actor.userId;
   switch (status) {
     case 'SUBMITTED':
       await store.setDcrState(q, partitionId, id, userId, {
@@ -72,7 +66,7 @@ async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: Workfl
     case 'APPROVED': {
       await store.setDcrState(q, partitionId, id, userId, { status: 'APPROVED', workflowStatus: 'APPROVED' });
       // The DCR's own submit applies it itself (./apply.ts), after the workflow call returns.
-      if (submitting.getStore() === id) return;
+      if (ref.ownSubmit) return;
       await applyOnApproval(db, q, ref);
       return;
     }

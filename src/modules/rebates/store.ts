@@ -59,37 +59,8 @@ export function requireEditGroup(principal: Principal, row: Row): void {
   );
 }
 
-export async function loginName(q: Queryable, partitionId: number, userId: number): Promise<string | null> {
-  const r = await q.query<{ login_name: string }>(
-    'SELECT login_name FROM users WHERE partition_id = $1 AND id = $2',
-    [partitionId, userId],
-  );
-  return r.rows[0]?.login_name ?? null;
-}
-
 /** Column values to set on a group; values are JSON-encoded for jsonb columns by the caller. */
 export type GroupState = Readonly<Record<string, unknown>>;
-
-/**
- * The actor of a workflow's decision (approve, deny, withdraw through /workflowsmanager), which calls
- * the group back with the acting user's id alone (`ApprovableRef`): a principal without rights that
- * names him in record history by id and login (the workflow's own history row has the request's
- * token or external system).
- */
-export function deciderOf(partitionId: number, userId: number, login: string | null): Principal {
-  return {
-    partitionId,
-    partition: '',
-    userId,
-    loginName: login ?? '',
-    roles: [],
-    groups: [],
-    admin: false,
-    permissions: new Set(),
-    via: 'header',
-    restriction: null,
-  };
-}
 
 /**
  * The group's type as its history sees a state write: the server fields the write sets count as

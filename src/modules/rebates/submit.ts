@@ -6,15 +6,14 @@
 // submittedByName, approvedByName / deniedByName, approvalDate, hasWorkflowHistory — each write with
 // the group's record history (store.ts `setGroupState`).
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { inSavepoint } from '../../db/savepoint.ts';
 import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
-import { principalForJob, restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
+import { restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
-import { createJob, jobState, type JobRow } from '../../jobs/store.ts';
+import { createJob, jobState } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { submitApprovable } from '../workflows/service.ts';
 import { CALCULATION_STATUS } from './calculate.ts';
@@ -34,26 +33,15 @@ function checkSubmittable(row: store.Row): void {
     throw new AppError('CONFLICT', `${name} was never calculated: calculate it before submitting it`);
 }
 
-/**
- * The principal of the group's own submit (`/rebaterecordgroup.submit`, its job), for the callbacks
- * below: the history of the states they set names the request's token or external system too, which
- * the workflow's `ref` does not carry.
- */
-const submitting = new AsyncLocalStorage<Principal>();
-
 /** Submits the group to its workflow as `principal` (inside the caller's transaction). */
 function submitAs(q: Queryable, principal: Principal, id: number): Promise<number> {
-  return submitting.run(principal, () => submitApprovable(q, principal, 'RRG', id));
+  return submitApprovable(q, principal, 'RRG', id, { ownSubmit: true });
 }
 
+/** A decision lands on the group, written as the one who acted (record history names him). */
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
-  const { partitionId, id, userId } = ref;
-  const who = await store.loginName(q, partitionId, userId);
-  const own = submitting.getStore();
-  const actor =
-    own !== undefined && own.partitionId === partitionId && own.userId === userId
-      ? own
-      : store.deciderOf(partitionId, userId, who);
+  const { id, actor } = ref;
+  const who = actor.loginName;
   const set = async (state: store.GroupState, sql: Readonly<Record<string, 'now()' | 'NULL'>> = {}) => {
     await store.setGroupState(q, actor, id, state, sql);
   };
@@ -128,13 +116,7 @@ export function registerRebateApprovable(): void {
       // Called on submit (also /workflowsmanager.submit/{id}.RRG: the same rules as the group's own
       // submit, with the submitter's user groups) and on decisions (SUBMITTED: nothing to check).
       if (row.workflow_status !== 'SUBMITTED' && row.workflow_status !== 'APPROVED') {
-        // The submitter's roles and groups as the job runner reads them (the same one query);
-        // principalForJob reads only partition_id, created_by and parameters of its job row.
-        const submitter = await principalForJob(q, {
-          partition_id: ref.partitionId,
-          created_by: ref.userId,
-          parameters: {},
-        } as unknown as JobRow);
+        const submitter = ref.actor;
         const view = row.user_group_view_details;
         const sees =
           submitter.admin || typeof view !== 'string' || view === '' || submitter.groups.includes(view);

@@ -18,23 +18,37 @@
 //     },                                    // Throwing rolls the whole request back.
 //   });
 //
-// `ref` = { partitionId, id, userId (who acted), workflowId }. Every query of a callback must be
-// scoped by `ref.partitionId`. The registry is code configuration (filled at start-up), not request
+// `ref` = { partitionId, id, actor (the principal who acted: the request's or the job's), workflowId,
+// ownSubmit }. The actor is the one to write as (record history names him, his token or external
+// system); `ownSubmit` tells a callback that the module's own submit operation runs this transition
+// and goes on after `submitApprovable` returns. Every query of a callback must be scoped by
+// `ref.partitionId`. The registry is code configuration (filled at start-up), not request
 // state. Registering a type code again replaces the earlier entry (tests build several apps).
 
+import type { Principal } from '../../access/access.ts';
 import type { RouteAccess } from '../../access/catalogue.ts';
 import type { Queryable } from '../../db/db.ts';
 
 /** The statuses an approvable goes through; DRAFT is the document's own state before a submit. */
 export type WorkflowStatus = 'SUBMITTED' | 'APPROVED' | 'DENIED' | 'WITHDRAWN';
 
-export interface ApprovableRef {
+/** The document a callback is about, and who acts on it. */
+export interface DocumentRef {
   readonly partitionId: number;
   /** The document's id in its own type. */
   readonly id: number;
-  /** The user who acted (submitter, last approver, denier, withdrawer). */
-  readonly userId: number;
+  /** Who acts (submitter, approver, denier, withdrawer): the request's or the job's principal. */
+  readonly actor: Principal;
+}
+
+export interface ApprovableRef extends DocumentRef {
   readonly workflowId: number;
+  /**
+   * The module's own submit operation (`submitApprovable(..., { ownSubmit: true })`) runs this
+   * transition and goes on after it returns (a DCR approved at once is applied there); false for
+   * `/workflowsmanager.*` and for every later decision.
+   */
+  readonly ownSubmit: boolean;
 }
 
 export interface ApprovableRecord {
@@ -51,7 +65,7 @@ export interface Approvable {
   readonly label: string;
   readonly submitAccess: RouteAccess;
   readonly fields?: readonly string[];
-  describe(q: Queryable, ref: Omit<ApprovableRef, 'workflowId'>): Promise<ApprovableRecord | null>;
+  describe(q: Queryable, ref: DocumentRef): Promise<ApprovableRecord | null>;
   onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void>;
 }
 

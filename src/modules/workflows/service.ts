@@ -51,17 +51,22 @@ export type Actor = Principal;
 /** What a transition works on: the workflow, its approvable, and the record conditions read. */
 interface Run {
   readonly actor: Actor;
+  /** The approvable's own submit operation runs this (ApprovableRef.ownSubmit). */
+  readonly ownSubmit: boolean;
   readonly wf: Pick<WorkflowRow, 'id' | 'code' | 'approvableId' | 'label'>;
   readonly approvable: Approvable;
   record?: ApprovableRecord;
 }
 
-/** What a callback is told: partition, document, actor (not the whole principal). */
-function refOf(actor: Actor, id: number): Omit<ApprovableRef, 'workflowId'>;
-function refOf(actor: Actor, id: number, workflowId: number): ApprovableRef;
-function refOf(actor: Actor, id: number, workflowId?: number) {
-  const ref = { partitionId: actor.partitionId, id, userId: actor.userId };
-  return workflowId === undefined ? ref : { ...ref, workflowId };
+/** What a callback is told of a run: partition, document, actor, workflow, whose operation. */
+function refOf(run: Run): ApprovableRef {
+  return {
+    partitionId: run.actor.partitionId,
+    id: run.wf.approvableId,
+    actor: run.actor,
+    workflowId: run.wf.id,
+    ownSubmit: run.ownSubmit,
+  };
 }
 
 function approvableOf(code: string): Approvable {
@@ -72,11 +77,7 @@ function approvableOf(code: string): Approvable {
 
 async function recordOf(q: Queryable, run: Run): Promise<ApprovableRecord> {
   if (run.record) return run.record;
-  const rec = await run.approvable.describe(q, {
-    partitionId: run.actor.partitionId,
-    id: run.wf.approvableId,
-    userId: run.actor.userId,
-  });
+  const rec = await run.approvable.describe(q, refOf(run));
   if (!rec) throw notFound(`${run.approvable.label} ${run.wf.approvableId}`);
   run.record = rec;
   return rec;
@@ -178,7 +179,7 @@ async function finish(
     await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'WAITING' }, 'CANCELLED');
   }
   await state(q, run.actor, run.wf.id, { status, currentStep: null });
-  await run.approvable.onStatus(q, refOf(run.actor, run.wf.approvableId, run.wf.id), status);
+  await run.approvable.onStatus(q, refOf(run), status);
   const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
   if (submitter !== null) everyone.push(submitter);
   const title = { APPROVED: 'Approved', DENIED: 'Denied', WITHDRAWN: 'Withdrawn' }[status];
@@ -186,19 +187,21 @@ async function finish(
 }
 
 /**
- * Submits an approvable (the door for the modules' own submit operations, inside their transaction).
- * Picks the first definition of the type (by priority, then id) whose condition holds, copies its
- * steps, and starts the first applicable step. Answers the workflow id.
+ * Submits an approvable (the door for the modules' own submit operations, inside their transaction:
+ * they pass `ownSubmit`, which their callbacks see). Picks the first definition of the type (by
+ * priority, then id) whose condition holds, copies its steps, and starts the first applicable step.
+ * Answers the workflow id.
  */
 export async function submitApprovable(
   q: Queryable,
   actor: Actor,
   typeCode: string,
   id: number,
+  { ownSubmit }: { readonly ownSubmit: boolean },
 ): Promise<number> {
   const approvable = findApprovable(typeCode);
   if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
-  const record = await approvable.describe(q, refOf(actor, id));
+  const record = await approvable.describe(q, { partitionId: actor.partitionId, id, actor });
   if (!record) throw notFound(`${approvable.label} ${id}`);
   if (record.workflowStatus === 'APPROVED') {
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
@@ -235,6 +238,7 @@ export async function submitApprovable(
   ]);
   const run: Run = {
     actor,
+    ownSubmit,
     wf: { id: wfId, code: typeCode, approvableId: id, label: record.label ?? null },
     approvable,
     record,
@@ -244,7 +248,7 @@ export async function submitApprovable(
     userId: actor.userId,
     comment: definition ? null : 'no workflow definition applies: approved at once',
   });
-  await approvable.onStatus(q, refOf(actor, id, wfId), 'SUBMITTED');
+  await approvable.onStatus(q, refOf(run), 'SUBMITTED');
   if (definition) {
     const { steps, errors } = parseSteps(definition.steps);
     const first = Object.entries(errors)[0];
@@ -263,7 +267,7 @@ export async function submitByTypedId(db: Db, principal: Principal, typedId: str
   const approvable = findApprovable(m[2]!);
   if (!approvable) throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`);
   requireAccess(principal, approvable.submitAccess);
-  return db.transaction((tx) => submitApprovable(tx, principal, m[2]!, Number(m[1])));
+  return db.transaction((tx) => submitApprovable(tx, principal, m[2]!, Number(m[1]), { ownSubmit: false }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -333,7 +337,7 @@ async function actingFor(q: Queryable, principal: Principal, wf: WorkflowRow & {
 }
 
 function runOf(principal: Principal, wf: WorkflowRow): Run {
-  return { actor: principal, wf, approvable: approvableOf(wf.code) };
+  return { actor: principal, ownSubmit: false, wf, approvable: approvableOf(wf.code) };
 }
 
 export async function approveWorkflow(
