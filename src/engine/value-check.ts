@@ -5,7 +5,7 @@ import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
-import { EXPECTED, coerceValue, unstorableIn } from './values.ts';
+import { coerceValue, notOfType, unstorableIn } from './values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -114,7 +114,7 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
       : `${bad.path === '' ? '' : `${bad.path}: `}${bad.problem}`;
   }
   const v = coerceValue(f.type, raw);
-  if (v === undefined) return `${show(raw)} is not ${EXPECTED[f.type]}`;
+  if (v === undefined) return notOfType(f.type, raw, show(raw));
   // A business key of blanks only names nothing a user could tell apart from the empty key.
   if (f.required && typeof v === 'string' && (v === '' || (f.key && v.trim() === ''))) return 'is required';
   if (typeof v === 'string' && f.maxLength !== undefined && longerThan(v, f.maxLength)) {

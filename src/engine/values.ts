@@ -7,8 +7,8 @@ import type { FieldType } from './types.ts';
 
 export type Value = string | number | boolean;
 
-export const EXPECTED: Record<FieldType, string> = {
-  string: 'text (without NUL characters or unpaired surrogates)',
+const EXPECTED: Record<FieldType, string> = {
+  string: 'text',
   integer: 'an integer',
   decimal: 'a number',
   boolean: 'true or false',
@@ -36,6 +36,15 @@ const DATETIME_RE =
 export function unstorableText(s: string): string | undefined {
   if (s.includes('\u0000')) return 'must not contain NUL characters';
   return s.isWellFormed() ? undefined : 'must not contain unpaired surrogates';
+}
+
+/**
+ * Why `raw` is not a value of `type` (coerceValue answered undefined), as every refusal of a write
+ * or a filter words it: text no column takes says why (unstorableText); `shown` is the value quoted.
+ */
+export function notOfType(type: FieldType, raw: unknown, shown: string): string {
+  const text = type === 'string' && typeof raw === 'string' ? unstorableText(raw) : undefined;
+  return text ?? `${shown} is not ${EXPECTED[type]}`;
 }
 
 /**

@@ -325,8 +325,14 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     const sku = uniqueName('sur');
     const e = await call('/add/P', { data: { sku, label: 'half \ud800 pair' } });
     expectError(e, 400, -4, 'label');
-    assert.match(e.body.response.errors.label.errorMessage, /unpaired surrogates/);
-    expectError(await call('/fetch/P', { data: { label: '\udc00' } }), 400, -4, 'label');
+    // One wording wherever text is refused (a write, a filter, DCRs, imports, attachments): why.
+    assert.equal(e.body.response.errors.label.errorMessage, 'must not contain unpaired surrogates');
+    const nul = await call('/add/P', { data: { sku, label: 'a\u0000b' } });
+    expectError(nul, 400, -4, 'label');
+    assert.equal(nul.body.response.errors.label.errorMessage, 'must not contain NUL characters');
+    const filter = await call('/fetch/P', { data: { label: '\udc00' } });
+    expectError(filter, 400, -4, 'label');
+    assert.match(filter.body.response.errors.label.errorMessage, /must not contain unpaired surrogates$/);
     const [p] = okData(await call('/add/P', { data: { sku, label: 'pair \ud83d\ude00' } }));
     assert.equal(p.label, 'pair \u{1F600}');
     const r = await h.call('/update/P', {

@@ -4,7 +4,7 @@
 
 import { AppError, validationError } from '../../http/errors.ts';
 import type { FieldSpec, FieldType } from '../types.ts';
-import { EXPECTED, coerceValue, type Value } from '../values.ts';
+import { coerceValue, notOfType, type Value } from '../values.ts';
 import { OPERATORS, type Anchor, type Comparison, type Operator, type Test } from './operators.ts';
 import {
   MAX_CRITERIA,
@@ -335,6 +335,6 @@ function coerce(name: string, field: FieldSpec, v: unknown): Value {
     throw validationError(name, `${show(v)} is not an id or typedId${of}`);
   }
   const value = coerceValue(field.type, v);
-  if (value === undefined) throw validationError(name, `${show(v)} is not ${EXPECTED[field.type]}`);
+  if (value === undefined) throw validationError(name, notOfType(field.type, v, show(v)));
   return value;
 }

@@ -16,6 +16,7 @@ import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
 import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
+import { unstorableText } from '../../engine/values.ts';
 import { findTargets, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
 import { writeItems } from '../dcr/write.ts';
@@ -82,10 +83,9 @@ const optionalText = (v: unknown, field: string): string | null => {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.length > 1000)
     throw validationError(field, 'must be text (at most 1000 characters)');
-  // Text no column takes (NUL; an unpaired surrogate, which the driver would store as U+FFFD) is
-  // refused as in every write of a record, in the engine's words.
-  const checked = checkValue({ name: field, column: field, type: 'string' }, v);
-  if (typeof checked === 'string') throw validationError(field, checked);
+  // Text no column takes (NUL; an unpaired surrogate, which the driver would store as U+FFFD).
+  const unstorable = unstorableText(v);
+  if (unstorable !== undefined) throw validationError(field, unstorable);
   return v;
 };
 
