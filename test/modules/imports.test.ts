@@ -131,6 +131,18 @@ describe('imports', () => {
       -4,
       'massEditRecords.0.fieldName',
     );
+    // Criteria are required, as by /massedit ({} edits every change): nothing edited without them.
+    for (const filterCriteria of [undefined, null]) {
+      expectError(
+        await call(`/importmanager.massedit/${im.id}`, {
+          filterCriteria,
+          massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: '9' }],
+        }),
+        400,
+        -4,
+        'filterCriteria',
+      );
+    }
     // Unknown fields are refused, naming them, and change nothing.
     expectError(
       await call(`/importmanager.massedit/${im.id}`, {

@@ -168,6 +168,9 @@ export async function massEditChanges(
       throw validationError(`massEditRecords.${i}.fieldName`, `${String(name)} is set by the server`);
     }
   });
+  // Required, as by /massedit: `{}` names every change, leaving it out is a mistake.
+  if (body.filterCriteria === undefined || body.filterCriteria === null)
+    throw validationError('filterCriteria', 'is required ({} edits every change)');
   return massEdit(db, principal, IMC, {
     filterCriteria: await withinImport(db, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
     massEditRecords: [
