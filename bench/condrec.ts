@@ -6,8 +6,9 @@
 //    them overlapping existing items (a quarter split, a quarter cut), half with new keys — against
 //    the peer: COPY of the same rows, in the same chunks, into a table with a primary key and a btree
 //    on (set, keys, validFrom), holding the existing rows too (what a DBA would give it);
-// 3. /conditionrecordset.lookup of 10,000 key tuples (half of them found) at a date, 5 times; the
-//    peer's look-up is the same tuples in one SQL statement on its table (no HTTP, no JSON).
+// 3. /conditionrecordset.lookup of 10,000 key tuples (half of them found) at a date, once untimed and
+//    5 times timed; the peer's look-up is the same tuples in one SQL statement on its table (no HTTP,
+//    no JSON), also once untimed first.
 // Prints a markdown table: rows/s of both loads and their ratio (goal ≥ 0.3), look-up ms (goal ≤ 100
 // on PostgreSQL). Numbers depend on what else runs on the machine; compare ratios.
 
@@ -141,6 +142,10 @@ async function run(kind: DbKind): Promise<string> {
     });
     const ms: number[] = [];
     let found = 0;
+    // Both sides once untimed first: a backend's first probes fault in the shared buffers' pages
+    // and read the catalogs (~50 ms more for 2,500 probes), paid by the server's pooled
+    // connections that the load left idle and by the peer's connection alike.
+    await call(`/conditionrecordset.lookup/${SET}`, { data: { keys: tuples, date: '2026-03-15' } });
     for (let n = 0; n < 5; n++) {
       const [items, s] = await timed(() =>
         call(`/conditionrecordset.lookup/${SET}`, { data: { keys: tuples, date: '2026-03-15' } }),
@@ -151,7 +156,7 @@ async function run(kind: DbKind): Promise<string> {
     ms.sort((a, b) => a - b);
     // The peer's look-up: the same tuples, one probe of its key index each, in the same driver.
     const peerMs: number[] = [];
-    for (let n = 0; n < 5; n++) {
+    for (let n = -1; n < 5; n++) {
       const [, s] = await timed(() =>
         peer.query(
           `SELECT q.n, c.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(k1, k2, n)
@@ -162,7 +167,7 @@ async function run(kind: DbKind): Promise<string> {
           [tuples.map((t) => t[0]), tuples.map((t) => t[1]), '2026-03-15'],
         ),
       );
-      peerMs.push(s * 1000);
+      if (n >= 0) peerMs.push(s * 1000);
     }
     peerMs.sort((a, b) => a - b);
     const apiRate = LOAD / apiSeconds;

@@ -95,6 +95,11 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
     connectionString: url,
     max,
     application_name: 'ratecard',
+    // An idle connection is kept 5 minutes (pg-pool closes it after 10 s by default): a backend's
+    // first statements read the catalogs and plan anew, ~57 ms more than later for a 2,500-tuple
+    // part of a condition-record look-up (PostgreSQL 15), so after every pause of over 10 s the
+    // first requests paid it again (a 10,000-tuple look-up 240–340 ms instead of ~100, measured).
+    idleTimeoutMillis: 300_000,
     // No parallel query plans, for throughput: with 32 concurrent requests on 2 cores, workers only
     // compete with the other requests (measured: the bench's scan fetch 19 req/s without, 15–17 with
     // them). Not for correctness any more: the safe casts are PARALLEL UNSAFE (migration 035), so a
