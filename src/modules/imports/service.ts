@@ -15,8 +15,8 @@ import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/c
 import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
-import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
 import { unstorableText } from '../../engine/values.ts';
+import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
 import { findTargets, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
 import { writeItems } from '../dcr/write.ts';
