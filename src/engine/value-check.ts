@@ -5,7 +5,7 @@ import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
-import { coerceValue, notOfType, unstorableIn } from './values.ts';
+import { coerceValue, notOfType, unstorableIn, unstorableText } from './values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -160,6 +160,20 @@ export function refuseKeyChanges(
       throw validationError(name, 'is part of the business key and cannot be changed');
     }
   }
+}
+
+/**
+ * A text field of a module's own request (a label, a note), not a record field: null when left out,
+ * else text a column takes of at most `maxLength` characters, or a -4 naming `field` in the words of
+ * checkValue.
+ */
+export function optionalText(raw: unknown, field: string, maxLength: number): string | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw !== 'string') throw validationError(field, 'must be text');
+  if (longerThan(raw, maxLength)) throw validationError(field, `is longer than ${maxLength} characters`);
+  const unstorable = unstorableText(raw);
+  if (unstorable !== undefined) throw validationError(field, unstorable);
+  return raw;
 }
 
 /**

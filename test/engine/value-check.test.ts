@@ -4,7 +4,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { INDEXED_TEXT_BYTES, checkValue } from '../../src/engine/value-check.ts';
+import { INDEXED_TEXT_BYTES, checkValue, optionalText } from '../../src/engine/value-check.ts';
+import { AppError } from '../../src/http/errors.ts';
 import type { FieldDef } from '../../src/engine/types.ts';
 
 const field = (extra: Partial<FieldDef>): FieldDef => ({
@@ -34,4 +35,26 @@ test('a search-indexed field takes 2,600 bytes of UTF-8; a covered one, 2,600 fo
   assert.ok(!refused(field({}), cjk(1000)));
   assert.ok(!refused(covered, 'x'.repeat(1300)));
   assert.ok(refused(covered, 'x'.repeat(1301)));
+});
+
+test("a module request's own text (labels, notes): null when left out, refused in the engine's words", () => {
+  const refusal = (raw: unknown, max = 3) => {
+    try {
+      optionalText(raw, 'note', max);
+    } catch (e) {
+      assert.ok(e instanceof AppError);
+      return e.errors?.note?.errorMessage;
+    }
+    return undefined;
+  };
+  assert.equal(optionalText(undefined, 'note', 3), null);
+  assert.equal(optionalText(null, 'note', 3), null);
+  assert.equal(optionalText('', 'note', 3), '');
+  // Characters, not UTF-16 units: three emoji are three characters.
+  assert.equal(optionalText('\u{1F600}\u{1F600}\u{1F600}', 'note', 3), '\u{1F600}\u{1F600}\u{1F600}');
+  assert.equal(refusal('abcd'), 'is longer than 3 characters');
+  assert.equal(refusal(12), 'must be text');
+  assert.equal(refusal({ a: 1 }), 'must be text');
+  assert.equal(refusal('a\u0000'), 'must not contain NUL characters');
+  assert.equal(refusal('\ud800'), 'must not contain unpaired surrogates');
 });

@@ -60,9 +60,7 @@ function checkMassOp(
     const errors = Object.fromEntries(Object.entries(err.errors).map(([k, v]) => [prefix + k, v]));
     throw new AppError('VALIDATION', `${prefix}${err.message}`, { errors });
   }
-  const label = data.label;
-  checkLabel(label, prefix + 'label');
-  return { label: (label as string | undefined) ?? null, filter, operations };
+  return { label: checkLabel(data.label, prefix + 'label'), filter, operations };
 }
 
 async function massOpViews(

@@ -14,8 +14,7 @@ import {
   type FetchResult,
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
-import { refuseUnknownFields } from '../../engine/value-check.ts';
-import { unstorableText } from '../../engine/values.ts';
+import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
 import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
@@ -40,12 +39,8 @@ type Obj = Record<string, unknown>;
 const DCR = findType('DCR')!;
 
 /** A DCR's or a mass change's label (at `field`): null, or storable text of at most 1,000 characters. */
-export function checkLabel(label: unknown, field: string): void {
-  if (label === undefined || label === null) return;
-  if (typeof label !== 'string') throw validationError(field, 'must be text');
-  if (label.length > 1000) throw validationError(field, 'is longer than 1000 characters');
-  const unstorable = unstorableText(label);
-  if (unstorable !== undefined) throw validationError(field, unstorable);
+export function checkLabel(label: unknown, field: string): string | null {
+  return optionalText(label, field, 1000);
 }
 const DCRI = findType('DCRI')!;
 
@@ -112,20 +107,14 @@ export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<O
     throw validationError('dcrType', 'is required');
   if (typeof data.dcrType !== 'string')
     throw validationError('dcrType', 'must be the uniqueName of a DCR type (text)');
-  checkLabel(data.label, 'label');
+  const label = checkLabel(data.label, 'label');
   const id = await db.transaction(async (tx) => {
     const t = await store.dcrTypeByName(tx, principal.partitionId, data.dcrType as string);
     if (!t) throw validationError('dcrType', `unknown DCR type ${JSON.stringify(data.dcrType)}`);
     // The DCR type must still describe a writable target (a table may have been removed since).
     const type = await resolveTargetType(tx, principal, t.target_type, t.lookup_table);
     allowedFields(await loadTypeContext(tx, principal, type), t.fields);
-    return store.insertDcr(
-      tx,
-      principal.partitionId,
-      principal.userId,
-      t,
-      (data.label as string | undefined) ?? null,
-    );
+    return store.insertDcr(tx, principal.partitionId, principal.userId, t, label);
   });
   return dcrRecord(db, principal, id);
 }

@@ -12,10 +12,10 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
+import { optionalText } from '../../engine/value-check.ts';
 import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
-import { unstorableText } from '../../engine/values.ts';
 import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
 import { findTargets, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
@@ -79,16 +79,6 @@ export interface CreateImport {
 
 const CREATE_FIELDS: readonly string[] = ['targetType', 'lookupTable', 'label', 'slotId', 'delimiter'];
 
-const optionalText = (v: unknown, field: string): string | null => {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.length > 1000)
-    throw validationError(field, 'must be text (at most 1000 characters)');
-  // Text no column takes (NUL; an unpaired surrogate, which the driver would store as U+FFFD).
-  const unstorable = unstorableText(v);
-  if (unstorable !== undefined) throw validationError(field, unstorable);
-  return v;
-};
-
 export async function createImport(
   db: Db,
   blobs: BlobStore,
@@ -102,14 +92,14 @@ export async function createImport(
   if (typeof code !== 'string' || !DCR_TARGET_TYPES.includes(code)) {
     throw validationError('targetType', `must be one of ${DCR_TARGET_TYPES.join(', ')}`);
   }
-  const lookupTable = optionalText(data.lookupTable, 'lookupTable');
+  const lookupTable = optionalText(data.lookupTable, 'lookupTable', 1000);
   const type = await resolveTargetType(db, principal, code, lookupTable);
   checkKeyCount(type);
   requireAccess(principal, type.access.write);
   const tc = await loadTypeContext(db, principal, type);
-  const slotId = optionalText(data.slotId, 'slotId');
+  const slotId = optionalText(data.slotId, 'slotId', 1000);
   const slot = slotId === null ? undefined : await findFilledSlotOrFail(db, principal, slotId);
-  const delimiter = optionalText(data.delimiter, 'delimiter') ?? undefined;
+  const delimiter = optionalText(data.delimiter, 'delimiter', 1000) ?? undefined;
   // One character that can separate CSV fields: not a quote, a line break or NUL.
   if (delimiter !== undefined && (delimiter.length !== 1 || '"\r\n\u0000'.includes(delimiter)))
     throw validationError('delimiter', 'must be one character other than a quote or a line break');
@@ -118,7 +108,7 @@ export async function createImport(
     : undefined;
   const columns = source ? planColumns(tc, source.header) : undefined;
   const id = await store.insertImport(db, principal.partitionId, principal.userId, {
-    label: optionalText(data.label, 'label'),
+    label: optionalText(data.label, 'label', 1000),
     targetType: code,
     lookupTable,
     fileName: slot?.file_name ?? null,

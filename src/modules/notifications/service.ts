@@ -8,7 +8,8 @@ import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { NOTIFICATION_LEVELS, NOTIFICATION_TYPE } from '../../engine/registry-notifications.ts';
-import { coerceValue, unstorableIn, unstorableText } from '../../engine/values.ts';
+import { optionalText } from '../../engine/value-check.ts';
+import { coerceValue, unstorableIn } from '../../engine/values.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   findRecipients,
@@ -39,16 +40,8 @@ export interface NotificationInput {
 const maxLengthOf = (name: string): number =>
   NOTIFICATION_TYPE.fields.find((f) => f.name === name)?.maxLength ?? 1000;
 
-function optionalText(input: Record<string, unknown>, name: string, prefix: string): string | null {
-  const v = input[name];
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string') throw validationError(prefix + name, 'must be text');
-  const unstorable = unstorableText(v);
-  if (unstorable !== undefined) throw validationError(prefix + name, unstorable);
-  if (v.length > maxLengthOf(name)) {
-    throw validationError(prefix + name, `at most ${maxLengthOf(name)} characters`);
-  }
-  return v;
+function inputText(input: Record<string, unknown>, name: string, prefix: string): string | null {
+  return optionalText(input[name], prefix + name, maxLengthOf(name));
 }
 
 function optionalDatetime(input: Record<string, unknown>, name: string, prefix: string): string | null {
@@ -69,9 +62,9 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   for (const k of Object.keys(input)) {
     if (!known.has(k)) throw validationError(prefix + k, 'unknown field');
   }
-  const title = optionalText(input, 'title', prefix);
+  const title = inputText(input, 'title', prefix);
   if (title === null || title.trim() === '') throw validationError(prefix + 'title', 'is required');
-  const status = optionalText(input, 'status', prefix) ?? 'INFO';
+  const status = inputText(input, 'status', prefix) ?? 'INFO';
   if (!(NOTIFICATION_LEVELS as readonly string[]).includes(status)) {
     throw validationError(prefix + 'status', `must be one of ${NOTIFICATION_LEVELS.join(', ')}`);
   }
@@ -94,11 +87,11 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   }
   return {
     title,
-    message: optionalText(input, 'message', prefix),
-    source: optionalText(input, 'source', prefix),
+    message: inputText(input, 'message', prefix),
+    source: inputText(input, 'source', prefix),
     status,
-    topic: optionalText(input, 'topic', prefix) ?? 'SYSTEM_NOTIFICATION',
-    actionType: optionalText(input, 'actionType', prefix) ?? 'INFO_MESSAGE',
+    topic: inputText(input, 'topic', prefix) ?? 'SYSTEM_NOTIFICATION',
+    actionType: inputText(input, 'actionType', prefix) ?? 'INFO_MESSAGE',
     validFrom,
     validUntil,
     dueDate: optionalDatetime(input, 'dueDate', prefix),

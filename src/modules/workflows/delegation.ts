@@ -15,8 +15,8 @@ import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/cru
 import { OPERATORS, isOperator, type Test } from '../../engine/criteria/operators.ts';
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
 import { recordHistory, type HistoryAction } from '../../engine/history.ts';
-import { coerceValue, unstorableText } from '../../engine/values.ts';
-import { refuseUnknownFields } from '../../engine/value-check.ts';
+import { coerceValue } from '../../engine/values.ts';
+import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { userIdByLogin } from './store.ts';
 
@@ -62,13 +62,8 @@ async function today(q: Queryable): Promise<string> {
 }
 
 function noteOf(v: unknown): string | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.length > 4000)
-    throw validationError('note', 'must be text of at most 4000 characters');
   // (Refused by checkdates as by add: text no database column takes.)
-  const unstorable = unstorableText(v);
-  if (unstorable !== undefined) throw validationError('note', unstorable);
-  return v;
+  return optionalText(v, 'note', 4000);
 }
 
 /** The payload's problems (in the order a user fixes them) and, when there are none, its values. */
