@@ -89,6 +89,23 @@ export const noArgumentsBody = {
   properties: { operationType: { type: 'string' }, data: { type: ['object', 'null'], maxProperties: 0 } },
 } as const;
 
+/**
+ * A route's preValidation hook running `check` on the request: what it throws is the answer (its
+ * error envelope), before the body is validated.
+ */
+export function requestCheck(
+  check: (req: FastifyRequest) => unknown,
+): (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void {
+  return (req, _reply, done) => {
+    try {
+      check(req);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  };
+}
+
 /** The longest path parameter the router takes (app.ts `maxParamLength`). */
 export const MAX_PATH_PARAM = 1000;
 

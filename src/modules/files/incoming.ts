@@ -2,8 +2,9 @@
 // @fastify/multipart) or a raw body whose name comes from `Content-Disposition`. The bytes are
 // handed on as an async iterable; nothing here buffers a file.
 
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
+import { requestCheck } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { uploadTooLarge } from '../../db/blob-store.ts';
 import { cleanFileName, type IncomingFile } from './slots.ts';
@@ -54,14 +55,7 @@ export function refuseUnreadBody(req: FastifyRequest): void {
  * preValidation of the operations whose request the interface leaves empty (their path names all
  * they need; body schema `noArgumentsBody`): a body they cannot read is refused, not ignored.
  */
-export function noUnreadBody(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-  try {
-    refuseUnreadBody(req);
-    done();
-  } catch (err) {
-    done(err as Error);
-  }
-}
+export const noUnreadBody = requestCheck(refuseUnreadBody);
 
 /**
  * The raw body as the file (`Content-Type` and `Content-Disposition` describe it). An empty body is

@@ -3,10 +3,10 @@
 // metadata.describe. Each handler is one call into the engine; the engine checks the type's
 // permission (routes only require an authenticated user, since the permission depends on the type).
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { sendJsonArray } from '../../http/answer-bytes.ts';
-import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok, requestCheck } from '../../http/envelope.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   addRecords,
@@ -87,14 +87,7 @@ const records = { response: { 200: envelopeSchema() } };
 const list = { response: { 200: envelopeSchema({}, true) } };
 
 /** preValidation of the routes on a type code: an unknown one is a 404 before the body is checked. */
-export function knownTypeCode(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-  try {
-    typeOf(req);
-    done();
-  } catch (err) {
-    done(err as Error);
-  }
-}
+export const knownTypeCode = requestCheck(typeOf);
 
 export function typeOf(req: FastifyRequest): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
