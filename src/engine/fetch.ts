@@ -31,11 +31,10 @@ import {
   type TypeContext,
 } from './context.ts';
 import type { TypeDef } from './registry.ts';
+import { isObj } from './values.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface FetchBody {
   readonly startRow?: number;

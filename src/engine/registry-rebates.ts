@@ -12,7 +12,7 @@ import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { ATTRIBUTE_TYPES, SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
-import { coerceValue, sameTypedValue } from './values.ts';
+import { coerceValue, sameTypedValue, isObj } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
 /** Custom attributes of a rebate record group (the interface: up to attribute100). */
@@ -197,10 +197,6 @@ export const REBATE_META_TYPE: TypeDef = {
 };
 
 // ---- RRG ----------------------------------------------------------------------------------------
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Shapes of the collections a client writes; dates in order (the check constraint's rule, named). */
 function groupRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {

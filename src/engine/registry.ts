@@ -21,6 +21,7 @@ import { HISTORY_TYPE, setHistoryOwnedTypes } from './registry-history.ts';
 import { WORKFLOW_TYPES } from './registry-workflows.ts';
 import { REBATE_TYPES } from './registry-rebates.ts';
 import { CALC_GRID_TYPES } from './registry-calcgrids.ts';
+import { isObj } from './values.ts';
 
 export type { FieldDef, TypeDef } from './types.ts';
 
@@ -120,12 +121,12 @@ export function externalJwtConfigProblem(value: unknown): string | undefined {
   } catch {
     return 'must be valid JSON';
   }
-  const entries = isRecord(config) ? config.entries : undefined;
-  if (!isRecord(entries)) return 'must be {"entries": {<system>: {publicKey, permissions}}}';
+  const entries = isObj(config) ? config.entries : undefined;
+  if (!isObj(entries)) return 'must be {"entries": {<system>: {publicKey, permissions}}}';
   for (const [system, entry] of Object.entries(entries)) {
     const at = `entries.${system}`;
     if (!SYSTEM_NAME.test(system)) return `${at}: system names are letters A-Z, a-z and digits only`;
-    if (!isRecord(entry)) return `${at} must be {publicKey, permissions}`;
+    if (!isObj(entry)) return `${at} must be {publicKey, permissions}`;
     const extra = Object.keys(entry).find((k) => k !== 'publicKey' && k !== 'permissions');
     if (extra !== undefined) return `${at}.${extra} is not a known setting`;
     if (typeof entry.publicKey !== 'string') return `${at}.publicKey must be a PEM public key`;
@@ -145,10 +146,6 @@ export function externalJwtConfigProblem(value: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** A value written together with its option's name (add, update by name); see also the ACO routes. */

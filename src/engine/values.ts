@@ -7,6 +7,11 @@ import type { FieldType } from './types.ts';
 
 export type Value = string | number | boolean;
 
+/** A JSON object (what a request names by `{...}`): not null, not an array. */
+export function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 const EXPECTED: Record<FieldType, string> = {
   string: 'text',
   integer: 'an integer',

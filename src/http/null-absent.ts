@@ -16,10 +16,9 @@
 // would then have to treat like absence again — and one forgotten property is a client-visible -4.
 
 import type { preValidationHookHandler, RouteOptions } from 'fastify';
+import { isObj } from '../engine/values.ts';
 
 type Schema = Readonly<Record<string, unknown>>;
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** What to do with one value of a schema: the nulls to drop, the properties and items to walk. */
 export interface NullPlan {

@@ -9,6 +9,7 @@ import { compile, type Closure } from './expression/compile.ts';
 import { ExpressionError, isForbiddenName, lineColumn, parseExpression } from './expression/parse.ts';
 import type { FnDef } from './functions/types.ts';
 import { asDec, parseIsoDate, type StaticType, type Value } from './values.ts';
+import { isObj } from '../engine/values.ts';
 
 export const INPUT_TYPES = ['NUMBER', 'MONEY', 'PERCENT', 'TEXT', 'DATE', 'BOOLEAN', 'OPTION'] as const;
 export type InputType = (typeof INPUT_TYPES)[number];
@@ -99,10 +100,6 @@ export function inputStaticType(t: InputType): StaticType {
     case 'BOOLEAN':
       return 'boolean';
   }
-}
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const fail = (field: string, message: string): AppError =>

@@ -4,6 +4,7 @@
 
 import { validationError } from '../../http/errors.ts';
 import { isOperator, type Operator } from './operators.ts';
+import { isObj } from '../values.ts';
 
 /** Nesting levels and leaf count a filter may have; beyond them a -4, never a deep recursion. */
 export const MAX_CRITERIA_DEPTH = 100;
@@ -48,7 +49,6 @@ export interface CriteriaTree {
 }
 
 type Obj = Readonly<Record<string, unknown>>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 export const isArray = (v: unknown): v is readonly unknown[] => Array.isArray(v);
 export const isMissing = (v: unknown): v is null | undefined => v === null || v === undefined;
 const isScalar = (v: unknown): v is Scalar =>
@@ -72,7 +72,7 @@ export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: 
     throw validationError('textMatchStyle', `must be one of ${TEXT_MATCH_STYLES.join(', ')}`);
   }
   if (isMissing(input)) return { strict: false, root: MATCH_ALL };
-  if (!isObject(input)) throw validationError('criteria', 'criteria must be an object');
+  if (!isObj(input)) throw validationError('criteria', 'criteria must be an object');
   const budget = { nodes: 0 };
   // Simple criteria are `{field: value}`; anything that looks like a criterion is advanced, so a
   // malformed advanced filter is reported instead of being read as fields called "operator" etc.
@@ -110,7 +110,7 @@ function parseNode(obj: Obj, depth: number, budget: { nodes: number }): Criteria
   }
   if (!isArray(criteria)) throw validationError('criteria', '"criteria" must be an array');
   const children = criteria.map((child) => {
-    if (!isObject(child)) throw validationError('criteria', 'each criterion must be an object');
+    if (!isObj(child)) throw validationError('criteria', 'each criterion must be an object');
     return parseNode(child, depth + 1, budget);
   });
   return strict === undefined ? { kind: operator, children } : { kind: operator, children, strict };

@@ -14,9 +14,9 @@ import { submitApprovable } from '../workflows/service.ts';
 import { APPROVABLE_CODE, requireResults, setItemApproval } from './approval.ts';
 import { gridOrFail, itemIdOf } from './service.ts';
 import type * as store from './store.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Items one request may accept or reject at most. */
 export const MAX_SELECTED = 10_000;

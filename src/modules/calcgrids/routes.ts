@@ -13,9 +13,9 @@ import { notifyJobQueued } from '../../jobs/runner.ts';
 import { registerGridApprovable } from './approval.ts';
 import { acceptItems, rejectItems } from './decisions.ts';
 import { addGrid, overrideItem, queueCalculation } from './service.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const idParams = {
   type: 'object',

@@ -22,9 +22,9 @@ import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
 import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const GRID_FIELDS = [
   'label',

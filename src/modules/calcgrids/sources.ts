@@ -20,6 +20,7 @@ import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/cr
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import type { InputDef } from '../../logic/logic.ts';
+import { isObj } from '../../engine/values.ts';
 
 export type KeySource =
   | { readonly type: 'products'; readonly filter?: unknown }
@@ -30,9 +31,6 @@ export type KeySource =
 /** Keys an inner (not first) source may hold. */
 export const MAX_INNER_KEYS = 100_000;
 const MAX_VALUES = 10_000;
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The sources of an addgrid request, checked against the key number and the logic's inputs. */
 export function parseSources(raw: unknown, keyNumber: number, inputs: readonly InputDef[]): KeySource[] {

@@ -10,9 +10,9 @@ import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.t
 import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
 import type { TypeDef } from '../../engine/types.ts';
 import { findConditionRecordsJson } from './lookup.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The fields `conditionrecordset.update` may change. */
 export const UPDATABLE_SET_FIELDS = ['label', 'userGroupViewDetails', 'userGroupEdit'] as const;

@@ -10,6 +10,7 @@ import { checkValue } from '../../engine/crud.ts';
 import type { LoadBody, RowError, Stored } from '../../engine/loaddata.ts';
 import { ITEM_TYPE, MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import type { FieldDef } from '../../engine/types.ts';
+import { isObj } from '../../engine/values.ts';
 
 export interface Splicing {
   readonly set: ReadonlyMap<FieldDef, unknown>;
@@ -34,7 +35,6 @@ const TO_SLOT = slot('validTo');
 const KEY_SLOTS = KEYS.map(slot);
 
 export type Obj = Record<string, unknown>;
-export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number, via: string): Plan {
   if (body.data.length > maxBatchRows) {

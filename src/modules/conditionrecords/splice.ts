@@ -17,11 +17,11 @@ import { requireAccess } from '../../engine/crud.ts';
 import type { LoadBody, RowError } from '../../engine/loaddata.ts';
 import { ITEM_TYPE } from '../../engine/registry-condrec.ts';
 import { loadRunning, wroteRows } from '../../engine/statistics.ts';
+import { isObj } from '../../engine/values.ts';
 import { runChunk, type ChunkCounts } from './splice-apply.ts';
 import {
   checkRows,
   dropOverlapsWithinLoad,
-  isObj,
   planCrcp,
   typedSplicing,
   type Plan,

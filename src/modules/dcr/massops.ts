@@ -12,9 +12,9 @@ import { AppError, validationError } from '../../http/errors.ts';
 import { checkLabel, editableDcr, readableDcr, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
 import { checkProposal } from './target.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const DCRM = findType('DCRM')!;
 

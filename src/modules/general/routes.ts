@@ -26,9 +26,9 @@ import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { pageOfList } from '../../engine/paging.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The mass-edit operations of a body (`massEditRecords`), as every mass edit takes them. */
 export const massEditRecordsSchema = {

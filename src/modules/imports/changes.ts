@@ -15,9 +15,9 @@ import { findType } from '../../engine/registry.ts';
 import { validationError } from '../../http/errors.ts';
 import { CHANGE_TYPES, scopeOf } from './service.ts';
 import * as store from './store.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const IMC = findType('IMC')!;
 

@@ -9,6 +9,7 @@ import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, massEditRecordsSchema } from '../general/routes.ts';
 import { fetchChanges, massDeleteChanges, massEditChanges, saveChanges } from './changes.ts';
 import { createImport, submitImport } from './service.ts';
+import { isObj } from '../../engine/values.ts';
 
 const idParams = {
   type: 'object',
@@ -17,8 +18,6 @@ const idParams = {
 } as const;
 
 const idOf = (req: FastifyRequest): string => (req.params as { typedId: string }).typedId;
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function importRoutes(app: FastifyInstance): void {
   const cfg = app.config;

@@ -22,9 +22,9 @@ import { parseCriteria, resolveCriteria, typedColumn, type ResolvedCriteria } fr
 import type { FieldSpec, FieldType } from '../../engine/types.ts';
 import { validationError } from '../../http/errors.ts';
 import { resolveSource, type Source } from './sources.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const AGGREGATES = ['sum', 'avg', 'min', 'max', 'count', 'countDistinct'] as const;
 export type AggregateFn = (typeof AGGREGATES)[number];

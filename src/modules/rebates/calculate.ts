@@ -23,6 +23,7 @@ import { evaluateItems } from '../formulas/evaluate-items.ts';
 import { checkInputs, limitError, loadLogic, policiesFor, targetDateOf } from '../formulas/service.ts';
 import { attributeTypesOf, recordOf } from '../formulas/master-store.ts';
 import * as store from './store.ts';
+import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -31,10 +32,6 @@ type Obj = Record<string, unknown>;
  * or WARNING alerts, 3 with a CRITICAL alert (an element failed).
  */
 export const CALCULATION_STATUS = { NONE: 0, OK: 1, WARNINGS: 2, CRITICAL: 3 } as const;
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** `data.rebateRecordGroup` of the body, or undefined; a -4 naming it when it is not an object. */
 export function groupFieldsOf(body: unknown): Obj | undefined {

@@ -10,6 +10,7 @@ import type { FieldErrors } from '../../http/errors.ts';
 import { AppError } from '../../http/errors.ts';
 import { compileCondition } from '../../logic/condition.ts';
 import { approvableCodes, findApprovable } from './approvables.ts';
+import { isObj } from '../../engine/values.ts';
 
 export interface StepDef {
   readonly name: string | null;
@@ -36,7 +37,6 @@ const STEP_KEYS = new Set([
 ]);
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function names(step: Obj, key: string, at: string, errors: FieldErrors): string[] {
   const v = step[key];
