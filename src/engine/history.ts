@@ -189,7 +189,9 @@ export interface HistorySource {
   /**
    * For 'write': the only fields (API names) the statement can change — the diff is computed over
    * them alone (a spliced condition-record load cuts validity and sets a few fields: comparing the
-   * ~50 others per row was most of its cost). Default: every tracked field.
+   * ~50 others per row was most of its cost). Default: every tracked field. Server-kept fields named
+   * here are recorded too: a writer that sets them on purpose (a rebate group's calculation, submit
+   * or decision) changes the record as a client's write does.
    */
   readonly changing?: readonly string[];
   /**
@@ -229,8 +231,11 @@ export function historyCte(name: string, written: string, source: HistorySource)
   // its constant action, which the planner folds away once the subquery is pulled up.)
   const tracked = trackedFields(type);
   const fields =
-    kind === 'write' && changing !== undefined ? tracked.filter((f) => changing.includes(f.name)) : tracked;
-  for (const f of tracked) if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
+    kind === 'write' && changing !== undefined
+      ? type.fields.filter((f) => changing.includes(f.name))
+      : tracked;
+  for (const f of [...tracked, ...fields])
+    if (!FIELD_NAME.test(f.name)) throw new Error(`bad field name ${f.name}`);
   const soft = type.deleteMode === 'soft';
   const col = (alias: string, f: FieldDef) => qualified(alias, f.column);
   const present = (alias: string) => namesWhere(tracked, (f) => `${col(alias, f)} IS NOT NULL`);

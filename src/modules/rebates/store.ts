@@ -1,6 +1,6 @@
 // SQL of the rebate module that the generic engine does not cover: a group locked FOR UPDATE as the
-// caller may see it, the state writes of calculate, submit and the workflow's decisions (each bumps
-// the group's version and records its history) and login names of actors.
+// caller may see it, and the state writes of calculate, submit and the workflow's decisions (each
+// bumps the group's version and records its history).
 
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
@@ -13,6 +13,8 @@ import { AppError, notFound } from '../../http/errors.ts';
 export type Row = Record<string, unknown>;
 
 export const RRG = findType('RRG')!;
+/** The group's type without attribute meta: what a state write's history needs (no custom fields). */
+const RRG_CONTEXT: TypeContext = { type: RRG, fields: new Map(RRG.fields.map((f) => [f.name, f])) };
 export const JST = findType('JST')!;
 
 /**
@@ -63,19 +65,6 @@ export function requireEditGroup(principal: Principal, row: Row): void {
 export type GroupState = Readonly<Record<string, unknown>>;
 
 /**
- * The group's type as its history sees a state write: the server fields the write sets count as
- * tracked. History leaves server fields out of the engine's writes (clients do not write them), but
- * a calculation, a submit or a decision is a change of the group like any other (README, Record
- * history), recorded with the fields it changed.
- */
-function stateHistoryContext(columns: readonly string[]): { tc: TypeContext; changing: string[] } {
-  const fields = RRG.fields.map((f) => (columns.includes(f.column) ? { ...f, system: false } : f));
-  const changing = fields.filter((f) => columns.includes(f.column)).map((f) => f.name);
-  const type = { ...RRG, fields };
-  return { tc: { type, fields: new Map(fields.map((f) => [f.name, f])) }, changing };
-}
-
-/**
  * Sets server columns of one group (version bumped, last update by `actor`), with the group's record
  * history in the same statement (an UPDATE naming the fields changed, by `actor` through the current
  * request or job). `sqlValues` are SQL expressions (`now()`), never input. With `answer`, the group
@@ -92,7 +81,9 @@ export async function setGroupState(
   const params = new Params();
   const sets = Object.entries(state).map(([col, v]) => `${ident(col)} = ${params.add(v)}`);
   for (const [col, expr] of Object.entries(sqlValues)) sets.push(`${ident(col)} = ${expr}`);
-  const { tc, changing } = stateHistoryContext([...Object.keys(state), ...Object.keys(sqlValues)]);
+  // The server fields set are the change the history records (HistorySource.changing).
+  const columns = [...Object.keys(state), ...Object.keys(sqlValues)];
+  const changing = RRG.fields.filter((f) => columns.includes(f.column)).map((f) => f.name);
   sets.push(
     'version = t.version + 1',
     'last_update_at = now()',
@@ -102,7 +93,7 @@ export async function setGroupState(
                  WHERE t.partition_id = ${params.add(actor.partitionId)} AND t.id = ${params.add(id)}`;
   const select = answer === undefined ? 'w.id' : selectList(answer, undefined, 'w');
   const r = await q.query<Row>(
-    withHistory(stmt, { tc, principal: actor, params, kind: 'write', changing }, select),
+    withHistory(stmt, { tc: RRG_CONTEXT, principal: actor, params, kind: 'write', changing }, select),
     params.values,
   );
   return answer === undefined || r.rows[0] === undefined ? undefined : toRecord(answer, r.rows[0]);
