@@ -213,3 +213,29 @@ export function refuseUnknownFields(type: TypeDef, list: readonly Obj[]): void {
       throw validationError(`${list.length > 1 ? `${i}.` : ''}${unknown}`, 'unknown field');
   });
 }
+
+/**
+ * A write's `oldValues.version` against the stored record's: a stale one is a 409; left out, a -4
+ * when `needed` (types whose updates must name the version they change).
+ */
+export function checkVersion(
+  type: TypeDef,
+  oldValues: Obj | null | undefined,
+  current: Obj,
+  needed = type.updateNeedsVersion === true,
+): void {
+  const v = oldValues?.version;
+  if (v === undefined || v === null) {
+    if (needed) throw validationError('oldValues.version', 'is required for this type');
+    return;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw validationError('oldValues.version', 'must be an integer');
+  if (v !== current.version) {
+    throw new AppError(
+      'VERSION_CONFLICT',
+      `${current.typedId as string} is at version ${current.version as number}, not ${v}: reload it and retry`,
+      { field: 'oldValues.version' },
+    );
+  }
+}

@@ -1,23 +1,36 @@
-// `/add` and `/integrate` of many records at once: records of a type that allows it
-// (`writesAtOnce`), each named by its business key (and, to integrate, complete), are written by one
-// statement per run of records that set the same fields instead of one statement per record — the
-// same INSERT or upsert (./write-rows.ts), the same record history, the same answer in the request's
-// order, new records' ids in that order.
-// Whatever this path cannot answer exactly as the record-by-record path does — a key named twice (to
-// integrate: the second record updates the first; to add: a duplicate), a key that exists already
-// (add), a record named by id or lacking fields, a value refused, a record the caller may not edit,
-// a statement the database refuses — it leaves to that path: nothing is written then (a savepoint is
-// rolled back) and the record-by-record path answers, naming the element at fault.
+// Batches of many records of a type that allows it (`writesAtOnce`), written by a few statements
+// instead of one or two per record, with the same record history and the same answer, in the
+// request's order:
+// - `/add` and `/integrate` of records named by their business key (and, to integrate, complete):
+//   one INSERT or upsert (./write-rows.ts) per run of records that set the same fields, new records'
+//   ids in the request's order (writeAtOnce);
+// - `/update` and `/integrate` of records named by id (`typedId`): the records locked by one select,
+//   checked here, then one UPDATE per set of fields changed (updateAtOnce); `/delete` of records named
+//   by id: one DELETE (deleteAtOnce).
+// Whatever these paths cannot answer exactly as the record-by-record path does — a record named
+// twice, by its key where an id is needed or the other way round, a key that exists already (add),
+// a record missing, hidden, not editable or at another version, a value refused, a record lacking
+// fields, a statement the database refuses (a product an extension still names) — they leave to that
+// path: nothing is written then (a savepoint is rolled back, or nothing was written yet) and the
+// record-by-record path answers, naming the element at fault.
 
 import type { Principal } from '../access/access.ts';
 import type { Tx } from '../db/db.ts';
 import { inSavepoint } from '../db/savepoint.ts';
+import { Params, ident } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
+import { canEdit } from './access-check.ts';
 import { addressOf } from './addressing.ts';
-import { toRecord, type TypeContext } from './context.ts';
+import { rowScope, selectList, toRecord, type TypeContext } from './context.ts';
 import type { FieldDef } from './registry.ts';
-import { lacksRequired, leavesDefaulted, prepareValues } from './value-check.ts';
-import { insertRows } from './write-rows.ts';
+import {
+  checkVersion,
+  lacksRequired,
+  leavesDefaulted,
+  prepareValues,
+  refuseKeyChanges,
+} from './value-check.ts';
+import { insertRows, written } from './write-rows.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -101,5 +114,172 @@ export async function writeAtOnce(
   } catch (e) {
     if (!leftToOneByOne(e)) throw e;
     return undefined; // nothing written: the savepoint was rolled back
+  }
+}
+
+/**
+ * The stored records `records` name by id (`typedId` or `id`), in their order, locked; undefined
+ * when one is named otherwise (or badly), twice, or is not found within the caller's row scope.
+ */
+async function lockedById(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  records: readonly Obj[],
+): Promise<Row[] | undefined> {
+  const ids: number[] = [];
+  for (const data of records) {
+    let address;
+    try {
+      address = addressOf(tc.type, data);
+    } catch (e) {
+      if (e instanceof AppError) return undefined;
+      throw e;
+    }
+    if (!address || !('id' in address)) return undefined;
+    ids.push(address.id);
+  }
+  if (new Set(ids).size !== ids.length) return undefined;
+  const params = new Params();
+  const scope = rowScope(tc, principal, params, 't');
+  const r = await tx.query<Row>(
+    `SELECT ${selectList(tc)} FROM ${ident(tc.type.table)} t
+      WHERE ${scope} AND t.id = ANY(${params.add(ids)}::bigint[]) ORDER BY t.id FOR UPDATE`,
+    params.values,
+  );
+  const byId = new Map(r.rows.map((row) => [Number(row.id), row]));
+  const olds = ids.map((id) => byId.get(id));
+  return olds.every((o) => o !== undefined) ? olds : undefined;
+}
+
+/** A record of an update (with its `oldValues`) or of an integrate. */
+interface ChangeItem {
+  readonly data: Obj;
+  readonly oldValues?: Obj | null;
+}
+
+/**
+ * `/update` (versions checked) or `/integrate` (not) of records named by id: the updated records in
+ * the order of `items` (with `oldValues`, the stored ones, when `returnOld`), or undefined when the
+ * batch is left to the record-by-record path (nothing written). `tc`: the type's context.
+ */
+export async function updateAtOnce(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  items: readonly ChangeItem[],
+  operation: 'update' | 'integrate',
+  returnOld: boolean,
+): Promise<Row[] | undefined> {
+  const { type } = tc;
+  const olds = await lockedById(
+    tx,
+    tc,
+    principal,
+    items.map((i) => i.data),
+  );
+  if (!olds) return undefined;
+  // The records that change the same fields: one statement each.
+  const shapes = new Map<string, { fields: FieldDef[]; rows: Obj[] }>();
+  try {
+    for (const [i, { data, oldValues }] of items.entries()) {
+      const old = olds[i]!;
+      // A key the type lets an update move (SX's seller) needs its new parent checked: one by one.
+      if (!canEdit(type, principal, old) || type.movableKeys?.some((k) => k in data)) return undefined;
+      if (operation === 'update') checkVersion(type, oldValues, old);
+      refuseKeyChanges(tc, data, old);
+      const values = prepareValues(tc, data, 'update');
+      const fields = [...values.keys()].sort((a, b) => a.column.localeCompare(b.column));
+      const shape = fields.map((f) => f.column).join(',');
+      const row: Obj = { id: Number(old.id) };
+      // Values as JSON, read back into the table's column types by jsonb_populate_recordset (a
+      // json field's value is its JSON text).
+      for (const f of fields) {
+        const v = values.get(f);
+        row[f.column] = f.type === 'json' && typeof v === 'string' ? JSON.parse(v) : v;
+      }
+      let group = shapes.get(shape);
+      if (!group) shapes.set(shape, (group = { fields, rows: [] }));
+      group.rows.push(row);
+    }
+  } catch (e) {
+    if (e instanceof AppError) return undefined;
+    throw e;
+  }
+  try {
+    return await inSavepoint(tx, 'rc_write_batch', async () => {
+      const byId = new Map<number, Row>();
+      for (const { fields, rows } of shapes.values()) {
+        const params = new Params();
+        const sets = fields.map((f) => `${ident(f.column)} = v.${ident(f.column)}`);
+        sets.push(
+          'version = t.version + 1',
+          'last_update_at = now()',
+          `last_update_by = ${params.add(principal.userId)}`,
+        );
+        if (type.deleteMode === 'soft') sets.push('deleted_at = NULL');
+        const table = ident(type.table);
+        const update = `UPDATE ${table} t SET ${sets.join(', ')}
+            FROM jsonb_populate_recordset(NULL::${table}, ${params.add(JSON.stringify(rows))}::jsonb) v
+           WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = v.id`;
+        const r = await tx.query<Row>(written(update, tc, principal, params, 'rows'), params.values);
+        for (const row of r.rows) byId.set(Number(row.id), row);
+      }
+      if (byId.size !== items.length) throw UNWRITTEN;
+      return olds.map((old) => {
+        const row = toRecord(tc, byId.get(Number(old.id))!);
+        if (returnOld) row.oldValues = toRecord(tc, old);
+        return row;
+      });
+    });
+  } catch (e) {
+    if (!leftToOneByOne(e)) throw e;
+    return undefined;
+  }
+}
+
+/**
+ * `/delete` of records named by id, `oldValues[i]` their versions where given: the deleted records
+ * (as they were) in the order of `records`, or undefined when the batch is left to the
+ * record-by-record path (nothing written). The caller names the deletes' actor (setDeleteActor).
+ */
+export async function deleteAtOnce(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  records: readonly Obj[],
+  oldValues: readonly (Obj | null)[],
+): Promise<Row[] | undefined> {
+  const { type } = tc;
+  if (records.some((data) => Object.keys(data).some((k) => k !== 'typedId' && !tc.fields.has(k))))
+    return undefined;
+  const olds = await lockedById(tx, tc, principal, records);
+  if (!olds) return undefined;
+  try {
+    for (const [i, old] of olds.entries()) {
+      if (!canEdit(type, principal, old)) return undefined;
+      checkVersion(type, oldValues[i], old, false);
+    }
+  } catch (e) {
+    if (e instanceof AppError) return undefined;
+    throw e;
+  }
+  try {
+    return await inSavepoint(tx, 'rc_write_batch', async () => {
+      const params = new Params();
+      const match = `t.partition_id = ${params.add(principal.partitionId)}
+        AND t.id = ANY(${params.add(olds.map((o) => Number(o.id)))}::bigint[])`;
+      const stmt =
+        type.deleteMode === 'soft'
+          ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
+                    last_update_by = ${params.add(principal.userId)} WHERE ${match}`
+          : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
+      const r = await tx.query<{ n: number }>(written(stmt, tc, principal, params, 'count'), params.values);
+      if (r.rows[0]!.n !== olds.length) throw UNWRITTEN;
+      return olds.map((old) => toRecord(tc, old));
+    });
+  } catch (e) {
+    if (!leftToOneByOne(e)) throw e;
+    return undefined;
   }
 }

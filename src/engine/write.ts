@@ -17,9 +17,15 @@ import {
   typedPerRow,
   type TypeContext,
 } from './context.ts';
-import { writeAtOnce } from './write-batch.ts';
+import { deleteAtOnce, updateAtOnce, writeAtOnce } from './write-batch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
-import { lacksRequired, leavesDefaulted, prepareValues, refuseKeyChanges } from './value-check.ts';
+import {
+  checkVersion,
+  lacksRequired,
+  leavesDefaulted,
+  prepareValues,
+  refuseKeyChanges,
+} from './value-check.ts';
 import { insertRows, written } from './write-rows.ts';
 
 type Obj = Record<string, unknown>;
@@ -212,6 +218,11 @@ export async function updateRecords(
     type,
     items.map((i) => i.data),
     async (tx) => {
+      if (items.length > 1 && atOnce(type)) {
+        const base = await loadTypeContext(tx, principal, type);
+        const rows = await updateAtOnce(tx, base, principal, items, 'update', returnOld);
+        if (rows) return rows;
+      }
       const one = async (item: UpdateItem): Promise<Row> => {
         const address = requireAddress(type, item.data);
         const base = await loadTypeContext(tx, principal, type);
@@ -257,28 +268,6 @@ function inBatch<T>(
     await lockBatch(tx, db.kind === 'postgres', type, principal.partitionId, records);
     return fn(tx);
   });
-}
-
-function checkVersion(
-  type: TypeDef,
-  oldValues: Obj | null | undefined,
-  current: Row,
-  needed = type.updateNeedsVersion === true,
-): void {
-  const v = oldValues?.version;
-  if (v === undefined || v === null) {
-    if (needed) throw validationError('oldValues.version', 'is required for this type');
-    return;
-  }
-  if (typeof v !== 'number' || !Number.isInteger(v))
-    throw validationError('oldValues.version', 'must be an integer');
-  if (v !== current.version) {
-    throw new AppError(
-      'VERSION_CONFLICT',
-      `${current.typedId as string} is at version ${current.version as number}, not ${v}: reload it and retry`,
-      { field: 'oldValues.version' },
-    );
-  }
 }
 
 function withOld(row: Row, old: Row | undefined): Row {
@@ -328,8 +317,19 @@ export async function integrateRecords(
   }
   return inBatch(db, principal, type, items, async (tx) => {
     const ctx = contextCache(tx, principal, type);
-    if (items.length > 1 && !returnOld && atOnce(type)) {
-      const rows = await writeAtOnce(tx, await ctx({}), principal, items, 'integrate');
+    if (items.length > 1 && atOnce(type)) {
+      const tc = await ctx({});
+      // By business key (new records too), or by id (updates only): each path takes its own batches.
+      const rows =
+        (returnOld ? undefined : await writeAtOnce(tx, tc, principal, items, 'integrate')) ??
+        (await updateAtOnce(
+          tx,
+          tc,
+          principal,
+          items.map((data) => ({ data })),
+          'integrate',
+          returnOld,
+        ));
       if (rows) return rows;
     }
     const one = async (data: Obj): Promise<Row> => {
@@ -386,6 +386,10 @@ export async function deleteRecords(
     // The answer types an extension row by its own table's meta.
     const typed = contextCache(tx, principal, type);
     await setDeleteActor(tx, principal);
+    if (items.length > 1 && atOnce(type)) {
+      const rows = await deleteAtOnce(tx, tc, principal, items, oldValues);
+      if (rows) return rows;
+    }
     // Addresses of the records this batch has deleted: named again, they are repeated, not missing.
     const gone = new Set<string>();
     const one = async (data: Obj): Promise<Row> => {

@@ -1,0 +1,357 @@
+// `/update`, `/integrate` and `/delete` of many records named by typedId, written at once
+// (src/engine/write-batch.ts: updateAtOnce, deleteAtOnce): the answers, the stored records and their
+// record history are what writing them one by one gives (typed attributes, several sets of fields,
+// returnolddata); a record missing, named twice, of another partition, at another version, not
+// editable, or a value refused is answered as before, naming the element, with nothing written; a
+// statement the database refuses leaves the batch to the record-by-record path. On both databases.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  adminPrincipal,
+  clientOf,
+  startHarness,
+  uniqueName,
+  type Client,
+  type Harness,
+} from '../helpers/app.ts';
+import { deleteAtOnce, updateAtOnce } from '../../src/engine/write-batch.ts';
+import { loadTypeContext } from '../../src/engine/context.ts';
+import { findType } from '../../src/engine/registry.ts';
+import type { Tx } from '../../src/db/db.ts';
+import { expectError, okData } from '../helpers/envelope.ts';
+
+type Row = Record<string, any>;
+
+describe('update, integrate and delete of many records by typedId', () => {
+  let h: Harness;
+  let other: Harness;
+  let api: Client;
+  let otherApi: Client;
+  before(async () => {
+    h = await startHarness();
+    other = await startHarness({ shareDbWith: h });
+    api = await clientOf(h);
+    otherApi = await clientOf(other);
+    // Typed custom attributes: integers in attribute4, decimals in attribute5, dates in attribute6.
+    okData(
+      await api('/integrate/PAM', [
+        { data: { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' } },
+        { data: { fieldName: 'attribute5', fieldType: 'NUMERIC', label: 'x' } },
+        { data: { fieldName: 'attribute6', fieldType: 'DATE', label: 'd' } },
+      ]),
+    );
+  });
+  after(async () => {
+    await other.close();
+    await h.close();
+  });
+
+  /** What a record says, without what differs between two copies of it. */
+  const strip = (r: Row, prefix: string): Row => {
+    const rest: Row = JSON.parse(JSON.stringify(r).replaceAll(prefix, ''));
+    for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest[k];
+    if (rest.oldValues)
+      for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest.oldValues[k];
+    return rest;
+  };
+  const historyOf = async (id: unknown, prefix: string) =>
+    okData(await api(`/fetch/P/${String(id)}/history`, { sortBy: 'id' })).map((e: Row) =>
+      JSON.parse(
+        JSON.stringify({ action: e.action, version: e.version, changes: e.changes }).replaceAll(prefix, ''),
+      ),
+    );
+  const skusOf = async (prefix: string) =>
+    okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' }));
+
+  /** Four records of a prefix: their typedIds. */
+  const seed = async (p: string): Promise<string[]> =>
+    okData(
+      await api(
+        '/add/P',
+        [0, 1, 2, 3].map((i) => ({
+          data: { sku: `${p}-${i}`, label: `old ${i}`, attribute3: `keep ${i}`, attribute4: i },
+        })),
+      ),
+    ).map((r) => r.typedId);
+
+  /**
+   * `op` of `batch(ids of a)` in one call and of `batch(ids of b)` one record a call: the same answers,
+   * stored records and histories but for the prefixes. Answers the rows of the batch.
+   */
+  const sameAsOneByOne = async (op: string, batch: (ids: string[]) => Row[]) => {
+    const [a, b] = [uniqueName('A'), uniqueName('B')];
+    const [idsA, idsB] = [await seed(a), await seed(b)];
+    const atOnce = okData(await api(op, batch(idsA)));
+    const oneByOne = [];
+    for (const item of batch(idsB)) oneByOne.push(...okData(await api(op, [item])));
+    assert.deepEqual(
+      atOnce.map((r) => strip(r, a)),
+      oneByOne.map((r) => strip(r, b)),
+    );
+    assert.deepEqual(
+      (await skusOf(a)).map((r) => strip(r, a)),
+      (await skusOf(b)).map((r) => strip(r, b)),
+    );
+    for (const [i, id] of idsA.entries()) {
+      assert.deepEqual(await historyOf(id, a), await historyOf(idsB[i], b), id);
+    }
+    return atOnce;
+  };
+
+  test('update: the same answer, records and history as one by one; versions checked', async () => {
+    const batch = (ids: string[]) => [
+      {
+        data: { typedId: ids[2], label: 'two', attribute5: '0.1000000000000000000001' },
+        oldValues: { version: 0 },
+      },
+      { data: { typedId: ids[0], attribute4: 40, attribute6: '2026-02-28', label: null } },
+      { data: { typedId: ids[3], label: 'three', attribute5: 12.5 }, oldValues: { version: 0 } },
+      { data: { typedId: ids[1] } },
+    ];
+    const rows = await sameAsOneByOne('/update/P', batch);
+    assert.deepEqual(
+      rows.map((r) => [r.label, r.version, r.attribute3, r.attribute4, r.attribute5, r.attribute6]),
+      [
+        ['two', 1, 'keep 2', 2, '0.1000000000000000000001', null],
+        [null, 1, 'keep 0', 40, null, '2026-02-28'],
+        ['three', 1, 'keep 3', 3, 12.5, null],
+        ['old 1', 1, 'keep 1', 1, null, null],
+      ],
+    );
+    // With the records as they were.
+    const old = await sameAsOneByOne('/update/P/returnolddata', (ids) => [
+      { data: { typedId: ids[1], label: 'new 1' } },
+      { data: { typedId: ids[0], label: 'new 0' } },
+    ]);
+    assert.deepEqual(
+      old.map((r) => [r.label, r.oldValues.label, r.oldValues.version]),
+      [
+        ['new 1', 'old 1', 0],
+        ['new 0', 'old 0', 0],
+      ],
+    );
+  });
+
+  test('integrate and delete by typedId: the same as one by one', async () => {
+    const rows = await sameAsOneByOne('/integrate/P', (ids) => [
+      { data: { typedId: ids[3], attribute4: 7 } },
+      { data: { typedId: ids[1], label: 'one', unitOfMeasure: 'kg' } },
+    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.label, r.attribute4, r.unitOfMeasure, r.version]),
+      [
+        ['old 3', 7, null, 1],
+        ['one', 1, 'kg', 1],
+      ],
+    );
+    const [a, b] = [uniqueName('A'), uniqueName('B')];
+    const [idsA, idsB] = [await seed(a), await seed(b)];
+    const atOnce = okData(
+      await api('/delete/P', [{ data: { typedId: idsA[2] } }, { data: { typedId: idsA[0] } }]),
+    );
+    const oneByOne = [
+      ...okData(await api('/delete/P', [{ data: { typedId: idsB[2] } }])),
+      ...okData(await api('/delete/P', [{ data: { typedId: idsB[0] } }])),
+    ];
+    assert.deepEqual(
+      atOnce.map((r) => strip(r, a)),
+      oneByOne.map((r) => strip(r, b)),
+    );
+    assert.deepEqual(
+      (await skusOf(a)).map((r) => r.sku),
+      [`${a}-1`, `${a}-3`],
+    );
+    assert.deepEqual(await historyOf(idsA[2], a), await historyOf(idsB[2], b));
+    assert.deepEqual(
+      (await historyOf(idsA[0], a)).map((e: Row) => e.action),
+      ['ADD', 'DELETE'],
+    );
+  });
+
+  test('errors name the element as before and leave nothing written', async () => {
+    const p = uniqueName('E');
+    const ids = await seed(p);
+    const [theirs] = okData(await otherApi('/add/P', { data: { sku: `${p}-theirs`, label: 'theirs' } }));
+    const labels = async () => (await skusOf(p)).map((r) => `${r.label}@${r.version}`);
+    const before = await labels();
+    const update = (bad: Row) => [
+      { data: { typedId: ids[0], label: 'a' } },
+      { data: { typedId: ids[1], label: 'b' } },
+      bad,
+    ];
+    expectError(
+      await api('/update/P', update({ data: { typedId: '999999999.P', label: 'c' } })),
+      404,
+      -1,
+      '2.typedId',
+    );
+    expectError(
+      await api('/update/P', update({ data: { typedId: theirs.typedId, label: 'c' } })),
+      404,
+      -1,
+      '2.typedId',
+    );
+    expectError(
+      await api('/update/P', update({ data: { typedId: ids[2], label: 'c' }, oldValues: { version: 5 } })),
+      409,
+      -1,
+      '2.oldValues.version',
+    );
+    expectError(
+      await api('/update/P', update({ data: { typedId: ids[2], attribute4: 'x' } })),
+      400,
+      -4,
+      '2.attribute4',
+    );
+    expectError(
+      await api('/update/P', update({ data: { typedId: ids[2], sku: 'other' } })),
+      400,
+      -4,
+      '2.sku',
+    );
+    expectError(await api('/update/P', update({ data: { typedId: ids[2], nope: 1 } })), 400, -4, '2.nope');
+    // Named twice: the second element sees what the first wrote (its version is stale then).
+    expectError(
+      await api('/update/P', [
+        { data: { typedId: ids[0], label: 'a' }, oldValues: { version: 0 } },
+        { data: { typedId: ids[0], label: 'b' }, oldValues: { version: 0 } },
+      ]),
+      409,
+      -1,
+      '1.oldValues.version',
+    );
+    expectError(
+      await api('/integrate/P', update({ data: { typedId: '999999999.P', label: 'c' } })),
+      404,
+      -1,
+      '2.typedId',
+    );
+    expectError(
+      await api('/delete/P', [{ data: { typedId: ids[0] } }, { data: { typedId: theirs.typedId } }]),
+      404,
+      -1,
+      '1.typedId',
+    );
+    expectError(
+      await api('/delete/P', [{ data: { typedId: ids[0] } }, { data: { typedId: ids[0] } }]),
+      400,
+      -4,
+      '1.typedId',
+    );
+    assert.deepEqual(await labels(), before);
+    const [stillTheirs] = okData(await otherApi(`/fetch/P/${theirs.typedId}`));
+    assert.equal(stillTheirs.label, 'theirs');
+    // Named twice without versions: applied in order, as one by one.
+    const twice = okData(
+      await api('/update/P', [
+        { data: { typedId: ids[3], label: 'first' } },
+        { data: { typedId: ids[3], attribute3: 'second' } },
+      ]),
+    );
+    assert.deepEqual(
+      twice.map((r) => [r.label, r.attribute3, r.version]),
+      [
+        ['first', 'keep 3', 1],
+        ['first', 'second', 2],
+      ],
+    );
+  });
+
+  test('a record the caller may not edit: refused as before, nothing written', async () => {
+    const p = uniqueName('G');
+    const group = uniqueName('grp');
+    okData(await api('/add/UG', { data: { uniqueName: group, label: 'g' } }));
+    await h.newUser(`${p}-out`.toLowerCase(), 'outsider-password-1', ['PRICESHOP_EDIT']);
+    const outsider = await clientOf(h, `${p}-out`.toLowerCase(), 'outsider-password-1');
+    const [open, locked] = okData(
+      await api('/add/P', [
+        { data: { sku: `${p}-open`, label: 'x' } },
+        { data: { sku: `${p}-locked`, label: 'x', userGroupEdit: group } },
+      ]),
+    );
+    for (const op of ['/update/P', '/integrate/P', '/delete/P']) {
+      const r = await outsider(op, [
+        { data: { typedId: open.typedId, label: 'y' } },
+        { data: { typedId: locked.typedId, label: 'y' } },
+      ]);
+      expectError(r, 403, -3);
+    }
+    assert.deepEqual(
+      (await skusOf(p)).map((r) => [r.sku, r.label, r.version]),
+      [
+        [`${p}-locked`, 'x', 0],
+        [`${p}-open`, 'x', 0],
+      ],
+    );
+  });
+
+  test('which batches are written at once, and which are left to the record-by-record path', async () => {
+    const p = uniqueName('W');
+    const ids = await seed(p);
+    const principal = adminPrincipal(h);
+    const P = findType('P')!;
+    const answered: Record<string, number | undefined> = {};
+    await h.db.transaction(async (tx) => {
+      const tc = await loadTypeContext(tx, principal, P);
+      const tries: Record<string, Row[]> = {
+        plain: [{ data: { typedId: ids[0], label: 'a' } }, { data: { typedId: ids[1] } }],
+        twice: [{ data: { typedId: ids[0] } }, { data: { typedId: ids[0], label: 'b' } }],
+        byKey: [{ data: { typedId: ids[0] } }, { data: { sku: `${p}-1`, label: 'c' } }],
+        missing: [{ data: { typedId: ids[0] } }, { data: { typedId: '999999999.P' } }],
+        stale: [{ data: { typedId: ids[2] }, oldValues: { version: 3 } }, { data: { typedId: ids[3] } }],
+        refusedValue: [{ data: { typedId: ids[2] } }, { data: { typedId: ids[3], attribute4: 'x' } }],
+      };
+      for (const [name, items] of Object.entries(tries)) {
+        answered[name] = (await updateAtOnce(tx, tc, principal, items as never, 'update', false))?.length;
+      }
+      answered.integrateStale = (
+        await updateAtOnce(tx, tc, principal, tries.stale as never, 'integrate', false)
+      )?.length;
+      // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
+      // a statement cut by the request's deadline ends the request.
+      const refusing = (code: string | undefined): Tx => ({
+        ...tx,
+        query: (sql, params) =>
+          /^WITH w AS \((UPDATE|DELETE)/.test(sql)
+            ? Promise.reject(Object.assign(new Error('refused'), { code }))
+            : tx.query(sql, params),
+      });
+      const two = [{ data: { typedId: ids[2] } }, { data: { typedId: ids[3] } }];
+      answered.refusedByDatabase = (
+        await updateAtOnce(refusing('23514'), tc, principal, two, 'update', false)
+      )?.length;
+      await assert.rejects(updateAtOnce(refusing('57014'), tc, principal, two, 'update', false), /refused/);
+      await tx.query(`ROLLBACK TO SAVEPOINT rc_write_batch`);
+      const records = two.map((i) => i.data);
+      answered.deleteRefused = (await deleteAtOnce(refusing('23503'), tc, principal, records, []))?.length;
+      answered.deleteStale = (await deleteAtOnce(tx, tc, principal, records, [null, { version: 9 }]))?.length;
+      answered.deleteUnknownField = (
+        await deleteAtOnce(tx, tc, principal, [records[0]!, { ...records[1], nope: 1 }], [])
+      )?.length;
+      answered.delete = (await deleteAtOnce(tx, tc, principal, records, []))?.length;
+      await tx.query('SELECT 1');
+    });
+    assert.deepEqual(answered, {
+      plain: 2,
+      twice: undefined,
+      byKey: undefined,
+      missing: undefined,
+      stale: undefined,
+      refusedValue: undefined,
+      integrateStale: 2,
+      refusedByDatabase: undefined,
+      deleteRefused: undefined,
+      deleteStale: undefined,
+      deleteUnknownField: undefined,
+      delete: 2,
+    });
+    assert.deepEqual(
+      (await skusOf(p)).map((r) => [r.sku, r.label, r.version]),
+      [
+        [`${p}-0`, 'a', 1],
+        [`${p}-1`, 'old 1', 1],
+      ],
+    );
+  });
+});
