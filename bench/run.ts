@@ -20,6 +20,7 @@ import {
   foundation,
   integrate,
   integrateBatch,
+  updateBatch,
   load,
   type Bench,
   type Line,
@@ -138,6 +139,8 @@ async function benchOn(
     lines.push(await integrate(b));
     console.log(`[${kind}] integrate in batches ...`);
     lines.push(await integrateBatch(b));
+    console.log(`[${kind}] update in batches ...`);
+    lines.push(await updateBatch(b));
     console.log(`[${kind}] foundation ...`);
     lines.push(...(await foundation(b)));
     // Last: it adds its own rows (other skus), which the measurements above must not see.

@@ -336,6 +336,70 @@ export async function integrateBatch(b: Bench): Promise<Line> {
   };
 }
 
+/**
+ * `/update/P` of 1,000 records a call named by typedId (each sets label and attribute1), one call
+ * after another as a script correcting records it fetched would, vs. the cheapest SQL for the same:
+ * one `UPDATE … FROM unnest(…) … RETURNING` a call on the write peer, by the peer's ids.
+ */
+export async function updateBatch(b: Bench): Promise<Line> {
+  const records = BATCH * BATCH_CALLS;
+  // The typedIds of the first records (untimed), as the script holds them from an earlier fetch.
+  const typedIds: string[] = [];
+  while (typedIds.length < records) {
+    const body = JSON.stringify({
+      startRow: typedIds.length,
+      endRow: Math.min(records, typedIds.length + 10_000),
+      sortBy: 'id',
+      valueFields: ['typedId'],
+    });
+    const r = expectOk('/fetch/P typedIds', await post(`${b.server.base}/fetch/P`, body, auth(b)));
+    const page = (r.body.response?.data ?? []) as string[][];
+    if (page.length === 0) throw new Error(`/fetch/P answered ${typedIds.length} of ${records} typedIds`);
+    typedIds.push(...page.map((v) => v[0]!));
+  }
+  const url = `${b.server.base}/update/P`;
+  const t0 = performance.now();
+  for (let i = 0; i < records; i += BATCH) {
+    const body = JSON.stringify(
+      typedIds
+        .slice(i, i + BATCH)
+        .map((typedId, j) => ({ data: { typedId, label: `upd ${i + j}`, attribute1: 'u' } })),
+    );
+    const r = expectOk('/update/P batch', await post(url, body, auth(b)));
+    const answered = (r.body.response?.data as unknown[] | undefined)?.length;
+    if (answered !== BATCH) throw new Error(`/update/P answered ${answered} of ${BATCH} records`);
+  }
+  const api = (performance.now() - t0) / 1000;
+
+  const ids = (
+    await b.peer.query<{ id: string }>(`SELECT id FROM ${PEER_LOAD_TABLE} ORDER BY id LIMIT ${records}`)
+  ).rows.map((r) => r.id);
+  const sql = `UPDATE ${PEER_LOAD_TABLE} AS t SET label = u.label, attribute1 = u.a1, version = t.version + 1,
+      last_update_at = now(), last_update_by = $2
+    FROM unnest($3::bigint[], $4::text[], $5::text[]) AS u(id, label, a1)
+    WHERE t.partition_id = $1 AND t.id = u.id
+    RETURNING ${SELECT}`;
+  const t1 = performance.now();
+  for (let i = 0; i < records; i += BATCH) {
+    const part = ids.slice(i, i + BATCH);
+    const r = await b.peer.query(sql, [
+      PEER_PARTITION,
+      PEER_USER,
+      part,
+      part.map((_, j) => `upd ${i + j}`),
+      part.map(() => 'u'),
+    ]);
+    if (r.rows.length !== part.length) throw new Error(`peer updated ${r.rows.length} of ${part.length}`);
+  }
+  const peer = (performance.now() - t1) / 1000;
+  return {
+    workload: `update ${int(BATCH)} records a call by typedId, ${BATCH_CALLS} calls one after another`,
+    api: `${api.toFixed(2)} s (${int(records / api)} records/s)`,
+    peer: `${peer.toFixed(2)} s (${int(records / peer)} records/s)`,
+    ratio: peer / api,
+  };
+}
+
 /** `GET /health` and a session-token `POST /login/extended`: the cost of the HTTP and auth layers. */
 export async function foundation(b: Bench): Promise<Line[]> {
   const health = await httpThroughput(
