@@ -19,6 +19,7 @@ import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
 import type { Tx } from '../../src/db/db.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
+import { productReads, stripCopy } from '../helpers/products.ts';
 
 type Row = Record<string, any>;
 
@@ -42,21 +43,8 @@ describe('add and integrate of many records at once', () => {
     await h.close();
   });
 
-  /** What a record and its history say, without what differs between two copies of it. */
-  const strip = (r: Row, prefix: string) => {
-    const rest: Row = { ...r, sku: String(r.sku).slice(prefix.length) };
-    for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest[k];
-    return rest;
-  };
-  /** A record's history, its sku's prefix taken out. */
-  const historyOf = async (id: unknown, prefix: string) =>
-    okData(await api(`/fetch/P/${String(id)}/history`, { sortBy: 'id' })).map((e: Row) =>
-      JSON.parse(
-        JSON.stringify({ action: e.action, version: e.version, changes: e.changes }).replaceAll(prefix, ''),
-      ),
-    );
-  const skusOf = async (prefix: string) =>
-    okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' }));
+  // (`api` is set in before(): the reads call it when they run.)
+  const { historyOf, skusOf } = productReads((...args) => api(...args));
 
   /**
    * `op` of `batch(a)` in one call and of `batch(b)` one record a call: the same answers and record
@@ -67,8 +55,8 @@ describe('add and integrate of many records at once', () => {
     const oneByOne = [];
     for (const item of batch(b)) oneByOne.push(...okData(await api(`/${op}/P`, [item])));
     assert.deepEqual(
-      atOnce.map((r) => strip(r, a)),
-      oneByOne.map((r) => strip(r, b)),
+      atOnce.map((r) => stripCopy(r, a)),
+      oneByOne.map((r) => stripCopy(r, b)),
     );
     for (const [i, r] of atOnce.entries()) {
       assert.deepEqual(await historyOf(r.id, a), await historyOf(oneByOne[i].id, b), r.sku);
@@ -120,8 +108,8 @@ describe('add and integrate of many records at once', () => {
     assert.equal(atOnce[4].label, 'old 3');
     const [storedA, storedB] = [await skusOf(a), await skusOf(b)];
     assert.deepEqual(
-      storedA.map((r) => strip(r, a)),
-      storedB.map((r) => strip(r, b)),
+      storedA.map((r) => stripCopy(r, a)),
+      storedB.map((r) => stripCopy(r, b)),
     );
     assert.deepEqual(
       (await historyOf(atOnce[1].id, a)).map((e: Row) => e.action),

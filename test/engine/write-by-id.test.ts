@@ -20,6 +20,7 @@ import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
 import type { Tx } from '../../src/db/db.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
+import { productReads, stripCopy } from '../helpers/products.ts';
 
 type Row = Record<string, any>;
 
@@ -47,22 +48,8 @@ describe('update, integrate and delete of many records by typedId', () => {
     await h.close();
   });
 
-  /** What a record says, without what differs between two copies of it. */
-  const strip = (r: Row, prefix: string): Row => {
-    const rest: Row = JSON.parse(JSON.stringify(r).replaceAll(prefix, ''));
-    for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest[k];
-    if (rest.oldValues)
-      for (const k of ['typedId', 'id', 'createDate', 'lastUpdateDate']) delete rest.oldValues[k];
-    return rest;
-  };
-  const historyOf = async (id: unknown, prefix: string) =>
-    okData(await api(`/fetch/P/${String(id)}/history`, { sortBy: 'id' })).map((e: Row) =>
-      JSON.parse(
-        JSON.stringify({ action: e.action, version: e.version, changes: e.changes }).replaceAll(prefix, ''),
-      ),
-    );
-  const skusOf = async (prefix: string) =>
-    okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' }));
+  // (`api` is set in before(): the reads call it when they run.)
+  const { historyOf, skusOf } = productReads((...args) => api(...args));
 
   /** Four records of a prefix: their typedIds. */
   const seed = async (p: string): Promise<string[]> =>
@@ -86,12 +73,12 @@ describe('update, integrate and delete of many records by typedId', () => {
     const oneByOne = [];
     for (const item of batch(idsB)) oneByOne.push(...okData(await api(op, [item])));
     assert.deepEqual(
-      atOnce.map((r) => strip(r, a)),
-      oneByOne.map((r) => strip(r, b)),
+      atOnce.map((r) => stripCopy(r, a)),
+      oneByOne.map((r) => stripCopy(r, b)),
     );
     assert.deepEqual(
-      (await skusOf(a)).map((r) => strip(r, a)),
-      (await skusOf(b)).map((r) => strip(r, b)),
+      (await skusOf(a)).map((r) => stripCopy(r, a)),
+      (await skusOf(b)).map((r) => stripCopy(r, b)),
     );
     for (const [i, id] of idsA.entries()) {
       assert.deepEqual(await historyOf(id, a), await historyOf(idsB[i], b), id);
@@ -155,8 +142,8 @@ describe('update, integrate and delete of many records by typedId', () => {
       ...okData(await api('/delete/P', [{ data: { typedId: idsB[0] } }])),
     ];
     assert.deepEqual(
-      atOnce.map((r) => strip(r, a)),
-      oneByOne.map((r) => strip(r, b)),
+      atOnce.map((r) => stripCopy(r, a)),
+      oneByOne.map((r) => stripCopy(r, b)),
     );
     assert.deepEqual(
       (await skusOf(a)).map((r) => r.sku),
