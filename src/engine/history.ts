@@ -330,15 +330,23 @@ export function addedColumnsRead(type: TypeDef): string[] {
  * One data-modifying statement (INSERT/UPDATE/DELETE on the type's table aliased `t`, without
  * RETURNING) with its history; answers `SELECT <select> FROM w` where `w` holds the written rows
  * (the table's columns, plus `extraReturning` expressions of the statement's own FROM items).
+ * `ordinal`, an expression of the statement's FROM items (a position in the request): the history
+ * rows (and so their ids) follow it, as one by one, whatever order the plan wrote the rows in.
  */
 export function withHistory(
   stmt: string,
   source: HistorySource,
   select: string,
   extraReturning?: string,
+  ordinal?: string,
 ): string {
-  const returning = `RETURNING t.*${extraReturning === undefined ? '' : `, ${extraReturning}`}`;
-  return `WITH w AS (${stmt} ${returning}), ${historyCte('h', 'w', source)} SELECT ${select} FROM w`;
+  const extra = [extraReturning, ordinal === undefined ? undefined : `${ordinal} AS "__ordinal"`];
+  const returning = ['RETURNING t.*', ...extra.filter((e) => e !== undefined)].join(', ');
+  if (ordinal === undefined)
+    return `WITH w AS (${stmt} ${returning}), ${historyCte('h', 'w', source)} SELECT ${select} FROM w`;
+  // `w` is read twice, so kept (materialized) in that order: the history's INSERT reads it so.
+  return `WITH written AS (${stmt} ${returning}), w AS (SELECT * FROM written ORDER BY "__ordinal"),
+    ${historyCte('h', 'w', source)} SELECT ${select} FROM w`;
 }
 
 /** One history row whose diff the caller computed (writers without a registered type's table). */

@@ -10,9 +10,9 @@
 // Whatever these paths cannot answer exactly as the record-by-record path does — a record named
 // twice, by its key where an id is needed or the other way round, a key that exists already (add),
 // a record missing, hidden, not editable or at another version, a value refused, a record lacking
-// fields, a statement the database refuses (a product an extension still names) — they leave to that
-// path: nothing is written then (a savepoint is rolled back, or nothing was written yet) and the
-// record-by-record path answers, naming the element at fault.
+// fields, a statement the database refuses — they leave to that path: nothing is written then (a
+// savepoint is rolled back, or nothing was written yet) and the record-by-record path answers,
+// naming the element at fault.
 
 import type { Principal } from '../access/access.ts';
 import type { Tx } from '../db/db.ts';
@@ -140,11 +140,16 @@ async function lockedById(
     ids.push(address.id);
   }
   if (new Set(ids).size !== ids.length) return undefined;
+  // Locked in the request's order, as the record-by-record path locks them: two batches naming the
+  // same records in the same order, one by id and one by key (which lockBatch's locks do not tell
+  // apart), wait for each other instead of deadlocking.
   const params = new Params();
   const scope = rowScope(tc, principal, params, 't');
   const r = await tx.query<Row>(
-    `SELECT ${selectList(tc)} FROM ${ident(tc.type.table)} t
-      WHERE ${scope} AND t.id = ANY(${params.add(ids)}::bigint[]) ORDER BY t.id FOR UPDATE`,
+    `SELECT ${selectList(tc)}
+       FROM unnest(${params.add(ids)}::bigint[]) WITH ORDINALITY AS r(id, ordinal)
+       JOIN ${ident(tc.type.table)} t ON t.id = r.id
+      WHERE ${scope} ORDER BY r.ordinal FOR UPDATE OF t`,
     params.values,
   );
   const byId = new Map(r.rows.map((row) => [Number(row.id), row]));
@@ -179,8 +184,8 @@ export async function updateAtOnce(
     items.map((i) => i.data),
   );
   if (!olds) return undefined;
-  // The records that change the same fields: one statement each.
-  const shapes = new Map<string, { fields: FieldDef[]; rows: Obj[] }>();
+  // Consecutive records that change the same fields: one statement each, in the request's order.
+  const runs: { shape: string; fields: FieldDef[]; rows: Obj[] }[] = [];
   try {
     for (const [i, { data, oldValues }] of items.entries()) {
       const old = olds[i]!;
@@ -198,9 +203,9 @@ export async function updateAtOnce(
         const v = values.get(f);
         row[f.column] = f.type === 'json' && typeof v === 'string' ? JSON.parse(v) : v;
       }
-      let group = shapes.get(shape);
-      if (!group) shapes.set(shape, (group = { fields, rows: [] }));
-      group.rows.push(row);
+      const last = runs[runs.length - 1];
+      if (last?.shape === shape) last.rows.push(row);
+      else runs.push({ shape, fields, rows: [row] });
     }
   } catch (e) {
     if (e instanceof AppError) return undefined;
@@ -209,7 +214,7 @@ export async function updateAtOnce(
   try {
     return await inSavepoint(tx, 'rc_write_batch', async () => {
       const byId = new Map<number, Row>();
-      for (const { fields, rows } of shapes.values()) {
+      for (const { fields, rows } of runs) {
         const params = new Params();
         const sets = fields.map((f) => `${ident(f.column)} = v.${ident(f.column)}`);
         sets.push(
@@ -219,10 +224,12 @@ export async function updateAtOnce(
         );
         if (type.deleteMode === 'soft') sets.push('deleted_at = NULL');
         const table = ident(type.table);
+        const values = `jsonb_populate_recordset(NULL::${table}, ${params.add(JSON.stringify(rows))}::jsonb)`;
         const update = `UPDATE ${table} t SET ${sets.join(', ')}
-            FROM jsonb_populate_recordset(NULL::${table}, ${params.add(JSON.stringify(rows))}::jsonb) v
+            FROM ${values} WITH ORDINALITY AS v
            WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = v.id`;
-        const r = await tx.query<Row>(written(update, tc, principal, params, 'rows'), params.values);
+        const sql = written(update, tc, principal, params, 'rows', 'v.ordinality');
+        const r = await tx.query<Row>(sql, params.values);
         for (const row of r.rows) byId.set(Number(row.id), row);
       }
       if (byId.size !== items.length) throw UNWRITTEN;
@@ -267,14 +274,15 @@ export async function deleteAtOnce(
   try {
     return await inSavepoint(tx, 'rc_write_batch', async () => {
       const params = new Params();
-      const match = `t.partition_id = ${params.add(principal.partitionId)}
-        AND t.id = ANY(${params.add(olds.map((o) => Number(o.id)))}::bigint[])`;
+      const ids = `unnest(${params.add(olds.map((o) => Number(o.id)))}::bigint[]) WITH ORDINALITY AS r(id, ordinal)`;
+      const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = r.id`;
       const stmt =
         type.deleteMode === 'soft'
           ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
-                    last_update_by = ${params.add(principal.userId)} WHERE ${match}`
-          : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
-      const r = await tx.query<{ n: number }>(written(stmt, tc, principal, params, 'count'), params.values);
+                    last_update_by = ${params.add(principal.userId)} FROM ${ids} WHERE ${match}`
+          : `DELETE FROM ${ident(type.table)} t USING ${ids} WHERE ${match}`;
+      const sql = written(stmt, tc, principal, params, 'count', 'r.ordinal');
+      const r = await tx.query<{ n: number }>(sql, params.values);
       if (r.rows[0]!.n !== olds.length) throw UNWRITTEN;
       return olds.map((old) => toRecord(tc, old));
     });

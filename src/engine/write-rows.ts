@@ -21,6 +21,7 @@ function auditColumns(principal: Principal, params: Params): { cols: string[]; v
 /**
  * A write statement (alias `t`, no RETURNING) with its record history in the same statement;
  * answers the written rows as API records (`rows`) or their number (`count`, column `n`).
+ * `ordinal`: the order of the history rows and of the answer (withHistory).
  */
 export function written(
   stmt: string,
@@ -28,10 +29,11 @@ export function written(
   principal: Principal,
   params: Params,
   result: 'rows' | 'count',
+  ordinal?: string,
 ): string {
   const kind = stmt.trimStart().startsWith('DELETE') ? 'delete' : 'write';
   const select = result === 'rows' ? selectList(tc, undefined, 'w') : 'count(*)::int AS n';
-  return withHistory(stmt, { tc, principal, params, kind }, select);
+  return withHistory(stmt, { tc, principal, params, kind }, select, undefined, ordinal);
 }
 
 /**
