@@ -4,11 +4,12 @@
 // - `/add` and `/integrate` of records named by their business key (and, to integrate, complete):
 //   one INSERT or upsert (./write-rows.ts) per run of records that set the same fields, new records'
 //   ids in the request's order (writeAtOnce);
-// - `/update` and `/integrate` of records named by id (`typedId`): the records locked by one select,
-//   checked here, then one UPDATE per set of fields changed (updateAtOnce); `/delete` of records named
-//   by id: one DELETE (deleteAtOnce).
+// - `/update` and `/integrate` of existing records named all by id (`typedId`) or all by key: the
+//   records locked by one select in the request's order, checked here, then one UPDATE per run of
+//   records changing the same fields (updateAtOnce); `/delete` of such records: one DELETE
+//   (deleteAtOnce).
 // Whatever these paths cannot answer exactly as the record-by-record path does — a record named
-// twice, by its key where an id is needed or the other way round, a key that exists already (add),
+// twice, records named both ways or (add, integrate of new records) by id, a key that exists (add),
 // a record missing, hidden, not editable or at another version, a value refused, a record lacking
 // fields, a statement the database refuses — they leave to that path: nothing is written then (a
 // savepoint is rolled back, or nothing was written yet) and the record-by-record path answers,
@@ -20,7 +21,7 @@ import { inSavepoint } from '../db/savepoint.ts';
 import { Params, ident } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
 import { canEdit } from './access-check.ts';
-import { addressOf } from './addressing.ts';
+import { addressOf, type Address } from './addressing.ts';
 import { rowScope, selectList, toRecord, type TypeContext } from './context.ts';
 import type { FieldDef } from './registry.ts';
 import {
@@ -118,42 +119,58 @@ export async function writeAtOnce(
 }
 
 /**
- * The stored records `records` name by id (`typedId` or `id`), in their order, locked; undefined
- * when one is named otherwise (or badly), twice, or is not found within the caller's row scope.
+ * The stored records `records` name — all by id (`typedId` or `id`), or all by a business key of
+ * text fields — in their order, locked; undefined when they are named otherwise (or badly), one is
+ * named twice, or one is not found within the caller's row scope.
  */
-async function lockedById(
+async function lockedRecords(
   tx: Tx,
   tc: TypeContext,
   principal: Principal,
   records: readonly Obj[],
 ): Promise<Row[] | undefined> {
-  const ids: number[] = [];
+  const { type } = tc;
+  const addresses: Address[] = [];
   for (const data of records) {
-    let address;
     try {
-      address = addressOf(tc.type, data);
+      const address = addressOf(type, data);
+      if (!address) return undefined;
+      addresses.push(address);
     } catch (e) {
       if (e instanceof AppError) return undefined;
       throw e;
     }
-    if (!address || !('id' in address)) return undefined;
-    ids.push(address.id);
   }
-  if (new Set(ids).size !== ids.length) return undefined;
+  const keyFields = type.businessKey.map((k) => tc.fields.get(k)!);
+  const byId = addresses.every((a) => 'id' in a);
+  if (!byId && !addresses.every((a) => 'key' in a && keyFields.every((f) => f.type === 'string')))
+    return undefined;
+  // How a record is named: its id, or its key's values as text (as the key's equality compares them).
+  const nameOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
+  const names = addresses.map((a) => ('id' in a ? String(a.id) : nameOf(a.key)));
+  if (new Set(names).size !== names.length) return undefined;
   // Locked in the request's order, as the record-by-record path locks them: two batches naming the
   // same records in the same order, one by id and one by key (which lockBatch's locks do not tell
   // apart), wait for each other instead of deadlocking.
   const params = new Params();
+  const columns = byId ? ['id'] : keyFields.map((f) => f.column);
+  const arrays = byId
+    ? [`${params.add(addresses.map((a) => ('id' in a ? a.id : 0)))}::bigint[]`]
+    : keyFields.map(
+        (_, i) => `${params.add(addresses.map((a) => ('key' in a ? String(a.key[i]) : '')))}::text[]`,
+      );
   const scope = rowScope(tc, principal, params, 't');
   const r = await tx.query<Row>(
     `SELECT ${selectList(tc)}
-       FROM unnest(${params.add(ids)}::bigint[]) WITH ORDINALITY AS r(id, ordinal)
-       JOIN ${ident(tc.type.table)} t ON t.id = r.id
+       FROM unnest(${arrays.join(', ')}) WITH ORDINALITY AS r(${columns.map((_, i) => `c${i}`).join(', ')}, ordinal)
+       JOIN ${ident(type.table)} t ON ${columns.map((c, i) => `t.${ident(c)} = r.c${i}`).join(' AND ')}
       WHERE ${scope} ORDER BY r.ordinal FOR UPDATE OF t`,
     params.values,
   );
-  const byId = new Map(r.rows.map((row) => [Number(row.id), row]));
-  const olds = ids.map((id) => byId.get(id));
+  const found = new Map(
+    r.rows.map((row) => [byId ? String(row.id) : nameOf(type.businessKey.map((k) => row[k])), row]),
+  );
+  const olds = names.map((name) => found.get(name));
   return olds.every((o) => o !== undefined) ? olds : undefined;
 }
 
@@ -164,9 +181,9 @@ interface ChangeItem {
 }
 
 /**
- * `/update` (versions checked) or `/integrate` (not) of records named by id: the updated records in
- * the order of `items` (with `oldValues`, the stored ones, when `returnOld`), or undefined when the
- * batch is left to the record-by-record path (nothing written). `tc`: the type's context.
+ * `/update` (versions checked) or `/integrate` (not) of existing records (lockedRecords): the updated
+ * records in the order of `items` (with `oldValues`, the stored ones, when `returnOld`), or undefined
+ * when the batch is left to the record-by-record path (nothing written). `tc`: the type's context.
  */
 export async function updateAtOnce(
   tx: Tx,
@@ -177,7 +194,7 @@ export async function updateAtOnce(
   returnOld: boolean,
 ): Promise<Row[] | undefined> {
   const { type } = tc;
-  const olds = await lockedById(
+  const olds = await lockedRecords(
     tx,
     tc,
     principal,
@@ -246,7 +263,7 @@ export async function updateAtOnce(
 }
 
 /**
- * `/delete` of records named by id, `oldValues[i]` their versions where given: the deleted records
+ * `/delete` of records (lockedRecords), `oldValues[i]` their versions where given: the deleted records
  * (as they were) in the order of `records`, or undefined when the batch is left to the
  * record-by-record path (nothing written). The caller names the deletes' actor (setDeleteActor).
  */
@@ -260,7 +277,7 @@ export async function deleteAtOnce(
   const { type } = tc;
   if (records.some((data) => Object.keys(data).some((k) => k !== 'typedId' && !tc.fields.has(k))))
     return undefined;
-  const olds = await lockedById(tx, tc, principal, records);
+  const olds = await lockedRecords(tx, tc, principal, records);
   if (!olds) return undefined;
   try {
     for (const [i, old] of olds.entries()) {

@@ -1,9 +1,11 @@
-// `/update`, `/integrate` and `/delete` of many records named by typedId, written at once
-// (src/engine/write-batch.ts: updateAtOnce, deleteAtOnce): the answers, the stored records and their
-// record history are what writing them one by one gives (typed attributes, several sets of fields,
-// returnolddata); a record missing, named twice, of another partition, at another version, not
-// editable, or a value refused is answered as before, naming the element, with nothing written; a
-// statement the database refuses leaves the batch to the record-by-record path. On both databases.
+// `/update`, `/integrate` and `/delete` of many existing records named by typedId (or all by key),
+// written at once (src/engine/write-batch.ts: updateAtOnce, deleteAtOnce): the answers, the stored
+// records and their record history (in the request's order) are what writing them one by one gives
+// (typed attributes, several sets of fields, returnolddata); a record missing, named twice, of another
+// partition, at another version, not editable, or a value refused is answered as before, naming the
+// element, with nothing written; a statement the database refuses leaves the batch to the
+// record-by-record path; batches by id and by key of the same records do not deadlock. On both
+// databases.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +26,7 @@ import { productReads, stripCopy } from '../helpers/products.ts';
 
 type Row = Record<string, any>;
 
-describe('update, integrate and delete of many records by typedId', () => {
+describe('update, integrate and delete of many existing records by typedId or key', () => {
   let h: Harness;
   let other: Harness;
   let api: Client;
@@ -66,12 +68,12 @@ describe('update, integrate and delete of many records by typedId', () => {
    * `op` of `batch(ids of a)` in one call and of `batch(ids of b)` one record a call: the same answers,
    * stored records and histories but for the prefixes. Answers the rows of the batch.
    */
-  const sameAsOneByOne = async (op: string, batch: (ids: string[]) => Row[]) => {
+  const sameAsOneByOne = async (op: string, batch: (ids: string[], prefix: string) => Row[]) => {
     const [a, b] = [uniqueName('A'), uniqueName('B')];
     const [idsA, idsB] = [await seed(a), await seed(b)];
-    const atOnce = okData(await api(op, batch(idsA)));
+    const atOnce = okData(await api(op, batch(idsA, a)));
     const oneByOne = [];
-    for (const item of batch(idsB)) oneByOne.push(...okData(await api(op, [item])));
+    for (const item of batch(idsB, b)) oneByOne.push(...okData(await api(op, [item])));
     assert.deepEqual(
       atOnce.map((r) => stripCopy(r, a)),
       oneByOne.map((r) => stripCopy(r, b)),
@@ -131,6 +133,30 @@ describe('update, integrate and delete of many records by typedId', () => {
         ['new 1', 'old 1', 0],
         ['new 0', 'old 0', 0],
       ],
+    );
+  });
+
+  test('update and delete by business key: the same as one by one', async () => {
+    const rows = await sameAsOneByOne('/update/P', (_, p) => [
+      { data: { sku: `${p}-3`, label: 'three' }, oldValues: { version: 0 } },
+      { data: { sku: `${p}-0`, label: 'zero' } },
+      { data: { sku: `${p}-2`, attribute4: 22 } },
+    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.label, r.attribute4, r.version]),
+      [
+        ['three', 3, 1],
+        ['zero', 0, 1],
+        ['old 2', 22, 1],
+      ],
+    );
+    const deleted = await sameAsOneByOne('/delete/P', (_, p) => [
+      { data: { sku: `${p}-2` } },
+      { data: { sku: `${p}-1` } },
+    ]);
+    assert.deepEqual(
+      deleted.map((r) => r.label),
+      ['old 2', 'old 1'],
     );
   });
 
@@ -288,10 +314,10 @@ describe('update, integrate and delete of many records by typedId', () => {
     );
   });
 
-  test('a batch by typedId and one by key, same records, same order, at the same time: no deadlock', async () => {
-    // The at-once path locks the records in the request's order, as the record-by-record path (which
-    // takes a batch naming a record by key) does; locked in id order, batches in descending id order
-    // deadlocked with those by key on PostgreSQL, and lost five times over (409).
+  test('a batch at once and one record by record, same records, same order, at the same time: no deadlock', async () => {
+    // The at-once path locks the records in the request's order, as the record-by-record path does;
+    // locked in id order, batches in descending id order deadlocked with record-by-record ones on
+    // PostgreSQL, and lost five times over (409).
     const p = uniqueName('D');
     const n = 40;
     const rows = okData(
@@ -301,22 +327,26 @@ describe('update, integrate and delete of many records by typedId', () => {
       ),
     );
     const descending = [...rows].reverse();
+    const [other] = okData(await api('/add/P', { data: { sku: `${p}-other` } }));
     for (let round = 0; round < 3; round++) {
       const byId = () =>
         api(
           '/update/P',
           descending.map((r) => ({ data: { typedId: r.typedId, attribute1: `id ${round}` } })),
         );
+      // Named both ways (another record by typedId first, then these by key): the record-by-record
+      // path; its record locks (lockBatch) are not the other batch's, so both run at once.
       const byKey = () =>
-        api(
-          '/update/P',
-          descending.map((r) => ({ data: { sku: r.sku, attribute2: `key ${round}` } })),
-        );
-      const answers = await Promise.all([byId(), byKey(), byId(), byKey()]);
+        api('/update/P', [
+          { data: { typedId: other.typedId, attribute2: `key ${round}` } },
+          ...descending.map((r) => ({ data: { sku: r.sku, attribute2: `key ${round}` } })),
+        ]);
+      const answers = await Promise.all([byId(), byKey(), byId(), byKey(), byId(), byKey(), byId(), byKey()]);
       for (const r of answers) okData(r);
     }
-    const stored = await skusOf(p);
-    assert.ok(stored.every((r) => r.attribute1 === 'id 2' && r.attribute2 === 'key 2' && r.version === 12));
+    const stored = (await skusOf(p)).filter((r) => r.sku !== `${p}-other`);
+    assert.equal(stored.length, n);
+    assert.ok(stored.every((r) => r.attribute1 === 'id 2' && r.attribute2 === 'key 2' && r.version === 24));
   });
 
   test('which batches are written at once, and which are left to the record-by-record path', async () => {
@@ -330,7 +360,9 @@ describe('update, integrate and delete of many records by typedId', () => {
       const tries: Record<string, Row[]> = {
         plain: [{ data: { typedId: ids[0], label: 'a' } }, { data: { typedId: ids[1] } }],
         twice: [{ data: { typedId: ids[0] } }, { data: { typedId: ids[0], label: 'b' } }],
-        byKey: [{ data: { typedId: ids[0] } }, { data: { sku: `${p}-1`, label: 'c' } }],
+        byKey: [{ data: { sku: `${p}-0` } }, { data: { sku: `${p}-1`, label: 'c' } }],
+        bothWays: [{ data: { typedId: ids[0] } }, { data: { sku: `${p}-1`, label: 'c' } }],
+        sameTwice: [{ data: { typedId: ids[0] } }, { data: { sku: `${p}-0`, label: 'c' } }],
         missing: [{ data: { typedId: ids[0] } }, { data: { typedId: '999999999.P' } }],
         stale: [{ data: { typedId: ids[2] }, oldValues: { version: 3 } }, { data: { typedId: ids[3] } }],
         refusedValue: [{ data: { typedId: ids[2] } }, { data: { typedId: ids[3], attribute4: 'x' } }],
@@ -368,7 +400,9 @@ describe('update, integrate and delete of many records by typedId', () => {
     assert.deepEqual(answered, {
       plain: 2,
       twice: undefined,
-      byKey: undefined,
+      byKey: 2,
+      bothWays: undefined,
+      sameTwice: undefined,
       missing: undefined,
       stale: undefined,
       refusedValue: undefined,
@@ -382,8 +416,8 @@ describe('update, integrate and delete of many records by typedId', () => {
     assert.deepEqual(
       (await skusOf(p)).map((r) => [r.sku, r.label, r.version]),
       [
-        [`${p}-0`, 'a', 1],
-        [`${p}-1`, 'old 1', 1],
+        [`${p}-0`, 'a', 2],
+        [`${p}-1`, 'c', 2],
       ],
     );
   });
