@@ -6,6 +6,7 @@ import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { validationError } from '../http/errors.ts';
+import { notOfType } from './values.ts';
 import { rowScope, selectList, type TypeContext } from './context.ts';
 import type { TypeDef } from './registry.ts';
 
@@ -31,6 +32,14 @@ export function addressOf(type: TypeDef, data: Obj): Address | undefined {
   if (data.typedId !== undefined && data.typedId !== null)
     return { id: parseId(type, data.typedId, 'typedId') };
   if (data.id !== undefined && data.id !== null) return { id: parseId(type, data.id, 'id') };
+  // A number past a double (1e400 parses to Infinity) names no key: as text it was "Infinity".
+  for (const k of type.businessKey) {
+    const v = data[k];
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      const f = type.fields.find((x) => x.name === k)!;
+      throw validationError(k, notOfType(f.type, v, String(v)));
+    }
+  }
   const given = (v: unknown) => (typeof v === 'string' && v !== '') || typeof v === 'number';
   if (type.businessKey.length > 0 && type.businessKey.every((k) => given(data[k]))) {
     return { key: type.businessKey.map((k) => data[k]) };

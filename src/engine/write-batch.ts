@@ -25,6 +25,7 @@ import { addressOf, type Address } from './addressing.ts';
 import { rowScope, selectList, toRecord, type TypeContext } from './context.ts';
 import type { FieldDef } from './registry.ts';
 import {
+  checkValue,
   checkVersion,
   lacksRequired,
   leavesDefaulted,
@@ -143,8 +144,12 @@ async function lockedRecords(
   }
   const keyFields = type.businessKey.map((k) => tc.fields.get(k)!);
   const byId = addresses.every((a) => 'id' in a);
-  if (!byId && !addresses.every((a) => 'key' in a && keyFields.every((f) => f.type === 'string')))
-    return undefined;
+  // By key: text keys, each a value the key's field takes (text no column takes, as a NUL, would
+  // fail the statement; the record-by-record path names it).
+  const keyTaken = (a: Address) =>
+    'key' in a &&
+    keyFields.every((f, i) => f.type === 'string' && typeof checkValue(f, a.key[i]) !== 'string');
+  if (!byId && !addresses.every(keyTaken)) return undefined;
   // How a record is named: its id, or its key's values as text (as the key's equality compares them).
   const nameOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));
   const names = addresses.map((a) => ('id' in a ? String(a.id) : nameOf(a.key)));

@@ -10,6 +10,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  ADMIN,
+  ADMIN_PASSWORD,
   adminPrincipal,
   clientOf,
   startHarness,
@@ -283,6 +285,36 @@ describe('update, integrate and delete of many existing records by typedId or ke
         ['first', 'keep 3', 1],
         ['first', 'second', 2],
       ],
+    );
+  });
+
+  test('keys no column takes: refused as one by one, nothing written', async () => {
+    const p = uniqueName('K');
+    okData(
+      await api('/add/P', [
+        { data: { sku: 'Infinity', label: 'stored' } },
+        { data: { sku: `${p}-b`, label: 'b' } },
+      ]),
+    );
+    // 1e400 parses to Infinity: as text it named the record "Infinity" (and wrote it).
+    for (const op of ['/integrate/P', '/update/P', '/delete/P']) {
+      const raw = `[{"data":{"sku":1e400,"label":"x"}},{"data":{"sku":"${p}-b","label":"y"}}]`;
+      const r = await h.call(op, { basic: { user: ADMIN, password: ADMIN_PASSWORD }, raw });
+      expectError(r, 400, -4, '0.sku');
+      assert.match(r.body.response.data, /Infinity is not text/);
+    }
+    // A NUL in a key: the element's error, worded as the record-by-record path words it.
+    const nul = await api('/integrate/P', [
+      { data: { sku: `${p}-b`, attribute1: 'x' } },
+      { data: { sku: `${p}-c\u0000`, attribute1: 'y' } },
+    ]);
+    expectError(nul, 400, -4, '1.sku');
+    assert.equal(nul.body.response.data, 'sku: must not contain NUL characters');
+    const [stored] = okData(await api('/fetch/P', { data: { sku: 'Infinity' } }));
+    assert.deepEqual([stored.label, stored.version], ['stored', 0]);
+    assert.deepEqual(
+      (await skusOf(p)).map((r) => [r.label, r.attribute1, r.version]),
+      [['b', null, 0]],
     );
   });
 
