@@ -6,42 +6,27 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  adminPrincipal,
-  clientOf,
-  startHarness,
-  uniqueName,
-  type Client,
-  type Harness,
-} from '../helpers/app.ts';
+import { adminPrincipal, clientOf, uniqueName, type Client, type Harness } from '../helpers/app.ts';
 import { writeAtOnce } from '../../src/engine/write-batch.ts';
 import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
-import type { Tx } from '../../src/db/db.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
-import { productReads, stripCopy } from '../helpers/products.ts';
+import { productPartitions, productReads, refusingTx, stripCopy } from '../helpers/products.ts';
 
 type Row = Record<string, any>;
 
 describe('add and integrate of many records at once', () => {
   let h: Harness;
-  let other: Harness;
   let api: Client;
   let otherApi: Client;
+  let close: () => Promise<void>;
   before(async () => {
-    h = await startHarness();
-    other = await startHarness({ shareDbWith: h });
-    api = await clientOf(h);
-    otherApi = await clientOf(other);
     // attribute4 holds integers: a text there is a value the server refuses.
-    okData(
-      await api('/integrate/PAM', [{ data: { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' } }]),
-    );
+    ({ h, api, otherApi, close } = await productPartitions([
+      { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' },
+    ]));
   });
-  after(async () => {
-    await other.close();
-    await h.close();
-  });
+  after(() => close());
 
   // (`api` is set in before(): the reads call it when they run.)
   const { historyOf, skusOf } = productReads((...args) => api(...args));
@@ -225,13 +210,7 @@ describe('add and integrate of many records at once', () => {
       }
       // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
       // a statement cut by the request's deadline ends the request.
-      const refusing = (code: string | undefined): Tx => ({
-        ...tx,
-        query: (sql, params) =>
-          sql.startsWith('WITH w AS (INSERT')
-            ? Promise.reject(Object.assign(new Error('refused'), { code }))
-            : tx.query(sql, params),
-      });
+      const refusing = (code: string | undefined) => refusingTx(tx, /^WITH w AS \(INSERT/, code);
       // Add: what exists already (and a key named twice) is a duplicate the other path names.
       answered.add = (await writeAtOnce(tx, tc, principal, [{ sku: `${p}-11` }, { sku: `${p}-12` }], 'add'))
         ?.length;

@@ -14,7 +14,6 @@ import {
   ADMIN_PASSWORD,
   adminPrincipal,
   clientOf,
-  startHarness,
   uniqueName,
   type Client,
   type Harness,
@@ -22,35 +21,25 @@ import {
 import { deleteAtOnce, updateAtOnce } from '../../src/engine/write-batch.ts';
 import { loadTypeContext } from '../../src/engine/context.ts';
 import { findType } from '../../src/engine/registry.ts';
-import type { Tx } from '../../src/db/db.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
-import { productReads, stripCopy } from '../helpers/products.ts';
+import { productPartitions, productReads, refusingTx, stripCopy } from '../helpers/products.ts';
 
 type Row = Record<string, any>;
 
 describe('update, integrate and delete of many existing records by typedId or key', () => {
   let h: Harness;
-  let other: Harness;
   let api: Client;
   let otherApi: Client;
+  let close: () => Promise<void>;
   before(async () => {
-    h = await startHarness();
-    other = await startHarness({ shareDbWith: h });
-    api = await clientOf(h);
-    otherApi = await clientOf(other);
     // Typed custom attributes: integers in attribute4, decimals in attribute5, dates in attribute6.
-    okData(
-      await api('/integrate/PAM', [
-        { data: { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' } },
-        { data: { fieldName: 'attribute5', fieldType: 'NUMERIC', label: 'x' } },
-        { data: { fieldName: 'attribute6', fieldType: 'DATE', label: 'd' } },
-      ]),
-    );
+    ({ h, api, otherApi, close } = await productPartitions([
+      { fieldName: 'attribute4', fieldType: 'INTEGER', label: 'n' },
+      { fieldName: 'attribute5', fieldType: 'NUMERIC', label: 'x' },
+      { fieldName: 'attribute6', fieldType: 'DATE', label: 'd' },
+    ]));
   });
-  after(async () => {
-    await other.close();
-    await h.close();
-  });
+  after(() => close());
 
   // (`api` is set in before(): the reads call it when they run.)
   const { historyOf, skusOf } = productReads((...args) => api(...args));
@@ -407,13 +396,8 @@ describe('update, integrate and delete of many existing records by typedId or ke
       )?.length;
       // A statement the database refuses: its savepoint is rolled back and the transaction goes on;
       // a statement cut by the request's deadline ends the request.
-      const refusing = (code: string | undefined): Tx => ({
-        ...tx,
-        query: (sql, params) =>
-          /^WITH written AS \((UPDATE|DELETE)/.test(sql)
-            ? Promise.reject(Object.assign(new Error('refused'), { code }))
-            : tx.query(sql, params),
-      });
+      const refusing = (code: string | undefined) =>
+        refusingTx(tx, /^WITH written AS \((UPDATE|DELETE)/, code);
       const two = [{ data: { typedId: ids[2] } }, { data: { typedId: ids[3] } }];
       answered.refusedByDatabase = (
         await updateAtOnce(refusing('23514'), tc, principal, two, 'update', false)

@@ -1,7 +1,9 @@
-// Products compared across copies (tests of batch writes: a batch written at once against the same
-// records written one by one under another sku prefix).
+// The tests of batch writes (a batch written at once against the same records written one by one
+// under another sku prefix): their partitions, products compared across copies, and a transaction
+// whose statements the database refuses.
 
-import type { Client } from './app.ts';
+import type { Tx } from '../../src/db/db.ts';
+import { clientOf, startHarness, type Client } from './app.ts';
 import { okData } from './envelope.ts';
 
 type Row = Record<string, any>;
@@ -29,5 +31,42 @@ export function productReads(api: Client) {
     /** The products whose sku starts with `prefix`, by sku. */
     skusOf: async (prefix: string) =>
       okData(await api('/fetch/P', { data: { sku: prefix }, textMatchStyle: 'startsWith', sortBy: 'sku' })),
+  };
+}
+
+/**
+ * Two partitions of one database (the second to check isolation) with an admin client each, and
+ * custom attributes of products typed first (`/integrate/PAM` rows).
+ */
+export async function productPartitions(meta: readonly Row[]) {
+  const h = await startHarness();
+  const other = await startHarness({ shareDbWith: h });
+  const api = await clientOf(h);
+  const otherApi = await clientOf(other);
+  okData(
+    await api(
+      '/integrate/PAM',
+      meta.map((data) => ({ data })),
+    ),
+  );
+  return {
+    h,
+    api,
+    otherApi,
+    close: async () => {
+      await other.close();
+      await h.close();
+    },
+  };
+}
+
+/** `tx` whose statements matching `statement` the database refuses with SQLSTATE `code`. */
+export function refusingTx(tx: Tx, statement: RegExp, code: string | undefined): Tx {
+  return {
+    ...tx,
+    query: (sql, params) =>
+      statement.test(sql)
+        ? Promise.reject(Object.assign(new Error('refused'), { code }))
+        : tx.query(sql, params),
   };
 }
