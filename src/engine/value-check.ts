@@ -215,15 +215,10 @@ export function refuseUnknownFields(type: TypeDef, list: readonly Obj[]): void {
 }
 
 /**
- * A write's `oldValues.version` against the stored record's: a stale one is a 409; left out, a -4
- * when `needed` (types whose updates must name the version they change).
+ * A write's `oldValues.version` against the stored record's (`current`: its typedId and version):
+ * a stale one is a 409; left out, a -4 when `needed` (types whose changes must name the version).
  */
-export function checkVersion(
-  type: TypeDef,
-  oldValues: Obj | null | undefined,
-  current: Obj,
-  needed = type.updateNeedsVersion === true,
-): void {
+export function checkVersion(oldValues: Obj | null | undefined, current: Obj, needed: boolean): void {
   const v = oldValues?.version;
   if (v === undefined || v === null) {
     if (needed) throw validationError('oldValues.version', 'is required for this type');

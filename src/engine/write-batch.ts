@@ -213,7 +213,7 @@ export async function updateAtOnce(
       const old = olds[i]!;
       // A key the type lets an update move (SX's seller) needs its new parent checked: one by one.
       if (!canEdit(type, principal, old) || type.movableKeys?.some((k) => k in data)) return undefined;
-      if (operation === 'update') checkVersion(type, oldValues, old);
+      if (operation === 'update') checkVersion(oldValues, old, type.updateNeedsVersion === true);
       refuseKeyChanges(tc, data, old);
       const values = prepareValues(tc, data, 'update');
       const fields = [...values.keys()].sort((a, b) => a.column.localeCompare(b.column));
@@ -287,7 +287,7 @@ export async function deleteAtOnce(
   try {
     for (const [i, old] of olds.entries()) {
       if (!canEdit(type, principal, old)) return undefined;
-      checkVersion(type, oldValues[i], old, false);
+      checkVersion(oldValues[i], old, false);
     }
   } catch (e) {
     if (e instanceof AppError) return undefined;

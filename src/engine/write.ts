@@ -232,7 +232,7 @@ export async function updateRecords(
           ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
           : base;
         await requireEditable(tx, principal, tc, old, 'change');
-        checkVersion(type, item.oldValues, old);
+        checkVersion(item.oldValues, old, type.updateNeedsVersion === true);
         await type.beforeChange?.(tx, principal, old, item.data);
         const movable = 'id' in address ? (type.movableKeys ?? []) : [];
         refuseKeyChanges(tc, item.data, old, movable);
@@ -403,7 +403,7 @@ export async function deleteRecords(
       }
       if (!old) throw notFound(describeAddress(type, address));
       await requireEditable(tx, principal, tc, old, 'delete');
-      checkVersion(type, versions.get(data), old, false);
+      checkVersion(versions.get(data), old, false);
       await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();
       const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;

@@ -14,6 +14,7 @@ import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
+import { checkVersion } from '../../engine/value-check.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
@@ -290,20 +291,9 @@ async function lockOrFail(q: Queryable, pid: number, id: number): Promise<Workfl
   return { ...wf, id: Number(wf.id), approvableId: Number(wf.approvableId) };
 }
 
-function checkVersion(wf: WorkflowRow, body: ActionBody, required: boolean): void {
-  const v = body.oldValues?.version;
-  if (v === undefined || v === null) {
-    if (required) throw validationError('oldValues.version', 'is required');
-    return;
-  }
-  if (typeof v !== 'number' || !Number.isInteger(v))
-    throw validationError('oldValues.version', 'must be an integer');
-  if (v !== wf.version) {
-    throw new AppError(
-      'VERSION_CONFLICT',
-      `Workflow ${wf.id}.WF is at version ${wf.version}, not ${v}: reload it and retry`,
-    );
-  }
+/** The action's `oldValues.version` against the workflow's (engine/value-check.ts). */
+function checkWorkflowVersion(wf: WorkflowRow, body: ActionBody, required: boolean): void {
+  checkVersion(body.oldValues, { typedId: `${wf.id}.WF`, version: wf.version }, required);
 }
 
 function requirePending(wf: WorkflowRow): asserts wf is WorkflowRow & { currentStep: number } {
@@ -351,7 +341,7 @@ export async function approveWorkflow(
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
     await requireParticipant(q, principal, wf);
-    checkVersion(wf, body, true);
+    checkWorkflowVersion(wf, body, true);
     requirePending(wf);
     const approver = await actingFor(q, principal, wf);
     const run = runOf(principal, wf);
@@ -387,7 +377,7 @@ export async function denyWorkflow(
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
     await requireParticipant(q, principal, wf);
-    checkVersion(wf, body, true);
+    checkWorkflowVersion(wf, body, true);
     requirePending(wf);
     const approver = await actingFor(q, principal, wf);
     const n = wf.currentStep;
@@ -426,7 +416,7 @@ export async function withdrawWorkflow(
         'Only the submitter or a workflow administrator may withdraw a workflow',
       );
     }
-    checkVersion(wf, body, true);
+    checkWorkflowVersion(wf, body, true);
     requirePending(wf);
     await addEvent(q, pid, wf.id, {
       stepNo: wf.currentStep,
@@ -473,7 +463,7 @@ export async function commentWorkflow(
   return db.transaction(async (q) => {
     const wf = await lockOrFail(q, principal.partitionId, id);
     await requireParticipant(q, principal, wf);
-    checkVersion(wf, body, false);
+    checkWorkflowVersion(wf, body, false);
     await addEvent(q, principal.partitionId, wf.id, {
       stepNo: wf.currentStep,
       action: 'COMMENT',
