@@ -15,6 +15,7 @@ import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/cru
 import { OPERATORS, isOperator, type Test } from '../../engine/criteria/operators.ts';
 import { WORKFLOW_DELEGATION_TYPE } from '../../engine/registry-workflows.ts';
 import { recordHistory, type HistoryAction } from '../../engine/history.ts';
+import { checkVersion } from '../../engine/value-check.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
@@ -301,17 +302,7 @@ async function lockForChange(q: Queryable, principal: Principal, body: TargetBod
   if (Number(row.delegator_id) !== principal.userId && !admin) {
     throw new AppError('FORBIDDEN', 'Only the delegator or a workflow administrator may change a delegation');
   }
-  const v = body.oldValues?.version;
-  if (v !== undefined && v !== null) {
-    if (typeof v !== 'number' || !Number.isInteger(v))
-      throw validationError('oldValues.version', 'must be an integer');
-    if (v !== row.version) {
-      throw new AppError(
-        'VERSION_CONFLICT',
-        `${id}.WFDG is at version ${row.version}, not ${v}: reload it and retry`,
-      );
-    }
-  }
+  checkVersion(body.oldValues, { typedId: `${id}.WFDG`, version: row.version }, false);
   return (await recordOf(q, principal, id))!;
 }
 
