@@ -381,6 +381,41 @@ export function placesOfDec(v: Dec): number | undefined {
   return SPLIT.power < 0 ? -SPLIT.power : 0;
 }
 
+/**
+ * The most values a list may hold, and the most characters of text in them, the lists in it counted
+ * too, each as often as it appears — what answering it writes, and what `==`, `in` or `text` walk. A
+ * list may name another list many times at no cost to build (`[A, A, A]`), so without this a few
+ * short elements describe a list of 10^9 values (or of a long text 10^5 times) that no answer holds.
+ */
+export const MAX_LIST_VALUES = 100_000;
+/** The longest text an expression may build. */
+export const MAX_TEXT = 100_000;
+export const MAX_LIST_CHARACTERS = 10_000_000;
+
+interface ListSize {
+  values: number;
+  characters: number;
+}
+const listSizes = new WeakMap<readonly Value[], ListSize>();
+
+/** What `list` holds, nested lists included (past a maximum: some number above it). */
+export function listSize(list: readonly Value[]): ListSize {
+  const known = listSizes.get(list);
+  if (known !== undefined) return known;
+  const size = { values: list.length, characters: 0 };
+  for (const v of list) {
+    if (size.values > MAX_LIST_VALUES || size.characters > MAX_LIST_CHARACTERS) break;
+    if (typeof v === 'string') size.characters += v.length;
+    else if (Array.isArray(v)) {
+      const inner = listSize(v as readonly Value[]);
+      size.values += inner.values;
+      size.characters += inner.characters;
+    }
+  }
+  listSizes.set(list, size);
+  return size;
+}
+
 /** Value equality as `==` sees it: decimals numerically, dates by day, numeric text against numbers. */
 export function valuesEqual(a: Value, b: Value): boolean {
   if (a === null || b === null) return a === b;

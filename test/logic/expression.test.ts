@@ -179,6 +179,15 @@ describe('hostile text', () => {
     // A product or quotient below the exponents' range is out of range, not 0.
     assert.throws(() => ok('1e-999 / 1e999 == 0'), /\/: result out of range/);
     assert.throws(() => ok('1e-999 * 1e-999 == 0'), /\*: result out of range/);
+    // A sum past the exponents is out of range too (decimal.js makes it Infinity), wherever it is made.
+    assert.throws(() => ok('9e1000 + 9e1000 > 0'), /\+: result out of range/);
+    assert.throws(() => ok('-(9e1000 + 9e1000) < 0'), /\+: result out of range/);
+    assert.throws(() => ok('sum([9e1000, 9e1000]) > 0'), /sum: result out of range/);
+    assert.equal(ok('avg(9e1000, 9e1000) == 9e1000 and avg([9e1000, 7e1000]) == 8e1000'), true);
+    // Lists are bounded by the values they hold, nested lists counted as often as they appear.
+    const L = Array.from({ length: 40_000 }, () => 1);
+    assert.equal(ok('[L, L] == [L, L]', { L }), true);
+    assert.throws(() => ok('[L, L, L] == [L]', { L }), /\[\.\.\.\]: a list of more than 100000 values/);
     assert.equal(ok('0 * 1e-999 == 0 and 0 / 1e999 == 0 and 1e-999 * 1 > 0'), true);
     // Chained `not` is a run of signs as `!` is; names that start with it are not.
     refused(`${'not '.repeat(65)}true`, /more than 64 signs in a row/);

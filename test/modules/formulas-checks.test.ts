@@ -222,6 +222,44 @@ describe('logics: compile errors, the time limit, filtered customers, the README
     }
   });
 
+  test('a list naming another list many times is bounded: a CRITICAL alert, never a heap the answer cannot hold', async () => {
+    // [A × 100] costs 100 steps to build but holds 10,000 values; two more such elements would hold
+    // 10^9 (the process ran out of memory writing the answer), and `D == D` walked them all in one
+    // step past every time limit. Each element past 100,000 values is its own alert.
+    const list = (x: string, n: number) => `[${Array(n).fill(x).join(',')}]`;
+    const elements = [
+      { elementName: 'A', expression: list('1', 100), displayOptions: 0 },
+      { elementName: 'B', expression: list('A', 100), displayOptions: 0 },
+      { elementName: 'C', expression: list('B', 100), displayOptions: 0 },
+      { elementName: 'D', expression: list('C', 1000) },
+      { elementName: 'E', expression: 'B == B' },
+      { elementName: 'F', expression: 'length(text(B))' },
+      { elementName: 'G', expression: `length(text(${list('B', 9)}))` },
+      { elementName: 'T', expression: `"${'x'.repeat(1001)}"`, displayOptions: 0 },
+      { elementName: 'H', expression: list('T', 100), displayOptions: 0 },
+      { elementName: 'I', expression: list('H', 100) },
+    ];
+    okData(await api('/add/F', { data: { uniqueName: 'Amplify', validAfter: '2026-01-01', elements } }));
+    const out = okData(await api('/formulamanager.execute/MB-1/Amplify', { data: {} }));
+    const by = Object.fromEntries(out.map((r: any) => [r.resultName, r]));
+    assert.equal(by.C, undefined, 'C is hidden (displayOptions 0)');
+    // C (10^6 values) failed, so D lists 1,000 nulls.
+    assert.deepEqual(by.D.result, Array(1000).fill(null));
+    assert.equal(by.E.result, true);
+    assert.equal(by.F.result, 20201); // 100 lists of 100 ones, as JSON
+    assert.equal(by.G.alertType, 'CRITICAL'); // the text of 9 × B is past 100,000 characters
+    assert.match(by.G.alertMessage, /text: result longer than 100000 characters/);
+    assert.equal(by.I.alertType, 'CRITICAL'); // 10,000 texts of 1,001 characters
+    assert.match(by.I.alertMessage, /more than 10000000 characters of text/);
+    // Explained, the hidden elements are answered too: within the bounds, as the visible ones.
+    const explained = okData(await api('/formulamanager.execute/MB-1/Amplify', { data: { explain: true } }));
+    const c = explained.find((r: any) => r.resultName === 'C');
+    assert.equal(c.alertType, 'CRITICAL');
+    assert.match(c.alertMessage, /\[\.\.\.\]: a list of more than 100000 values/);
+    assert.equal(c.result, null);
+    assert.equal((await h.call('//health', { method: 'GET' })).status, 200);
+  });
+
   test('formula-filtered customers: the FILTER logic runs once, the page is one SQL statement', async () => {
     okData(
       await api('/add/CAM', { data: { fieldName: 'attribute1', label: 'Credit', fieldType: 'NUMERIC' } }),

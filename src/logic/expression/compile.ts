@@ -7,6 +7,11 @@ import { EvalError } from '../failures.ts';
 import {
   asDec,
   compareValues,
+  D,
+  listSize,
+  MAX_LIST_CHARACTERS,
+  MAX_LIST_VALUES,
+  MAX_TEXT,
   RecordValue,
   staticTypeOf,
   timesDec,
@@ -27,6 +32,25 @@ function dig(v: Value, rest: readonly string[]): Value {
     cur = cur.get(name);
   }
   return cur;
+}
+
+/**
+ * A value built by a list literal or a function, within the engine's bounds: a list of at most
+ * MAX_LIST_VALUES values and MAX_LIST_CHARACTERS characters of text (nested lists counted), text of
+ * at most MAX_TEXT characters, a number within the decimals' exponents (a sum past them is Infinity
+ * in decimal.js) — else the element's CRITICAL alert.
+ */
+function bounded(v: Value, what: string): Value {
+  if (Array.isArray(v)) {
+    const size = listSize(v as readonly Value[]);
+    if (size.values > MAX_LIST_VALUES)
+      throw new EvalError(`${what}: a list of more than ${MAX_LIST_VALUES} values (nested lists counted)`);
+    if (size.characters > MAX_LIST_CHARACTERS)
+      throw new EvalError(`${what}: a list of more than ${MAX_LIST_CHARACTERS} characters of text`);
+  } else if (typeof v === 'string') {
+    if (v.length > MAX_TEXT) throw new EvalError(`${what}: result longer than ${MAX_TEXT} characters`);
+  } else if (v instanceof D && !v.isFinite()) throw new EvalError(`${what}: result out of range`);
+  return v;
 }
 
 function truth(v: Value, what: string): boolean {
@@ -75,7 +99,10 @@ export function compile(node: Checked): Closure {
       const items = node.items.map(compile);
       return (env) => {
         step(env);
-        return items.map((f) => f(env));
+        return bounded(
+          items.map((f) => f(env)),
+          '[...]',
+        );
       };
     }
     case 'if': {
@@ -125,27 +152,27 @@ export function compile(node: Checked): Closure {
         const [a] = args as [Closure];
         return (env) => {
           step(env);
-          return fn.run([a(env)], env, site);
+          return bounded(fn.run([a(env)], env, site), fn.name);
         };
       }
       if (args.length === 2) {
         const [a, b] = args as [Closure, Closure];
         return (env) => {
           step(env);
-          return fn.run([a(env), b(env)], env, site);
+          return bounded(fn.run([a(env), b(env)], env, site), fn.name);
         };
       }
       if (args.length === 3) {
         const [a, b, c] = args as [Closure, Closure, Closure];
         return (env) => {
           step(env);
-          return fn.run([a(env), b(env), c(env)], env, site);
+          return bounded(fn.run([a(env), b(env), c(env)], env, site), fn.name);
         };
       }
       return (env) => {
         step(env);
         const values = args.map((f) => f(env));
-        return fn.run(values, env, site);
+        return bounded(fn.run(values, env, site), fn.name);
       };
     }
   }
@@ -231,6 +258,7 @@ function compileBinary(op: BinaryOp, l: Closure, r: Closure): Closure {
         if (a === last.a && b === last.b) return last.out!;
         const [x, y] = numbers(op, a, b);
         const out = x.plus(y);
+        if (!out.isFinite()) throw new EvalError('+: result out of range');
         last.a = a;
         last.b = b;
         last.out = out;

@@ -146,7 +146,12 @@ export const MATH: readonly FnDef[] = [
     example: 'avg(1, 2, 4) = 2.333333333333333333333333333333333',
     run(args, env, site) {
       const xs = numbers(args, env, site);
-      return xs.length === 0 ? null : xs.reduce((a, b) => a.plus(b), new D(0)).div(xs.length);
+      if (xs.length === 0) return null;
+      const total = xs.reduce((a, b) => a.plus(b), new D(0));
+      // A sum past the exponents (Infinity) of values within them: their shares add up within them.
+      return total.isFinite()
+        ? total.div(xs.length)
+        : xs.reduce((a, b) => a.plus(b.div(xs.length)), new D(0));
     },
   }),
   fn({

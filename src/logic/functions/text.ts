@@ -1,11 +1,9 @@
 // Text built-ins. Offsets are 0-based; results are capped so that no expression can build huge text.
 
 import { EvalError } from '../failures.ts';
-import { D, textOf } from '../values.ts';
+import { D, MAX_TEXT, textOf } from '../values.ts';
 import { int, spread, text } from './args.ts';
 import { fn, type FnDef } from './types.ts';
-
-const MAX_TEXT = 100_000;
 
 function capped(s: string, name: string): string {
   if (s.length > MAX_TEXT) throw new EvalError(`${name}: result longer than ${MAX_TEXT} characters`);
