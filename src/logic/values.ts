@@ -197,9 +197,11 @@ export function asDec(v: Value): Dec | undefined {
   if (d !== undefined) return d;
   if (!NUMERIC_TEXT.test(v)) return undefined;
   d = new D(v.trim());
-  // Past the exponents a decimal takes (Infinity), or below them where a non-zero text reads as 0:
-  // not a number the engine can hold.
-  if (!d.isFinite() || (d.isZero() && /[1-9]/.test(v.replace(/[eE].*$/, '')))) return undefined;
+  // Past the exponents a decimal takes (Infinity), or below them where a non-zero text reads as 0,
+  // or with more than 34 significant digits (the constructor keeps them all, arithmetic rounds them
+  // away: `x + 0 == x` would be false): not a number the engine can hold, as a literal is refused.
+  if (!d.isFinite() || (d.isZero() && /[1-9]/.test(v.replace(/[eE].*$/, ''))) || d.sd() > 34)
+    return undefined;
   if (v.length <= 40) {
     if (PARSED.size >= PARSED_MAX) PARSED.clear();
     PARSED.set(v, d);

@@ -176,6 +176,11 @@ describe('hostile text', () => {
     assert.equal(ok(`${'1'.repeat(34)} > 0 and 0.000${'1'.repeat(34)} > 0 and 1${'0'.repeat(38)} > 0`), true);
     refused(`1.${'2'.repeat(34)} > 0`, /more than 34 significant digits/);
     refused(`${'9'.repeat(35)} > 0`, /more than 34 significant digits/);
+    // A text or record value with more is no number either (it stayed one with all its digits, and
+    // `x + 0 == x` was false): compared as text, refused by arithmetic.
+    assert.equal(ok('number(Y) + 0 == number(Y)', { Y: '9'.repeat(34) }), true);
+    assert.throws(() => ok('number(X) > 0', { X: '9'.repeat(35) }), /number: argument 1 must be a number/);
+    assert.throws(() => ok('X + 0 > 0', { X: `1.${'2'.repeat(34)}` }), /\+ needs numbers/);
     // A product or quotient below the exponents' range is out of range, not 0.
     assert.throws(() => ok('1e-999 / 1e999 == 0'), /\/: result out of range/);
     assert.throws(() => ok('1e-999 * 1e-999 == 0'), /\*: result out of range/);

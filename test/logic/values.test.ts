@@ -218,9 +218,12 @@ test('asDec: numeric text parsed (the same decimal for the same text), anything 
   for (const bad of ['', 'x', '1,5', '1e', '--1', 'Infinity', 'NaN'])
     assert.equal(asDec(bad), undefined, bad);
   // Long texts are parsed every time, not kept.
-  const long = `1.${'1'.repeat(60)}`;
+  const long = `0.${'0'.repeat(40)}${'1'.repeat(34)}`;
   assert.equal(asDec(long)?.toFixed(), long);
   assert.notEqual(asDec(long), asDec(long));
+  // More than 34 significant digits: no number (arithmetic would round them away).
+  assert.equal(asDec(`1.${'1'.repeat(60)}`), undefined);
+  assert.equal(asDec(`${'1'.repeat(34)}${'0'.repeat(10)}`)?.toFixed(), `${'1'.repeat(34)}${'0'.repeat(10)}`);
   for (let i = 0; i < 10_050; i++) assert.equal(asDec(String(i))?.toNumber(), i);
 });
 
