@@ -691,7 +691,7 @@ describe('calculation grids', () => {
     assert.match(refusals[0]!.body.response.data, new RegExp(`${g3.id}\\.CGI1`));
     assert.equal((await items('CGI1', grid1.id)).length, 3, 'nothing deleted');
     const active = okData(await call('/workflowsmanager.fetch/active', {}, approver));
-    const wf = active.find((w: any) => w.approvableTypedId === `${g3.id}.CGI`);
+    const wf = active.find((w: any) => w.approvableTypedId === g3.typedId);
     assert.ok(wf, JSON.stringify(active));
     okData(
       await call(
@@ -716,7 +716,7 @@ describe('calculation grids', () => {
       [g3.typedId],
     );
     const [wf2] = okData(await call('/workflowsmanager.fetch/active', {}, approver)).filter(
-      (w: any) => w.approvableTypedId === `${g3.id}.CGI`,
+      (w: any) => w.approvableTypedId === g3.typedId,
     );
     okData(
       await call(

@@ -343,6 +343,16 @@ describe('workflows', () => {
       )[0];
       assert.equal(c.version, wf.version);
       assertError(await call(ann, `/workflowsmanager.addcomment/${wf.id}`, { data: {} }), 400, -4);
+      // Text the database would store otherwise (U+FFFD for an unpaired surrogate) is refused.
+      const odd = await call(ann, `/workflowsmanager.addcomment/${wf.id}`, { data: { comment: 'x\ud800y' } });
+      assertError(odd, 400, -4);
+      assert.match(odd.body.response.errors['data.comment'].errorMessage, /unpaired surrogates/);
+      const oddReason = await call(ann, `/workflowsmanager.deny/${wf.id}`, {
+        data: { reason: '\udc00' },
+        oldValues: { version: wf.version },
+      });
+      assertError(oddReason, 400, -4);
+      assert.ok(oddReason.body.response.errors['data.reason'], JSON.stringify(oddReason.body));
       // To someone taking no part the workflow does not exist (a 403 would tell the id is taken).
       assertError(
         await call(outsider, `/workflowsmanager.addcomment/${wf.id}`, { data: { comment: 'x' } }),
@@ -654,6 +664,16 @@ describe('workflows', () => {
         [h.partitionId, 'TPRIO', hugeId],
       );
       assert.equal(none.rows.length, 0);
+      // A condition that cannot be evaluated on the document (text where true/false is needed) names
+      // the definition to correct; nothing of the submit stays.
+      const [textual] = assertOk(await def('prio-text', -1, 'label', 'ann'));
+      const refused = await submitP(await newDoc(10, 'TPRIO'));
+      assertError(refused, 400, -4);
+      assert.match(
+        refused.body.response.errors.condition.errorMessage,
+        /^the condition of workflow definition prio-text: must be true\/false, gave text \(correct the workflow definition\)$/,
+      );
+      assertOk(await call(builder, '/delete/WFD', { data: { typedId: textual.typedId } }));
       assertOk(await act(sub, 'withdraw', big));
       assertOk(await act(sub, 'withdraw', small));
     });

@@ -3,7 +3,9 @@
 // item with `submitApprovable`; with no workflow definition for CGI an item is approved at once,
 // with one it waits SUBMITTED for its approvers (`/workflowsmanager.approve|deny`). The outcome
 // lands in the item's `workflowStatus` and `approvalState`. Conditions of definitions see the item's
-// keys, its grid and its element values (`ListPrice > 100`).
+// keys, its grid and its element values (`ListPrice > 100`). `/workflowsmanager.submit/{id}.CGI{k}`
+// (or `.CGI`) submits one item under the same rules as accept: it must have results, and not be
+// approved or pending. Workflows name the item by its own typedId (`12.CGI2`).
 
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
@@ -15,7 +17,7 @@ const STATES: Readonly<Record<WorkflowStatus, { workflow: string; approval: stri
   SUBMITTED: { workflow: 'SUBMITTED', approval: 'NOT_APPROVED' },
   APPROVED: { workflow: 'APPROVED', approval: 'APPROVED' },
   DENIED: { workflow: 'DENIED', approval: 'DENIED' },
-  WITHDRAWN: { workflow: 'DRAFT', approval: 'NOT_APPROVED' },
+  WITHDRAWN: { workflow: 'WITHDRAWN', approval: 'NOT_APPROVED' },
 };
 
 export async function setItemApproval(
@@ -60,6 +62,8 @@ export async function requireResults(
 }
 
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
+  // /workflowsmanager.submit needs results too (accept checked its whole list before submitting).
+  if (status === 'SUBMITTED' && !ref.ownSubmit) await requireResults(q, ref.partitionId, [ref.id]);
   const s = STATES[status];
   await setItemApproval(q, ref.partitionId, [ref.id], ref.actor.userId, s.workflow, s.approval);
 }
@@ -69,15 +73,17 @@ export function registerGridApprovable(): void {
     typeCode: APPROVABLE_CODE,
     label: 'Calculation grid item',
     submitAccess: 'CALCULATIONGRID_SUBMIT',
+    aliases: ['CGI1', 'CGI2', 'CGI3', 'CGI4', 'CGI5', 'CGI6'],
     async describe(q, ref) {
       const r = await q.query<{
         grid_id: string;
         label: string | null;
+        key_number: number;
         keys: string[];
         workflow_status: string;
         results: Record<string, unknown>;
       }>(
-        `SELECT i.grid_id, g.label, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
+        `SELECT i.grid_id, g.label, i.key_number, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
                 i.workflow_status, i.results
            FROM calc_grid_items i JOIN calc_grids g ON g.partition_id = i.partition_id AND g.id = i.grid_id
           WHERE i.partition_id = $1 AND i.id = $2 FOR UPDATE OF i`,
@@ -89,6 +95,7 @@ export function registerGridApprovable(): void {
       const fields: Record<string, unknown> = { ...row.results, calculationGridId: Number(row.grid_id) };
       keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
       return {
+        typeCode: `CGI${row.key_number}`,
         label: `${row.label ?? `grid ${row.grid_id}`}: ${keys.join(' / ')}`,
         workflowStatus: row.workflow_status,
         fields,

@@ -22,6 +22,7 @@ import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
 import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
+import { checkVersion } from '../../engine/value-check.ts';
 import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
@@ -247,7 +248,8 @@ export async function overrideItem(
     throw validationError('data.overrides', 'must name at least one element and its value');
   if (body.oldValues !== undefined && body.oldValues !== null && !isObj(body.oldValues))
     throw validationError('oldValues', 'must be an object');
-  const old = isObj(body.oldValues) ? body.oldValues.version : undefined;
+  const oldValues = isObj(body.oldValues) ? body.oldValues : undefined;
+  const old = oldValues?.version;
   if (old !== undefined && old !== null && !Number.isInteger(old))
     throw validationError('oldValues.version', 'must be an integer');
   return db.transaction(async (tx) => {
@@ -260,11 +262,7 @@ export async function overrideItem(
     const item = r.rows[0];
     if (!item || (ref.keyNumber !== undefined && ref.keyNumber !== item.key_number))
       throw notFound(`Calculation grid item ${idText}`);
-    if (old !== undefined && old !== null && old !== item.version)
-      throw new AppError(
-        'VERSION_CONFLICT',
-        `Item ${item.id}.CGI${item.key_number} is at version ${item.version}, not ${JSON.stringify(old)}: reload it`,
-      );
+    checkVersion(oldValues, { typedId: `${item.id}.CGI${item.key_number}`, version: item.version }, false);
     // Under review, an item's values stay as submitted; decided (approved or denied), an override
     // makes it a new proposal: back to DRAFT / NOT_APPROVED, to be accepted again.
     if (item.workflow_status === 'SUBMITTED') {

@@ -242,6 +242,9 @@ function jsonField(v: string | null): string {
   return v.includes('\\') ? v.replaceAll('\\', '\\\\') : v;
 }
 
+/** A decided item whose recalculated results differ: a new proposal (see writeItems). */
+const REPROPOSED = `t.workflow_status IN ('APPROVED', 'DENIED') AND t.results IS DISTINCT FROM EXCLUDED.results`;
+
 /** Columns a fresh batch is copied into directly (after the per-row ones of the stage). */
 const DIRECT_COLUMNS = [
   'partition_id',
@@ -257,7 +260,10 @@ const DIRECT_COLUMNS = [
 /**
  * Writes a batch of items in one transaction. `insert` (items that cannot exist yet: the first
  * calculation of a grid that had none): one COPY into the items table. `upsert`: COPY to a stage,
- * then one INSERT ... ON CONFLICT DO UPDATE refreshing existing items.
+ * then one INSERT ... ON CONFLICT DO UPDATE refreshing existing items — except those waiting in a
+ * workflow (SUBMITTED: their approvers decide on the values submitted, as an override is refused
+ * then). A decided item (APPROVED, DENIED) whose effective results change is a new proposal, as
+ * after an override: back to DRAFT / NOT_APPROVED, to be accepted again.
  */
 export async function writeItems(
   db: Db,
@@ -302,7 +308,10 @@ export async function writeItems(
               warnings = EXCLUDED.warnings, alerts = EXCLUDED.alerts, error = EXCLUDED.error,
               input_hash = EXCLUDED.input_hash, run_id = EXCLUDED.run_id,
               calculation_date = EXCLUDED.calculation_date, version = t.version + 1, last_update_at = now(),
-              last_update_by = EXCLUDED.last_update_by`,
+              last_update_by = EXCLUDED.last_update_by,
+              workflow_status = CASE WHEN ${REPROPOSED} THEN 'DRAFT' ELSE t.workflow_status END,
+              approval_state = CASE WHEN ${REPROPOSED} THEN 'NOT_APPROVED' ELSE t.approval_state END
+        WHERE t.workflow_status <> 'SUBMITTED'`,
       [grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId],
     );
   });

@@ -54,6 +54,11 @@ export interface ApprovableRef extends DocumentRef {
 export interface ApprovableRecord {
   /** Shown in workflow lists (e.g. the DCR label). */
   readonly label?: string | null;
+  /**
+   * The document's own type code in its typedId, where it is not the approvable's (a grid item of two
+   * keys is `12.CGI2`, its workflows' `code` is `CGI`): workflows answer it in `approvableTypedId`.
+   */
+  readonly typeCode?: string;
   /** The document's current workflow status; APPROVED documents cannot be submitted again. */
   readonly workflowStatus?: string | null;
   /** The values definition and step conditions are evaluated on. */
@@ -64,6 +69,8 @@ export interface Approvable {
   readonly typeCode: string;
   readonly label: string;
   readonly submitAccess: RouteAccess;
+  /** Further type codes that name its documents in typedIds (`CGI1`..`CGI6` for `CGI`). */
+  readonly aliases?: readonly string[];
   readonly fields?: readonly string[];
   describe(q: Queryable, ref: DocumentRef): Promise<ApprovableRecord | null>;
   onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void>;
@@ -77,8 +84,11 @@ export function registerApprovable(a: Approvable): void {
   approvables.set(a.typeCode, a);
 }
 
+/** The approvable of a type code: its own, or one of its aliases. */
 export function findApprovable(typeCode: string): Approvable | undefined {
-  return approvables.get(typeCode);
+  return (
+    approvables.get(typeCode) ?? [...approvables.values()].find((a) => a.aliases?.includes(typeCode) === true)
+  );
 }
 
 export function approvableCodes(): string[] {

@@ -14,7 +14,7 @@ import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
-import { checkVersion } from '../../engine/value-check.ts';
+import { checkVersion, optionalText } from '../../engine/value-check.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
@@ -54,7 +54,10 @@ interface Run {
   readonly actor: Actor;
   /** The approvable's own submit operation runs this (ApprovableRef.ownSubmit). */
   readonly ownSubmit: boolean;
-  readonly wf: Pick<WorkflowRow, 'id' | 'code' | 'approvableId' | 'label'>;
+  readonly wf: Pick<
+    WorkflowRow,
+    'id' | 'code' | 'approvableId' | 'approvableTypedId' | 'label' | 'definitionName'
+  >;
   readonly approvable: Approvable;
   record?: ApprovableRecord;
 }
@@ -84,8 +87,19 @@ async function recordOf(q: Queryable, run: Run): Promise<ApprovableRecord> {
   return rec;
 }
 
-function holds(condition: string, record: ApprovableRecord): boolean {
-  return evaluateCondition(compileCondition(condition), { ...record.fields });
+/**
+ * Whether a definition's or a step's condition holds for the document. One that cannot be evaluated
+ * on it (gives text where true/false is needed, compares a number with text) says which definition
+ * (and step) to correct: -4 on `condition`, as before, naming them.
+ */
+function holds(condition: string, record: ApprovableRecord, where: string): boolean {
+  try {
+    return evaluateCondition(compileCondition(condition), { ...record.fields });
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'VALIDATION') throw err;
+    const problem = err.message.replace(/^condition: /, '');
+    throw validationError('condition', `${where}: ${problem} (correct the workflow definition)`);
+  }
 }
 
 async function notify(
@@ -111,7 +125,7 @@ async function notify(
         workflowId: run.wf.id,
         typedId: `${run.wf.id}.WF`,
         code: run.wf.code,
-        approvableTypedId: `${run.wf.approvableId}.${run.wf.code}`,
+        approvableTypedId: run.wf.approvableTypedId,
       },
     },
     run.actor.userId,
@@ -138,7 +152,8 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
   for (let n = from; ; n++) {
     const step = await stepOf(q, pid, run.wf.id, n);
     if (!step) return null;
-    if (step.condition !== null && !holds(step.condition, await recordOf(q, run))) {
+    const where = `the condition of step ${n} of workflow definition ${run.wf.definitionName ?? ''}`;
+    if (step.condition !== null && !holds(step.condition, await recordOf(q, run), where)) {
       await setStepStatus(q, pid, run.wf.id, { from: n }, 'SKIPPED');
       await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
       continue;
@@ -198,12 +213,14 @@ export async function submitApprovable(
   actor: Actor,
   typeCode: string,
   id: number,
-  { ownSubmit }: { readonly ownSubmit: boolean },
+  { ownSubmit, named }: { readonly ownSubmit: boolean; readonly named?: string },
 ): Promise<number> {
   const approvable = findApprovable(typeCode);
   if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
   const record = await approvable.describe(q, { partitionId: actor.partitionId, id, actor });
-  if (!record) throw notFound(`${approvable.label} ${id}`);
+  // A typedId names the document by its own type code (12.CGI2) or the approvable's (12.CGI).
+  if (!record || (named !== undefined && named !== typeCode && named !== record.typeCode))
+    throw notFound(`${approvable.label} ${id}`);
   if (record.workflowStatus === 'APPROVED') {
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
   }
@@ -211,11 +228,15 @@ export async function submitApprovable(
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
   }
   const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find(
-    (d) => d.condition === null || d.condition.trim() === '' || holds(d.condition, record),
+    (d) =>
+      d.condition === null ||
+      d.condition.trim() === '' ||
+      holds(d.condition, record, `the condition of workflow definition ${d.name}`),
   );
   const wfId = await insertWorkflow(q, actor.partitionId, {
     code: typeCode,
     approvableId: id,
+    typeCode: record.typeCode ?? null,
     label: record.label ?? null,
     definition: definition ? { id: definition.id, name: definition.name, version: definition.version } : null,
     status: 'SUBMITTED',
@@ -240,7 +261,14 @@ export async function submitApprovable(
   const run: Run = {
     actor,
     ownSubmit,
-    wf: { id: wfId, code: typeCode, approvableId: id, label: record.label ?? null },
+    wf: {
+      id: wfId,
+      code: typeCode,
+      approvableId: id,
+      approvableTypedId: `${id}.${record.typeCode ?? typeCode}`,
+      label: record.label ?? null,
+      definitionName: definition?.name ?? null,
+    },
     approvable,
     record,
   };
@@ -268,7 +296,9 @@ export async function submitByTypedId(db: Db, principal: Principal, typedId: str
   const approvable = findApprovable(m[2]!);
   if (!approvable) throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`);
   requireAccess(principal, approvable.submitAccess);
-  return db.transaction((tx) => submitApprovable(tx, principal, m[2]!, Number(m[1]), { ownSubmit: false }));
+  return db.transaction((tx) =>
+    submitApprovable(tx, principal, approvable.typeCode, Number(m[1]), { ownSubmit: false, named: m[2]! }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,10 +333,8 @@ function requirePending(wf: WorkflowRow): asserts wf is WorkflowRow & { currentS
 }
 
 function textOf(v: unknown, field: string, max = 4000): string | null {
-  if (v === undefined || v === null || v === '') return null;
-  if (typeof v !== 'string' || v.length > max)
-    throw validationError(field, `must be text of at most ${max} characters`);
-  return v;
+  const text = optionalText(v, field, max);
+  return text === '' ? null : text;
 }
 
 /** Whose open approval the caller decides: his own, else that of a delegator whose delegation is active. */

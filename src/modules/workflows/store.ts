@@ -11,14 +11,20 @@ export interface WorkflowRow {
   readonly id: number;
   readonly code: string;
   readonly approvableId: number;
+  /** The approvable's typedId (`<id>.<code>`, or its own type code: a grid item's `12.CGI2`). */
+  readonly approvableTypedId: string;
   readonly label: string | null;
+  /** The definition whose steps it copied (null: none applied). */
+  readonly definitionName: string | null;
   readonly workflowStatus: WorkflowStatus;
   readonly currentStep: number | null;
   readonly submittedBy: number | null;
   readonly version: number;
 }
 
-const WORKFLOW_COLUMNS = `id, code, approvable_id AS "approvableId", label, workflow_status AS "workflowStatus",
+const WORKFLOW_COLUMNS = `id, code, approvable_id AS "approvableId",
+  approvable_id::text || '.' || coalesce(approvable_type_code, code) AS "approvableTypedId", label,
+  definition_name AS "definitionName", workflow_status AS "workflowStatus",
   current_step AS "currentStep", submitted_by AS "submittedBy", version`;
 
 export async function lockWorkflow(q: Queryable, pid: number, id: number): Promise<WorkflowRow | undefined> {
@@ -41,6 +47,8 @@ export async function pendingWorkflowOf(q: Queryable, pid: number, code: string,
 export interface NewWorkflow {
   readonly code: string;
   readonly approvableId: number;
+  /** The approvable's own type code in its typedId, where it is not `code` (ApprovableRecord.typeCode). */
+  readonly typeCode: string | null;
   readonly label: string | null;
   readonly definition: { id: number; name: string; version: number } | null;
   readonly status: WorkflowStatus;
@@ -51,8 +59,9 @@ export interface NewWorkflow {
 export async function insertWorkflow(q: Queryable, pid: number, w: NewWorkflow): Promise<number | undefined> {
   const r = await q.query<{ id: number }>(
     `INSERT INTO workflows (partition_id, code, approvable_id, label, definition_id, definition_name,
-                            definition_version, workflow_status, submitted_by, end_date, created_by, last_update_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'SUBMITTED' THEN NULL ELSE now() END, $9, $9)
+                            definition_version, workflow_status, submitted_by, end_date, created_by, last_update_by,
+                            approvable_type_code)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'SUBMITTED' THEN NULL ELSE now() END, $9, $9, $10)
      ON CONFLICT DO NOTHING RETURNING id`,
     [
       pid,
@@ -64,6 +73,7 @@ export async function insertWorkflow(q: Queryable, pid: number, w: NewWorkflow):
       w.definition?.version ?? null,
       w.status,
       w.userId,
+      w.typeCode,
     ],
   );
   return r.rows[0]?.id;
