@@ -24,7 +24,11 @@ export async function hashPassword(password: string, cost: number): Promise<stri
   return ['scrypt', cost, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
-/** Constant-time check; a malformed stored hash is simply "no match". */
+/**
+ * Constant-time check; a malformed stored hash is simply "no match". A password with NUL never
+ * matches: scrypt's HMAC pads its key with NUL bytes, so `pw\u0000` derived the key of `pw` (no set
+ * password holds NUL: the policy refuses it).
+ */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
@@ -35,7 +39,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
     r: Number(r),
     p: Number(p),
   });
-  return key.length === expected.length && timingSafeEqual(key, expected);
+  return key.length === expected.length && timingSafeEqual(key, expected) && !password.includes('\u0000');
 }
 
 const dummyHashes = new Map<number, Promise<string>>();

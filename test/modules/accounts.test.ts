@@ -132,7 +132,12 @@ describe('account manager', () => {
 
     test('password policy: 8 characters, not containing the login name', async () => {
       const login = uniqueName('Pol');
-      for (const password of ['short1', `xx${login.toUpperCase()}yy`, login.toLowerCase()]) {
+      for (const password of [
+        'short1',
+        `xx${login.toUpperCase()}yy`,
+        login.toLowerCase(),
+        'Long-enough-1\u0000',
+      ]) {
         const r = await call(h, '/add/U', { data: { loginName: login, password } });
         expectError(r, 400, -4, 'password');
       }

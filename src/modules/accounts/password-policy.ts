@@ -13,6 +13,8 @@ export function passwordProblem(password: unknown, loginName: unknown): string |
   if (typeof password !== 'string') return 'must be a string';
   if (password.length < PASSWORD_MIN_LENGTH) return `must have at least ${PASSWORD_MIN_LENGTH} characters`;
   if (password.length > PASSWORD_MAX_LENGTH) return `must have at most ${PASSWORD_MAX_LENGTH} characters`;
+  // scrypt's HMAC pads a key with NUL bytes: `pw` and `pw\u0000` would be one password.
+  if (password.includes('\u0000')) return 'must not contain NUL characters';
   if (typeof loginName === 'string' && loginName !== '') {
     if (password.toLowerCase().includes(loginName.toLowerCase())) return 'must not contain the login name';
   }
