@@ -7,4 +7,4 @@ export function parseInt8(text: string): number | string {
 }
 
 /** Type OIDs parsed the same way on both adapters. */
-export const OID = { INT8: 20, DATE: 1082, NUMERIC: 1700 } as const;
+export const OID = { INT8: 20, DATE: 1082, NUMERIC: 1700, TIMESTAMP: 1114, TIMESTAMPTZ: 1184 } as const;

@@ -7,15 +7,20 @@ import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { join } from 'node:path';
 import { acquireDirLock } from './lock.ts';
+import parseDate from 'postgres-date';
 import { OID, parseInt8 } from './parse.ts';
 import type { ChangeFeed, CopyFormat, Db, QueryResult, Tx } from './types.ts';
 import { copyFormat, ident } from './sql.ts';
 import { checkDeadline } from './deadline.ts';
 
+// Timestamps through the parser node-postgres uses (pg.ts), so both adapters answer the same Date:
+// PGlite's own (`new Date(text)`) read years 1–99 as 1901–1999 (`0050-06-15 10:00:00+00` → 1950).
 const parsers = {
   [OID.INT8]: parseInt8,
   [OID.DATE]: (s: string) => s,
   [OID.NUMERIC]: (s: string) => s,
+  [OID.TIMESTAMP]: parseDate,
+  [OID.TIMESTAMPTZ]: parseDate,
 };
 
 interface PgliteQueryable {
