@@ -116,6 +116,14 @@ describe('notifications', () => {
     assert.equal(new Date(n.dueDate).toISOString(), '2030-01-02T03:04:05.000Z');
   });
 
+  test('empty text is no value: status, topic and actionType take their defaults', async () => {
+    assertOk(
+      await sendAs(cid, { notification: { title: 'cid empty', status: '', topic: '', actionType: '' } }),
+    );
+    const [n] = assertOk(await list(cid, { data: { title: 'cid empty' } }));
+    assert.deepEqual([n.status, n.topic, n.actionType], ['INFO', 'SYSTEM_NOTIFICATION', 'INFO_MESSAGE']);
+  });
+
   test('sending to others needs NOTIFICATION_SEND (403), even to one other user', async () => {
     assertError(await sendAs(cid, { notification: { title: 'x' }, recipients: { users: ['ann'] } }), 403, -3);
     // Naming only oneself is still oneself.
@@ -250,6 +258,14 @@ describe('notifications', () => {
       sorted.map((n: { title: string }) => n.title),
       ['page 1', 'page 2', 'page 3', 'page 4', 'page 5'],
     );
+    // An empty sortBy asks for no order: newest first, as without one.
+    const unsorted = assertOk(
+      await list(ann, { data: { fieldName: 'title', operator: 'startsWith', value: 'page' }, sortBy: [] }),
+    );
+    assert.deepEqual(
+      unsorted.map((n: { title: string }) => n.title),
+      ['page 5', 'page 4', 'page 3', 'page 2', 'page 1'],
+    );
     const arrays = assertOk(await list(ann, { data: { title: 'page 2' }, valueFields: ['title', 'read'] }));
     assert.deepEqual(arrays, [['page 2', false]]);
     // distinct rows sort by their own fields when no sortBy is given (not by the newest-first default)
@@ -297,6 +313,18 @@ describe('notifications', () => {
     });
     // lessThan matches nulls by default (conventions), hence notNull above.
     assert.deepEqual(expired, ['expired']);
+    // A field comparison naming validUntil as its other field speaks of validity too.
+    const compared = await titles(bob, {
+      data: {
+        _constructor: 'AdvancedCriteria',
+        operator: 'and',
+        criteria: [
+          { fieldName: 'title', operator: 'equals', value: 'expired' },
+          { fieldName: 'createDate', operator: 'greaterThanField', value: 'validUntil' },
+        ],
+      },
+    });
+    assert.deepEqual(compared, ['expired']);
   });
 
   test('setread: one by id or typedId, many, all; unread again with read false; 404 for others', async () => {

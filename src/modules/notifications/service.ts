@@ -64,7 +64,8 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   }
   const title = inputText(input, 'title', prefix);
   if (title === null || title.trim() === '') throw validationError(prefix + 'title', 'is required');
-  const status = inputText(input, 'status', prefix) ?? 'INFO';
+  // Empty text is no value: the default, as for topic and actionType (and as validFrom '' is none).
+  const status = inputText(input, 'status', prefix) || 'INFO';
   if (!(NOTIFICATION_LEVELS as readonly string[]).includes(status)) {
     throw validationError(prefix + 'status', `must be one of ${NOTIFICATION_LEVELS.join(', ')}`);
   }
@@ -90,8 +91,8 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
     message: inputText(input, 'message', prefix),
     source: inputText(input, 'source', prefix),
     status,
-    topic: inputText(input, 'topic', prefix) ?? 'SYSTEM_NOTIFICATION',
-    actionType: inputText(input, 'actionType', prefix) ?? 'INFO_MESSAGE',
+    topic: inputText(input, 'topic', prefix) || 'SYSTEM_NOTIFICATION',
+    actionType: inputText(input, 'actionType', prefix) || 'INFO_MESSAGE',
     validFrom,
     validUntil,
     dueDate: optionalDatetime(input, 'dueDate', prefix),
@@ -160,6 +161,13 @@ function mentions(criteria: unknown, fields: readonly string[]): boolean {
   if (typeof criteria !== 'object' || criteria === null) return false;
   const node = criteria as Record<string, unknown>;
   if (typeof node.fieldName === 'string' && fields.includes(node.fieldName)) return true;
+  // A field-comparison operator (`lessThanField`) names its other field as its value.
+  if (
+    typeof node.operator === 'string' &&
+    node.operator.endsWith('Field') &&
+    fields.includes(node.value as string)
+  )
+    return true;
   if (node._constructor === undefined && node.fieldName === undefined && node.criteria === undefined) {
     return Object.keys(node).some((k) => fields.includes(k));
   }
@@ -207,8 +215,10 @@ export async function listNotifications(
   maxPageSize: number,
 ): Promise<ListResult> {
   // Newest first unless asked otherwise; distinct rows sort by their own fields (the engine's rule).
+  // An empty sortBy asks for no order: the default one.
+  const asked = Array.isArray(body.sortBy) && body.sortBy.length === 0 ? undefined : body.sortBy;
   const sorted: FetchBody =
-    body.distinctResults === true ? body : { ...body, sortBy: body.sortBy ?? ['-createDate', '-id'] };
+    body.distinctResults === true ? body : { ...body, sortBy: asked ?? ['-createDate', '-id'] };
   const r = await fetchRecords(
     db,
     principal,
