@@ -214,6 +214,27 @@ describe('query API', () => {
         ['min_sku', 'string'],
       ],
     );
+    // One group field selected under two names: two outputs (the second was dropped), both usable.
+    const twice = {
+      source: 'P',
+      groupBy: ['attribute2'],
+      select: [
+        { field: 'attribute2', as: 'a' },
+        { field: 'attribute2', as: 'b' },
+      ],
+      sortBy: 'a',
+    };
+    assert.deepEqual(await rows(twice), [
+      { a: 'food', b: 'food' },
+      { a: 'misc', b: 'misc' },
+      { a: 'north', b: 'north' },
+      { a: 'tools', b: 'tools' },
+    ]);
+    assert.deepEqual(await rows({ ...twice, endRow: 2, valueFields: ['b', 'a'] }), [
+      ['food', 'food'],
+      ['misc', 'misc'],
+    ]);
+    await refused({ source: 'P', valueFields: Array(1001).fill('sku') }, 400, -4);
     // Aggregates alone: one row.
     assert.deepEqual(
       await rows({ source: 'P', aggregates: [{ fn: 'count' }, { fn: 'max', field: 'attribute1' }] }),
@@ -402,6 +423,24 @@ describe('query API', () => {
     assert.equal(costs.columns.find((c: any) => c.name === 'attribute2').type, 'date');
     const ltv = kinds.find((k) => k.kind === 'LTV');
     assert.ok(ltv.tables.some((t: any) => t.name === 'LTV:Regions' && t.label === 'Sales regions'));
+    // The items of a set are labelled by the set's own attribute meta (CRCIAM), as its types are.
+    const set = (
+      await h.call('/fetch/CRCS', { basic: QUERY_ADMIN, body: { data: { uniqueName: 'PRICES' } } })
+    ).body.response.data[0];
+    const meta = {
+      conditionRecordSetId: set.id,
+      fieldName: 'attribute1',
+      fieldType: 'NUMERIC',
+      label: 'Quantity',
+    };
+    assert.equal((await h.call('/add/CRCIAM', { basic: QUERY_ADMIN, body: { data: meta } })).status, 200);
+    const after = (await h.call('/queryapi.meta', { basic: QUERY_ADMIN })).body.response.data as any[];
+    for (const kind of ['CRCI', 'CRCIH']) {
+      const table = after.find((k) => k.kind === kind).tables.find((t: any) => t.name === `${kind}:PRICES`);
+      const quantity = table.columns.find((c: any) => c.name === 'attribute1');
+      assert.deepEqual([quantity.type, quantity.label], ['decimal', 'Quantity'], kind);
+      assert.ok(quantity.description.includes('attribute meta'), kind);
+    }
     // The reader lacks PRODUCTEXTENSION_FETCH: no PX kind for them.
     const reader = await h.call('/queryapi.meta', { basic: QUERY_READER });
     assert.ok(!(reader.body.response.data as any[]).some((k) => k.kind === 'PX'));

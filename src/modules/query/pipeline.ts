@@ -316,21 +316,24 @@ export async function planQuery(
     selected.forEach(([, name], i) => {
       if (!groupNames.has(name)) throw validationError(`select[${i}]`, `${name} is not in groupBy`);
     });
+    // Each group field under each name select gives it (`{field, as}` twice: two outputs), else its own.
     for (const [name, f] of groupBy) {
-      const alias = selected.find(([, n]) => n === name)?.[0] ?? name;
+      const aliases = selected.filter(([, n]) => n === name).map(([alias]) => alias);
       const expr = valueSql(f.spec, 'q');
-      push(
-        {
-          name: alias,
-          type: f.spec.type,
-          field: name,
-          expr,
-          raw: false,
-          storedAsText: false,
-          asText: nativeDecimal(f),
-        },
-        'groupBy',
-      );
+      for (const alias of aliases.length > 0 ? aliases : [name]) {
+        push(
+          {
+            name: alias,
+            type: f.spec.type,
+            field: name,
+            expr,
+            raw: false,
+            storedAsText: false,
+            asText: nativeDecimal(f),
+          },
+          'groupBy',
+        );
+      }
     }
     aggRaw.forEach((a, i) => {
       const at = `aggregates[${i}]`;

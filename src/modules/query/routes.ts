@@ -22,7 +22,8 @@ const pipelineSchema = {
     sortBy: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
     startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     endRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-    valueFields: { type: 'array', items: { type: 'string' } },
+    // As many as select takes: each one is a column of every row answered.
+    valueFields: { type: 'array', items: { type: 'string' }, maxItems: 1000 },
   },
 } as const;
 

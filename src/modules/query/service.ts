@@ -111,10 +111,11 @@ async function describeSource(
   label: string | null,
 ): Promise<TableMeta> {
   const name = source.code.includes(':') ? source.code.slice(source.code.indexOf(':') + 1) : '';
+  const meta = source.meta ?? { owner: source.kind, name };
   const labels =
     source.kind === 'LTV'
       ? new Map<string, string>()
-      : await labelsOf(q, principal.partitionId, source.kind, name);
+      : await labelsOf(q, principal.partitionId, meta.owner, meta.name);
   const columns = [...source.tc.fields.values()].map((f) => ({
     name: f.name,
     type: f.type,

@@ -37,6 +37,11 @@ export interface Source {
   readonly code: string;
   readonly kind: string;
   readonly tc: TypeContext;
+  /**
+   * The attribute meta rows that label its custom fields, where they are not the kind's rows of the
+   * table's name (the items of a set: the set's CRCIAM rows, owner `CRCI`, named by the set's id).
+   */
+  readonly meta?: { readonly owner: string; readonly name: string };
   /** The rows of this source the principal may see, for the table aliased `alias`. */
   scope(params: Params, alias: string): string;
 }
@@ -141,6 +146,7 @@ export async function resolveSource(
       code,
       kind,
       tc,
+      meta: { owner: 'CRCI', name: String(Number(set.id)) },
       scope: (p, alias) =>
         `${rowScope(tc, principal, p, alias)} AND ${qualified(alias, 'condition_record_set_id')} = ${p.add(set.id)}`,
     };
