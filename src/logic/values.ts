@@ -393,10 +393,14 @@ export const MAX_LIST_VALUES = 100_000;
 /** The longest text an expression may build. */
 export const MAX_TEXT = 100_000;
 export const MAX_LIST_CHARACTERS = 10_000_000;
+/** Lists in lists: as deep as one expression may nest them (elements naming lists nest them further). */
+export const MAX_LIST_DEPTH = 64;
 
 interface ListSize {
   values: number;
   characters: number;
+  /** 1 for a list of no lists. */
+  depth: number;
 }
 const listSizes = new WeakMap<readonly Value[], ListSize>();
 
@@ -404,7 +408,7 @@ const listSizes = new WeakMap<readonly Value[], ListSize>();
 export function listSize(list: readonly Value[]): ListSize {
   const known = listSizes.get(list);
   if (known !== undefined) return known;
-  const size = { values: list.length, characters: 0 };
+  const size = { values: list.length, characters: 0, depth: 1 };
   for (const v of list) {
     if (size.values > MAX_LIST_VALUES || size.characters > MAX_LIST_CHARACTERS) break;
     if (typeof v === 'string') size.characters += v.length;
@@ -412,6 +416,7 @@ export function listSize(list: readonly Value[]): ListSize {
       const inner = listSize(v as readonly Value[]);
       size.values += inner.values;
       size.characters += inner.characters;
+      size.depth = Math.max(size.depth, inner.depth + 1);
     }
   }
   listSizes.set(list, size);

@@ -193,6 +193,12 @@ describe('hostile text', () => {
     const L = Array.from({ length: 40_000 }, () => 1);
     assert.equal(ok('[L, L] == [L, L]', { L }), true);
     assert.throws(() => ok('[L, L, L] == [L]', { L }), /\[\.\.\.\]: a list of more than 100000 values/);
+    // And by how deep lists nest: elements wrapping elements nested a result 30,000 lists deep, which
+    // the answer's writer could not walk (the request was refused as "nested too deeply").
+    let deep: unknown = [1];
+    for (let i = 1; i < 60; i++) deep = [deep];
+    assert.equal(ok('[[[[D]]]] != null', { D: deep }), true);
+    assert.throws(() => ok('[[[[[D]]]]] != null', { D: deep }), /lists nested deeper than 64 levels/);
     assert.equal(ok('0 * 1e-999 == 0 and 0 / 1e999 == 0 and 1e-999 * 1 > 0'), true);
     // Chained `not` is a run of signs as `!` is; names that start with it are not.
     refused(`${'not '.repeat(65)}true`, /more than 64 signs in a row/);

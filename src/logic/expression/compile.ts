@@ -10,6 +10,7 @@ import {
   D,
   listSize,
   MAX_LIST_CHARACTERS,
+  MAX_LIST_DEPTH,
   MAX_LIST_VALUES,
   MAX_TEXT,
   RecordValue,
@@ -36,7 +37,8 @@ function dig(v: Value, rest: readonly string[]): Value {
 
 /**
  * A value built by a list literal or a function, within the engine's bounds: a list of at most
- * MAX_LIST_VALUES values and MAX_LIST_CHARACTERS characters of text (nested lists counted), text of
+ * MAX_LIST_VALUES values and MAX_LIST_CHARACTERS characters of text (nested lists counted), nested
+ * at most MAX_LIST_DEPTH deep, text of
  * at most MAX_TEXT characters, a number within the decimals' exponents (a sum past them is Infinity
  * in decimal.js) — else the element's CRITICAL alert.
  */
@@ -47,6 +49,9 @@ function bounded(v: Value, what: string): Value {
       throw new EvalError(`${what}: a list of more than ${MAX_LIST_VALUES} values (nested lists counted)`);
     if (size.characters > MAX_LIST_CHARACTERS)
       throw new EvalError(`${what}: a list of more than ${MAX_LIST_CHARACTERS} characters of text`);
+    // Deeper, the answer's writer (and ==) would run out of stack: the request was refused as "nested too deeply".
+    if (size.depth > MAX_LIST_DEPTH)
+      throw new EvalError(`${what}: lists nested deeper than ${MAX_LIST_DEPTH} levels`);
   } else if (typeof v === 'string') {
     if (v.length > MAX_TEXT) throw new EvalError(`${what}: result longer than ${MAX_TEXT} characters`);
   } else if (v instanceof D && !v.isFinite()) throw new EvalError(`${what}: result out of range`);
