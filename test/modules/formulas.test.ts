@@ -953,6 +953,28 @@ describe('pricing logics', () => {
       /customer C-404/,
     );
     expectError(await api('/recommendations.recommend', { data: {} }), 400, -4, /customerId/);
+    // A logic stopped by a limit is the logic's fault, said as execute says it (not the inputs').
+    const big = Array(1500).fill('1').join(',');
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'RecommendLoop',
+          validAfter: '2026-01-01',
+          nature: 'RECOMMENDATION',
+          elements: [
+            ...[1, 2, 3, 4].map((i) => ({ elementName: `S${i}`, expression: `sum([${big}])` })),
+            { elementName: 'Score', expression: 'S4' },
+          ],
+        },
+      }),
+    );
+    okData(
+      await api('/integrate/ACO', { data: { uniqueName: 'recommendationLogic', value: 'RecommendLoop' } }),
+    );
+    const stopped = await api('/recommendations.recommend', body);
+    expectError(stopped, 400, -4, /logic stopped: element S\d: step limit of 5000 exceeded/);
+    assert.ok(stopped.body.response.errors.logic, stopped.text);
+    okData(await api('/integrate/ACO', { data: { uniqueName: 'recommendationLogic', value: 'Recommend' } }));
 
     // A quote's typedId: accepted; it narrows the candidates once quoteProductFilterLogic names a
     // FILTER logic, which receives it as its input QuoteTypedId.

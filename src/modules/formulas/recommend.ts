@@ -124,7 +124,8 @@ export async function recommend(
       if (r.error !== null) {
         // A request-level problem (bad inputs, unknown customer) is the same for every candidate.
         if (/not found$/.test(r.error)) throw new AppError('NOT_FOUND', r.error);
-        throw validationError('inputs', r.error);
+        // A limit stopped the logic (as execute says it, on `logic`); else the inputs are at fault.
+        throw validationError(r.error.startsWith('logic stopped: ') ? 'logic' : 'inputs', r.error);
       }
       const score = r.results?.find((x) => x.resultName === 'Score')?.result ?? null;
       if (typeof score !== 'number' && typeof score !== 'string') continue;
