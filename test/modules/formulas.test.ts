@@ -28,6 +28,12 @@ function expectError(r: Reply, http: number, status: number, pattern?: RegExp): 
 
 const M = '/lookuptablemanager';
 
+/** Four sums of a 1,500-value list: over the step limit (5,000) these tests run with. */
+const PAST_STEP_LIMIT = [1, 2, 3, 4].map((i) => ({
+  elementName: `S${i}`,
+  expression: `sum([${Array(1500).fill('1').join(',')}])`,
+}));
+
 async function seedTables(api: Client): Promise<void> {
   const table = async (uniqueName: string, type: string, valueType: string, values: object[]) => {
     const [t] = okData(await api(`${M}.add`, { data: { uniqueName, label: uniqueName, type, valueType } }));
@@ -577,14 +583,9 @@ describe('pricing logics', () => {
     assert.equal(v.Warn.result, 3);
     assert.equal(v.Warn.alertType, 'WARNING');
     assert.deepEqual(v.Warn.warnings, ['check me']);
-    const big = Array(1500).fill('1').join(',');
     okData(
       await api('/add/F', {
-        data: {
-          uniqueName: 'Loop',
-          validAfter: '2026-01-01',
-          elements: [1, 2, 3, 4].map((i) => ({ elementName: `S${i}`, expression: `sum([${big}])` })),
-        },
+        data: { uniqueName: 'Loop', validAfter: '2026-01-01', elements: PAST_STEP_LIMIT },
       }),
     );
     expectError(
@@ -954,17 +955,13 @@ describe('pricing logics', () => {
     );
     expectError(await api('/recommendations.recommend', { data: {} }), 400, -4, /customerId/);
     // A logic stopped by a limit is the logic's fault, said as execute says it (not the inputs').
-    const big = Array(1500).fill('1').join(',');
     okData(
       await api('/add/F', {
         data: {
           uniqueName: 'RecommendLoop',
           validAfter: '2026-01-01',
           nature: 'RECOMMENDATION',
-          elements: [
-            ...[1, 2, 3, 4].map((i) => ({ elementName: `S${i}`, expression: `sum([${big}])` })),
-            { elementName: 'Score', expression: 'S4' },
-          ],
+          elements: [...PAST_STEP_LIMIT, { elementName: 'Score', expression: 'S4' }],
         },
       }),
     );
