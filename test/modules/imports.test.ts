@@ -131,6 +131,38 @@ describe('imports', () => {
       -4,
       'massEditRecords.0.fieldName',
     );
+    // What a change requires is only set, to what save takes (NULL was a 500); keys past the target
+    // type's do not exist. Nothing edited.
+    const refusedEdits: [object, string][] = [
+      [{ fieldName: 'key1', massEditOperator: 'null' }, 'massEditRecords.0.massEditOperator'],
+      [{ fieldName: 'key1', massEditOperator: '=', fieldValue: null }, 'massEditRecords.0.fieldValue'],
+      [{ fieldName: 'key1', massEditOperator: '=', fieldValue: '' }, 'massEditRecords.0.fieldValue'],
+      [{ fieldName: 'changeType', massEditOperator: 'null' }, 'massEditRecords.0.massEditOperator'],
+      [
+        { fieldName: 'changeType', massEditOperator: '=', fieldValue: 'MERGE' },
+        'massEditRecords.0.fieldValue',
+      ],
+      [{ fieldName: 'targetColumn', massEditOperator: 'null' }, 'massEditRecords.0.massEditOperator'],
+      [
+        { fieldName: 'targetColumn', massEditOperator: '=', fieldValue: 'nope' },
+        'massEditRecords.0.fieldValue',
+      ],
+      [
+        { fieldName: 'targetColumn', massEditOperator: '=', fieldValue: 'sku' },
+        'massEditRecords.0.fieldValue',
+      ],
+      [{ fieldName: 'key2', massEditOperator: '=', fieldValue: 'x' }, 'massEditRecords.0.fieldName'],
+    ];
+    const unedited = okData(await call(`/importmanager.fetch/${im.id}`, {}));
+    for (const [op, field] of refusedEdits) {
+      expectError(
+        await call(`/importmanager.massedit/${im.id}`, { filterCriteria: {}, massEditRecords: [op] }),
+        400,
+        -4,
+        field,
+      );
+    }
+    assert.deepEqual(okData(await call(`/importmanager.fetch/${im.id}`, {})), unedited);
     // Criteria are required, as by /massedit ({} edits every change): nothing edited without them.
     for (const filterCriteria of [undefined, null]) {
       expectError(

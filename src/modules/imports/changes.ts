@@ -151,6 +151,35 @@ export async function fetchChanges(
   return fetchRecords(db, principal, IMC, body, maxPageSize, restrictTo(s.im.id));
 }
 
+/**
+ * One `massEditRecords` element, as save checks a change: the server's fields are not edited, keys
+ * past the target type's (`key2` of a one-key type) do not exist, and what a change requires — its
+ * change type, target column and keys — is only set (`=`) to what save takes: a change type, a
+ * writable field of the target type, a non-empty key. (Set to NULL they were a 500.)
+ */
+function checkEdit(s: Awaited<ReturnType<typeof scopeOf>>, op: unknown, at: string): void {
+  if (!isObj(op)) return; // the engine says what an element must be
+  const name = op.fieldName;
+  if (name === 'validationState' || name === 'message' || name === 'importId')
+    throw validationError(`${at}.fieldName`, `${String(name)} is set by the server`);
+  const keys = s.type.businessKey.map((_, n) => `key${n + 1}`);
+  if (typeof name === 'string' && /^key\d+$/.test(name) && !keys.includes(name))
+    throw validationError(`${at}.fieldName`, `${s.type.code} has ${keys.length} key(s): ${keys.join(', ')}`);
+  if (name !== 'changeType' && name !== 'targetColumn' && !keys.includes(name as string)) return;
+  if (op.massEditOperator !== '=')
+    throw validationError(`${at}.massEditOperator`, `${String(name)} is required: it is only set (=)`);
+  const v = op.fieldValue;
+  if (name === 'changeType' && (typeof v !== 'string' || !CHANGE_TYPES.includes(v)))
+    throw validationError(`${at}.fieldValue`, `must be one of ${CHANGE_TYPES.join(', ')}`);
+  if (name === 'targetColumn') {
+    const f = typeof v === 'string' ? s.tc.fields.get(v) : undefined;
+    if (!f || f.system || f.key)
+      throw validationError(`${at}.fieldValue`, `must name a writable field of ${s.type.code}`);
+  }
+  if (keys.includes(name as string) && !((typeof v === 'string' && v !== '') || typeof v === 'number'))
+    throw validationError(`${at}.fieldValue`, 'is required (part of the business key): text or a number');
+}
+
 /** The operators of `/massedit` on the staged changes; every edited change is NEW again. */
 export async function massEditChanges(
   db: Db,
@@ -162,12 +191,7 @@ export async function massEditChanges(
   const ops = body.massEditRecords;
   if (!Array.isArray(ops) || ops.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
-  ops.forEach((op: unknown, i) => {
-    const name = isObj(op) ? op.fieldName : undefined;
-    if (name === 'validationState' || name === 'message' || name === 'importId') {
-      throw validationError(`massEditRecords.${i}.fieldName`, `${String(name)} is set by the server`);
-    }
-  });
+  ops.forEach((op: unknown, i) => checkEdit(s, op, `massEditRecords.${i}`));
   // Required, as by /massedit: `{}` names every change, leaving it out is a mistake.
   if (body.filterCriteria === undefined || body.filterCriteria === null)
     throw validationError('filterCriteria', 'is required ({} edits every change)');
