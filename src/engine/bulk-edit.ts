@@ -213,6 +213,10 @@ export async function massEdit(
   if (!type.massEditable) throw validationError('typeCode', `${type.code} is not mass-editable`);
   if (body.massEditRecords.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
+  // Every path (/massedit, a lookup table's, a DCR's, an import's): no criteria is no request to
+  // edit everything — `{}` is. (A lookup table's massedit without them edited every value.)
+  if (body.filterCriteria === undefined || body.filterCriteria === null)
+    throw validationError('filterCriteria', 'is required ({} edits every record)');
   const name = extensionNameOf(body.filterCriteria, type.metaNameField, metaNameIsId(type));
   return runBulk(db, async (tx) => {
     const tc = await loadTypeContext(tx, principal, type, name);

@@ -370,6 +370,18 @@ describe('lookup tables', () => {
       }),
     );
     assert.equal(updatedRecords, 1);
+    // Criteria are required, as by /massedit ({} edits every value): without them nothing is edited.
+    for (const filterCriteria of [undefined, null]) {
+      expectError(
+        await api(`${M}.massedit/${id}`, {
+          filterCriteria,
+          massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 0 }],
+        }),
+        400,
+        -4,
+        'filterCriteria',
+      );
+    }
     expectError(
       await api(`${M}.massedit/${id}`, {
         filterCriteria: { name: 'low' },
@@ -472,6 +484,7 @@ describe('lookup tables', () => {
     );
     expectError(
       await api(`${M}.massedit/${id}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }],
       }),
       400,
@@ -516,6 +529,7 @@ describe('lookup tables', () => {
     assert.deepEqual([updated.value, updated.version], [{ s: 1 }, 1]);
     expectError(
       await api(`${M}.massedit/${id}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'value', massEditOperator: 'null' }],
       }),
       400,
@@ -707,7 +721,7 @@ describe('lookup tables', () => {
     const edit = async (op: string, fieldValue: unknown, filterCriteria?: unknown) =>
       okData(
         await api(`${M}.massedit/${id}`, {
-          ...(filterCriteria === undefined ? {} : { filterCriteria }),
+          filterCriteria: filterCriteria ?? {},
           massEditRecords: [{ fieldName: 'value', massEditOperator: op, fieldValue }],
         }),
       )[0].updatedRecords;
@@ -723,6 +737,7 @@ describe('lookup tables', () => {
     assert.deepEqual(await values(), [5, 6, 7.25]);
     expectError(
       await api(`${M}.massedit/${id}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'value', massEditOperator: '/', fieldValue: 0 }],
       }),
       400,
@@ -730,6 +745,7 @@ describe('lookup tables', () => {
     );
     expectError(
       await api(`${M}.massedit/${id}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 'abc' }],
       }),
       400,
@@ -737,6 +753,7 @@ describe('lookup tables', () => {
     );
     expectError(
       await api(`${M}.massedit/${id}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'name', massEditOperator: '=', fieldValue: 'x' }],
       }),
       400,
@@ -749,6 +766,7 @@ describe('lookup tables', () => {
     okData(await api(`${M}.add/${int}`, { data: { name: 'row', attribute1: 10, attribute2: 3 } }));
     okData(
       await api(`${M}.massedit/${int}`, {
+        filterCriteria: {},
         massEditRecords: [
           { fieldName: 'attribute1', massEditOperator: '/', fieldValue: 4 },
           { fieldName: 'attribute2', massEditOperator: '*', fieldValue: 1.5 },
@@ -761,6 +779,7 @@ describe('lookup tables', () => {
     okData(await api(`${M}.add/${text}`, { data: { name: 'row', attribute1: 'a' } }));
     expectError(
       await api(`${M}.massedit/${text}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '+', fieldValue: 1 }],
       }),
       400,
@@ -1055,7 +1074,10 @@ describe('lookup tables', () => {
       [`${M}.integrate/${id}`, { data: { name: 'p3', value: 'v' } }, 'LOOKUPTABLEVALUES_INTEGRATE'],
       [
         `${M}.massedit/${id}`,
-        { massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 'z' }] },
+        {
+          filterCriteria: {},
+          massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 'z' }],
+        },
         'LOOKUPTABLE_UPDATE',
       ],
       [`${M}.resetcolumn/${id}/value`, undefined, 'LOOKUPTABLE_REMOVE'],
@@ -1103,6 +1125,7 @@ describe('lookup tables', () => {
     okData(await plasma(`${M}.update/${created}`, { data: { name: 'a', value: '3' } }));
     okData(
       await plasma(`${M}.massedit/${created}`, {
+        filterCriteria: {},
         massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: '4' }],
       }),
     );

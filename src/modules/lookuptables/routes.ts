@@ -53,7 +53,7 @@ const params = (...names: string[]) => ({
 
 const massEditBody = {
   type: 'object',
-  required: ['massEditRecords'],
+  required: ['filterCriteria', 'massEditRecords'],
   additionalProperties: false,
   properties: {
     filterCriteria: {},
