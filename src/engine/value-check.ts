@@ -5,7 +5,7 @@ import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
-import { coerceValue, notOfType, unstorableIn, unstorableText } from './values.ts';
+import { canonicalDecimal, coerceValue, notOfType, unstorableIn, unstorableText } from './values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -130,6 +130,9 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
     return `must be an integer from ${-0x80000000} to ${0x7fffffff}`;
   }
   if (f.oneOf && !f.oneOf.includes(String(v))) return `must be one of ${f.oneOf.join(', ')}`;
+  // A decimal business key (the name of a SIMPLE_REAL_KEY table) in one form: `2.50`, `2.500` and
+  // `2.5` name one key, as integer and date keys are one form each — the unique key is on the text.
+  if (f.key && f.type === 'decimal' && typeof v === 'string') return { value: canonicalDecimal(v) };
   return { value: f.custom ? String(v) : v };
 }
 

@@ -52,6 +52,11 @@ export function notOfType(type: FieldType, raw: unknown, shown: string): string 
   return text ?? `${shown} is not ${EXPECTED[type]}`;
 }
 
+/** A decimal's text in one form: plain notation, no trailing zeros, no sign on zero (`2.50` → `2.5`). */
+export function canonicalDecimal(text: string): string {
+  return new Decimal(text).toFixed();
+}
+
 /**
  * Where and why a value parsed from a request cannot be stored as given, or undefined: text or a
  * member name that is `unstorableText`, and (`numbers`) a number the parse made Infinity (1e400;

@@ -309,6 +309,36 @@ describe('lookup tables', () => {
     const realKey = await newTable(api, 'real-key', 'SIMPLE_REAL_KEY');
     expectError(await api(`${M}.add/${realKey}`, { data: { name: 'x' } }), 400, -4, 'name');
     okData(await api(`${M}.add/${realKey}`, { data: { name: '2.5', value: 'two and a half' } }));
+    // One key in any of its forms: 2.50, 2.500 and 7.0 are duplicates of 2.5 and 7 (409), in one
+    // batch too; integrate and a load update the row instead of adding one.
+    expectError(
+      await api(`${M}.add/${realKey}`, { data: { name: '2.50', value: 'again' } }),
+      409,
+      -1,
+      'name',
+    );
+    expectError(
+      await api(`${M}.add/${realKey}`, [
+        { data: { name: '7', value: 'a' } },
+        { data: { name: '7.0', value: 'b' } },
+      ]),
+      409,
+      -1,
+    );
+    okData(await api(`${M}.integrate/${realKey}`, [{ data: { name: '2.500', value: 'integrated' } }]));
+    const [loaded] = okData(
+      await api(`${M}.loaddata/LTV?tableId=${realKey}`, {
+        data: {
+          header: ['name', 'value'],
+          data: [['2.5000', 'loaded']],
+          options: { detectJoinFields: true },
+        },
+      }),
+    );
+    assert.deepEqual([loaded.inserted, loaded.updated, loaded.invalid], [0, 1, 0], JSON.stringify(loaded));
+    assert.deepEqual(okData(await api(`${M}.fetch/${realKey}`, { valueFields: ['name', 'value'] })), [
+      [2.5, 'loaded'],
+    ]);
     const dateKey = await newTable(api, 'date-key', 'SIMPLE_DATE_KEY');
     expectError(await api(`${M}.add/${dateKey}`, { data: { name: '31.12.2026' } }), 400, -4, 'name');
     okData(await api(`${M}.add/${dateKey}`, { data: { name: '2026-12-31', value: 'new year eve' } }));
