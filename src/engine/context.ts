@@ -160,7 +160,7 @@ export function rowScope(
   principal: Principal,
   params: Params,
   alias = 't',
-  opts: { forEdit?: boolean; includeDeleted?: boolean } = {},
+  opts: { forEdit?: boolean; includeDeleted?: boolean; everyGroup?: boolean } = {},
 ): string {
   const { type } = tc;
   const parts = [`${qualified(alias, 'partition_id')} = ${params.add(principal.partitionId)}`];
@@ -168,7 +168,9 @@ export function rowScope(
   if (type.deleteMode === 'soft' && !opts.includeDeleted)
     parts.push(`${qualified(alias, 'deleted_at')} IS NULL`);
   const current = type.userGroups && type.scopedBy?.currentGroups === true;
-  if (type.userGroups && !principal.admin) {
+  // everyGroup: whether a row exists at all (a business key taken), whatever groups hide it.
+  const grouped = !principal.admin && opts.everyGroup !== true;
+  if (type.userGroups && grouped) {
     const groups = params.add(principal.groups);
     const allowed = (a: string, column: string) => {
       const col = qualified(a, column);
@@ -189,7 +191,7 @@ export function rowScope(
            AND ${qualified(p, by.parentColumn)} = ${qualified(alias, by.column)}), ${own})`);
     } else parts.push(own);
   }
-  if (type.scopedBy && !current && !principal.admin)
+  if (type.scopedBy && !current && grouped)
     parts.push(parentScope(type.scopedBy, principal, params, alias, opts));
   const owned = type.ownedRows?.(principal, (v) => params.add(v), alias);
   if (owned !== undefined) parts.push(owned);

@@ -526,6 +526,29 @@ describe('data change requests', () => {
         editor,
       ),
     );
+    // An ADD of a key a hidden record holds is a duplicate, as /add answers it (it was taken, and
+    // refused only when applied).
+    expectError(
+      await call(
+        `/dcrmanager.add/${dcr.id}`,
+        { data: { changeType: 'ADD', sku: 'HID-1', label: 'x' } },
+        editor,
+      ),
+      409,
+      -1,
+      'sku',
+    );
+    // He may not apply a DCR that changes a record hidden from him: 403 naming none of them (he was
+    // told the record "was deleted since it was proposed", with its id); nothing applied.
+    const refused = await call(`/dcrmanager.submit/${dcr.id}`, {}, editor);
+    expectError(refused, 403, -3);
+    assert.match(
+      refused.body.response.data,
+      /1 item\(s\) of this DCR change records hidden from the submitter/,
+    );
+    assert.doesNotMatch(refused.text, new RegExp(`HID-1|${hidden.id}\\.DCRI|deleted`));
+    const [kept] = okData(await call('/fetch/P', { data: { sku: 'SEEN-1' } }));
+    assert.equal(kept.attribute1, 1, 'nothing applied');
     // changesOnly pages as /dcrmanager.fetch does: the largest page and the order of the bounds.
     expectError(await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, { endRow: 20_000 }), 400, -4, 'endRow');
     expectError(

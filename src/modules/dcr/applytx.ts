@@ -22,7 +22,7 @@ import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
 import * as store from './store.ts';
-import { findTargets, metaVersionOf, writerFor } from './target.ts';
+import { findTargets, hiddenTargetIds, metaVersionOf, writerFor } from './target.ts';
 import type { Written } from './staged.ts';
 import { writeItems } from './write.ts';
 
@@ -162,18 +162,31 @@ async function lockAndCompare(
       [writer.partitionId, ids],
     );
   }
-  const found = await findTargets(tx, writer, s.tc, {
-    ids,
-    keys: items.filter((i) => i.change_type === 'ADD').map((i) => i.target_key),
-  });
+  // Records hidden from the writer (their user groups) are not his to change: refused whole, naming
+  // none of them (to him they do not exist; he would have been told "deleted since" and their ids).
+  const hidden = await hiddenTargetIds(tx, writer, s.tc, s.dcr.id);
+  if (hidden.length > 0) {
+    throw new AppError(
+      'FORBIDDEN',
+      `${hidden.length} item(s) of this DCR change records hidden from the submitter by their user groups: nothing applied`,
+    );
+  }
+  const addKeys = items.filter((i) => i.change_type === 'ADD').map((i) => i.target_key);
+  const found = await findTargets(tx, writer, s.tc, { ids, keys: addKeys });
+  // A key taken by now, whatever groups hide its record (named only where the writer sees it).
+  const taken =
+    addKeys.length === 0
+      ? found
+      : await findTargets(tx, writer, s.tc, { ids: [], keys: addKeys }, false, true);
   const errors: FieldErrors = {};
   for (const i of items) {
     const name = `${i.id}.DCRI`;
     if (i.change_type === 'ADD') {
-      const row = found.byKey.get(JSON.stringify(i.target_key));
-      if (row) {
+      const key = JSON.stringify(i.target_key);
+      if (taken.byKey.has(key)) {
+        const seen = found.byKey.get(key);
         errors[name] = {
-          errorMessage: `${s.type.label} ${JSON.stringify(i.target_key)} was added since (${row.typedId as string})`,
+          errorMessage: `${s.type.label} ${key} was added since${seen ? ` (${seen.typedId as string})` : ''}`,
         };
       }
       continue;

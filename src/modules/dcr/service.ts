@@ -201,6 +201,13 @@ export async function addItems(
       ids: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.id !== undefined ? [p.id] : [])),
       keys: proposals.flatMap((p) => (p.key !== undefined ? [p.key] : [])),
     });
+    // A key is taken whatever groups hide its record: an ADD of it is a 409, as /add answers it
+    // (a hidden record's key was taken as new and refused only when the DCR was applied).
+    const addKeys = proposals.flatMap((p) => (p.changeType === 'ADD' && p.key !== undefined ? [p.key] : []));
+    const taken =
+      addKeys.length === 0
+        ? found
+        : await findTargets(tx, principal, s.tc, { ids: [], keys: addKeys }, false, true);
     const contexts = new Map<string, Promise<TypeContext>>();
     const items: store.NewItem[] = [];
     const seen = new Set<string>();
@@ -210,7 +217,7 @@ export async function addItems(
       if (p.changeType === 'ADD') {
         const last = keyFieldsOf(s.type, p.values).at(-1)!;
         // A duplicate business key is a conflict (409/-1, naming the field), as /add answers it.
-        if (found.byKey.has(keyJson!)) {
+        if (taken.byKey.has(keyJson!)) {
           throw new AppError('CONFLICT', `${s.type.label} ${keyJson} already exists`, {
             field: prefix + last,
           });

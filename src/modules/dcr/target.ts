@@ -98,13 +98,15 @@ export async function findTargets(
   tc: TypeContext,
   look: Lookup,
   lock = false,
+  everyGroup = false,
 ): Promise<{ byId: Map<number, Row>; byKey: Map<string, Row> }> {
   const byId = new Map<number, Row>();
   const byKey = new Map<string, Row>();
   if (look.ids.length === 0 && look.keys.length === 0) return { byId, byKey };
-  if (tc.type.code === ITEM_TYPE.code && look.keys.length > 0) return findItems(q, principal, tc, look, lock);
+  if (tc.type.code === ITEM_TYPE.code && look.keys.length > 0)
+    return findItems(q, principal, tc, look, lock, everyGroup);
   const params = new Params();
-  const scope = rowScope(tc, principal, params, 't');
+  const scope = rowScope(tc, principal, params, 't', { everyGroup });
   const keyCols = tc.type.businessKey.map((k) => tc.fields.get(k)!.column);
   const ids = params.add(look.ids);
   const keys = params.add(JSON.stringify(look.keys));
@@ -227,6 +229,7 @@ async function findItems(
   tc: TypeContext,
   look: Lookup,
   lock: boolean,
+  everyGroup: boolean,
 ): Promise<{ byId: Map<number, Row>; byKey: Map<string, Row> }> {
   const bySize = new Map<number, (readonly string[])[]>();
   for (const k of look.keys) {
@@ -236,9 +239,10 @@ async function findItems(
   const ids = [...look.ids];
   for (const [n, keys] of bySize) {
     const sized = await loadTypeContext(q, principal, sizedItemType(n));
-    for (const id of (await findTargets(q, principal, sized, { ids: [], keys })).byId.keys()) ids.push(id);
+    const found = await findTargets(q, principal, sized, { ids: [], keys }, false, everyGroup);
+    for (const id of found.byId.keys()) ids.push(id);
   }
-  return findTargets(q, principal, tc, { ids, keys: [] }, lock);
+  return findTargets(q, principal, tc, { ids, keys: [] }, lock, everyGroup);
 }
 
 export function keyTextOfStored(v: unknown): string {
