@@ -93,6 +93,20 @@ describe('file loads of lookup table values', () => {
     assert.equal(v.get('uk').value, null);
   });
 
+  test('empty cells are null in text tables too, as in numeric ones (a CSV cell, quoted or not)', async () => {
+    const simple = await newTable('SIMPLE');
+    assertOk(await load('LTV', 'name,value\ne1,\ne2,""\ne3,x\n', {}, `?name=${simple.name}`));
+    const v = await values(simple.id);
+    assert.deepEqual(
+      ['e1', 'e2', 'e3'].map((k) => v.get(k).value),
+      [null, null, 'x'],
+    );
+    const matrix = await newTable('MATRIX2');
+    assertOk(await load('MLTV', 'key1,key2,attribute1,attribute2\na,b,,x\n', {}, `?name=${matrix.name}`));
+    const [row] = (await values(matrix.id, (r) => r.key1)).values();
+    assert.deepEqual([row.attribute1, row.attribute2], [null, 'x']);
+  });
+
   test('LTV into a SIMPLE DATE table and a RANGE table by ?tableId=; overlapping ranges refused per row', async () => {
     const d = await newTable('SIMPLE', 'DATE');
     const dated = assertOk(

@@ -246,6 +246,24 @@ describe('upload slots', () => {
       assert.equal(kept.fileVersion, good.fileVersion, what);
       assert.equal(await blobCount(), blobs, what);
     }
+    // A multipart file part of no bytes is no file either (it replaced the slot's file), and a part
+    // whose Content-Type holds NUL is refused naming the part (the database refused it, naming data).
+    const multipart = (type: string, data: string) =>
+      send(h, `/uploadmanager.upload/${slotId}`, {
+        headers: { 'content-type': 'multipart/form-data; boundary=XX' },
+        body: Buffer.from(
+          `--XX\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\r\nContent-Type: ${type}\r\n\r\n${data}\r\n--XX--\r\n`,
+        ),
+      });
+    for (const [what, r] of [
+      ['an empty file part', await multipart('text/plain', '')],
+      ['a content type with NUL', await multipart('text/plain\u0000evil', 'hello')],
+    ] as const) {
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors.file, `${what}: ${JSON.stringify(r.body)}`);
+      const kept = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+      assert.deepEqual([kept.size, kept.fileVersion], [17, good.fileVersion], what);
+    }
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 

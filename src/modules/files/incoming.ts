@@ -110,10 +110,17 @@ export async function readMultipart<T>(
         continue;
       }
       seen = true;
+      // A content type is printable ASCII (RFC 9110): one with NUL was refused by the database only.
+      if (/[^\x20-\x7e]/.test(part.mimetype)) {
+        part.file.resume();
+        throw validationError(part.fieldname, 'its Content-Type holds characters no content type has');
+      }
       file = await onFile({
         fileName: cleanFileName(part.filename),
         contentType: part.mimetype || 'application/octet-stream',
         stream: part.file,
+        // A file part of no bytes is no file, as an empty raw body: it replaced the slot's file.
+        emptyRefusedAs: part.fieldname,
       });
     }
   } catch (e) {

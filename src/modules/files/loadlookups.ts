@@ -145,7 +145,9 @@ export async function loadLookupFile(
   let start = skip;
   for await (const chunk of chunked(fresh(), limits.chunkRows)) {
     const refused = new Map<number, Refusal>();
-    const data = chunk.map((r, i): unknown[] | null => {
+    const data = chunk.map((raw, i): unknown[] | null => {
+      // Empty cells are null (a CSV's are '', an XLSX's none): as the README says, and as an XLSX loads.
+      const r = raw.map((v) => (v === '' ? null : v));
       if (jsonAt < 0) return r;
       const cell = r[jsonAt];
       if (cell === null || cell === undefined || cell.trim() === '') return r;

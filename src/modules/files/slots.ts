@@ -103,7 +103,7 @@ export interface IncomingFile {
   readonly fileName: string;
   readonly contentType: string;
   readonly stream: AsyncIterable<Uint8Array>;
-  /** A file of no bytes is refused (a -4 on this field), the slot keeping what it held: a raw body. */
+  /** A file of no bytes is refused (a -4 on this field: `body`, or the multipart part's name), the slot keeping what it held. */
   readonly emptyRefusedAs?: string;
 }
 
