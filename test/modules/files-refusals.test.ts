@@ -116,6 +116,17 @@ describe('attachment and upload refusals', () => {
       assert.match(res.body.response.data, /must not contain (unpaired surrogates|NUL characters)$/);
     }
     assert.deepEqual(await stored(id), { file_name: 'a.txt', metadata: null, version: 0 });
+    // A new name is a file name, as an upload keeps one: no directories, quotes or control characters
+    // (the path and a CR LF were stored as given).
+    for (const fileName of ['../../etc/passwd', 'a\\b.txt', 'a\r\nX: 1', 'say "hi".txt']) {
+      const res = await send(h, `/bdmanager.update/${typedId}`, {
+        body: JSON.stringify({ data: { id, fileName }, oldValues: { version: 0 } }),
+        headers: json,
+      });
+      assertError(res, 400, -4);
+      assert.deepEqual(Object.keys(res.body.response.errors), ['fileName'], fileName);
+    }
+    assert.deepEqual(await stored(id), { file_name: 'a.txt', metadata: null, version: 0 });
     // A pair is a character like any other.
     const ok = assertOk(
       await send(h, `/bdmanager.update/${typedId}`, {

@@ -247,6 +247,11 @@ export async function updateAttachment(
   // name or anywhere in the metadata (member names too): a -4 naming it, as the general operations.
   const unstorable = unstorableIn({ fileName: change.fileName, metadata: change.metadata }, false);
   if (unstorable !== undefined) throw validationError(unstorable.path, unstorable.problem);
+  // A name as an upload keeps it (cleanFileName): no directories, quotes or control characters.
+  // eslint-disable-next-line no-control-regex
+  if (typeof change.fileName === 'string' && /[\u0001-\u001f\u007f/\\"]/.test(change.fileName)) {
+    throw validationError('fileName', 'must be a file name: no / or \\, quotes or control characters');
+  }
   await requireEdit(db, principal, owner);
   await findAttachment(db, principal, id, owner);
   return db.transaction(async (tx) => {
