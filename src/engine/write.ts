@@ -336,7 +336,14 @@ export async function integrateRecords(
       const address = addressOf(type, data);
       if (!address) {
         if (type.businessKey.length === 0) throw validationError('typedId', 'give typedId');
-        throw validationError(type.businessKey[0]!, `a new record needs ${type.businessKey.join(' + ')}`);
+        // Named: the first key field the data leaves out (key2 of a JSON2 value given only key1).
+        const missing = type.businessKey.find(
+          (k) => data[k] === undefined || data[k] === null || data[k] === '',
+        );
+        throw validationError(
+          missing ?? type.businessKey[0]!,
+          `a new record needs ${type.businessKey.join(' + ')}`,
+        );
       }
       // A record without its required fields can only be an update, one without a field the
       // database defaults keeps its stored value, and a type's state rules (beforeChange) judge the

@@ -536,6 +536,8 @@ describe('lookup tables', () => {
     okData(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'silver', value: 2 } }));
     expectError(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'gold', value: 3 } }), 409, -1);
     expectError(await api(`${M}.add/${id}`, { data: { key1: 'US', value: 3 } }), 400, -4, 'key2');
+    // integrate names the key left out too (it named key1 whatever was missing).
+    expectError(await api(`${M}.integrate/${id}`, [{ data: { key1: 'US', value: 3 } }]), 400, -4, 'key2');
     expectError(await api(`${M}.add/${id}`, { data: { name: 'cfg', value: 3 } }), 400, -4);
     okData(await api(`${M}.integrate/${id}`, { data: { key1: 'EU', key2: 'gold', value: [1, 'two'] } }));
     const all = okData(await api(`${M}.fetch/${id}`, { sortBy: ['key2'] }));
