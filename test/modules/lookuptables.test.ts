@@ -369,6 +369,18 @@ describe('lookup tables', () => {
       -1,
     );
     okData(await api(`${M}.add/${id}`, { data: { name: 'high', lowerBound: 100, value: 0.3 } }));
+    // In a batch, the element is named too (as a value refused there is: `0.lowerBound`); here the
+    // first one meets the range from -infinity.
+    expectError(
+      await api(`${M}.add/${id}`, [
+        { data: { name: 'g', lowerBound: -60, upperBound: -50, value: 1 } },
+        { data: { name: 'h', lowerBound: -55, upperBound: -52, value: 1 } },
+      ]),
+      409,
+      -1,
+      '0.lowerBound',
+    );
+    assert.equal(okData(await api(`${M}.fetch/${id}`, { data: { name: 'g' } })).length, 0, 'nothing added');
     // An update that would overlap is refused by the database's check, named by the bound at fault.
     const [mid] = okData(await api(`${M}.fetch/${id}`, { data: { name: 'mid' } }));
     expectError(

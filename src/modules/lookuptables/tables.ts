@@ -7,7 +7,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
 import type { Db, Queryable } from '../../db/db.ts';
-import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { AppError, namedElement, notFound, validationError } from '../../http/errors.ts';
 import {
   addRecords,
   checkValue,
@@ -89,7 +89,9 @@ export async function guarded<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
-    throw translate(err);
+    const e = translate(err);
+    // The element of a batch the database refused, named as the engine names it (`1.lowerBound`).
+    throw e instanceof AppError && e !== err ? namedElement(err, e) : e;
   }
 }
 
