@@ -6,7 +6,7 @@ import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { validationError } from '../http/errors.ts';
-import { notOfType } from './values.ts';
+import { canonicalDecimal, coerceValue, notOfType } from './values.ts';
 import { rowScope, selectList, type TypeContext } from './context.ts';
 import type { TypeDef } from './registry.ts';
 
@@ -61,6 +61,14 @@ export function requireAddress(type: TypeDef, data: Obj): Address {
   return a;
 }
 
+/** A key value as stored: a decimal key in its one form (`2.50` names the key `2.5`, value-check.ts). */
+function keyParam(tc: TypeContext, name: string, v: unknown): unknown {
+  const f = tc.fields.get(name)!;
+  if (!f.key || f.type !== 'decimal') return v;
+  const d = coerceValue('decimal', v);
+  return typeof d === 'string' ? canonicalDecimal(d) : v;
+}
+
 export async function selectOne(
   q: Queryable,
   tc: TypeContext,
@@ -75,7 +83,10 @@ export async function selectOne(
     'id' in address
       ? `t.id = ${params.add(address.id)}`
       : tc.type.businessKey
-          .map((k, i) => `${qualified('t', tc.fields.get(k)!.column)} = ${params.add(address.key[i])}`)
+          .map(
+            (k, i) =>
+              `${qualified('t', tc.fields.get(k)!.column)} = ${params.add(keyParam(tc, k, address.key[i]))}`,
+          )
           .join(' AND ');
   const extra = includeDeleted && tc.type.deleteMode === 'soft' ? ', t.deleted_at AS "__deleted"' : '';
   // Prepared (PostgreSQL): one text per type and address kind, a lookup by a unique key whose plan

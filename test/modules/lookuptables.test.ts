@@ -339,6 +339,13 @@ describe('lookup tables', () => {
     assert.deepEqual(okData(await api(`${M}.fetch/${realKey}`, { valueFields: ['name', 'value'] })), [
       [2.5, 'loaded'],
     ]);
+    // update and delete name it in any form too.
+    const [renamed] = okData(
+      await api(`${M}.update/${realKey}`, { data: { name: '2.50', value: 'updated' } }),
+    );
+    assert.deepEqual([renamed.name, renamed.value], [2.5, 'updated']);
+    okData(await api(`${M}.delete/${realKey}`, { data: { name: '2.500' } }));
+    assert.equal(okData(await api(`${M}.fetch/${realKey}`, {})).length, 0);
     const dateKey = await newTable(api, 'date-key', 'SIMPLE_DATE_KEY');
     expectError(await api(`${M}.add/${dateKey}`, { data: { name: '31.12.2026' } }), 400, -4, 'name');
     okData(await api(`${M}.add/${dateKey}`, { data: { name: '2026-12-31', value: 'new year eve' } }));

@@ -242,6 +242,14 @@ function jsonField(v: string | null): string {
   return v.includes('\\') ? v.replaceAll('\\', '\\\\') : v;
 }
 
+/**
+ * `column = value`, except for an item waiting in a workflow, which keeps its own (see writeItems).
+ * Its run and input hash are still the new ones: the run counts it as done (it was computed once;
+ * left out of the run, the run's last pass took it up again, and again).
+ */
+const held = (column: string, value: string): string =>
+  `${column} = CASE WHEN t.workflow_status = 'SUBMITTED' THEN t.${column} ELSE ${value} END`;
+
 /** A decided item whose recalculated results differ: a new proposal (see writeItems). */
 const REPROPOSED = `t.workflow_status IN ('APPROVED', 'DENIED') AND t.results IS DISTINCT FROM EXCLUDED.results`;
 
@@ -304,14 +312,13 @@ export async function writeItems(
               s.error, s.input_hash, $4, now(), $5, $5
          FROM ${STAGE} s
        ON CONFLICT (partition_id, grid_id, key1, key2, key3, key4, key5, key6) DO UPDATE
-          SET calculation_results = EXCLUDED.calculation_results, results = EXCLUDED.results,
-              warnings = EXCLUDED.warnings, alerts = EXCLUDED.alerts, error = EXCLUDED.error,
-              input_hash = EXCLUDED.input_hash, run_id = EXCLUDED.run_id,
-              calculation_date = EXCLUDED.calculation_date, version = t.version + 1, last_update_at = now(),
-              last_update_by = EXCLUDED.last_update_by,
+          SET ${held('calculation_results', 'EXCLUDED.calculation_results')}, ${held('results', 'EXCLUDED.results')},
+              ${held('warnings', 'EXCLUDED.warnings')}, ${held('alerts', 'EXCLUDED.alerts')},
+              ${held('error', 'EXCLUDED.error')}, input_hash = EXCLUDED.input_hash, run_id = EXCLUDED.run_id,
+              ${held('calculation_date', 'EXCLUDED.calculation_date')}, ${held('version', 't.version + 1')},
+              ${held('last_update_at', 'now()')}, ${held('last_update_by', 'EXCLUDED.last_update_by')},
               workflow_status = CASE WHEN ${REPROPOSED} THEN 'DRAFT' ELSE t.workflow_status END,
-              approval_state = CASE WHEN ${REPROPOSED} THEN 'NOT_APPROVED' ELSE t.approval_state END
-        WHERE t.workflow_status <> 'SUBMITTED'`,
+              approval_state = CASE WHEN ${REPROPOSED} THEN 'NOT_APPROVED' ELSE t.approval_state END`,
       [grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId],
     );
   });

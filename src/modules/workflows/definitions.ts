@@ -119,7 +119,8 @@ export function checkDefinition(data: Readonly<Obj>): FieldErrors | undefined {
   let fields: readonly string[] | undefined;
   if (data.approvableType !== undefined) {
     const a = typeof data.approvableType === 'string' ? findApprovable(data.approvableType) : undefined;
-    if (!a) {
+    // The approvable's own code: definitions are found by it (an alias, CGI2, would never apply).
+    if (!a || a.typeCode !== data.approvableType) {
       const known = approvableCodes();
       errors.approvableType = {
         errorMessage: `is not an approvable type (registered: ${known.length > 0 ? known.join(', ') : 'none'})`,

@@ -152,7 +152,8 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
   for (let n = from; ; n++) {
     const step = await stepOf(q, pid, run.wf.id, n);
     if (!step) return null;
-    const where = `the condition of step ${n} of workflow definition ${run.wf.definitionName ?? ''}`;
+    // A step's condition is the workflow's copy: withdraw and submit again once the definition is mended.
+    const where = `the condition of step ${n} (copied from workflow definition ${run.wf.definitionName ?? ''}; withdraw and submit again once it is corrected)`;
     if (step.condition !== null && !holds(step.condition, await recordOf(q, run), where)) {
       await setStepStatus(q, pid, run.wf.id, { from: n }, 'SKIPPED');
       await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
