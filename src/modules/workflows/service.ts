@@ -14,10 +14,9 @@ import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
-import { checkVersion, optionalText } from '../../engine/value-check.ts';
+import { checkVersion } from '../../engine/value-check.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
 import { notifyUsers } from '../notifications/service.ts';
 import {
   findApprovable,
@@ -27,6 +26,7 @@ import {
   type WorkflowStatus,
 } from './approvables.ts';
 import { parseSteps } from './definitions.ts';
+import { holds, textOf } from './inputs.ts';
 import {
   activeDelegates,
   activeDelegators,
@@ -87,21 +87,6 @@ async function recordOf(q: Queryable, run: Run): Promise<ApprovableRecord> {
   return rec;
 }
 
-/**
- * Whether a definition's or a step's condition holds for the document. One that cannot be evaluated
- * on it (gives text where true/false is needed, compares a number with text) says which definition
- * (and step) to correct: -4 on `condition`, as before, naming them.
- */
-function holds(condition: string, record: ApprovableRecord, where: string): boolean {
-  try {
-    return evaluateCondition(compileCondition(condition), { ...record.fields });
-  } catch (err) {
-    if (!(err instanceof AppError) || err.code !== 'VALIDATION') throw err;
-    const problem = err.message.replace(/^condition: /, '');
-    throw validationError('condition', `${where}: ${problem} (correct the workflow definition)`);
-  }
-}
-
 async function notify(
   q: Queryable,
   run: Run,
@@ -152,9 +137,10 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
   for (let n = from; ; n++) {
     const step = await stepOf(q, pid, run.wf.id, n);
     if (!step) return null;
-    // A step's condition is the workflow's copy: withdraw and submit again once the definition is mended.
-    const where = `the condition of step ${n} (copied from workflow definition ${run.wf.definitionName ?? ''}; withdraw and submit again once it is corrected)`;
-    if (step.condition !== null && !holds(step.condition, await recordOf(q, run), where)) {
+    // The workflow's copy of the step: mending the definition does not mend this workflow.
+    const where = `the condition of step ${n} of workflow definition ${run.wf.definitionName ?? ''}`;
+    const fix = 'correct the definition, then withdraw and submit again';
+    if (step.condition !== null && !holds(step.condition, await recordOf(q, run), where, fix)) {
       await setStepStatus(q, pid, run.wf.id, { from: n }, 'SKIPPED');
       await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
       continue;
@@ -232,7 +218,12 @@ export async function submitApprovable(
     (d) =>
       d.condition === null ||
       d.condition.trim() === '' ||
-      holds(d.condition, record, `the condition of workflow definition ${d.name}`),
+      holds(
+        d.condition,
+        record,
+        `the condition of workflow definition ${d.name}`,
+        'correct the workflow definition',
+      ),
   );
   const wfId = await insertWorkflow(q, actor.partitionId, {
     code: typeCode,
@@ -331,11 +322,6 @@ function requirePending(wf: WorkflowRow): asserts wf is WorkflowRow & { currentS
   if (wf.workflowStatus !== 'SUBMITTED' || wf.currentStep === null) {
     throw new AppError('CONFLICT', `Workflow ${wf.id}.WF is ${wf.workflowStatus}, no longer pending`);
   }
-}
-
-function textOf(v: unknown, field: string, max = 4000): string | null {
-  const text = optionalText(v, field, max);
-  return text === '' ? null : text;
 }
 
 /** Whose open approval the caller decides: his own, else that of a delegator whose delegation is active. */

@@ -1,0 +1,23 @@
+// What the workflow runtime checks its inputs with: the texts of a decision (comment, reason) and
+// the conditions of a definition and its steps, evaluated on the document.
+
+import { optionalText } from '../../engine/value-check.ts';
+import { AppError, validationError } from '../../http/errors.ts';
+import { compileCondition, evaluateCondition } from '../../logic/condition.ts';
+import type { ApprovableRecord } from './approvables.ts';
+
+/** A comment or reason: null when absent or empty; text the database stores as given, else a -4. */
+export function textOf(v: unknown, field: string, max = 4000): string | null {
+  const text = optionalText(v, field, max);
+  return text === '' ? null : text;
+}
+
+/** Whether a condition holds; one that cannot be evaluated on the document says where, and what to do. */
+export function holds(condition: string, record: ApprovableRecord, where: string, fix: string): boolean {
+  try {
+    return evaluateCondition(compileCondition(condition), { ...record.fields });
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'VALIDATION') throw err;
+    throw validationError('condition', `${where}: ${err.message.replace(/^condition: /, '')} (${fix})`);
+  }
+}
