@@ -7,6 +7,7 @@ import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { OPERATORS, isOperator } from '../../engine/criteria/operators.ts';
 import { NOTIFICATION_LEVELS, NOTIFICATION_TYPE } from '../../engine/registry-notifications.ts';
 import { optionalText } from '../../engine/value-check.ts';
 import { coerceValue, unstorableIn } from '../../engine/values.ts';
@@ -162,12 +163,9 @@ function mentions(criteria: unknown, fields: readonly string[]): boolean {
   const node = criteria as Record<string, unknown>;
   if (typeof node.fieldName === 'string' && fields.includes(node.fieldName)) return true;
   // A field-comparison operator (`lessThanField`) names its other field as its value.
-  if (
-    typeof node.operator === 'string' &&
-    node.operator.endsWith('Field') &&
-    fields.includes(node.value as string)
-  )
-    return true;
+  const op =
+    typeof node.operator === 'string' && isOperator(node.operator) ? OPERATORS[node.operator] : undefined;
+  if (op?.field === true && fields.includes(node.value as string)) return true;
   if (node._constructor === undefined && node.fieldName === undefined && node.criteria === undefined) {
     return Object.keys(node).some((k) => fields.includes(k));
   }
