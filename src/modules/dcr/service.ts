@@ -199,15 +199,21 @@ export async function addItems(
     const proposals = list.map((d, i) => parseProposal(s, d, batch ? `${i}.` : ''));
     const found = await findTargets(tx, principal, s.tc, {
       ids: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.id !== undefined ? [p.id] : [])),
-      keys: proposals.flatMap((p) => (p.key !== undefined ? [p.key] : [])),
+      keys: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.key !== undefined ? [p.key] : [])),
     });
     // A key is taken whatever groups hide its record: an ADD of it is a 409, as /add answers it
     // (a hidden record's key was taken as new and refused only when the DCR was applied).
-    const addKeys = proposals.flatMap((p) => (p.changeType === 'ADD' && p.key !== undefined ? [p.key] : []));
-    const taken =
-      addKeys.length === 0
-        ? found
-        : await findTargets(tx, principal, s.tc, { ids: [], keys: addKeys }, false, true);
+    const taken = await findTargets(
+      tx,
+      principal,
+      s.tc,
+      {
+        ids: [],
+        keys: proposals.flatMap((p) => (p.changeType === 'ADD' && p.key !== undefined ? [p.key] : [])),
+      },
+      false,
+      true,
+    );
     const contexts = new Map<string, Promise<TypeContext>>();
     const items: store.NewItem[] = [];
     const seen = new Set<string>();
