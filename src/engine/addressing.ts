@@ -6,7 +6,8 @@ import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { validationError } from '../http/errors.ts';
-import { canonicalDecimal, coerceValue, notOfType } from './values.ts';
+import { notOfType } from './values.ts';
+import { checkValue } from './value-check.ts';
 import { rowScope, selectList, type TypeContext } from './context.ts';
 import type { TypeDef } from './registry.ts';
 
@@ -61,12 +62,12 @@ export function requireAddress(type: TypeDef, data: Obj): Address {
   return a;
 }
 
-/** A key value as stored: a decimal key in its one form (`2.50` names the key `2.5`, value-check.ts). */
+/** A decimal key value as checkValue stores it, in its one form (`2.50` names the key `2.5`). */
 function keyParam(tc: TypeContext, name: string, v: unknown): unknown {
   const f = tc.fields.get(name)!;
   if (!f.key || f.type !== 'decimal') return v;
-  const d = coerceValue('decimal', v);
-  return typeof d === 'string' ? canonicalDecimal(d) : v;
+  const stored = checkValue(f, v);
+  return typeof stored === 'string' ? v : stored.value;
 }
 
 export async function selectOne(
