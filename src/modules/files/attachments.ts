@@ -11,7 +11,7 @@ import { findType } from '../../engine/registry.ts';
 import { unstorableIn } from '../../engine/values.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { parseOwner, requireEdit, requireView, type Owner } from './attachment-owner.ts';
-import { findFilledSlotOrFail, iso, maxCharacters, takeSlotFile } from './slots.ts';
+import { findFilledSlotOrFail, isFileName, iso, maxCharacters, takeSlotFile } from './slots.ts';
 import type { StoredFile } from './download.ts';
 
 export interface AttachmentRow {
@@ -248,8 +248,7 @@ export async function updateAttachment(
   const unstorable = unstorableIn({ fileName: change.fileName, metadata: change.metadata }, false);
   if (unstorable !== undefined) throw validationError(unstorable.path, unstorable.problem);
   // A name as an upload keeps it (cleanFileName): no directories, quotes or control characters.
-  // eslint-disable-next-line no-control-regex
-  if (typeof change.fileName === 'string' && /[\u0001-\u001f\u007f/\\"]/.test(change.fileName)) {
+  if (typeof change.fileName === 'string' && !isFileName(change.fileName)) {
     throw validationError('fileName', 'must be a file name: no / or \\, quotes or control characters');
   }
   await requireEdit(db, principal, owner);

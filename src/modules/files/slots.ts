@@ -52,12 +52,20 @@ export function iso(v: Date | string | null): string | null {
 
 const SLOT_ID = /^[a-f0-9]{32}$/;
 
+/** What no file name holds (cleanFileName drops it): control characters and quotes. */
+// eslint-disable-next-line no-control-regex
+const NOT_IN_FILE_NAMES = /[\u0000-\u001f\u007f"]/g;
+
 /** A file name as given by the client, reduced to its last path segment and printable characters. */
 export function cleanFileName(raw: string | undefined | null, fallback = 'upload'): string {
   const base = (raw ?? '').split(/[/\\]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
-  const printable = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim();
+  const printable = base.replace(NOT_IN_FILE_NAMES, '').trim();
   return maxCharacters(printable === '' ? fallback : printable, 255);
+}
+
+/** Whether `name` is a file name as cleanFileName keeps one: no directory, quote or control character. */
+export function isFileName(name: string): boolean {
+  return !/[/\\]/.test(name) && name.replace(NOT_IN_FILE_NAMES, '') === name;
 }
 
 /** The first `n` characters of `s`, whole ones: a cut between the halves of a pair would leave one. */
