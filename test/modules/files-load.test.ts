@@ -220,6 +220,30 @@ describe('file loads', () => {
     }
   });
 
+  test('a CSV that is not UTF-8 loads nothing and names the line (Windows-1252, UTF-16)', async () => {
+    const p = uniqueName('u');
+    const good = Array.from({ length: 12_000 }, (_, i) => `${p}-${i},label ${i}\n`).join('');
+    // "Café" saved as Windows-1252 (é = 0xE9) past the first chunk: line 12,002, no row written.
+    const csv = Buffer.concat([
+      Buffer.from(`sku,label\n${good}${p}-x,Caf`),
+      Buffer.from([0xe9]),
+      Buffer.from('\n'),
+    ]);
+    const r = await load('P', csv);
+    assertError(r, 400, -4);
+    assert.match(r.body.response.errors.fileName.errorMessage, /^CSV line 12002: not UTF-8 text/);
+    assert.equal((await products(p)).length, 0);
+    // A file saved as UTF-16 ("Unicode text") is refused at its first line; a UTF-8 one with the
+    // same text loads, é included.
+    const utf16 = Buffer.from(`\uFEFFsku,label\n${p}-16,Café\n`, 'utf16le');
+    assert.match((await load('P', utf16)).body.response.errors.fileName.errorMessage, /^CSV line 1: /);
+    assert.equal(assertOk(await load('P', `sku,label\n${p}-8,Café\n`))[0].loadedRecords, 1);
+    assert.deepEqual(
+      (await products(p)).map((r) => r.label),
+      ['Café'],
+    );
+  });
+
   test('refusals: type, options, permission, no file', async () => {
     assertError(await load('CRCS', 'a\n1\n'), 400, -4);
     // A code no type has is unknown (404, as /fetch answers); an unknown form field is named.

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import ExcelJS from 'exceljs';
-import { XLSX_ATTEMPTS, quotesWellFormed, rowsOf } from '../../src/modules/files/rows.ts';
+import { XLSX_ATTEMPTS, csvWellFormed, rowsOf } from '../../src/modules/files/rows.ts';
+import { Utf8Check } from '../../src/modules/files/utf8-check.ts';
 
 const LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
@@ -116,7 +117,7 @@ async function scanned(text: string, delimiter: string, cut: number[]): Promise<
     pieces.push(bytes.subarray(from, Math.max(from, at)));
     from = Math.max(from, at);
   }
-  return quotesWellFormed(Readable.from(pieces), delimiter);
+  return csvWellFormed(Readable.from(pieces), delimiter);
 }
 
 test('the quote scan agrees with csv-parse, whatever the pieces', async () => {
@@ -154,5 +155,53 @@ test('the quote scan agrees with csv-parse, whatever the pieces', async () => {
     for (let j = 0; j < length; j++) text += alphabet[random(alphabet.length)];
     const cuts = [random(text.length + 1), random(text.length + 1)].sort((x, y) => x - y);
     assert.equal(await scanned(text, ',', cuts), await parses(text, ','), JSON.stringify(text));
+  }
+});
+
+test('the UTF-8 check agrees with a strict decoder and names the fault, whatever the pieces', () => {
+  const samples = [
+    'plain ascii\nline 2\n',
+    'Café, naïve, Größe\n€ 5\n',
+    'emoji 😀 and CJK 価格\n',
+    '\uFEFFbom first\n',
+  ].map((t) => Buffer.from(t));
+  const odd = [
+    [0xe9], // Windows-1252 é
+    [0xc0, 0xaf], // overlong '/'
+    [0xed, 0xa0, 0x80], // a surrogate
+    [0xf4, 0x90, 0x80, 0x80], // past U+10FFFF
+    [0xe2, 0x82], // a character cut short
+    [0xff, 0xfe], // a UTF-16 byte order mark
+    [0x80], // a lone continuation byte
+  ].map((b) => Buffer.from(b));
+  let seed = 7;
+  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  for (let round = 0; round < 2_000; round++) {
+    const parts: Buffer[] = [];
+    for (let k = random(5) + 1; k > 0; k--)
+      parts.push(random(4) === 0 ? odd[random(odd.length)]! : samples[random(samples.length)]!);
+    const file = Buffer.concat(parts);
+    const check = new Utf8Check();
+    let fault;
+    for (let from = 0; from < file.length && fault === undefined;) {
+      const to = Math.min(file.length, from + 1 + random(9));
+      fault = check.feed(file.subarray(from, to));
+      from = to;
+    }
+    fault ??= check.end();
+    let valid = true;
+    try {
+      strict.decode(file);
+    } catch {
+      valid = false;
+    }
+    assert.equal(fault === undefined, valid, file.toString('hex'));
+    if (fault !== undefined) {
+      // The bytes before the fault are UTF-8, and the line counts their line breaks.
+      strict.decode(file.subarray(0, fault.offset));
+      assert.equal(fault.line, file.subarray(0, fault.offset).toString('latin1').split('\n').length);
+      assert.throws(() => strict.decode(file.subarray(0, fault.offset + 4)), file.toString('hex'));
+    }
   }
 });

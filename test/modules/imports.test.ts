@@ -72,8 +72,13 @@ describe('imports', () => {
       ['sku,label,label\nI-1,x,y\n', 'header.2'],
       ['sku,label\nI-1,a\u0000b\n', 'rows.1.1'],
       ['sku,changeType,label\nI-1,UPDATE,x\nI-2,FOO,x\n', 'rows.2.1'],
-    ]) {
-      const slot = await slotWith(h, csv!, 'bad.csv');
+      // Windows-1252 "Café" (é = 0xE9): not UTF-8, so not staged as "Caf\uFFFD".
+      [
+        Buffer.concat([Buffer.from('sku,label\nI-1,Caf'), Buffer.from([0xe9]), Buffer.from('\n')]),
+        'fileName',
+      ],
+    ] as const) {
+      const slot = await slotWith(h, csv, 'bad.csv');
       const r = await call('/importmanager.add', { data: { targetType: 'P', slotId: slot } });
       expectError(r, 400, -4, field);
       assert.doesNotMatch(r.text, /database/);

@@ -16,7 +16,7 @@ import { loadDataStream, type LoadResult, type RowError } from '../../engine/loa
 import type { TypeDef } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { JobStopped } from '../../jobs/runner.ts';
-import { ByteCounter, DELIMITERS, checkWellFormed, chunked, quotesWellFormed, rowsOf } from './rows.ts';
+import { ByteCounter, DELIMITERS, checkWellFormed, chunked, csvWellFormed, rowsOf } from './rows.ts';
 import { isLookupFileCode, loadLookupFile, namedTable, syncLookupTables } from './loadlookups.ts';
 import { requireFileLoadAccess, type FileLoadOptions } from './loadfile.ts';
 import { failUploadStatus, type UploadStatusRow } from './upload-status.ts';
@@ -99,7 +99,7 @@ export async function executeFileLoad(
     if (
       before === undefined &&
       source.format === 'csv' &&
-      !(await quotesWellFormed(read(), source.delimiter!))
+      !(await csvWellFormed(read(), source.delimiter!))
     ) {
       await checkWellFormed(await rowsOf(read, delimiter));
     }

@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { parse, CsvError } from 'csv-parse';
 import ExcelJS from 'exceljs';
 import { validationError } from '../../http/errors.ts';
+import { Utf8Check, utf8FaultMessage } from './utf8-check.ts';
 
 export interface RowSource {
   readonly format: 'csv' | 'xlsx';
@@ -93,10 +94,24 @@ function csvFailure(e: unknown): never {
   throw e;
 }
 
+/** The pieces of a CSV, refused (-4 on `fileName`, naming the line) where they stop being UTF-8. */
+async function* utf8Only(all: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+  const check = new Utf8Check();
+  for await (const piece of all) {
+    const fault = check.feed(piece);
+    if (fault !== undefined) throw validationError('fileName', utf8FaultMessage(fault));
+    yield piece;
+  }
+  const fault = check.end();
+  if (fault !== undefined) throw validationError('fileName', utf8FaultMessage(fault));
+}
+
 async function csvSource(all: AsyncIterable<Buffer>, delimiter: string): Promise<RowSource> {
-  const parser = Readable.from(all).pipe(
-    parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true }),
-  );
+  const input = Readable.from(utf8Only(all));
+  const parser = parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true });
+  // `pipe` forwards no error: a fault of the input (not UTF-8, a failed read) ends the parser with it.
+  input.on('error', (e) => parser.destroy(e));
+  input.pipe(parser);
   const it = (parser as AsyncIterable<string[]>)[Symbol.asyncIterator]();
   let first: IteratorResult<string[]>;
   try {
@@ -226,14 +241,15 @@ const CR = 0x0d;
 const LF = 0x0a;
 
 /**
- * Whether the quoting of a CSV is well-formed as csv-parse reads it (its only errors under our
- * options): a quote opens a field only at the field's start, a quote inside a quoted field is
+ * Whether a CSV is UTF-8 text (utf8-check.ts) and its quoting well-formed as csv-parse reads it (its
+ * only errors under our options): a quote opens a field only at the field's start, a quote inside a quoted field is
  * doubled or ends the field before a delimiter, a line break or the end, and the file does not end
  * inside a quoted field. A scan of the bytes (quotes found by `indexOf`), many times faster than
- * parsing: a load checks a file with it before writing anything, and parses it through (for
- * csv-parse's own message, naming the line) only when it finds a fault.
+ * parsing: a load checks a file with it before writing anything, and parses it through (for the
+ * message naming the line) only when it finds a fault.
  */
-export async function quotesWellFormed(bytes: AsyncIterable<Buffer>, delimiter: string): Promise<boolean> {
+export async function csvWellFormed(bytes: AsyncIterable<Buffer>, delimiter: string): Promise<boolean> {
+  const utf8 = new Utf8Check();
   const delim = delimiter.charCodeAt(0);
   const endsField = (c: number | undefined) => c === delim || c === CR || c === LF;
   let quoted = false;
@@ -244,6 +260,7 @@ export async function quotesWellFormed(bytes: AsyncIterable<Buffer>, delimiter: 
   const head: number[] = []; // the first three bytes: a byte order mark?
   for await (const piece of bytes) {
     if (piece.length === 0) continue;
+    if (utf8.feed(piece) !== undefined) return false;
     for (let k = 0; head.length < 3 && k < piece.length; k++) head.push(piece[k]!);
     // Where the text starts in this piece when the file opens with a byte order mark.
     const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 - offset : -1;
@@ -275,12 +292,12 @@ export async function quotesWellFormed(bytes: AsyncIterable<Buffer>, delimiter: 
     }
     prev = piece[piece.length - 1]!;
   }
-  return !quoted || pending;
+  return (!quoted || pending) && utf8.end() === undefined;
 }
 
 /**
- * Reads a source through without keeping a row: csv-parse's error (naming the line) for a file
- * whose quoting `quotesWellFormed` found at fault, before a load writes anything — chunks commit one
+ * Reads a source through without keeping a row: the error (naming the line) for a file that
+ * `csvWellFormed` found at fault, before a load writes anything — chunks commit one
  * by one, and a file refused half way would otherwise have loaded the rows before the bad line.
  */
 export async function checkWellFormed(source: RowSource): Promise<void> {
