@@ -179,6 +179,76 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
     assert.deepEqual(entry('J2Hit').value, { b: [3] });
   });
 
+  test('look-up keys holding any character: U+001F, colons and digits are no other key', async () => {
+    const US = '\u001f';
+    // Joined by U+001F, ("a<US>b", "c") and ("a", "b<US>c") were one key, and a single key holding
+    // U+001F was split in two and never found.
+    await table(api, 'Sep2', 'MATRIX2', 'REAL', [
+      { key1: `a${US}b`, key2: 'c', attribute1: 1 },
+      { key1: 'a', key2: `b${US}c`, attribute1: 2 },
+      { key1: '1:a', key2: '1:b', attribute1: 3 },
+    ]);
+    await table(api, 'Sep1', 'SIMPLE', 'REAL', [{ name: `x${US}y`, value: 4 }]);
+    okData(await api('/add/CRCS', { data: { uniqueName: `Sep${US}Set`, label: 'separators', keySize: 2 } }));
+    okData(await api('/add/CRCS', { data: { uniqueName: 'SepOne', label: 'one key', keySize: 1 } }));
+    const item = (set: string, keys: string[], conditionValue: number) =>
+      api('/loaddata/CRCP', {
+        data: {
+          header: [
+            'conditionRecordSetId',
+            ...keys.map((_, i) => `key${i + 1}`),
+            'validFrom',
+            'conditionValue',
+          ],
+          data: [[set, ...keys, '2026-01-01', conditionValue]],
+        },
+      });
+    for (const r of [
+      await item(`Sep${US}Set`, [`a${US}b`, 'c'], 5),
+      await item(`Sep${US}Set`, ['a', `b${US}c`], 6),
+      await item('SepOne', [`x${US}y`], 7),
+    ])
+      assert.equal(okData(r)[0].inserted, 1, r.text);
+    const inputs = ['A', 'C', 'BC', 'AB', 'XY'].map((name) => ({ name, type: 'TEXT' }));
+    const elements: [string, string][] = [
+      ['M1', 'lookup("Sep2", input.AB, input.C)'],
+      ['M2', 'lookup("Sep2", input.A, input.BC)'],
+      ['M3', 'lookup("Sep2", "1:a", "1:b")'],
+      ['MMiss', 'lookup("Sep2", "a", "b")'],
+      ['S1', 'lookup("Sep1", input.XY)'],
+      // (A set is named by a literal: this one holds U+001F itself.)
+      ['C1', `get(conditionRecord("Sep${US}Set", input.AB, input.C), "conditionValue")`],
+      ['C2', `get(conditionRecord("Sep${US}Set", input.A, input.BC), "conditionValue")`],
+      ['C3', 'get(conditionRecord("SepOne", input.XY), "conditionValue")'],
+    ];
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Separators',
+          validAfter: '2026-01-01',
+          inputs,
+          elements: elements.map(([elementName, expression]) => ({ elementName, expression })),
+        },
+      }),
+    );
+    const r = byName(
+      await run('Separators', {
+        inputs: { A: 'a', C: 'c', BC: `b${US}c`, AB: `a${US}b`, XY: `x${US}y` },
+      }),
+    );
+    const v = Object.fromEntries(Object.entries(r).map(([k, x]) => [k, [x.result, x.alertMessage ?? null]]));
+    assert.deepEqual(v, {
+      M1: [1, null],
+      M2: [2, null],
+      M3: [3, null],
+      MMiss: [null, null],
+      S1: [4, null],
+      C1: [5, null],
+      C2: [6, null],
+      C3: [7, null],
+    });
+  });
+
   test('customerExtension, today() and the text, date and math functions, each worked by hand', async () => {
     okData(
       await api('/add/CXAM', { data: { name: 'Terms', fieldName: 'attribute1', fieldType: 'NUMERIC' } }),

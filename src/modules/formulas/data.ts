@@ -14,7 +14,7 @@ import type { RoundingPolicy } from '../../logic/rounding.ts';
 import { LogicDate, RecordValue, textOf } from '../../logic/values.ts';
 import { competitionRecord, competitionRows } from './competition-store.ts';
 import { conditionRecordOf, foundRowOf } from './rows.ts';
-import { keyCount, lookupRowsMany, type TableMeta, tablesByName } from './lookup-store.ts';
+import { keyCount, lookupRowsMany, type TableMeta, tablesByName, tupleKey, tupleOf } from './lookup-store.ts';
 import { ExtensionReader } from './extension-reader.ts';
 import { conditionRecordCache, lookupRowCache, versionPrefix, type SetVersions } from './read-cache.ts';
 import { attributeTypes, recordOf } from './master-store.ts';
@@ -85,7 +85,7 @@ export class BatchData {
         const meta = this.tables.get(table);
         if (meta === undefined) {
           this.pendingTables.add(table);
-          if (keys.every((k) => k !== null)) this.addKey(table, keys.map(textOf).join(SEP));
+          if (keys.every((k) => k !== null)) this.addKey(table, tupleKey(keys.map(textOf)));
           port.missing = true;
           return NO_ROW;
         }
@@ -96,7 +96,7 @@ export class BatchData {
             `lookup table ${table} (${meta.type}) takes ${want} key(s), got ${keys.length}`,
           );
         if (keys.some((k) => k === null)) return NO_ROW;
-        const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
+        const k = tupleKey(keys.map(textOf));
         const found = this.rows.get(table)?.get(k) ?? this.sharedRow(table, k);
         if (found !== undefined) return found;
         this.addKey(table, k);
@@ -108,7 +108,7 @@ export class BatchData {
         const group = this.groupOf(set, date.iso, keys.length);
         const problem = this.condProblems.get(group);
         if (problem !== undefined) throw new EvalError(problem);
-        const k = keys.length === 1 ? textOf(keys[0]!) : keys.map(textOf).join(SEP);
+        const k = tupleKey(keys.map(textOf));
         // (null is a known answer: no record valid then.)
         let found = this.conditions.get(group)?.get(k);
         if (found === undefined) found = this.sharedCondition(set, group, k);
@@ -169,7 +169,7 @@ export class BatchData {
   private groupOf(set: string, iso: string, count: number): string {
     const last = this.lastGroup;
     if (last.set !== set || last.iso !== iso || last.count !== count)
-      this.lastGroup = { set, iso, count, group: `${set}${SEP}${iso}${SEP}${count}` };
+      this.lastGroup = { set, iso, count, group: tupleKey([set, iso, String(count)]) };
     return this.lastGroup.group;
   }
 
@@ -339,7 +339,7 @@ export class BatchData {
       const table = this.tables.get(name);
       if (!table) continue;
       const want = keyCount(table.type);
-      const keyTuples = [...keys].map((k) => k.split(SEP)).filter((t) => t.length === want);
+      const keyTuples = [...keys].map((k) => tupleOf(k, want)).filter((t) => t !== undefined);
       requests.push({ name, keys, table, keyTuples });
     }
     const asked = requests.filter((r) => r.keyTuples.length > 0);
@@ -360,7 +360,8 @@ export class BatchData {
     }
     this.pendingKeys.clear();
     for (const [id, owners] of this.pendingExt) {
-      const [owner, table] = id.split(SEP) as ['product' | 'customer', string];
+      const owner = id.slice(0, id.indexOf(SEP)) as 'product' | 'customer';
+      const table = id.slice(id.indexOf(SEP) + 1);
       const found = await this.extensionReader.recordsOf(owner, table, owners);
       let cache = this.extensions.get(id);
       if (!cache) this.extensions.set(id, (cache = new Map<string, RecordValue[]>()));
@@ -383,7 +384,7 @@ export class BatchData {
   /** One findConditionRecords statement per (set, date, key count) group of the pass. */
   private async loadConditions(): Promise<void> {
     for (const [group, keys] of this.pendingCond) {
-      const [set, date] = group.split(SEP) as [string, string];
+      const [set, date, count] = tupleOf(group, 3) as [string, string, string];
       const tuples = [...keys];
       let cache = this.conditions.get(group);
       if (!cache) this.conditions.set(group, (cache = new Map<string, RecordValue | null>()));
@@ -392,7 +393,7 @@ export class BatchData {
           this.q,
           this.partitionId,
           set,
-          tuples.map((t) => t.split(SEP)),
+          tuples.map((t) => tupleOf(t, Number(count))!),
           date,
         );
         const prefix = this.setPrefix.get(set);

@@ -46,8 +46,33 @@ export function keyCount(type: string): number {
 }
 
 /**
- * Rows of one lookup table for many keys (each key a tuple of texts), with `k` = the key tuple
- * joined by U+001F as it was asked: one statement per table.
+ * A key tuple as one text (a map key): one key is itself, several are each prefixed by their length,
+ * so that a key holding any character (U+001F included) is no other tuple.
+ */
+export function tupleKey(parts: readonly string[]): string {
+  if (parts.length === 1) return parts[0]!;
+  let out = '';
+  for (const p of parts) out += `${p.length}:${p}`;
+  return out;
+}
+
+/** The tuple of `count` keys that `tupleKey` made `key` of; undefined when it holds another count. */
+export function tupleOf(key: string, count: number): string[] | undefined {
+  if (count === 1) return [key];
+  const parts: string[] = [];
+  for (let at = 0; at < key.length;) {
+    const colon = key.indexOf(':', at);
+    const n = colon < 0 ? NaN : Number(key.slice(at, colon));
+    if (!Number.isSafeInteger(n) || colon + 1 + n > key.length) return undefined;
+    parts.push(key.slice(colon + 1, colon + 1 + n));
+    at = colon + 1 + n;
+  }
+  return parts.length === count ? parts : undefined;
+}
+
+/**
+ * Rows of one lookup table for many keys (each key a tuple of texts), with `k` = the key tuple as
+ * `tupleKey` writes it: one statement per table.
  */
 export async function lookupRows(
   q: Queryable,
@@ -103,13 +128,18 @@ export async function lookupRows(
       const n = keyCount(table.type);
       const cols = Array.from({ length: n }, (_, i) => i);
       const params: unknown[] = [partitionId, ref, ...cols.map((i) => keys.map((k) => k[i] ?? ''))];
+      // Each row answers the position of the tuple it was found by (its `k` made here from the tuple).
       const r = await q.query<Row>(
-        prepared(`SELECT concat_ws(chr(31), ${cols.map((i) => `v.key${i + 1}`).join(', ')}) AS k, v.*
-           FROM unnest(${cols.map((i) => `$${i + 3}::text[]`).join(', ')}) AS k(${cols.map((i) => `k${i + 1}`).join(', ')})
+        prepared(`SELECT k.at, v.*
+           FROM unnest(${cols.map((i) => `$${i + 3}::text[]`).join(', ')}) WITH ORDINALITY AS k(${cols.map((i) => `k${i + 1}`).join(', ')}, at)
            JOIN lookup_matrix_values v ON v.partition_id = $1 AND v.table_ref = $2
             AND ${cols.map((i) => `v.key${i + 1} = k.k${i + 1}`).join(' AND ')}`),
         params,
       );
+      for (const row of r.rows) {
+        row.k = tupleKey(keys[Number(row.at) - 1]!);
+        delete row.at;
+      }
       return r.rows;
     }
   }
