@@ -187,6 +187,7 @@ test("a calculation grid's written items get calc_grid_items vacuumed and analyz
       alerts: null,
       error: null,
       inputHash: 'h',
+      overrides: '{}',
     })),
     'insert',
   );

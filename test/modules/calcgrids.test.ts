@@ -12,7 +12,7 @@ import { JobStopped, type JobRunner } from '../../src/jobs/runner.ts';
 import { claimJobs, finishJob, recordProgress, sweepStale, type JobRow } from '../../src/jobs/store.ts';
 import { principalForJob } from '../../src/jobs/principal.ts';
 import { CALCULATIONGRID, calcGridJobKind } from '../../src/modules/calcgrids/job.ts';
-import { existingOf } from '../../src/modules/calcgrids/store.ts';
+import { existingOf, keysOf, writeItems } from '../../src/modules/calcgrids/store.ts';
 import type { Queryable } from '../../src/db/db.ts';
 
 type Who = { user: string; password: string };
@@ -398,6 +398,109 @@ describe('calculation grids', () => {
       '1.0000000000000000000000001',
     );
     okData(await upd(item.typedId, { overrides: { ListPrice: null } }));
+  });
+
+  test('writeItems leaves an item whose overrides changed since they were read, and answers it', async () => {
+    const [g] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: {
+          label: 'Race',
+          formulaName: 'GridPrice',
+          keySources: [
+            { type: 'products', filter: { fieldName: 'attribute2', operator: 'equals', value: 'R' } },
+            {
+              type: 'values',
+              values: ['0', '0.1'],
+              input: 'Uplift',
+            },
+          ],
+        },
+      }),
+    );
+    assert.equal((await waitJob((await calculate(g.id)).jstId)).status, 'FINISHED');
+    const all = await items('CGI2', g.id, { sortBy: 'id' });
+    assert.equal(all.length, 60);
+    const ref = { partitionId: h.partitionId, id: g.id, keyNumber: 2, runId: 0, userId: 1 };
+    const row = (keys: string[], overrides: string) => ({
+      keys: keysOf(keys),
+      calculationResults: null,
+      results: '{"ListPrice": 1}',
+      warnings: null,
+      alerts: null,
+      error: null,
+      inputHash: 'stale',
+      overrides,
+    });
+    // The store: results computed with overrides that are no longer the item's are not written.
+    const first = all[0];
+    const upd = (id: string, price: number) =>
+      call(`/calculationgridmanager.update/${id}`, { data: { overrides: { ListPrice: price } } });
+    okData(await upd(first.typedId, 7));
+    const keys = [first.key1, first.key2];
+    assert.deepEqual(await writeItems(h.db, ref, [row(keys, '{}')], 'upsert'), [keysOf(keys)]);
+    assert.equal(resultsOf(okData(await call(`/fetch/CGI2/${first.id}`))[0]).ListPrice.result, 7);
+    const [now] = (await existingOf(h.db, h.partitionId, g.id, 0, [keysOf(keys)])).values();
+    assert.deepEqual(await writeItems(h.db, ref, [row(keys, now!.overridesJson)], 'upsert'), []);
+  });
+
+  test('a recalculation writes an item overridden while its batch was computed with the new override', async () => {
+    const c = (path: string, body?: unknown) => call(path, body, admin, quiet);
+    const [g] = okData(
+      await c('/calculationgridmanager.addgrid', {
+        data: {
+          label: 'Race',
+          formulaName: 'GridPrice',
+          keySources: [
+            { type: 'products', filter: { fieldName: 'attribute2', operator: 'equals', value: 'R' } },
+            { type: 'values', values: ['0', '0.1'], input: 'Uplift' },
+          ],
+        },
+      }),
+    );
+    const quietRunner = runnerFor(quiet).start();
+    try {
+      assert.equal((await waitJob((await calculate(g.id, quiet)).jstId, quiet)).status, 'FINISHED');
+    } finally {
+      await quietRunner.stop();
+    }
+    const all = await items('CGI2', g.id, { sortBy: 'id' }, quiet);
+    assert.equal(all.length, 60);
+    // The recalculation in batches of 10, run here: the first batch's progress report waits until
+    // the second batch is read and computed (it then waits for that report), and overrides an item
+    // of the second batch — whose computed results hold no override.
+    const target = all[15];
+    await calculate(g.id, quiet, { batchSize: 10 });
+    const [job] = await claimJobs(quiet.db, {
+      node: 'test-node-race',
+      kinds: [CALCULATIONGRID],
+      limit: 1,
+      perPartition: 10,
+      partitions: [quiet.partitionId],
+    });
+    assert.ok(job, 'a queued job');
+    let reports = 0;
+    const result = await calcGridJobKind(quiet.db, { maxSteps: 100_000, maxMs: 1_000 }).run({
+      job,
+      principal: await principalForJob(quiet.db, job),
+      signal: new AbortController().signal,
+      async progress(p) {
+        if (++reports === 1) {
+          await new Promise((r) => setTimeout(r, 300));
+          okData(
+            await c(`/calculationgridmanager.update/${target.typedId}`, {
+              data: { overrides: { ListPrice: 77 } },
+            }),
+          );
+        }
+        await recordProgress(quiet.db, job, p);
+      },
+    });
+    await finishJob(quiet.db, job, { status: 'FINISHED', results: result });
+    const [now] = okData(await c(`/fetch/CGI2/${target.id}`));
+    const res = resultsOf(now);
+    assert.deepEqual(now.overrides, { ListPrice: 77 });
+    assert.deepEqual([res.ListPrice.result, res.ListPrice.overridden], [77, true]);
+    assert.equal(res.Net.result, 69.3, 'the dependent element reads the override');
   });
 
   test('a 3-key grid: products × customers × values; values by hand', async () => {

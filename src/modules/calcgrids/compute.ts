@@ -34,6 +34,8 @@ export interface Pending {
   readonly inputHash: string;
   /** Manual overrides by element name (empty: none). */
   readonly overrides: Readonly<Record<string, unknown>>;
+  /** The overrides as read from the item (JSON; the default: none or as given). */
+  readonly overridesJson?: string;
 }
 
 /**
@@ -153,6 +155,7 @@ function rowOf(
       alerts: null,
       error: failed ?? 'no result',
       inputHash: p.inputHash,
+      overrides: p.overridesJson ?? JSON.stringify(p.overrides),
     };
   }
   const computed = fixed ? new Map((normal.results ?? []).map((r) => [r.resultName, r.result])) : undefined;
@@ -188,5 +191,6 @@ function rowOf(
     alerts: alerts.length > 0 ? JSON.stringify(alerts) : null,
     error: null,
     inputHash: p.inputHash,
+    overrides: p.overridesJson ?? JSON.stringify(p.overrides),
   };
 }

@@ -26,6 +26,8 @@ import * as store from './store.ts';
 export const CALCULATIONGRID = 'CALCULATIONGRID';
 export const DEFAULT_BATCH = 5_000;
 export const MAX_BATCH = 20_000;
+/** Writes of an item whose overrides keep changing while it is computed, before the job gives up. */
+const OVERRIDE_RACE_ATTEMPTS = 5;
 
 interface Checkpoint {
   readonly pass: 1 | 2;
@@ -162,13 +164,13 @@ async function calculate(
     for (const p of current) {
       const e = existing.get(store.keyText(p.keys));
       if (e && e.runId === runId && e.inputHash === p.inputHash) continue;
-      toCompute.push(e ? { ...p, overrides: e.overrides } : p);
+      toCompute.push(e ? { ...p, overrides: e.overrides, overridesJson: e.overridesJson } : p);
     }
     const rows = await computeItems(db, principal, logic, toCompute, opts);
     await writing;
     const mode = fresh ? 'insert' : 'upsert';
     const write = (async () => {
-      await store.writeItems(db, gridRef, rows, mode);
+      await writeComputed(toCompute, rows, mode);
       cp = {
         ...cp,
         ...end,
@@ -185,6 +187,31 @@ async function calculate(
     // Awaited by the next flush (or at the end); marked handled so a failure waits for that await.
     write.catch(() => {});
     writing = write;
+  };
+
+  /**
+   * Writes a batch's items; those whose overrides changed while it was computed (an override saved
+   * meanwhile: writeItems leaves them) are computed again with the overrides they have now.
+   */
+  const writeComputed = async (
+    pending: readonly Pending[],
+    rows: readonly store.ItemRow[],
+    mode: 'insert' | 'upsert',
+  ): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const changed = await store.writeItems(db, gridRef, rows, mode);
+      if (changed.length === 0) return;
+      if (attempt >= OVERRIDE_RACE_ATTEMPTS)
+        throw new AppError('CONFLICT', `items of grid ${grid.id} kept changing while they were calculated`);
+      const now = await store.existingOf(db, pid, grid.id, runId, changed);
+      const byKey = new Map(pending.map((p) => [store.keyText(p.keys), p]));
+      pending = changed.map((k) => {
+        const p = byKey.get(store.keyText(k))!;
+        const e = now.get(store.keyText(k));
+        return { ...p, overrides: e?.overrides ?? {}, overridesJson: e?.overridesJson ?? '{}' };
+      });
+      rows = await computeItems(db, principal, logic, pending, opts);
+    }
   };
 
   // Pass 1: the sources' key tuples.

@@ -136,6 +136,8 @@ export interface ExistingItem {
   readonly runId: number | null;
   readonly inputHash: string | null;
   readonly overrides: Record<string, unknown>;
+  /** The overrides as the database writes them (what writeItems compares). */
+  readonly overridesJson: string;
 }
 
 /**
@@ -160,11 +162,13 @@ export async function existingOf(
     run_id: string | number | null;
     input_hash: string | null;
     overrides: Record<string, unknown>;
+    overrides_json: string;
   }>(
     // One probe of the key index per key (`OFFSET 0` keeps the subquery a per-key probe): joined, the
     // planner took the new run for empty (statistics) and nested a scan of every item of the table
     // per key, so a recalculation of 50,000 items took 536 s against 9 s for the first.
-    `SELECT i.key1, i.key2, i.key3, i.key4, i.key5, i.key6, i.run_id, i.input_hash, i.overrides
+    `SELECT i.key1, i.key2, i.key3, i.key4, i.key5, i.key6, i.run_id, i.input_hash, i.overrides,
+            i.overrides::text AS overrides_json
        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
             AS k(key1, key2, key3, key4, key5, key6)
        CROSS JOIN LATERAL (
@@ -182,6 +186,7 @@ export async function existingOf(
       runId: row.run_id === null ? null : Number(row.run_id),
       inputHash: row.input_hash,
       overrides: row.overrides ?? {},
+      overridesJson: row.overrides_json ?? '{}',
     });
   }
   return out;
@@ -217,6 +222,8 @@ export interface ItemRow {
   readonly alerts: string | null;
   readonly error: string | null;
   readonly inputHash: string;
+  /** The overrides the results were computed with (JSON). */
+  readonly overrides: string;
 }
 
 const STAGE = 'calc_grid_stage';
@@ -230,6 +237,7 @@ const STAGE_COLUMNS = [
   'alerts',
   'error',
   'input_hash',
+  'overrides',
 ];
 
 /**
@@ -272,14 +280,18 @@ const DIRECT_COLUMNS = [
  * workflow (SUBMITTED: their approvers decide on the values submitted, as an override is refused
  * then). A decided item (APPROVED, DENIED) whose effective results change is a new proposal, as
  * after an override: back to DRAFT / NOT_APPROVED, to be accepted again.
+ *
+ * An item whose overrides changed since they were read (an override saved while the batch was
+ * computed) is not written: its results would drop the new override. Answers the keys of those
+ * items (none for `insert`), to compute again with the overrides they have now.
  */
 export async function writeItems(
   db: Db,
   grid: { partitionId: number; id: number; keyNumber: number; runId: number; userId: number },
   rows: readonly ItemRow[],
   mode: 'insert' | 'upsert',
-): Promise<void> {
-  if (rows.length === 0) return;
+): Promise<Keys[]> {
+  if (rows.length === 0) return [];
   const prefix =
     mode === 'insert'
       ? `${[grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId, grid.userId, new Date().toISOString()].join('\t')}\t`
@@ -289,27 +301,29 @@ export async function writeItems(
     let line = prefix;
     for (let k = 0; k < KEY_COLUMNS.length; k++) line += `${copyTextField(r.keys[k] ?? null)}\t`;
     line += `${jsonField(r.calculationResults)}\t${jsonField(r.results)}\t${jsonField(r.warnings)}\t`;
-    line += `${jsonField(r.alerts)}\t${copyTextField(r.error)}\t${copyTextField(r.inputHash)}\n`;
+    line += `${jsonField(r.alerts)}\t${copyTextField(r.error)}\t${copyTextField(r.inputHash)}\t`;
+    line += `${jsonField(r.overrides)}\n`;
     text += line;
   }
-  await db.transaction(async (tx) => {
+  const written = await db.transaction(async (tx) => {
     if (mode === 'insert') {
       await tx.copyFrom(ITEMS_TABLE, DIRECT_COLUMNS, text, 'text');
-      return;
+      return undefined;
     }
     await tx.query(
       `CREATE TEMP TABLE ${STAGE} (key1 text, key2 text, key3 text, key4 text, key5 text, key6 text,
-         calculation_results jsonb, results jsonb, warnings jsonb, alerts jsonb, error text, input_hash text)
+         calculation_results jsonb, results jsonb, warnings jsonb, alerts jsonb, error text, input_hash text,
+         overrides jsonb)
        ON COMMIT DROP`,
     );
     await tx.copyFrom(STAGE, STAGE_COLUMNS, text, 'text');
-    await tx.query(
+    return tx.query<Record<(typeof KEY_COLUMNS)[number], string>>(
       `INSERT INTO calc_grid_items AS t (partition_id, grid_id, key_number, key1, key2, key3, key4, key5, key6,
-              calculation_results, results, warnings, alerts, error, input_hash, run_id, calculation_date,
-              created_by, last_update_by)
+              calculation_results, results, warnings, alerts, error, input_hash, overrides, run_id,
+              calculation_date, created_by, last_update_by)
        SELECT $1, $2, $3, coalesce(s.key1, ''), coalesce(s.key2, ''), coalesce(s.key3, ''), coalesce(s.key4, ''),
               coalesce(s.key5, ''), coalesce(s.key6, ''), s.calculation_results, s.results, s.warnings, s.alerts,
-              s.error, s.input_hash, $4, now(), $5, $5
+              s.error, s.input_hash, s.overrides, $4, now(), $5, $5
          FROM ${STAGE} s
        ON CONFLICT (partition_id, grid_id, key1, key2, key3, key4, key5, key6) DO UPDATE
           SET ${held('calculation_results', 'EXCLUDED.calculation_results')}, ${held('results', 'EXCLUDED.results')},
@@ -318,9 +332,14 @@ export async function writeItems(
               ${held('calculation_date', 'EXCLUDED.calculation_date')}, ${held('version', 't.version + 1')},
               ${held('last_update_at', 'now()')}, ${held('last_update_by', 'EXCLUDED.last_update_by')},
               workflow_status = CASE WHEN ${REPROPOSED} THEN 'DRAFT' ELSE t.workflow_status END,
-              approval_state = CASE WHEN ${REPROPOSED} THEN 'NOT_APPROVED' ELSE t.approval_state END`,
+              approval_state = CASE WHEN ${REPROPOSED} THEN 'NOT_APPROVED' ELSE t.approval_state END
+        WHERE t.overrides = EXCLUDED.overrides
+       RETURNING t.key1, t.key2, t.key3, t.key4, t.key5, t.key6`,
       [grid.partitionId, grid.id, grid.keyNumber, grid.runId, grid.userId],
     );
   });
   wroteRows(db, ITEMS_TABLE, rows.length);
+  if (written === undefined || written.rows.length === rows.length) return [];
+  const done = new Set(written.rows.map((r) => keyText(keysOf(KEY_COLUMNS.map((c) => r[c])))));
+  return rows.flatMap((r) => (done.has(keyText(r.keys)) ? [] : [r.keys]));
 }
