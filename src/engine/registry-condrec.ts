@@ -73,6 +73,9 @@ const keyFields = (n: number, required: boolean): FieldDef[] =>
   Array.from({ length: n }, (_, i) => ({
     ...text(`key${i + 1}`, `key${i + 1}`, { maxLength: KEY_MAX_LENGTH }),
     key: true,
+    // A key past the set's size is empty: given as '', it is stored as NULL like one left out (the
+    // key signature, the overlap check and look-ups tell '' and NULL apart).
+    blankIsNull: true,
     ...(required ? { required: true } : {}),
   }));
 

@@ -88,6 +88,8 @@ export interface FieldDef extends FieldSpec {
    * open end of a condition record's validity, `9999-12-31`), instead of refusing it.
    */
   readonly nullAs?: string;
+  /** A text field whose empty text is no value: `''` is stored as NULL (condition record keys). */
+  readonly blankIsNull?: boolean;
   /** Server-maintained (id, version, dates): never written by clients, silently ignored on input. */
   readonly system?: boolean;
   /** A custom attribute: text column, type from the attribute meta. */

@@ -103,7 +103,7 @@ function indexedTextTooLarge(v: string, withLowerCase: boolean): string | undefi
 
 /** A value in its stored form, or the reason it is refused. */
 export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | string {
-  if (raw === null || raw === undefined || (raw === '' && f.type !== 'string')) {
+  if (raw === null || raw === undefined || (raw === '' && (f.type !== 'string' || f.blankIsNull === true))) {
     if (f.nullAs !== undefined) return { value: f.nullAs };
     return f.required ? 'is required' : { value: null };
   }

@@ -273,6 +273,78 @@ describe('condition records: rules on every path', () => {
     );
   });
 
+  test('a key past the size of the set given as "" is no key: stored NULL, found, and in the way of overlaps, by every write', async () => {
+    const set = await newSet(1);
+    const lookup = async (key: string, date: string) =>
+      okData(await call(`/conditionrecordset.lookup/${set.name}`, { data: { keys: [[key]], date } }))[0];
+    const item = (key1: string, validFrom: string, validTo: string, extra: object = {}) => ({
+      conditionRecordSetId: set.id,
+      key1,
+      key2: '',
+      key12: '',
+      validFrom,
+      validTo,
+      ...extra,
+    });
+    okData(await call('/add/CRCI', { data: item('A', '2026-01-01', '2026-12-31') }));
+    okData(await call('/add/CRCI', [{ data: item('B', '2026-01-01', '2026-12-31') }]));
+    const header = ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'validTo'];
+    assert.equal(
+      okData(
+        await call('/loaddata/CRCI', {
+          data: { header, data: [[set.id, 'C', '', '2026-01-01', '2026-12-31']] },
+        }),
+      )[0].insertedRecords ?? 1,
+      1,
+    );
+    assert.equal(
+      okData(
+        await call('/loaddata/CRCP', {
+          data: { header, data: [[set.id, 'D', '', '2026-01-01', '2026-12-31']] },
+        }),
+      )[0].inserted,
+      1,
+    );
+    const stored = okData(
+      await call('/fetch/CRCI', { data: { conditionRecordSetId: set.id }, sortBy: 'key1' }),
+    );
+    assert.deepEqual(
+      stored.map((r: any) => [r.key1, r.key2 ?? null, r.key12 ?? null]),
+      [
+        ['A', null, null],
+        ['B', null, null],
+        ['C', null, null],
+        ['D', null, null],
+      ],
+    );
+    for (const key of ['A', 'B', 'C', 'D']) {
+      assert.deepEqual((await lookup(key, '2026-06-15'))?.keys, [key], key);
+      // An item of the same key inside the year overlaps it, with "" or without the extra keys.
+      const r = await call('/add/CRCI1', {
+        data: { conditionRecordSetId: set.id, key1: key, validFrom: '2026-06-01', validTo: '2026-06-30' },
+      });
+      expectError(r, 400, -4, 'validFrom');
+      expectError(
+        await call('/add/CRCI', { data: item(key, '2026-06-01', '2026-06-30') }),
+        400,
+        -4,
+        'validFrom',
+      );
+    }
+    // A spliced load of a key with "" cuts the item of that key (one key tuple, not two).
+    const cut = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[set.id, 'A', '', '2026-07-01', '2026-07-31']],
+          options: { conditionRecords: { splicing: {} } },
+        },
+      }),
+    )[0];
+    assert.deepEqual([cut.inserted, cut.split], [1, 1]);
+    assert.equal((await lookup('A', '2026-07-15'))?.validFrom, '2026-07-01');
+  });
+
   test('CRCIH is read-only, for admins too', async () => {
     const s = await newSet();
     const item = await addItem(s.id, 'K', '2026-01-01', '2026-01-31');
