@@ -76,6 +76,14 @@ async function setSize(db: Db, partitionId: number, key: string, size: number): 
   ]);
 }
 
+/** A blob removed before or while it is read (its slot deleted or expired meanwhile). */
+function blobGone(while_: 'read' | 'written' = 'read'): AppError {
+  return new AppError(
+    'NOT_FOUND',
+    `The file was removed while it was ${while_} (its upload slot was deleted)`,
+  );
+}
+
 function newKey(): string {
   return randomBytes(16).toString('hex');
 }
@@ -125,13 +133,26 @@ export function createDbBlobStore(db: Db): BlobStore {
         return size;
       } catch (e) {
         await store.delete(partitionId, key).catch(() => {});
+        // A chunk whose blob is gone: the blob was removed while it was written (its slot deleted).
+        if ((e as { code?: unknown }).code === '23503') throw blobGone('written');
         throw e;
       }
     },
     async *read(partitionId, key, range) {
       const start = range?.start ?? 0;
-      const end = range?.end ?? Number.MAX_SAFE_INTEGER;
+      let end = range?.end ?? Number.MAX_SAFE_INTEGER;
       if (end <= start) return;
+      // The blob's size (set once it is whole): a read that finds fewer bytes was cut short by a
+      // delete (a slot removed while its file is loaded), which is no end of the file.
+      const sized = await db.query<{ size: string | number | null }>(
+        'SELECT size FROM blobs WHERE partition_id = $1 AND blob_key = $2',
+        [partitionId, key],
+      );
+      if (sized.rows.length === 0) throw blobGone();
+      const size = sized.rows[0]!.size === null ? undefined : Number(sized.rows[0]!.size);
+      if (size !== undefined) end = Math.min(end, size);
+      if (end <= start) return;
+      let got = 0;
       const last = Math.floor((end - 1) / CHUNK_BYTES);
       for (let first = Math.floor(start / CHUNK_BYTES); first <= last; first += READ_BATCH) {
         const r = await db.query<{ seq: number; data: Uint8Array }>(
@@ -139,16 +160,19 @@ export function createDbBlobStore(db: Db): BlobStore {
             WHERE partition_id = $1 AND blob_key = $2 AND seq BETWEEN $3 AND $4 ORDER BY seq`,
           [partitionId, key, first, Math.min(last, first + READ_BATCH - 1)],
         );
-        if (r.rows.length === 0) return; // past the end of a read without a range
         for (const row of r.rows) {
           const offset = row.seq * CHUNK_BYTES;
           const data = asBuffer(row.data);
           const from = Math.max(0, start - offset);
           const to = Math.min(data.length, end - offset);
-          if (to > from) yield data.subarray(from, to);
+          if (to > from) {
+            got += to - from;
+            yield data.subarray(from, to);
+          }
         }
-        if (r.rows.length < Math.min(last, first + READ_BATCH - 1) - first + 1) return;
+        if (r.rows.length < Math.min(last, first + READ_BATCH - 1) - first + 1) break;
       }
+      if (size !== undefined && got < Math.max(0, end - start)) throw blobGone();
     },
     async delete(partitionId, key) {
       // The chunks go with their `blobs` row (ON DELETE CASCADE).
@@ -189,6 +213,8 @@ export function createDirectoryBlobStore(db: Db, dir: string): BlobStore {
       } catch (e) {
         out.destroy();
         await store.delete(partitionId, key).catch(() => {});
+        // The `.part` file renamed after it was removed: the blob was deleted while it was written.
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobGone('written');
         throw e;
       }
     },
@@ -198,7 +224,12 @@ export function createDirectoryBlobStore(db: Db, dir: string): BlobStore {
         highWaterMark: CHUNK_BYTES,
         ...(range ? { start: range.start, end: range.end - 1 } : {}),
       });
-      for await (const piece of stream) yield piece as Buffer;
+      try {
+        for await (const piece of stream) yield piece as Buffer;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobGone();
+        throw e;
+      }
     },
     async delete(partitionId, key) {
       const path = pathOf(partitionId, key);

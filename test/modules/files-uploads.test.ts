@@ -267,6 +267,42 @@ describe('upload slots', () => {
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 
+  test('a slot deleted while a file is uploaded into it: the upload is a 404, not a 500', async () => {
+    const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
+    let resume: () => void = () => {};
+    const paused = new Promise<void>((r) => (resume = r));
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(Buffer.from('first part,'));
+        await paused;
+        controller.enqueue(Buffer.from('second part\n'));
+        controller.close();
+      },
+    });
+    const upload = fetch(`${h.url}${h.config.basePath}/${h.partition}/uploadmanager.upload/${slotId}`, {
+      method: 'POST',
+      headers: {
+        authorization: authHeader(h),
+        'content-type': 'text/csv',
+        'content-disposition': 'attachment; filename="late.csv"',
+      },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    // The upload has begun (its slot shows it) before the slot is deleted.
+    for (let i = 0; i < 100; i++) {
+      const p = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
+      if (p.status === 'UPLOADING') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
+    resume();
+    const res = await upload;
+    const answer = (await res.json()) as any;
+    assert.equal(res.status, 404, JSON.stringify(answer));
+    assert.equal(answer.response.status, -1);
+  });
+
   test('a slot is its creator’s: another user, no credentials, another partition are refused', async () => {
     const slotId = assertOk(await send(h, '/uploadmanager.newuploadslot'))[0].slotId;
     assertError(await send(h, `/uploadmanager.progress/${slotId}`, { who: bob }), 404, -1);
