@@ -288,7 +288,7 @@ describe('upload slots', () => {
       },
       body,
       duplex: 'half',
-    } as RequestInit);
+    });
     // The upload has begun (its slot shows it) before the slot is deleted.
     for (let i = 0; i < 100; i++) {
       const p = assertOk(await send(h, `/uploadmanager.progress/${slotId}`))[0];
