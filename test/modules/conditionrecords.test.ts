@@ -71,8 +71,19 @@ describe('condition records', () => {
     const upd = (body: unknown, who: Who | null = admin) =>
       call(`/conditionrecordset.update/${s.id}`, body, who);
     expectError(await upd({ data: { label: 'new' } }), 400, -4, 'oldValues.version');
-    expectError(await upd({ data: { keySize: 3 }, oldValues: { version: 0 } }), 400, -4, 'data.keySize');
-    const [u] = okData(await upd({ data: { label: 'new', userGroupEdit: 'G1' }, oldValues: { version: 0 } }));
+    expectError(await upd({ data: { keySize: 3 }, oldValues: { version: 0 } }), 400, -4, 'keySize');
+    expectError(
+      await upd({ data: { uniqueName: 'other' }, oldValues: { version: 0 } }),
+      400,
+      -4,
+      'uniqueName',
+    );
+    expectError(await upd({ data: { colour: 'red' }, oldValues: { version: 0 } }), 400, -4, 'data.colour');
+    // A client sends the set as fetched, changed, with the fetched set as oldValues.
+    const [asFetched] = okData(await call(`/fetch/CRCS/${s.id}`));
+    const [u] = okData(
+      await upd({ data: { ...asFetched, label: 'new', userGroupEdit: 'G1' }, oldValues: asFetched }),
+    );
     assert.equal(u.label, 'new');
     assert.equal(u.version, 1);
     expectError(await upd({ data: { label: 'again' }, oldValues: { version: 0 } }), 409, -1);

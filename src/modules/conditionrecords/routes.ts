@@ -40,7 +40,8 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
           properties: {
             operationType: { type: 'string' },
             data: { type: 'object' },
-            oldValues: { type: ['object', 'null'], additionalProperties: false, properties: { version: {} } },
+            // The set as fetched, as clients send it; its version is what counts.
+            oldValues: { type: ['object', 'null'] },
           },
         },
         ...records,

@@ -32,18 +32,31 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
   const b = isObj(body) ? body : {};
   if (!isObj(b.data)) throw validationError('data', 'must be an object');
   const data: Obj = {};
+  const setId = /^\d{1,15}(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
+  if (setId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
   for (const [k, v] of Object.entries(b.data)) {
-    if (k === 'id' || k === 'typedId' || k === 'version') continue; // addressing and echo fields
-    if (!(UPDATABLE_SET_FIELDS as readonly string[]).includes(k)) {
-      throw validationError(`data.${k}`, `cannot be changed (only ${UPDATABLE_SET_FIELDS.join(', ')})`);
+    if (k === 'id' || k === 'typedId') continue; // the path addresses the set
+    const f = SET_TYPE.fields.find((x) => x.name === k);
+    // A set as fetched may come back whole: the engine takes its server-kept fields as an echo and
+    // its keys (uniqueName, keySize) as long as they are unchanged; so is `wildcardKeys`, fixed at
+    // creation, when it repeats the stored value.
+    if (f?.system === true || f?.key === true || (UPDATABLE_SET_FIELDS as readonly string[]).includes(k)) {
+      data[k] = v;
+      continue;
     }
-    data[k] = v;
+    if (k === 'wildcardKeys' && (await storedWildcards(db, principal, setId)) === v) continue;
+    throw validationError(
+      `data.${k}`,
+      f === undefined ? 'unknown field' : `cannot be changed (only ${UPDATABLE_SET_FIELDS.join(', ')})`,
+    );
   }
   if (!isObj(b.oldValues) || b.oldValues.version === undefined) {
     throw validationError('oldValues.version', 'is required');
   }
-  const setId = /^\d{1,15}(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
-  if (setId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
+  // oldValues: the set as fetched (its version is what counts); a name no set field has is a typo.
+  for (const k of Object.keys(b.oldValues))
+    if (k !== 'typedId' && !SET_TYPE.fields.some((f) => f.name === k))
+      throw validationError(`oldValues.${k}`, 'unknown field');
   return updateRecords(
     db,
     principal,
@@ -51,6 +64,15 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
     [{ data: { ...data, typedId: `${setId}.CRCS` }, oldValues: b.oldValues }],
     false,
   );
+}
+
+/** The stored `wildcardKeys` of a set (undefined: no such set; the update says so). */
+async function storedWildcards(db: Db, principal: Principal, setId: string): Promise<boolean | undefined> {
+  const r = await db.query<{ wildcard_keys: boolean }>(
+    'SELECT wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND id = $2',
+    [principal.partitionId, setId],
+  );
+  return r.rows[0]?.wildcard_keys;
 }
 
 /**
