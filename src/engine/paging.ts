@@ -17,6 +17,17 @@ export function paging(
 }
 
 /**
+ * The fields of a fetch body that lists read by their path (pageOfList) do not take: a client of the
+ * interface sends them as `null` (not given), which they accept; a value is a -4 naming the field.
+ */
+export const UNTAKEN_LIST_FIELDS = {
+  sortBy: { type: 'null' },
+  resultFields: { type: 'null' },
+  valueFields: { type: 'null' },
+  distinctResults: { type: 'null' },
+} as const;
+
+/**
  * A list read by its path, paged as fetches are (`startRow` included, `endRow` excluded, 300 by
  * default, at most `maxPageSize`: -4 beyond, or for an end before the start).
  */

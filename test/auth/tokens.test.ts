@@ -51,6 +51,11 @@ describe('api tokens and one-time tokens', () => {
     });
     assert.equal(paged.body.response.data.length, 1);
     assert.equal(paged.body.response.totalRows, listed.body.response.totalRows);
+    const nulls = await h.call('/accountmanager.listjsonwebtokens', {
+      basic: admin,
+      body: { startRow: 0, endRow: 1, sortBy: null, resultFields: null },
+    });
+    assert.deepEqual(status(nulls), [200, 0], nulls.text);
     // Paged as fetches are: at most the largest page, the end not before the start (-4 on endRow).
     for (const body of [
       { startRow: 0, endRow: 100_000 },

@@ -184,6 +184,11 @@ test('operations that take no arguments refuse unknown fields (-4 naming them); 
     );
     expectError(await call('/fetch', { endRow: 51 }), 400, -4, 'endRow');
     expectError(await call('/fetch', { data: { typeCode: 'P' } }), 400, -4);
+    // A client's nulls are "not given", the fields such clients send are taken; a sort is refused.
+    const nulls = { startRow: null, endRow: null, sortBy: null, resultFields: null, valueFields: null };
+    const asClients = await call('/fetch', { ...nulls, distinctResults: null, componentId: 'grid1' });
+    assert.deepEqual(asClients.body.response.data, all.body.response.data);
+    expectError(await call('/fetch', { sortBy: 'code' }), 400, -4, 'sortBy');
   } finally {
     await h.close();
   }

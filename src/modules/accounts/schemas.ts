@@ -3,6 +3,7 @@
 // reach a client even if a query selected it by mistake.
 
 import { envelopeSchema } from '../../http/envelope.ts';
+import { UNTAKEN_LIST_FIELDS } from '../../engine/paging.ts';
 
 const str = { type: 'string' } as const;
 const strOrNull = { type: ['string', 'null'] } as const;
@@ -140,6 +141,7 @@ export const listBody = {
     componentId: { type: 'string' },
     dataSource: { type: 'string' },
     operationId: { type: 'string' },
+    ...UNTAKEN_LIST_FIELDS,
   },
 } as const;
 

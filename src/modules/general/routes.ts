@@ -23,7 +23,7 @@ import {
 import { describeType, listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
-import { pageOfList } from '../../engine/paging.ts';
+import { UNTAKEN_LIST_FIELDS, pageOfList } from '../../engine/paging.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 import { isObj } from '../../engine/values.ts';
@@ -73,6 +73,10 @@ const typeListBody = {
     endRow: fetchBodySchema.properties.endRow,
     oldValues: {},
     data: { type: ['object', 'null'], maxProperties: 0 },
+    componentId: fetchBodySchema.properties.componentId,
+    dataSource: fetchBodySchema.properties.dataSource,
+    operationId: fetchBodySchema.properties.operationId,
+    ...UNTAKEN_LIST_FIELDS,
   },
 } as const;
 
