@@ -6,7 +6,7 @@ import type { Principal } from '../access/access.ts';
 import { batchTransaction, type Db, type Tx } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { AppError, validationError } from '../http/errors.ts';
-import { requireAccess } from './access-check.ts';
+import { requireWrite } from './access-check.ts';
 import {
   compileCriteria,
   parseCriteria,
@@ -123,7 +123,7 @@ export async function deleteByFilter(
   body: FetchBody,
   lenient: boolean,
 ): Promise<BatchResult> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type, 'delete');
   let ignored: BatchResult['ignored'] = [];
   const count = await runBulk(db, async (tx) => {
     const tc = await loadTypeContext(
@@ -209,7 +209,7 @@ export async function massEdit(
   type: TypeDef,
   body: MassEditBody,
 ): Promise<number> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type);
   if (!type.massEditable) throw validationError('typeCode', `${type.code} is not mass-editable`);
   if (body.massEditRecords.length === 0)
     throw validationError('massEditRecords', 'must name at least one change');
@@ -244,7 +244,7 @@ export async function resetColumn(
   type: TypeDef,
   column: string,
 ): Promise<number> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type);
   // Records with state rules (beforeChange: a locked rebate record group, ...) are changed one by one,
   // where the rules are checked; one UPDATE over the whole column would pass them by.
   if (type.beforeChange)

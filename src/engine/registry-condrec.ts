@@ -293,7 +293,7 @@ export const HISTORY_TYPE: TypeDef = {
   },
   // Written only by the database (deleted and superseded items); removing history is housekeeping.
   access: { fetch: 'CONDITIONRECORD_FETCH', write: 'PARTITION_ADMIN' },
-  validate: () => ({ typeCode: { errorMessage: 'CRCIH is written by the server (history of CRCI)' } }),
+  writtenBy: { message: 'CRCIH is written by the server (history of CRCI)' },
 };
 
 /**

@@ -200,7 +200,7 @@ export const DCR_TYPES: readonly TypeDef[] = [
     userGroups: false,
     // /delete/DCR removes a DCR with its items (the service refuses nothing else of the generic ops).
     access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
-    validate: () => ({ typeCode: { errorMessage: 'DCRs are created and changed with /dcrmanager.*' } }),
+    writtenBy: { message: 'DCRs are created and changed with /dcrmanager.*', deletable: true },
   },
   {
     code: 'DCRI',

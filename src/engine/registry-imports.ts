@@ -39,7 +39,7 @@ export const IMPORT_TYPES: readonly TypeDef[] = [
     userGroups: false,
     // /delete/IM removes an import with its staged changes.
     access: { fetch: 'IMPORT_EDIT', write: 'IMPORT_EDIT' },
-    validate: () => ({ typeCode: { errorMessage: 'imports are created and changed with /importmanager.*' } }),
+    writtenBy: { message: 'imports are created and changed with /importmanager.*', deletable: true },
   },
   {
     code: 'IMC',

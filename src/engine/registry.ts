@@ -263,9 +263,10 @@ const JOB_TYPE: TypeDef = {
   access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
   ownedRows: (principal, add, alias) =>
     principal.admin ? undefined : `${qualified(alias, 'created_by')} = ${add(principal.userId)}`,
-  validate: () => ({
-    typeCode: { errorMessage: 'jobs are created by asynchronous operations, not written directly' },
-  }),
+  writtenBy: {
+    message: 'jobs are created by asynchronous operations, not written directly',
+    deletable: true,
+  },
 };
 
 const TYPES: readonly TypeDef[] = [

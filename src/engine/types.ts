@@ -198,6 +198,12 @@ export interface TypeDef {
     alias: string,
   ) => string | undefined;
   readonly access: { readonly fetch: RouteAccess; readonly write: Permission };
+  /**
+   * Records the general writes never add or change (jobs, DCRs, imports, condition record history):
+   * every general write is a -4 on `typeCode` with `message` (who writes them), before anything is
+   * read — deletes too, unless `deletable`.
+   */
+  readonly writtenBy?: { readonly message: string; readonly deletable?: boolean };
   /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
   readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;
   /**

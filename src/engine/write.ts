@@ -7,7 +7,7 @@ import { batchTransaction, type Db, type Queryable, type Tx } from '../db/db.ts'
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, elementError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
-import { canEdit, requireAccess } from './access-check.ts';
+import { canEdit, requireWrite } from './access-check.ts';
 import { addressOf, describeAddress, lockBatch, requireAddress, selectOne } from './addressing.ts';
 import {
   loadTypeContext,
@@ -141,7 +141,7 @@ export async function addRecords(
   type: TypeDef,
   items: readonly Obj[],
 ): Promise<Row[]> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type);
   const add = async (q: Queryable, ctx: ReturnType<typeof contextCache>, data: Obj): Promise<Row> => {
     const tc = await ctx(data);
     const values = prepareValues(tc, data, 'add');
@@ -211,7 +211,7 @@ export async function updateRecords(
   items: readonly UpdateItem[],
   returnOld: boolean,
 ): Promise<Row[]> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type);
   return inBatch(
     db,
     principal,
@@ -300,7 +300,7 @@ export async function integrateRecords(
   items: readonly Obj[],
   returnOld: boolean,
 ): Promise<Row[]> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type);
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
   // The common case — one complete record by business key, of a type without state rules — is a
@@ -386,7 +386,7 @@ export async function deleteRecords(
   items: readonly Obj[],
   oldValues: readonly (Obj | null)[] = [],
 ): Promise<Row[]> {
-  requireAccess(principal, type.access.write);
+  requireWrite(principal, type, 'delete');
   const versions = new Map(items.map((data, i) => [data, oldValues[i] ?? null]));
   return inBatch(db, principal, type, items, async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);

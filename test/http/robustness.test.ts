@@ -125,7 +125,7 @@ test('odd bodies on the general operations answer 4xx envelopes, never 500', asy
   await h.close();
 });
 
-test('a write without typedId, of a type without a business key (JST), is a -4 naming typedId, never a 500', async () => {
+test('a write without typedId, of a type without a business key (JST), is a -4, never a 500', async () => {
   const h = await startHarness();
   const s = await h.login();
   const H = { 'X-Ratecard-jwt': s.token };
@@ -139,7 +139,8 @@ test('a write without typedId, of a type without a business key (JST), is a -4 n
     ]) {
       for (const data of [{}, { jobName: 'x' }]) {
         const r = await h.call(p, { headers: H, body: { data } });
-        expectError(r, 400, -4, 'typedId');
+        // Jobs are never updated or integrated (refused before the address is read); deleted by id.
+        expectError(r, 400, -4, p === '/delete/JST' ? 'typedId' : 'typeCode');
         assert.doesNotMatch(r.body.response.data, /undefined/, `${p}: ${r.text}`);
       }
     }

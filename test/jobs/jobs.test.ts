@@ -184,6 +184,24 @@ describe('jobs', () => {
       400,
       -4,
     );
+    // Refused before anything is read: a stale version, an unknown id, a mass edit are the same -4
+    // (a 409 would tell the client to retry a write that can never succeed).
+    for (const [path, body] of [
+      ['/update/JST', { data: { typedId: `${job.id}.JST`, status: 'FAILED' }, oldValues: { version: 0 } }],
+      ['/update/JST', { data: { typedId: '999999.JST', status: 'FAILED' } }],
+      ['/integrate/JST', { data: { typedId: `${job.id}.JST`, status: 'FAILED' } }],
+      [
+        '/massedit/JST',
+        {
+          filterCriteria: {},
+          massEditRecords: [{ fieldName: 'status', massEditOperator: '=', fieldValue: 'X' }],
+        },
+      ],
+    ] as const) {
+      const r = await send(h, path, { body: JSON.stringify(body), headers: json });
+      assertError(r, 400, -4);
+      assert.match(JSON.stringify((r.body as any).response.errors), /typeCode/, path);
+    }
     assertError(
       await send(h, `/delete/JST`, {
         who: bob,

@@ -354,6 +354,8 @@ describe('condition records: rules on every path', () => {
     expectError(await call('/delete/CRCIH', { data: { typedId: hist.typedId } }), 400, -4, 'typeCode');
     for (const path of ['/delete/CRCIH/batch', '/delete/CRCIH/batch/forcefilter']) {
       expectError(await call(path, { data: { itemId: item.id } }), 400, -4, 'typeCode');
+      // Also when nothing matches: read-only is no answer that depends on the filter.
+      expectError(await call(path, { data: { key1: 'no such key' } }), 400, -4, 'typeCode');
     }
     assert.equal(okData(await call('/fetch/CRCIH', { data: { itemId: item.id } })).length, 1);
   });
