@@ -200,7 +200,7 @@ describe('jobs', () => {
     ] as const) {
       const r = await send(h, path, { body: JSON.stringify(body), headers: json });
       assertError(r, 400, -4);
-      assert.match(JSON.stringify((r.body as any).response.errors), /typeCode/, path);
+      assert.match(JSON.stringify(r.body.response.errors), /typeCode/, path);
     }
     assertError(
       await send(h, `/delete/JST`, {
