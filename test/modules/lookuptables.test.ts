@@ -690,6 +690,46 @@ describe('lookup tables', () => {
     expectError(await api(`${M}.fetch/${id}?output=pdf`, {}), 400, -4);
   });
 
+  test('the XLSX export keeps numbers a double cannot hold as their text; any table name is a sheet name', async () => {
+    const { token } = await h.login();
+    const exported = async (id: number) => {
+      const res = await fetch(`${h.url}${h.config.basePath}/${h.partition}${M}.fetch/${id}?output=xls`, {
+        method: 'POST',
+        headers: { 'X-Ratecard-jwt': token, 'content-type': 'application/json' },
+        body: JSON.stringify({ resultFields: ['name', 'value'], sortBy: 'name' }),
+      });
+      assert.equal(res.status, 200);
+      const workbook = new ExcelJS.Workbook();
+      await workbook.xlsx.load(await res.arrayBuffer());
+      const sheet = workbook.worksheets[0]!;
+      const rows: unknown[][] = [];
+      sheet.eachRow((row) => rows.push((row.values as unknown[]).slice(1)));
+      return { name: sheet.name, rows: rows.slice(1) };
+    };
+    const id = await newTable(api, "'Q3'", 'SIMPLE', 'REAL');
+    okData(
+      await api(`${M}.add/${id}`, [
+        { data: { name: 'a', value: '9007199254740993' } },
+        { data: { name: 'b', value: '1e-400' } },
+        { data: { name: 'c', value: '0.12345678901234567890123' } },
+        { data: { name: 'd', value: '2.50' } },
+        { data: { name: 'e', value: '9007199254740992' } },
+      ]),
+    );
+    const q3 = await exported(id);
+    assert.equal(q3.name, '_Q3_');
+    assert.deepEqual(q3.rows, [
+      ['a', '9007199254740993'],
+      ['b', '1e-400'],
+      ['c', '0.12345678901234567890123'],
+      ['d', 2.5],
+      ['e', 9007199254740992],
+    ]);
+    const history = await newTable(api, 'History', 'SIMPLE', 'REAL');
+    okData(await api(`${M}.add/${history}`, [{ data: { name: 'x', value: 1 } }]));
+    assert.deepEqual(await exported(history), { name: 'History_', rows: [['x', 1]] });
+  });
+
   test('copy makes a new table with every value, in one transaction', async () => {
     const id = await newTable(api, 'original', 'RANGE', 'INT');
     okData(

@@ -3,6 +3,7 @@
 // large table is never held in memory.
 
 import type { Writable } from 'node:stream';
+import { Decimal } from 'decimal.js';
 import ExcelJS from 'exceljs';
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
@@ -70,15 +71,41 @@ export async function exportValues(
   return { table, fields, pages: pages() };
 }
 
-/** A cell as a spreadsheet holds it: numbers as numbers, JSON as its text. */
+/**
+ * A cell as a spreadsheet holds it: numbers as numbers (a cell is a double) while a double holds them
+ * exactly, else their exact text (`9007199254740993`, `1e-400`, 23 decimals), as /fetch answers them;
+ * JSON as its text.
+ */
 function cell(f: FieldDef, v: unknown): unknown {
   if (v === null || v === undefined) return null;
   if ((f.type === 'decimal' || f.type === 'integer') && typeof v === 'string') {
     const n = Number(v);
-    return Number.isFinite(n) ? n : v;
+    return Number.isFinite(n) && holdsExactly(v, n) ? n : v;
   }
   if (typeof v === 'object' && !(v instanceof Date)) return JSON.stringify(v);
   return v;
+}
+
+/** Whether the double `n` is the decimal `text` (text that is no decimal: no). */
+function holdsExactly(text: string, n: number): boolean {
+  try {
+    return new Decimal(text).equals(n);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A worksheet name Excel (and exceljs, reading it back) takes for a table's name: none of
+ * `[ ] : * ? / \`, no apostrophe first or last, at most 31 characters, not the reserved `History`.
+ */
+export function sheetName(tableName: string): string {
+  const name = tableName
+    .replace(/[[\]:*?/\\]/g, '_')
+    .slice(0, 31)
+    .replace(/^'|'$/g, '_');
+  if (name === '') return 'values';
+  return name.toLowerCase() === 'history' ? `${name}_` : name;
 }
 
 /** Writes the export as one worksheet (header row of field names) with exceljs's streaming writer. */
@@ -88,9 +115,7 @@ export async function writeXlsx(exp: ValueExport, out: Writable): Promise<void> 
     useStyles: false,
     useSharedStrings: false,
   });
-  const sheet = workbook.addWorksheet(
-    exp.table.uniqueName.replace(/[[\]:*?/\\]/g, '_').slice(0, 31) || 'values',
-  );
+  const sheet = workbook.addWorksheet(sheetName(exp.table.uniqueName));
   sheet.addRow(exp.fields.map((f) => f.name)).commit();
   for await (const page of exp.pages) {
     for (const row of page) sheet.addRow(row.map((v, i) => cell(exp.fields[i]!, v))).commit();
