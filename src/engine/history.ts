@@ -283,12 +283,13 @@ export function historyCte(name: string, written: string, source: HistorySource)
     changed = `CASE WHEN o.id IS NULL THEN ${present('w')}${soft ? ` WHEN ${isDelete} THEN ${present('o')}` : ''} ELSE ${diff} END`;
     changes = `CASE WHEN o.id IS NULL THEN ${added}${soft ? ` WHEN ${isDelete} THEN ${deleted('o')}` : ''} ELSE ${updated} END`;
   }
+  const keyColumn = (k: string) => `${qualified('w', type.fields.find((f) => f.name === k)!.column)}::text`;
   const keyExpr =
-    type.businessKey.length === 0
-      ? 'NULL'
-      : type.businessKey
-          .map((k) => `${qualified('w', type.fields.find((f) => f.name === k)!.column)}::text`)
-          .join(` || '|' || `);
+    type.historyKey !== undefined
+      ? `concat_ws('|', ${type.historyKey.map(keyColumn).join(', ')})`
+      : type.businessKey.length === 0
+        ? 'NULL'
+        : type.businessKey.map(keyColumn).join(` || '|' || `);
   const group = viewGroupSql(type, 'w');
   // The old row by its primary key, one probe per written row (LATERAL ... LIMIT 1 keeps it a probe):
   // joined, the planner hashed the whole table for a 10,000-row chunk whenever its statistics were
@@ -320,7 +321,8 @@ export function historyCte(name: string, written: string, source: HistorySource)
  */
 export function addedColumnsRead(type: TypeDef): string[] {
   const columns = ['partition_id', 'id', 'version'];
-  for (const k of type.businessKey) columns.push(type.fields.find((f) => f.name === k)!.column);
+  for (const k of type.historyKey ?? type.businessKey)
+    columns.push(type.fields.find((f) => f.name === k)!.column);
   if (type.userGroups) columns.push('user_group_view_details');
   else if (type.scopedBy) columns.push(type.scopedBy.column);
   return [...new Set(columns)];

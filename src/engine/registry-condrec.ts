@@ -232,9 +232,11 @@ function itemType(
 }
 
 /** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId. */
-export const ITEM_TYPE: TypeDef = itemType('CRCI', 'Condition record item', keyFields(MAX_KEY_SIZE, false), [
-  'id',
-]);
+export const ITEM_TYPE: TypeDef = {
+  ...itemType('CRCI', 'Condition record item', keyFields(MAX_KEY_SIZE, false), ['id']),
+  // Its history rows name the item as its sized code's do: set|key1..keyN|validFrom.
+  historyKey: ['conditionRecordSetId', ...keyFields(MAX_KEY_SIZE, false).map((k) => k.name), 'validFrom'],
+};
 
 const SIZED_TYPES: readonly TypeDef[] = Array.from({ length: MAX_KEY_SIZE }, (_, i) => {
   const n = i + 1;

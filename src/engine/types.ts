@@ -110,6 +110,12 @@ export interface TypeDef {
   readonly fields: readonly FieldDef[];
   /** API names of the business key, in order. */
   readonly businessKey: readonly string[];
+  /**
+   * The fields whose values record history keeps as a record's business key, when not `businessKey`
+   * (`CRCI`, addressed by id, keeps the set, keys and validFrom its sized codes keep); joined by `|`,
+   * empty ones left out.
+   */
+  readonly historyKey?: readonly string[];
   /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
   readonly attributeMeta?: string;
   /**

@@ -345,6 +345,52 @@ describe('condition records: rules on every path', () => {
     assert.equal((await lookup('A', '2026-07-15'))?.validFrom, '2026-07-01');
   });
 
+  test('record history names an item by set|keys|validFrom, whichever item code and path wrote it', async () => {
+    const set = await newSet(2);
+    const [a] = okData(
+      await call('/add/CRCI', {
+        data: {
+          conditionRecordSetId: set.id,
+          key1: 'a',
+          key2: 'b',
+          validFrom: '2026-01-01',
+          validTo: '2026-12-31',
+        },
+      }),
+    );
+    okData(await call('/update/CRCI', { data: { typedId: `${a.id}.CRCI`, conditionValue: 2 } }));
+    okData(await call('/update/CRCI2', { data: { typedId: `${a.id}.CRCI2`, conditionValue: 3 } }));
+    const header = ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'validTo', 'conditionValue'];
+    okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[set.id, 'a', 'b', '2026-07-01', '2026-12-31', 4]],
+          options: { conditionRecords: { splicing: {} } },
+        },
+      }),
+    );
+    const key = `${set.id}|a|b|2026-01-01`;
+    const rows = okData(
+      await call('/history.fetch', { data: { typeCode: 'CRCI', recordId: a.id }, sortBy: ['id'] }),
+    );
+    assert.deepEqual(
+      rows.map((r: any) => [r.action, r.businessKey]),
+      [
+        ['ADD', key],
+        ['UPDATE', key],
+        ['UPDATE', key],
+        ['UPDATE', key],
+      ],
+    );
+    const byKey = okData(await call('/history.fetch', { data: { businessKey: key }, sortBy: ['id'] }));
+    assert.equal(byKey.length, 4);
+    const [cut] = okData(
+      await call('/history.fetch', { data: { businessKey: `${set.id}|a|b|2026-07-01` }, sortBy: ['id'] }),
+    );
+    assert.equal(cut.action, 'ADD', 'the new item of the load, under its own key');
+  });
+
   test('CRCIH is read-only, for admins too', async () => {
     const s = await newSet();
     const item = await addItem(s.id, 'K', '2026-01-01', '2026-01-31');
