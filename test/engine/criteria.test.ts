@@ -437,6 +437,12 @@ void describe('compileCriteria: exact SQL', () => {
       '("name" = ANY($1::text[]) OR "name" IS NULL)',
       [['a']],
     ],
+    [
+      'strict: a null in the set is SQL IN (..., NULL): no member but the others, notInSet matches nothing',
+      strict('and', leaf('name', 'inSet', ['a', null]), leaf('qty', 'notInSet', [1, null])),
+      '(("name" = ANY($1::text[]) OR NULL) AND NOT (("qty" = ANY($2::bigint[]) OR NULL)))',
+      [['a'], [1]],
+    ],
     ['inSet []', leaf('d', 'inSet', []), '"d" = ANY($1::date[])', [[]]],
     [
       'notInSet matches NULLs',

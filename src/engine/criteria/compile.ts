@@ -58,7 +58,10 @@ function compileNode(node: ResolvedNode, outer: Ctx): string {
       const any = node.ci
         ? `lower(${a.sql}) = ANY(ARRAY(SELECT lower(v) FROM unnest(${list}) v))`
         : `${a.sql} = ANY(${list})`;
-      return negated(node.withNull ? `(${any} OR ${a.sql} IS NULL)` : any, node.negate, ctx);
+      // A null in the list: by default NULLs are members; in strict mode it is SQL's `IN (..., NULL)`,
+      // true for a member only and unknown otherwise, so `notInSet` with a null matches nothing.
+      const nulls = ctx.strict ? 'NULL' : `${a.sql} IS NULL`;
+      return negated(node.withNull ? `(${any} OR ${nulls})` : any, node.negate, ctx);
     }
     case 'null': {
       const a = column(node.field, ctx.alias).sql;
