@@ -19,7 +19,7 @@ export type Address = { readonly id: number } | { readonly key: readonly unknown
 export function parseId(type: TypeDef, v: unknown, field: string): number {
   const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : '';
   const m = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/.exec(text);
-  if (!m || (m[2] !== undefined && m[2] !== type.code)) {
+  if (!m || (m[2] !== undefined && m[2] !== type.code && !type.typedIdAliases?.includes(m[2]))) {
     throw validationError(field, `${JSON.stringify(v)} is not an id or typedId of type ${type.code}`);
   }
   return Number(m[1]);

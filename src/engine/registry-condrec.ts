@@ -234,6 +234,7 @@ function itemType(
 /** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId. */
 export const ITEM_TYPE: TypeDef = {
   ...itemType('CRCI', 'Condition record item', keyFields(MAX_KEY_SIZE, false), ['id']),
+  typedIdAliases: Array.from({ length: MAX_KEY_SIZE }, (_, i) => `CRCI${i + 1}`),
   // Its history rows name the item as its sized code's do: set|key1..keyN|validFrom.
   historyKey: ['conditionRecordSetId', ...keyFields(MAX_KEY_SIZE, false).map((k) => k.name), 'validFrom'],
 };
@@ -252,6 +253,7 @@ const SIZED_TYPES: readonly TypeDef[] = Array.from({ length: MAX_KEY_SIZE }, (_,
     fixed: { column: 'key_size_ref', value: String(n) },
     // The same items as CRCI: one record history per item, whichever code writes it.
     historyCode: 'CRCI',
+    typedIdAliases: ['CRCI'],
   };
 });
 

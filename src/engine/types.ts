@@ -116,6 +116,11 @@ export interface TypeDef {
    * empty ones left out.
    */
   readonly historyKey?: readonly string[];
+  /**
+   * Other type codes whose typedIds name records of this type too (`CRCI` and `CRCI<n>` name the
+   * same items: `5.CRCI2` addresses item 5 through `/update/CRCI`, `5.CRCI` through `/update/CRCI2`).
+   */
+  readonly typedIdAliases?: readonly string[];
   /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
   readonly attributeMeta?: string;
   /**

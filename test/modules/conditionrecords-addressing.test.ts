@@ -80,6 +80,28 @@ describe('condition records: addressing items and sets', () => {
     );
   });
 
+  test('an item is named by its CRCI and its CRCI<n> typedId alike; another size is no such item', async () => {
+    const set = await newSet(2);
+    const [item] = okData(
+      await call('/add/CRCI2', {
+        data: { conditionRecordSetId: set.id, key1: 'a', key2: 'b', validFrom: '2026-01-01' },
+      }),
+    );
+    assert.equal(item.typedId, `${item.id}.CRCI2`);
+    okData(await call('/update/CRCI', { data: { typedId: `${item.id}.CRCI2`, conditionValue: 1 } }));
+    okData(await call('/update/CRCI2', { data: { typedId: `${item.id}.CRCI`, conditionValue: 2 } }));
+    const [byOther] = okData(await call(`/fetch/CRCI/${item.id}.CRCI2`));
+    assert.equal(Number(byOther.conditionValue), 2);
+    const wrongSize = await call('/update/CRCI3', {
+      data: { typedId: `${item.id}.CRCI`, conditionValue: 3 },
+    });
+    assert.equal(wrongSize.status, 404, wrongSize.text);
+    const notItem = await call('/update/CRCI', { data: { typedId: `${item.id}.CRCS`, conditionValue: 3 } });
+    assert.equal(notItem.status, 400, notItem.text);
+    okData(await call('/delete/CRCI', { data: { typedId: `${item.id}.CRCI2` } }));
+    assert.equal((await call(`/fetch/CRCI2/${item.id}`)).status, 404);
+  });
+
   test('a load row names its set by a uniqueName of digits; one that is also another set’s id is an error', async () => {
     const digits = String(880_000_000 + Math.floor(Math.random() * 1_000_000));
     const numbered = await newSet(1, digits);
