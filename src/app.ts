@@ -18,6 +18,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { enterDeadline } from './db/deadline.ts';
 import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
+import { enterPatternScope } from './engine/criteria/patterns.ts';
 import { authenticate } from './auth/authenticate.ts';
 import { AppError } from './http/errors.ts';
 import { MAX_PATH_PARAM, errorEnvelopeSchema, handleError } from './http/envelope.ts';
@@ -205,6 +206,8 @@ export async function buildApp({
     enterDeadline(config.syncTimeoutSeconds * 1000);
     // Record history names the request and its operation (the path after the partition).
     enterHistoryOrigin({ requestId: req.id, operation: operationOf(req.url, config.basePath) });
+    // A pattern the database refuses names the fields the request's criteria test with it.
+    enterPatternScope();
     done();
   });
   // While draining for shutdown, answers close their connection so keep-alive clients let go at once.

@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, namedElement, validationError, type FieldErrors } from './errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import { unstorableIn } from '../engine/values.ts';
+import { patternFields } from '../engine/criteria/patterns.ts';
 import type {} from './fastify-types.ts';
 
 export interface ListInfo {
@@ -266,6 +267,13 @@ function mapError(err: unknown): AppError {
     // PostgreSQL's own text says which (e.g. "invalid regular expression: quantifier operand
     // invalid"); it names values of the request only, never anything of the server.
     const why = typeof fe.message === 'string' && fe.message !== '' ? `: ${fe.message}` : '';
+    const patterns = fe.code === '2201B' ? patternFields() : [];
+    if (patterns.length > 0) {
+      const errorMessage = `the database refused the regular expression${why}`;
+      return new AppError('VALIDATION', `${patterns.join(', ')}: ${errorMessage}`, {
+        errors: Object.fromEntries(patterns.map((f) => [f, { errorMessage }])),
+      });
+    }
     return new AppError('VALIDATION', `A value was refused by the database${why}`, { field: 'data' });
   }
   if (fe.statusCode === 429) return new AppError('RATE_LIMITED');

@@ -178,6 +178,32 @@ describe('every criteria operator over HTTP', () => {
     }
   });
 
+  test('a pattern the database refuses (JavaScript took it) names its field, on fetch and massedit', async () => {
+    const criteria = (pattern: string) => ({
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [leaf('sku', 'startsWith', 'OP-'), leaf('label', 'iregexp', pattern)],
+    });
+    for (const pattern of ['(?<n>a)', '\\p{L}', '[\\d-z]']) {
+      for (const [path, body] of [
+        ['/fetch/P', { data: criteria(pattern) }],
+        [
+          '/massedit/P',
+          {
+            filterCriteria: criteria(pattern),
+            massEditRecords: [{ fieldName: 'attribute4', massEditOperator: '=', fieldValue: 'x' }],
+          },
+        ],
+      ] as const) {
+        const r = await h.call(path, { headers: { 'X-Ratecard-jwt': token }, body });
+        assert.equal(r.status, 400, r.text);
+        assert.equal(r.body.response.status, -4);
+        assert.deepEqual(Object.keys(r.body.response.errors), ['label'], `${path} ${pattern}: ${r.text}`);
+        assert.match(r.body.response.errors.label.errorMessage, /regular expression/);
+      }
+    }
+  });
+
   test('typedId filters and sorts as the id it names', async () => {
     const fetch = (body: object) => h.call('/fetch/P', { headers: { 'X-Ratecard-jwt': token }, body });
     const all = await fetch({ data: leaf('sku', 'startsWith', 'OP-'), sortBy: 'sku' });

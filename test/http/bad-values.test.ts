@@ -396,8 +396,8 @@ describe('bad values: a -4 naming the field, never a 500', () => {
 
   test('a regular expression only PostgreSQL refuses: a -4 with its reason', async () => {
     const r = await call('/fetch/P', { data: { fieldName: 'label', operator: 'regexp', value: 'a\\q' } });
-    expectError(r, 400, -4, 'data');
-    assert.match(r.body.response.errors.data.errorMessage, /invalid regular expression/);
+    expectError(r, 400, -4, 'label');
+    assert.match(r.body.response.errors.label.errorMessage, /invalid regular expression/);
   });
 
   test('an error of one element of a batch names the element; nothing of the batch is written', async () => {

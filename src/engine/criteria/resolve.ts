@@ -6,6 +6,7 @@ import { AppError, validationError } from '../../http/errors.ts';
 import type { FieldSpec, FieldType } from '../types.ts';
 import { coerceValue, notOfType, type Value } from '../values.ts';
 import { OPERATORS, type Anchor, type Comparison, type Operator, type Test } from './operators.ts';
+import { notePatternField } from './patterns.ts';
 import {
   MAX_CRITERIA,
   isArray,
@@ -276,6 +277,7 @@ function resolveLeaf(
     case 'regexp': {
       const pattern = String(required(node.value));
       checkRegexp(name, pattern);
+      notePatternField(name);
       return { kind: 'regexp', field, ci, pattern };
     }
     case 'set': {
