@@ -3,7 +3,8 @@
 // permission (403). Runs in `onRequest`, before the body is read, so refused requests cost little.
 // Credentials, first match wins: `?token=` (one-time), Authorization Basic, Authorization
 // `BEARER <system>;<jwt>` (external), Authorization Bearer <jwt> (OAuth/api token), the
-// `X-Ratecard-jwt` header, the `X-Ratecard-jwt` cookie.
+// `X-Ratecard-jwt` header, the `X-Ratecard-jwt` cookie. A one-time token (no JWT: no dots) may also
+// come as the bearer, the header or the cookie, and needs no CSRF token there (issue 19).
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -380,8 +381,15 @@ async function externalAuth(req: FastifyRequest, partition: string, system: stri
   return principalOf(req, row, 'external', result.permissions, { externalSystem: system });
 }
 
+/** The form of a one-time token (tokens.ts: 24 random bytes, base64url); a JWT has dots. */
+const ONE_TIME_TOKEN = /^[A-Za-z0-9_-]{32}$/;
+
 async function principalFor(req: FastifyRequest, reply: FastifyReply, partition: string): Promise<Principal> {
   const names = authNames(req.server.config.productToken);
+  const viaToken = (token: string, via: 'cookie' | 'header' | 'bearer') =>
+    ONE_TIME_TOKEN.test(token)
+      ? oneTimeAuth(req, partition, token)
+      : tokenAuth(req, reply, partition, token, via);
   const oneTime = (req.query as Record<string, unknown> | undefined)?.token;
   if (typeof oneTime === 'string' && oneTime !== '') return oneTimeAuth(req, partition, oneTime);
   const authorization = req.headers.authorization;
@@ -393,15 +401,13 @@ async function principalFor(req: FastifyRequest, reply: FastifyReply, partition:
       const semi = value.indexOf(';');
       if (semi >= 0)
         return externalAuth(req, partition, value.slice(0, semi).trim(), value.slice(semi + 1).trim());
-      return tokenAuth(req, reply, partition, value, 'bearer');
+      return viaToken(value, 'bearer');
     }
   }
   const headerToken = req.headers[names.header];
-  if (typeof headerToken === 'string' && headerToken !== '')
-    return tokenAuth(req, reply, partition, headerToken, 'header');
+  if (typeof headerToken === 'string' && headerToken !== '') return viaToken(headerToken, 'header');
   const cookieToken = req.cookies[names.cookie];
-  if (cookieToken !== undefined && cookieToken !== '')
-    return tokenAuth(req, reply, partition, cookieToken, 'cookie');
+  if (cookieToken !== undefined && cookieToken !== '') return viaToken(cookieToken, 'cookie');
   await loadAccount(req, partition, BY_ID, 0);
   throw new AppError('UNAUTHENTICATED');
 }

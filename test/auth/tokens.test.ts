@@ -197,6 +197,22 @@ describe('api tokens and one-time tokens', () => {
       [401, -7],
     );
   });
+
+  test('a one-time token also works as the bearer, the header or the cookie (no CSRF), once', async () => {
+    const fresh = async () =>
+      (await h.call('/accountmanager.getonetimetoken', { basic: admin })).body.response.data[0]
+        .token as string;
+    for (const how of [
+      (t: string) => ({ authorization: `Bearer ${t}` }),
+      (t: string) => ({ 'X-Ratecard-jwt': t }),
+      (t: string) => ({ cookie: `X-Ratecard-jwt=${t}` }),
+    ]) {
+      const headers = how(await fresh());
+      const add = () => h.call('/add/P', { headers, body: { data: { sku: `OTT-${Math.random()}` } } });
+      assert.deepEqual(status(await add()), [200, 0], JSON.stringify(headers));
+      assert.deepEqual(status(await add()), [401, -7], 'used once');
+    }
+  });
 });
 
 describe('one-time tokens die with what asked for them', () => {
