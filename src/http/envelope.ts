@@ -267,12 +267,11 @@ function mapError(err: unknown): AppError {
     // PostgreSQL's own text says which (e.g. "invalid regular expression: quantifier operand
     // invalid"); it names values of the request only, never anything of the server.
     const why = typeof fe.message === 'string' && fe.message !== '' ? `: ${fe.message}` : '';
+    // A refused pattern names its field when the request tests one field with patterns (the
+    // database's message does not say which pattern it refused; several fields stay `data`).
     const patterns = fe.code === '2201B' ? patternFields() : [];
-    if (patterns.length > 0) {
-      const errorMessage = `the database refused the regular expression${why}`;
-      return new AppError('VALIDATION', `${patterns.join(', ')}: ${errorMessage}`, {
-        errors: Object.fromEntries(patterns.map((f) => [f, { errorMessage }])),
-      });
+    if (patterns.length === 1) {
+      return validationError(patterns[0]!, `the database refused the regular expression${why}`);
     }
     return new AppError('VALIDATION', `A value was refused by the database${why}`, { field: 'data' });
   }

@@ -7,6 +7,7 @@
 
 import { outsideRequest } from '../db/deadline.ts';
 import { runWithHistoryOrigin } from '../engine/history.ts';
+import { outsidePatternScope } from '../engine/criteria/patterns.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { Principal } from '../access/access.ts';
@@ -102,7 +103,8 @@ export class JobRunner {
   private again = false;
   // A nudge comes from a request handler: the jobs it starts must not inherit that request's
   // synchronous deadline (src/db/deadline.ts).
-  private readonly onNudge = () => void outsideRequest(() => this.tick());
+  // Nor the fields its criteria noted (src/engine/criteria/patterns.ts).
+  private readonly onNudge = () => void outsideRequest(() => outsidePatternScope(() => this.tick()));
 
   constructor(o: RunnerOptions) {
     this.o = o;

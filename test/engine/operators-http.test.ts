@@ -202,6 +202,20 @@ describe('every criteria operator over HTTP', () => {
         assert.match(r.body.response.errors.label.errorMessage, /regular expression/);
       }
     }
+    // Two fields tested with patterns: the database does not say which it refused, so neither is
+    // blamed (the refusal names data).
+    const both = await h.call('/fetch/P', {
+      headers: { 'X-Ratecard-jwt': token },
+      body: {
+        data: {
+          _constructor: 'AdvancedCriteria',
+          operator: 'and',
+          criteria: [leaf('sku', 'regexp', '^OP'), leaf('label', 'iregexp', '(?<n>a)')],
+        },
+      },
+    });
+    assert.equal(both.status, 400, both.text);
+    assert.deepEqual(Object.keys(both.body.response.errors), ['data']);
   });
 
   test('typedId filters and sorts as the id it names', async () => {
