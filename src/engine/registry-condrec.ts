@@ -295,7 +295,8 @@ export const HISTORY_TYPE: TypeDef = {
     parentColumn: 'id',
     currentGroups: true,
   },
-  // Written only by the database (deleted and superseded items); removing history is housekeeping.
+  // Written only by the database (deleted and superseded items), and never deleted through the API
+  // (writtenBy; the database refuses deletes too, migration 045).
   access: { fetch: 'CONDITIONRECORD_FETCH', write: 'PARTITION_ADMIN' },
   writtenBy: { message: 'CRCIH is written by the server (history of CRCI)' },
 };

@@ -107,6 +107,29 @@ describe('condition records', () => {
     okData(await upd({ data: { label: 's' }, oldValues: { version: 2 } }, sup));
     const ed = { user: 'editor', password: 'editor-password-1' };
     okData(await upd({ data: { label: 'e' }, oldValues: { version: 3 } }, ed));
+    // wildcardKeys, fixed at creation, passes when repeated and is a -4 when changed; of a set the
+    // caller does not see, it says nothing: the set is a 404 either way.
+    const [now] = okData(await call(`/fetch/CRCS/${s.id}`));
+    okData(await upd({ data: { ...now, label: 'w' }, oldValues: now }));
+    expectError(
+      await upd({ data: { wildcardKeys: !now.wildcardKeys }, oldValues: { version: now.version + 1 } }),
+      400,
+      -4,
+      'data.wildcardKeys',
+    );
+    const [hidden] = okData(
+      await call('/add/CRCS', {
+        data: { uniqueName: uniqueName(), label: 'h', keySize: 1, userGroupViewDetails: 'NOBODY' },
+      }),
+    );
+    for (const wildcardKeys of [true, false]) {
+      const r = await call(
+        `/conditionrecordset.update/${hidden.id}`,
+        { data: { wildcardKeys, label: 'x' }, oldValues: { version: 0 } },
+        sup,
+      );
+      expectError(r, 404, -1);
+    }
     expectError(
       await upd({ data: { label: 'e' }, oldValues: { version: 4 } }, { user: 'x', password: 'y' }),
       401,

@@ -12,6 +12,7 @@ import { startHarness, type CallOptions, type Harness, type Reply } from '../hel
 import { keyCountOf, TABLE_KINDS } from '../../src/engine/registry-lookup.ts';
 import { okData, expectError } from '../helpers/envelope.ts';
 import { adv } from '../helpers/criteria.ts';
+import { sheetName } from '../../src/modules/lookuptables/export.ts';
 
 interface Client {
   (path: string, body?: unknown): Promise<Reply>;
@@ -728,6 +729,11 @@ describe('lookup tables', () => {
     const history = await newTable(api, 'History', 'SIMPLE', 'REAL');
     okData(await api(`${M}.add/${history}`, [{ data: { name: 'x', value: 1 } }]));
     assert.deepEqual(await exported(history), { name: 'History_', rows: [['x', 1]] });
+    // 31 UTF-16 units at most, cut between characters: 16 emoji (32 units) keep 15.
+    const emoji = await newTable(api, '😀'.repeat(16), 'SIMPLE', 'REAL');
+    okData(await api(`${M}.add/${emoji}`, [{ data: { name: 'x', value: 1 } }]));
+    assert.equal((await exported(emoji)).name, '😀'.repeat(15));
+    assert.equal(sheetName(`${'a'.repeat(30)}😀`), 'a'.repeat(30));
   });
 
   test('copy makes a new table with every value, in one transaction', async () => {

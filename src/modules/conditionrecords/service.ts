@@ -44,7 +44,11 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
       data[k] = v;
       continue;
     }
-    if (k === 'wildcardKeys' && (await storedWildcards(db, principal, setId)) === v) continue;
+    if (k === 'wildcardKeys') {
+      const stored = await storedWildcards(db, principal, setId);
+      // No set the caller sees: the update answers 404 for it, whatever the echo says.
+      if (stored === undefined || stored === v) continue;
+    }
     throw validationError(
       `data.${k}`,
       f === undefined ? 'unknown field' : `cannot be changed (only ${UPDATABLE_SET_FIELDS.join(', ')})`,
@@ -66,13 +70,16 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
   );
 }
 
-/** The stored `wildcardKeys` of a set (undefined: no such set; the update says so). */
+/** The stored `wildcardKeys` of a set the caller sees (undefined: none; the update says 404). */
 async function storedWildcards(db: Db, principal: Principal, setId: string): Promise<boolean | undefined> {
-  const r = await db.query<{ wildcard_keys: boolean }>(
-    'SELECT wildcard_keys FROM condition_record_sets WHERE partition_id = $1 AND id = $2',
+  const r = await db.query<{ wildcard_keys: boolean; user_group_view_details: string | null }>(
+    'SELECT wildcard_keys, user_group_view_details FROM condition_record_sets WHERE partition_id = $1 AND id = $2',
     [principal.partitionId, setId],
   );
-  return r.rows[0]?.wildcard_keys;
+  const set = r.rows[0];
+  return set !== undefined && inUserGroup(principal, set.user_group_view_details)
+    ? set.wildcard_keys
+    : undefined;
 }
 
 /**

@@ -100,10 +100,13 @@ function holdsExactly(text: string, n: number): boolean {
  * `[ ] : * ? / \`, no apostrophe first or last, at most 31 characters, not the reserved `History`.
  */
 export function sheetName(tableName: string): string {
-  const name = tableName
-    .replace(/[[\]:*?/\\]/g, '_')
-    .slice(0, 31)
-    .replace(/^'|'$/g, '_');
+  // At most 31 UTF-16 units, cut between characters (an emoji is not split in two).
+  let name = '';
+  for (const ch of tableName.replace(/[[\]:*?/\\]/g, '_')) {
+    if (name.length + ch.length > 31) break;
+    name += ch;
+  }
+  name = name.replace(/^'|'$/g, '_');
   if (name === '') return 'values';
   return name.toLowerCase() === 'history' ? `${name}_` : name;
 }
