@@ -703,8 +703,20 @@ describe('pricing logics', () => {
       await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'Expensive' }),
       400,
       -4,
-      /inputs.Min: is required/,
+      /formulaParameters.Min: is required/,
     );
+    // Parameters name the request's own field; without the logic they are for, they are refused.
+    const bogus = await api('/productmanager.fetchformulafilteredproducts', {
+      formulaName: 'Expensive',
+      formulaParameters: { Min: 1, Bogus: 2 },
+    });
+    expectError(bogus, 400, -4);
+    assert.ok(bogus.body.response.errors['formulaParameters.Bogus'], bogus.text);
+    const orphan = await api('/productmanager.fetchformulafilteredproducts', {
+      formulaParameters: { Min: 1 },
+    });
+    expectError(orphan, 400, -4);
+    assert.ok(orphan.body.response.errors.formulaName, orphan.text);
     okData(
       await api('/add/F', {
         data: {

@@ -788,6 +788,10 @@ describe('master-data manager operations', () => {
         components: [],
       });
       expectError(await call(h, '/productmanager.bomtree/NO-SUCH-SKU'), 404, -1);
+      // The path names all it needs: a body holds operationType and an empty data at most.
+      okData(await call(h, '/productmanager.bomtree/LONELY', { operationType: 'fetch', data: {} }));
+      expectError(await call(h, '/productmanager.bomtree/LONELY', { bogus: true }), 400, -4, 'bogus');
+      expectError(await call(h, '/productmanager.bomtree/LONELY', [1, 2]), 400, -4);
     });
 
     test('open to every user, with labels of their groups only; writing the BOM needs PRODUCT_EDIT', async () => {

@@ -94,6 +94,7 @@ export async function recommend(
       ? undefined
       : await filterCriteriaOf(db, principal, quoteFilter, undefined, limits, {
           field: QUOTE_FILTER_OPTION,
+          parametersField: 'inputs',
           implicit: { QuoteTypedId: data.typedId },
         });
 

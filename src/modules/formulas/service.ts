@@ -94,16 +94,15 @@ export function targetDateOf(raw: unknown): LogicDate {
 }
 
 /** Input values checked against the declarations: typed, defaults applied, required ones present. */
-export function checkInputs(decl: readonly InputDef[], raw: unknown): Record<string, Value> {
+export function checkInputs(decl: readonly InputDef[], raw: unknown, at = 'inputs'): Record<string, Value> {
   if (raw !== undefined && raw !== null && (typeof raw !== 'object' || Array.isArray(raw)))
-    throw validationError('inputs', 'must be an object of input values by name');
+    throw validationError(at, 'must be an object of input values by name');
   const given = (raw ?? {}) as Record<string, unknown>;
   for (const k of Object.keys(given))
-    if (!decl.some((d) => d.name === k))
-      throw validationError(`inputs.${k}`, 'is not an input of this logic');
+    if (!decl.some((d) => d.name === k)) throw validationError(`${at}.${k}`, 'is not an input of this logic');
   const out: Record<string, Value> = Object.create(null) as Record<string, Value>;
   for (const d of decl) {
-    const field = `inputs.${d.name}`;
+    const field = `${at}.${d.name}`;
     const v =
       Object.hasOwn(given, d.name) && given[d.name] !== null && given[d.name] !== ''
         ? given[d.name]
@@ -288,7 +287,11 @@ export async function filterCriteriaOf(
   formulaName: unknown,
   parameters: unknown,
   limits: LogicLimits,
-  { field = 'formulaName', implicit = {} }: { field?: string; implicit?: Record<string, unknown> } = {},
+  {
+    field = 'formulaName',
+    parametersField = 'formulaParameters',
+    implicit = {},
+  }: { field?: string; parametersField?: string; implicit?: Record<string, unknown> } = {},
 ): Promise<Readonly<Record<string, unknown>>> {
   if (typeof formulaName !== 'string' || formulaName === '')
     throw validationError(field, 'must be the uniqueName of a FILTER logic');
@@ -302,6 +305,7 @@ export async function filterCriteriaOf(
     declared.length === 0
       ? parameters
       : { ...(parameters as object | undefined), ...Object.fromEntries(declared) },
+    parametersField,
   );
   const batch = new BatchData(
     q,

@@ -5,7 +5,7 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult } from '../../engine/crud.ts';
 import { fetchBodySchema, itemsOf } from '../general/routes.ts';
 import { rowErrorsSchema } from '../general/loaddata-routes.ts';
@@ -169,6 +169,7 @@ export function masterdataRoutes(app: FastifyInstance): void {
     '/productmanager.bomtree/:sku',
     opts('products', 'Bill of materials of a product as a nested tree (cycle-safe, depth-limited)', {
       params: param('sku'),
+      body: noArgumentsBody,
       response: { 200: envelopeSchema(bomNodeSchema) },
     }),
     async (req) => ok(req, [await bomTree(db, req.principal!, path(req, 'sku'), max)]),

@@ -95,8 +95,15 @@ export async function fetchFormulaFiltered(
   const type = code === 'P' ? PRODUCT : CUSTOMER;
   requireAccess(principal, type.access.fetch);
   const { formulaName, formulaParameters, ...fetchBody } = body;
-  if (formulaName === undefined || formulaName === null)
+  if (formulaName === undefined || formulaName === null) {
+    // Inputs of no logic would be dropped in silence: the filter the caller meant never applied.
+    if (formulaParameters !== undefined && formulaParameters !== null)
+      throw validationError(
+        'formulaName',
+        'is required with formulaParameters (the FILTER logic they are for)',
+      );
     return fetchRecords(db, principal, type, fetchBody, maxPageSize);
+  }
   const criteria = await filterCriteriaOf(db, principal, formulaName, formulaParameters, limits);
   return fetchRecords(db, principal, type, fetchBody, maxPageSize, criteria);
 }
