@@ -79,7 +79,8 @@ async function currentRecord(
  *   never instead: an auditor without SELLER_FETCH reads no seller's values through history);
  * - those of role assignments (`roles` of a user or a business role, whose rows hold nothing else),
  *   for principals without ROLE_FETCH, as `accountmanager.fetchroles` and the audit reports are:
- *   USER_FETCH or HISTORY_FETCH alone (ADMIN_WO_USER_MGMT, a restricted token) do not read them.
+ *   USER_FETCH or HISTORY_FETCH alone (ADMIN_WO_USER_MGMT, a restricted token) do not read them;
+ *   likewise group assignments (`groups`) without USER_FETCH (ASSIGNMENT_FIELDS).
  * Rows of codes outside the registry (`ATT`, `PIMG`) follow their owner's view group only.
  */
 function hiddenHistory(principal: Principal): Record<string, unknown>[] {
@@ -93,10 +94,9 @@ function hiddenHistory(principal: Principal): Record<string, unknown>[] {
   const unreadable = [...codes(false)].filter((c) => !readable.has(c)).sort();
   const hidden: Record<string, unknown>[] =
     unreadable.length === 0 ? [] : [{ fieldName: 'typeCode', operator: 'notInSet', value: unreadable }];
-  if (can(principal, 'ROLE_FETCH')) return hidden;
-  return [
-    ...hidden,
-    {
+  for (const [permission, field] of ASSIGNMENT_FIELDS) {
+    if (can(principal, permission)) continue;
+    hidden.push({
       _constructor: 'AdvancedCriteria',
       operator: 'not',
       criteria: [
@@ -105,13 +105,25 @@ function hiddenHistory(principal: Principal): Record<string, unknown>[] {
           operator: 'and',
           criteria: [
             { fieldName: 'typeCode', operator: 'inSet', value: ['U', 'BR'] },
-            equals('field', 'roles'),
+            equals('field', field),
           ],
         },
       ],
-    },
-  ];
+    });
+  }
+  return hidden;
 }
+
+/**
+ * Assignments of users and business roles that their history rows hold alone, and the permission
+ * that reads them otherwise: roles (`accountmanager.fetchroles`), and user groups
+ * (`accountmanager.fetchgroups`, USER_FETCH — business roles are fetched by every user, their
+ * groups are not).
+ */
+const ASSIGNMENT_FIELDS: readonly (readonly ['ROLE_FETCH' | 'USER_FETCH', string])[] = [
+  ['ROLE_FETCH', 'roles'],
+  ['USER_FETCH', 'groups'],
+];
 
 /** Whether history rows of record `id` of `type` are visible to the principal (its partition's). */
 async function hasVisibleHistory(

@@ -66,6 +66,22 @@ describe('record history of role assignments', () => {
     );
   });
 
+  test("a business role's group assignments are read with USER_FETCH, as fetchgroups/BR", async () => {
+    okData(await api('/add/UG', { data: { uniqueName: 'HRG1', label: 'g' } }));
+    okData(await api(`/accountmanager.assigngroup/BR/${br}`, { data: { groups: ['HRG1'] } }));
+    await h.newUser('hrplain', 'hrplain-password-1', []);
+    const plain = await clientOf(h, 'hrplain', 'hrplain-password-1');
+    expectError(await plain(`/accountmanager.fetchgroups/BR/${br}`, {}), 403, -3);
+    const groupRows = (rows: any[]) =>
+      rows.filter((r) => Array.isArray(r.field) && r.field.includes('groups'));
+    const seen = okData(await plain(`/fetch/BR/${br}/history`, {}));
+    assert.ok(seen.length > 0, 'the business role history itself is readable');
+    assert.deepEqual(groupRows(seen), []);
+    assert.ok(!JSON.stringify(seen).includes('HRG1'), 'a group name leaks through history');
+    const audit = await clientOf(h, 'hraudit', 'hraudit-password-1');
+    assert.equal(groupRows(okData(await audit(`/fetch/BR/${br}/history`, {}))).length, 1);
+  });
+
   test('/history.fetch answers only the types the caller may fetch', async () => {
     okData(await api('/add/SL', { data: { sellerId: 'HSL-1', name: 'seller secret' } }));
     okData(await api('/add/P', { data: { sku: 'HSL-P', label: 'open product' } }));
