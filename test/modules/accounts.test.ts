@@ -676,6 +676,22 @@ describe('account manager', () => {
       );
       const [still] = okData(await call(h, '/fetch/BR', { data: { uniqueName: mine.uniqueName } }));
       assert.equal(still.id, mine.id);
+      // Nor a group he is in, directly or through a business role he holds (the delete would
+      // unassign it from him); another group he deletes.
+      const direct = await newNamed(h, 'UG');
+      const viaRole = await newNamed(h, 'UG');
+      const other = await newNamed(h, 'UG');
+      okData(await call(h, `/accountmanager.assigngroup/${ua.id}`, { data: { groups: [direct.id] } }));
+      okData(await call(h, `/accountmanager.assigngroup/BR/${mine.id}`, { data: { groups: [viaRole.id] } }));
+      for (const g of [direct, viaRole]) {
+        expectError(
+          await call(h, '/accountmanager.deletegroup', { data: { typedId: g.typedId } }, ua),
+          403,
+          -3,
+        );
+        assert.equal(okData(await call(h, '/fetch/UG', { data: { uniqueName: g.uniqueName } })).length, 1);
+      }
+      okData(await call(h, '/accountmanager.deletegroup', { data: { typedId: other.typedId } }, ua));
       // A business role bundling ADMIN is an ADMIN's to hand out.
       const admins = await newNamed(h, 'BR');
       okData(await call(h, `/accountmanager.assignrole/BR/${admins.id}`, { data: { roles: ['ADMIN'] } }));

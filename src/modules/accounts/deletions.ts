@@ -8,7 +8,7 @@ import { deleteRecords, requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { assignmentHistory } from './assignments.ts';
-import { guardBusinessRoles, guardNotOwnBusinessRole } from './guards.ts';
+import { guardBusinessRoles, guardNotOwnBusinessRole, guardNotOwnGroup } from './guards.ts';
 import { addressedId } from './refs.ts';
 import { BUSINESS_ROLE, GROUP } from './service.ts';
 import * as store from './store.ts';
@@ -106,6 +106,7 @@ export async function deleteGroups(db: Db, principal: Principal, items: readonly
       const id = await namedIdOf(tx, principal, GROUP, data);
       let counts = { removedMemberships: 0, removedFromBusinessRoles: 0 };
       if (id !== undefined) {
+        await guardNotOwnGroup(tx, principal, id);
         await lockNamed(tx, principal, GROUP, id);
         counts = {
           removedMemberships: await unlinkEverywhere(tx, principal, 'userGroups', id),

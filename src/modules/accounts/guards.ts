@@ -61,6 +61,36 @@ export async function guardNotOwnBusinessRole(
   }
 }
 
+/**
+ * A non-ADMIN deletes no user group he is in, directly or through a business role he holds: the
+ * delete would unassign it from him (docs/permissions.md: no assignment of his own).
+ */
+export async function guardNotOwnGroup(q: Queryable, principal: Principal, groupId: number): Promise<void> {
+  if (principal.admin) return;
+  const pid = principal.partitionId;
+  const direct = (await namedOf(q, pid, 'userGroups', [principal.userId])).get(principal.userId) ?? [];
+  const held = (await namedOf(q, pid, 'userBusinessRoles', [principal.userId])).get(principal.userId) ?? [];
+  const viaRoles =
+    held.length === 0
+      ? []
+      : [
+          ...(
+            await namedOf(
+              q,
+              pid,
+              'businessRoleGroups',
+              held.map((b) => b.id),
+            )
+          ).values(),
+        ].flat();
+  if ([...direct, ...viaRoles].some((g) => g.id === groupId)) {
+    throw new AppError(
+      'FORBIDDEN',
+      'You cannot delete a user group you are in (directly or through a business role you hold); another user manager or an ADMIN can',
+    );
+  }
+}
+
 /** Changing the password, the record, the existence or the tokens of these users needs ADMIN if one is an ADMIN. */
 export async function guardAccounts(
   q: Queryable,
