@@ -37,6 +37,27 @@ export function written(
 }
 
 /**
+ * Removes the soft-deleted row that holds the business key a record is moved onto (`/update/SX` to
+ * another seller): as an add of that key replaces such a row, a move replaces it — the row, deleted
+ * and invisible, is gone (its history stays, ending with its delete). `values` are the moved
+ * record's stored key values by column.
+ */
+export async function purgeDeletedHolder(
+  tx: Queryable,
+  tc: TypeContext,
+  principal: Principal,
+  values: ReadonlyMap<string, unknown>,
+): Promise<void> {
+  const { type } = tc;
+  if (type.deleteMode !== 'soft') return;
+  const params = new Params();
+  const where = [`partition_id = ${params.add(principal.partitionId)}`, 'deleted_at IS NOT NULL'];
+  if (type.fixed) where.push(`${ident(type.fixed.column)} = ${params.add(type.fixed.value)}`);
+  for (const c of type.uniqueColumns) where.push(`${ident(c)} = ${params.add(values.get(c))}`);
+  await tx.query(`DELETE FROM ${ident(type.table)} WHERE ${where.join(' AND ')}`, params.values);
+}
+
+/**
  * INSERT of records that all set the same fields (`rows`: their prepared values) in one statement.
  * On a business-key conflict: `revive-deleted` replaces a soft-deleted row (live rows stay
  * untouched: no row comes back, a duplicate); `merge` updates the given columns of the existing row

@@ -26,7 +26,7 @@ import {
   prepareValues,
   refuseKeyChanges,
 } from './value-check.ts';
-import { insertRows, written } from './write-rows.ts';
+import { insertRows, purgeDeletedHolder, written } from './write-rows.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -240,6 +240,15 @@ export async function updateRecords(
         if (movable.some((k) => k in item.data))
           await requireParentEditable(tx, principal, type, { ...old, ...item.data });
         const values = prepareValues(tc, item.data, 'update', movable);
+        if (movable.some((k) => k in item.data)) {
+          const keyOf = new Map(
+            type.uniqueColumns.map((c) => {
+              const f = tc.type.fields.find((x) => x.column === c)!;
+              return [c, values.has(f) ? values.get(f) : old[f.name]] as const;
+            }),
+          );
+          await purgeDeletedHolder(tx, tc, principal, keyOf);
+        }
         const row = await updateRow(tx, tc, principal, Number(old.id), values).catch((err: unknown) => {
           // A key moved onto one that exists (SX's sellerId): the duplicate names the moved key.
           const moved = movable.find((k) => k in item.data);
