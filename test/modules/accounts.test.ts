@@ -262,6 +262,29 @@ describe('account manager', () => {
         -3,
       );
       const u = await newUser(h);
+      // In a batch, the element is named, and nothing of the batch is written.
+      const pair = (self: object) => [
+        { data: { typedId: `${u.id}.U`, firstName: 'batched' } },
+        { data: self },
+      ];
+      expectError(
+        await call(h, '/update/U', pair({ typedId: `${adminId}.U`, activated: false })),
+        400,
+        -4,
+        '1.activated',
+      );
+      expectError(await call(h, '/delete/U', pair({ typedId: `${adminId}.U` })), 400, -4, '1.typedId');
+      expectError(
+        await call(h, '/update/U', [
+          { data: { typedId: `${u.id}.U` } },
+          { data: { typedId: `${u.id}.U`, password: 'x' } },
+        ]),
+        400,
+        -4,
+        '1.password',
+      );
+      const [still] = okData(await call(h, `/fetch/U/${u.id}`));
+      assert.notEqual(still.firstName, 'batched');
       okData(await call(h, '/update/U', { data: { typedId: `${u.id}.U`, activated: false } }, userAdmin));
       expectError(await call(h, '/login/extended', undefined, u), 401, -5);
     });

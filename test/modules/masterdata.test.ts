@@ -903,6 +903,12 @@ describe('master-data manager operations', () => {
         { data: { sku: 'CP-4', competitor: 'ACME', competitionDate: '2024-01-01', price: 40 } },
       ]);
       assert.deepEqual(okData(second), [counts(2, 1)]);
+      // A row naming a record that is not there names the field that named it.
+      const missing = okData(await importRows([{ data: { typedId: '999999.PCOMP', price: 2 } }]))[0];
+      assert.deepEqual(
+        missing.errors.map((e: any) => [e.row, e.field]),
+        [[0, 'typedId']],
+      );
       const rows = okData(
         await fetchAll({
           sortBy: ['sku', 'competitionDate'],

@@ -178,19 +178,26 @@ export async function updateUsers(
   returnOld: boolean,
 ): Promise<Row[]> {
   requireAccess(principal, USER.access.write);
-  for (const { data } of items) {
-    refuseAssignments(data);
-    if ('password' in data)
-      throw validationError('password', 'change passwords with /accountmanager.changepassword');
+  // An error of one element of a batch names it (`1.activated`), as the engine's do.
+  const at = (i: number) => (items.length > 1 ? `${i}.` : '');
+  for (const [i, { data }] of items.entries()) {
+    await prefixed(at(i), () => {
+      refuseAssignments(data);
+      if ('password' in data)
+        throw validationError('password', 'change passwords with /accountmanager.changepassword');
+      return Promise.resolve();
+    });
   }
   return db.transaction(async (tx) => {
-    for (const { data } of items) {
-      const id = await addressedUser(tx, principal, data);
-      if (id === undefined) continue; // the engine answers the 404 or -4 of a bad address
-      await guardAccounts(tx, principal, [id]);
-      if (id === principal.userId && coerceValue('boolean', data.activated) === false) {
-        throw validationError('activated', 'you cannot deactivate yourself');
-      }
+    for (const [i, { data }] of items.entries()) {
+      await prefixed(at(i), async () => {
+        const id = await addressedUser(tx, principal, data);
+        if (id === undefined) return; // the engine answers the 404 or -4 of a bad address
+        await guardAccounts(tx, principal, [id]);
+        if (id === principal.userId && coerceValue('boolean', data.activated) === false) {
+          throw validationError('activated', 'you cannot deactivate yourself');
+        }
+      });
     }
     return updateRecords(store.withinTx(db, tx), principal, USER, items, returnOld);
   });
@@ -200,18 +207,20 @@ export async function updateUsers(
 export async function deleteUsers(db: Db, principal: Principal, items: readonly Obj[]): Promise<Row[]> {
   requireAccess(principal, USER.access.write);
   return db.transaction(async (tx) => {
-    for (const data of items) {
-      const id = await addressedUser(tx, principal, data);
-      if (id === undefined) continue;
-      if (id === principal.userId) throw validationError('typedId', 'you cannot delete yourself');
-      await guardAccounts(tx, principal, [id]);
-      // The history of workflows and delegations names their users: those are deactivated instead.
-      const tie = await workflowTieOf(tx, principal.partitionId, id);
-      if (tie !== undefined)
-        throw new AppError(
-          'CONFLICT',
-          `User ${id}.U ${tie}: deactivate the user (activated false) instead; the history keeps his name`,
-        );
+    for (const [i, data] of items.entries()) {
+      await prefixed(items.length > 1 ? `${i}.` : '', async () => {
+        const id = await addressedUser(tx, principal, data);
+        if (id === undefined) return;
+        if (id === principal.userId) throw validationError('typedId', 'you cannot delete yourself');
+        await guardAccounts(tx, principal, [id]);
+        // The history of workflows and delegations names their users: those are deactivated instead.
+        const tie = await workflowTieOf(tx, principal.partitionId, id);
+        if (tie !== undefined)
+          throw new AppError(
+            'CONFLICT',
+            `User ${id}.U ${tie}: deactivate the user (activated false) instead; the history keeps his name`,
+          );
+      });
     }
     return deleteRecords(store.withinTx(db, tx), principal, USER, items);
   });

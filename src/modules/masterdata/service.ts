@@ -389,9 +389,14 @@ export async function importProductCompetition(
         if (!(e instanceof AppError) || !ROW_FAULTS.has(e.code)) throw e;
         failed++;
         const fields = Object.entries(e.errors ?? {});
+        // A row naming a record that is not there names the field that named it.
+        const address =
+          e.code === 'NOT_FOUND'
+            ? (['typedId', 'id'] as const).find((k) => data[k] !== undefined && data[k] !== null)
+            : undefined;
         const found =
           fields.length === 0
-            ? [{ row, message: e.message }]
+            ? [{ row, ...(address === undefined ? {} : { field: address }), message: e.message }]
             : fields.map(([field, f]) => ({ row, field, message: f.errorMessage }));
         errors.push(...found.slice(0, MAX_ROW_ERRORS + 1 - errors.length));
       }
