@@ -69,11 +69,13 @@ async function register(db: Db, partitionId: number, key: string): Promise<void>
 }
 
 async function setSize(db: Db, partitionId: number, key: string, size: number): Promise<void> {
-  await db.query('UPDATE blobs SET size = $3 WHERE partition_id = $1 AND blob_key = $2', [
+  const r = await db.query('UPDATE blobs SET size = $3 WHERE partition_id = $1 AND blob_key = $2', [
     partitionId,
     key,
     size,
   ]);
+  // Gone after its last chunk: removed while it was written, as a missing chunk's blob is.
+  if (r.rowCount === 0) throw blobGone('written');
 }
 
 /** A blob removed before or while it is read (its slot deleted or expired meanwhile). */
