@@ -97,6 +97,19 @@ describe('calculation grids', () => {
     return jst;
   }
 
+  /** The queued CALCULATIONGRID job of the `quiet` harness (no runner there), claimed by `node`. */
+  async function claimQuiet(node: string): Promise<JobRow> {
+    const [job] = await claimJobs(quiet.db, {
+      node,
+      kinds: [CALCULATIONGRID],
+      limit: 1,
+      perPartition: 10,
+      partitions: [quiet.partitionId],
+    });
+    assert.ok(job, 'a queued job');
+    return job;
+  }
+
   const items = async (code: string, gridId: number, body: object = {}, on: Harness = h) =>
     okData(await call(`/fetch/${code}`, { data: byGrid(gridId), endRow: 1000, ...body }, admin, on));
 
@@ -471,14 +484,7 @@ describe('calculation grids', () => {
     // compute it again — which it does by reading that one item again.
     const target = all[15];
     await calculate(g.id, quiet, { batchSize: 10 });
-    const [job] = await claimJobs(quiet.db, {
-      node: 'test-node-race',
-      kinds: [CALCULATIONGRID],
-      limit: 1,
-      perPartition: 10,
-      partitions: [quiet.partitionId],
-    });
-    assert.ok(job, 'a queued job');
+    const job = await claimQuiet('test-node-race');
     let reads = 0;
     let readAgain = false;
     const watched: Db = {
@@ -604,17 +610,7 @@ describe('calculation grids', () => {
       }),
     );
     const kind = calcGridJobKind(quiet.db, { maxSteps: 100_000, maxMs: 1_000 });
-    const claim = async (): Promise<JobRow> => {
-      const [job] = await claimJobs(quiet.db, {
-        node: 'test-node-crashy',
-        kinds: [CALCULATIONGRID],
-        limit: 1,
-        perPartition: 10,
-        partitions: [quiet.partitionId],
-      });
-      assert.ok(job, 'a queued job');
-      return job;
-    };
+    const claim = () => claimQuiet('test-node-crashy');
     /** Runs the job's attempt until its `stopAt`-th progress report, which fails as given. */
     const runUntil = async (job: JobRow, stopAt: number, fail: () => Error) => {
       let calls = 0;
