@@ -38,7 +38,8 @@ export const SET_TYPE: TypeDef = {
     text('label', 'label'),
     // Fixed at creation: items are keyed by it (a key, so updates never change it).
     { name: 'keySize', column: 'key_size', type: 'integer', required: true, key: true },
-    defaulted({ name: 'wildcardKeys', column: 'wildcard_keys', type: 'boolean' }),
+    // Fixed at creation too (look-ups are read by it): a key, so an update may repeat it, never change it.
+    defaulted({ name: 'wildcardKeys', column: 'wildcard_keys', type: 'boolean', key: true }),
     text('userGroupEdit', 'user_group_edit'),
     text('userGroupViewDetails', 'user_group_view_details'),
     ...SYSTEM,

@@ -53,7 +53,6 @@ export function prepareValues(
   }
   const problem = tc.type.validate?.(data);
   if (problem) Object.assign(errors, problem);
-  if (tc.type.writtenBy !== undefined) errors.typeCode = { errorMessage: tc.type.writtenBy.message };
   const first = Object.entries(errors)[0];
   if (first) throw new AppError('VALIDATION', `${first[0]}: ${first[1].errorMessage}`, { errors });
   return out;

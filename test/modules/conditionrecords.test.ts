@@ -115,7 +115,7 @@ describe('condition records', () => {
       await upd({ data: { wildcardKeys: !now.wildcardKeys }, oldValues: { version: now.version + 1 } }),
       400,
       -4,
-      'data.wildcardKeys',
+      'wildcardKeys',
     );
     const [hidden] = okData(
       await call('/add/CRCS', {

@@ -14,9 +14,6 @@ import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
 
-/** The fields `conditionrecordset.update` may change. */
-export const UPDATABLE_SET_FIELDS = ['label', 'userGroupViewDetails', 'userGroupEdit'] as const;
-
 const SET_UPDATE_TYPE: TypeDef = {
   ...SET_TYPE,
   access: { ...SET_TYPE.access, write: 'CONDITIONRECORDSET_UPDATE' },
@@ -34,25 +31,13 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
   const data: Obj = {};
   const setId = /^\d{1,15}(\.CRCS)?$/.test(id) ? id.split('.')[0]! : undefined;
   if (setId === undefined) throw validationError('id', 'must be a set id or typedId (<id>.CRCS)');
+  // A set as fetched may come back whole: of its fields, only label and user groups change; the
+  // engine takes the server-kept ones as an echo and those fixed at creation (uniqueName, keySize,
+  // wildcardKeys: keys) while unchanged, and a changed one is a -4 naming it.
   for (const [k, v] of Object.entries(b.data)) {
     if (k === 'id' || k === 'typedId') continue; // the path addresses the set
-    const f = SET_TYPE.fields.find((x) => x.name === k);
-    // A set as fetched may come back whole: the engine takes its server-kept fields as an echo and
-    // its keys (uniqueName, keySize) as long as they are unchanged; so is `wildcardKeys`, fixed at
-    // creation, when it repeats the stored value.
-    if (f?.system === true || f?.key === true || (UPDATABLE_SET_FIELDS as readonly string[]).includes(k)) {
-      data[k] = v;
-      continue;
-    }
-    if (k === 'wildcardKeys') {
-      const stored = await storedWildcards(db, principal, setId);
-      // No set the caller sees: the update answers 404 for it, whatever the echo says.
-      if (stored === undefined || stored === v) continue;
-    }
-    throw validationError(
-      `data.${k}`,
-      f === undefined ? 'unknown field' : `cannot be changed (only ${UPDATABLE_SET_FIELDS.join(', ')})`,
-    );
+    if (!SET_TYPE.fields.some((f) => f.name === k)) throw validationError(`data.${k}`, 'unknown field');
+    data[k] = v;
   }
   if (!isObj(b.oldValues) || b.oldValues.version === undefined) {
     throw validationError('oldValues.version', 'is required');
@@ -68,18 +53,6 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
     [{ data: { ...data, typedId: `${setId}.CRCS` }, oldValues: b.oldValues }],
     false,
   );
-}
-
-/** The stored `wildcardKeys` of a set the caller sees (undefined: none; the update says 404). */
-async function storedWildcards(db: Db, principal: Principal, setId: string): Promise<boolean | undefined> {
-  const r = await db.query<{ wildcard_keys: boolean; user_group_view_details: string | null }>(
-    'SELECT wildcard_keys, user_group_view_details FROM condition_record_sets WHERE partition_id = $1 AND id = $2',
-    [principal.partitionId, setId],
-  );
-  const set = r.rows[0];
-  return set !== undefined && inUserGroup(principal, set.user_group_view_details)
-    ? set.wildcard_keys
-    : undefined;
 }
 
 /**
