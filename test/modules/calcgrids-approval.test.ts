@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
+import { adv, eq } from '../helpers/criteria.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
 import { runnerFor, waitForJob } from '../jobs/helpers.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
@@ -18,18 +19,7 @@ describe('calculation grid items in workflows', () => {
   let approver: Client;
   let gridId: number;
   const item = async (key: string) =>
-    okData(
-      await api('/fetch/CGI1', {
-        data: {
-          _constructor: 'AdvancedCriteria',
-          operator: 'and',
-          criteria: [
-            { fieldName: 'calculationGridId', operator: 'equals', value: gridId },
-            { fieldName: 'key1', operator: 'equals', value: key },
-          ],
-        },
-      }),
-    )[0];
+    okData(await api('/fetch/CGI1', { data: adv(eq('calculationGridId', gridId), eq('key1', key)) }))[0];
   const listPrice = (i: any) => i.calculationResults.find((r: any) => r.resultName === 'ListPrice').result;
   /** Runs a calculation of the grid; answers what it computed (each item once, a held one too). */
   async function calculate(): Promise<{ items: number; computed: number }> {
