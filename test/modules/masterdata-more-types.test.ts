@@ -251,7 +251,7 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
       filterCriteria: byName,
       massEditRecords: [{ fieldName: 'priority', massEditOperator: '+', fieldValue: 1 }],
     });
-    expectError(bump, 400, -4);
+    expectError(bump, 400, -4, 'priority');
     const clear = await call(`/massedit/${TO_DO_CODE}`, {
       filterCriteria: byName,
       massEditRecords: [{ fieldName: 'status', massEditOperator: 'null' }],
