@@ -8,10 +8,22 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 const scope = new AsyncLocalStorage<{ readonly deadline: number }>();
 
 export class DeadlineError extends Error {
-  constructor() {
-    super('synchronous time-out passed; the transaction was rolled back');
+  constructor(message = 'synchronous time-out passed; the transaction was rolled back') {
+    super(message);
     this.name = 'DeadlineError';
   }
+}
+
+/**
+ * The time-out of a call that commits in chunks (bulk loads), after some of its rows (`taken`, e.g.
+ * "the first 10000 rows") were written in whole chunks that stay committed (`counts` says what became
+ * of them): the chunk in progress is rolled back.
+ */
+export function committedBeforeDeadline(taken: string, counts: string): DeadlineError {
+  return new DeadlineError(
+    'synchronous time-out passed: the chunk in progress was rolled back and later rows were not loaded; ' +
+      `${taken} were taken in whole chunks that stay committed (${counts})`,
+  );
 }
 
 /** Gives the rest of the current request (this async context) a deadline `ms` from now. */

@@ -6,7 +6,7 @@ import type { Principal } from '../../access/access.ts';
 import { batchTransaction, type Db, type Tx } from '../../db/db.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
-import { DeadlineError } from '../../db/deadline.ts';
+import { DeadlineError, committedBeforeDeadline } from '../../db/deadline.ts';
 import { loadTypeContext } from '../context.ts';
 import { requireAccess } from '../access-check.ts';
 import type { TypeDef } from '../registry.ts';
@@ -172,42 +172,54 @@ async function loadChunks(
   let start = limits.firstRow ?? 0;
   const keyColumns = [...plan.key, ...plan.join].map((i) => plan.header[i]!.column);
 
-  for await (const raw of chunks) {
-    if (!limits.dedupeAcrossChunks) seen = new Set<string>();
-    if (plan.nameAt !== undefined) await contexts.prepare(raw.map((r) => nameOf(plan, r)));
-    const check = new ChunkCheck(plan, contexts, raw, start, seen);
-    const write = async (): Promise<ChunkOutcome | undefined> => {
-      // Both paths check the rows while COPY takes the first ones.
-      const direct =
-        plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, check) : undefined;
-      if (direct !== undefined) return direct;
-      return runChunk(db, plan, sql, check);
-    };
-    const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
-      // Past the request's deadline the whole call stops (503); committed chunks stay whole.
-      if (err instanceof DeadlineError) throw err;
-      // A refusal of the request (a malformed row of a body parsed as it is read), not of the chunk.
-      if (err instanceof AppError) throw err;
-      // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
-      if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
-      const { valid } = check.all();
-      if (valid.length === 0) throw err;
-      limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
-      const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
-      return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
-    });
-    const { errors: chunkErrors } = check.all();
-    if (outcome !== undefined) {
-      inserted += outcome.inserted;
-      updated += outcome.updated;
-      chunkErrors.push(...outcome.errors);
-      // Fresh planner statistics: of the key columns while the load runs, of all once it settles.
-      wroteRows(db, plan.type.table, outcome.inserted + outcome.updated, { keyColumns });
+  try {
+    for await (const raw of chunks) {
+      if (!limits.dedupeAcrossChunks) seen = new Set<string>();
+      if (plan.nameAt !== undefined) await contexts.prepare(raw.map((r) => nameOf(plan, r)));
+      const check = new ChunkCheck(plan, contexts, raw, start, seen);
+      const write = async (): Promise<ChunkOutcome | undefined> => {
+        // Both paths check the rows while COPY takes the first ones.
+        const direct =
+          plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, check) : undefined;
+        if (direct !== undefined) return direct;
+        return runChunk(db, plan, sql, check);
+      };
+      const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
+        // Past the request's deadline the whole call stops (503); committed chunks stay whole.
+        if (err instanceof DeadlineError) throw err;
+        // A refusal of the request (a malformed row of a body parsed as it is read), not of the chunk.
+        if (err instanceof AppError) throw err;
+        // PostgreSQL cut a statement at the deadline (statement_timeout): the same stop.
+        if ((err as { code?: unknown }).code === '57014') throw new DeadlineError();
+        const { valid } = check.all();
+        if (valid.length === 0) throw err;
+        limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
+        const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
+        return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
+      });
+      const { errors: chunkErrors } = check.all();
+      if (outcome !== undefined) {
+        inserted += outcome.inserted;
+        updated += outcome.updated;
+        chunkErrors.push(...outcome.errors);
+        // Fresh planner statistics: of the key columns while the load runs, of all once it settles.
+        wroteRows(db, plan.type.table, outcome.inserted + outcome.updated, { keyColumns });
+      }
+      errors.addChunk(chunkErrors);
+      start += raw.length;
+      const rows = start - (limits.firstRow ?? 0);
+      await limits.afterChunk?.({ rows, inserted, updated, invalid: errors.count });
     }
-    errors.addChunk(chunkErrors);
-    start += raw.length;
-    const rows = start - (limits.firstRow ?? 0);
-    await limits.afterChunk?.({ rows, inserted, updated, invalid: errors.count });
+  } catch (err) {
+    // Chunks committed before the deadline stay: the answer says so (not "rolled back").
+    const done = start - (limits.firstRow ?? 0);
+    if (err instanceof DeadlineError && done > 0) {
+      throw committedBeforeDeadline(
+        `the first ${done} rows`,
+        `${inserted} inserted, ${updated} updated, ${errors.count} invalid`,
+      );
+    }
+    throw err;
   }
   return {
     inserted,

@@ -12,6 +12,7 @@
 
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
+import { DeadlineError, committedBeforeDeadline } from '../../db/deadline.ts';
 import { loadTypeContext, type TypeContext } from '../../engine/context.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import type { LoadBody, RowError } from '../../engine/loaddata.ts';
@@ -148,7 +149,15 @@ export async function loadConditionRecords(
         errors.push(...chunkErrors);
         wroteRows(db, ITEM_TYPE.table, c.inserted + c.cut + c.split + c.superseded);
       } catch (err) {
-        // Only database refusals become row errors; anything else (a time-out) fails the call.
+        // Past the deadline (or a statement cut at it) the call stops; chunks committed stay (503).
+        if (err instanceof DeadlineError || (isObj(err) && err.code === '57014')) {
+          if (start === 0) throw err instanceof DeadlineError ? err : new DeadlineError();
+          throw committedBeforeDeadline(
+            `rows up to ${rows[start - 1]!.row}`,
+            `${total.inserted} inserted, ${total.cut} cut, ${total.split} split, ${total.superseded} superseded`,
+          );
+        }
+        // Only database refusals become row errors; anything else fails the call.
         const sqlState = isObj(err) && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code);
         if (!sqlState) throw err;
         limits.onChunkError?.(err, chunk[0]!.row, chunk.at(-1)!.row);
