@@ -176,6 +176,37 @@ const CHECKS: ReadonlyMap<string, readonly [string, string]> = new Map([
 ]);
 
 /**
+ * A foreign key the write broke: a record it names was deleted meanwhile (checked before writing, so
+ * only a concurrent delete gets here) — 404/-1 naming the field; or a record still named by others was
+ * deleted — 409. The field: the request's name of the constraint's column where the two differ, else
+ * the column from PostgreSQL's DETAIL ("Key (partition_id, user_id)=(...)") in camel case.
+ */
+function foreignKeyError(fe: PgError & { message?: unknown }): AppError {
+  const text = typeof fe.message === 'string' ? fe.message : '';
+  if (/^update or delete on/.test(text)) {
+    return new AppError('CONFLICT', 'The record is still referred to by another record');
+  }
+  const known = typeof fe.constraint === 'string' ? FOREIGN_KEYS.get(fe.constraint) : undefined;
+  const keyColumns = typeof fe.detail === 'string' ? /^Key \(([^)]*)\)/.exec(fe.detail)?.[1] : undefined;
+  const column = keyColumns
+    ?.split(', ')
+    .filter((c) => c !== 'partition_id')
+    .at(-1);
+  const field = known ?? (column ? column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()) : 'data');
+  const message = 'names a record that does not exist (it was deleted meanwhile)';
+  return new AppError('NOT_FOUND', `${field}: ${message}`, {
+    errors: { [field]: { errorMessage: message } },
+  });
+}
+
+/** Foreign keys whose column the request names otherwise (recipients by login, a delegate by name). */
+const FOREIGN_KEYS: ReadonlyMap<string, string> = new Map([
+  ['notifications_partition_id_user_id_fkey', 'recipients'],
+  ['workflow_delegations_partition_id_delegate_id_fkey', 'delegate'],
+  ['workflow_delegations_partition_id_delegator_id_fkey', 'delegator'],
+]);
+
+/**
  * A value too large for a btree entry of an index on its column (54000: "index row size ... for index
  * "rc_products_label""); the field is read off the index's name where it names one (rc_*_label,
  * rc_*_name, rcx_*_attributeN_*). Values of fields with search indexes are checked before writing;
@@ -238,6 +269,8 @@ function mapError(err: unknown): AppError {
       return new AppError('DUPLICATE_KEY');
     case '23P01':
       return overlapError(fe);
+    case '23503':
+      return foreignKeyError(fe);
     case '23514':
       return checkViolation(fe);
     case 'RC400':

@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { probeRoutes } from '../helpers/probe.ts';
 import { PARTITION_MODULES } from '../../src/app.ts';
+import { toAppError } from '../../src/http/envelope.ts';
 
 const admin = { user: ADMIN, password: ADMIN_PASSWORD };
 
@@ -167,6 +168,32 @@ describe('envelope and errors', () => {
       [h.partitionId],
     );
     assert.equal(left.rows.length, 0, 'the first insert of the failed transaction was rolled back');
+  });
+
+  test('a foreign key broken by a concurrent delete is 404/-1 naming the field, not a 500', async () => {
+    // What a write meets when a record it names is deleted between its check and its insert.
+    const refused = async (sql: string) => {
+      const err = await h.db.query(sql, [h.partitionId]).then(
+        () => assert.fail('the database took it'),
+        (e: unknown) => e,
+      );
+      return toAppError(err);
+    };
+    const recipient = await refused(
+      `INSERT INTO notifications (partition_id, user_id, title) VALUES ($1, 999999, 't')`,
+    );
+    assert.deepEqual(
+      [recipient.http, recipient.status, Object.keys(recipient.errors ?? {})],
+      [404, -1, ['recipients']],
+    );
+    const set = await refused(
+      `INSERT INTO attribute_meta (partition_id, owner_type, condition_record_set_id, field_name)
+       VALUES ($1, 'CRCI', 999999, 'attribute1')`,
+    );
+    assert.deepEqual(
+      [set.http, set.status, Object.keys(set.errors ?? {})],
+      [404, -1, ['conditionRecordSetId']],
+    );
   });
 
   test('500/-1 with a request id and no internals', async () => {
