@@ -84,10 +84,13 @@ export async function selectOne(
     'id' in address
       ? `t.id = ${params.add(address.id)}`
       : tc.type.businessKey
-          .map(
-            (k, i) =>
-              `${qualified('t', tc.fields.get(k)!.column)} = ${params.add(keyParam(tc, k, address.key[i]))}`,
-          )
+          .map((k, i) => {
+            const f = tc.fields.get(k)!;
+            const value = params.add(keyParam(tc, k, address.key[i]));
+            return f.caseless
+              ? `lower(${qualified('t', f.column)}) = lower(${value})`
+              : `${qualified('t', f.column)} = ${value}`;
+          })
           .join(' AND ');
   const extra = includeDeleted && tc.type.deleteMode === 'soft' ? ', t.deleted_at AS "__deleted"' : '';
   // Prepared (PostgreSQL): one text per type and address kind, a lookup by a unique key whose plan

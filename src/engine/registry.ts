@@ -183,7 +183,7 @@ const ACCOUNT_TYPES: readonly TypeDef[] = [
     own: [
       // The unique index is on lower(login_name): adds conflict case-insensitively (ON CONFLICT DO
       // NOTHING of hard-deleted types needs no target); U takes no upserts, which would need one.
-      key('loginName', 'login_name'),
+      { ...key('loginName', 'login_name'), caseless: true },
       text('firstName', 'first_name', { maxLength: 255 }),
       text('lastName', 'last_name', { maxLength: 255 }),
       text('email', 'email', { maxLength: 320 }),

@@ -96,6 +96,8 @@ export interface FieldDef extends FieldSpec {
   readonly custom?: boolean;
   /** Part of the business key: may be set on add, never changed afterwards. */
   readonly key?: boolean;
+  /** A business key field whose values compare without case (its unique index is on `lower()`). */
+  readonly caseless?: boolean;
   readonly maxLength?: number;
   /** An integer stored in a 4-byte column: values from -2^31 to 2^31 - 1 (others are refused). */
   readonly int32?: boolean;

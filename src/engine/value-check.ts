@@ -159,7 +159,8 @@ export function refuseKeyChanges(
     if (f === undefined || !f.key || f.system || raw === undefined || movable.includes(name)) continue;
     const checked = checkValue(f, raw);
     const value = typeof checked === 'string' ? raw : checked.value;
-    if (keyText(value) !== keyText(old[name])) {
+    const text = (v: unknown) => (f.caseless ? keyText(v).toLowerCase() : keyText(v));
+    if (text(value) !== text(old[name])) {
       throw validationError(name, 'is part of the business key and cannot be changed');
     }
   }

@@ -148,7 +148,9 @@ async function lockedRecords(
   // fail the statement; the record-by-record path names it).
   const keyTaken = (a: Address) =>
     'key' in a &&
-    keyFields.every((f, i) => f.type === 'string' && typeof checkValue(f, a.key[i]) !== 'string');
+    keyFields.every(
+      (f, i) => f.type === 'string' && !f.caseless && typeof checkValue(f, a.key[i]) !== 'string',
+    );
   if (!byId && !addresses.every(keyTaken)) return undefined;
   // How a record is named: its id, or its key's values as text (as the key's equality compares them).
   const nameOf = (values: readonly unknown[]) => JSON.stringify(values.map(String));

@@ -194,6 +194,17 @@ describe('account manager', () => {
       );
     });
 
+    test('a user is addressed by his login name in any case, as he logs in and as it is unique', async () => {
+      const login = uniqueName('casey');
+      okData(await call(h, '/add/U', { data: { loginName: login, firstName: 'a' } }));
+      const upper = login.toUpperCase();
+      const [u] = okData(await call(h, '/update/U', { data: { loginName: upper, firstName: 'b' } }));
+      assert.deepEqual([u.loginName, u.firstName], [login, 'b']);
+      const [gone] = okData(await call(h, '/delete/U', { data: { loginName: upper } }));
+      assert.equal(gone.loginName, login);
+      assert.equal(okData(await call(h, '/fetch/U', { data: { loginName: login } })).length, 0);
+    });
+
     test('refused without USER_EDIT or credentials; partitions stay apart', async () => {
       await refused(h, '/add/U', { data: { loginName: 'nope' } }, auditor);
       const login = uniqueName('iso');

@@ -306,7 +306,7 @@ export async function userIdByLogin(
   loginName: string,
 ): Promise<number | undefined> {
   const r = await q.query<{ id: number }>(
-    'SELECT id FROM users WHERE partition_id = $1 AND login_name = $2',
+    'SELECT id FROM users WHERE partition_id = $1 AND lower(login_name) = lower($2)',
     [partitionId, loginName],
   );
   return r.rows[0] === undefined ? undefined : Number(r.rows[0].id);
