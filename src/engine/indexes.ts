@@ -81,13 +81,21 @@ export function attributeTables(): ReadonlyMap<string, readonly string[]> {
   return out;
 }
 
-/** What every partition's attribute meta asks for on `table` (a maintenance read across partitions). */
-export async function wantedIndexes(q: Queryable, table: string): Promise<Map<string, IndexSpec>> {
+/**
+ * What every partition's attribute meta asks for on `table` (a maintenance read across partitions),
+ * or, given `partitionId`, what that partition's asks for.
+ */
+export async function wantedIndexes(
+  q: Queryable,
+  table: string,
+  partitionId?: number,
+): Promise<Map<string, IndexSpec>> {
   const owners = attributeTables().get(table);
   if (owners === undefined) throw new Error(`${table} has no custom attributes`);
   const r = await q.query<{ field_name: string; field_type: string }>(
-    `SELECT DISTINCT field_name, field_type FROM attribute_meta WHERE indexed AND owner_type = ANY($1::text[])`,
-    [owners],
+    `SELECT DISTINCT field_name, field_type FROM attribute_meta
+      WHERE indexed AND owner_type = ANY($1::text[]) AND ($2::bigint IS NULL OR partition_id = $2)`,
+    [owners, partitionId ?? null],
   );
   const out = new Map<string, IndexSpec>();
   for (const row of r.rows) {

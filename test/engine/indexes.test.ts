@@ -208,6 +208,27 @@ describe('indexes on what users filter on', () => {
     );
   });
 
+  test("another partition's /admin.indexes/P shows the table's own indexes, not the ones this partition asked for", async () => {
+    const other = await startHarness({ shareDbWith: h });
+    try {
+      const list = okData(
+        await other.call('/admin.indexes/P', { basic: { user: 'admin', password: 'admin-password-1' } }),
+      );
+      assert.deepEqual(
+        list.filter((i) => i.managed),
+        [],
+      );
+      assert.ok(list.some((i) => i.name === 'rc_products_label_trgm'));
+      // This partition still sees its own.
+      const mine = okData(await call('/admin.indexes/P'))
+        .filter((i) => i.managed)
+        .map((i) => i.name);
+      assert.deepEqual(mine.sort(), WANTED);
+    } finally {
+      await other.close();
+    }
+  });
+
   test('an index built from another definition (an older version) is built again by the next sync', async () => {
     await h.db.query('DROP INDEX rcx_products_attribute2_num');
     await h.db.query(

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
-import { attributeTables, listIndexes, syncIndexes } from '../../engine/indexes.ts';
+import { attributeTables, listIndexes, syncIndexes, wantedIndexes } from '../../engine/indexes.ts';
 import { findType, ownerOfMeta, type TypeDef } from '../../engine/registry.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
@@ -90,7 +90,16 @@ export function adminIndexRoutes(app: FastifyInstance): void {
       const code = (req.params as { typeCode: string }).typeCode;
       const type = findType(code);
       if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
-      return ok(req, await listIndexes(app.db, type.table));
+      // The table's own indexes, and of the managed ones those this partition's meta asks for: another
+      // partition's indexed attributes (and so its typing of them) are not this one's to see.
+      const mine = attributeTables().has(type.table)
+        ? await wantedIndexes(app.db, type.table, req.principal!.partitionId)
+        : new Map();
+      const indexes = await listIndexes(app.db, type.table);
+      return ok(
+        req,
+        indexes.filter((x) => !x.managed || mine.has(x.name)),
+      );
     },
   );
 }
