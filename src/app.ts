@@ -210,6 +210,21 @@ export async function buildApp({
     enterPatternScope();
     done();
   });
+  // Bodies are read as sent: a compressed one was misread as malformed JSON, and one labelled as
+  // compressed but sent plain was taken as it was. A content coding other than identity is refused.
+  app.addHook('onRequest', function plainBodies(req, _reply, done) {
+    const coding = req.headers['content-encoding'];
+    if (coding === undefined || /^\s*(?:identity)?\s*$/i.test(coding)) return done();
+    done(
+      new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'Content-Encoding is not supported: send the body uncompressed',
+        {
+          field: 'Content-Encoding',
+        },
+      ),
+    );
+  });
   // While draining for shutdown, answers close their connection so keep-alive clients let go at once.
   let closing = false;
   app.addHook('preClose', function markClosing(done) {

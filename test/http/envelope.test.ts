@@ -113,6 +113,24 @@ describe('envelope and errors', () => {
     assertError(r, 415, -4);
   });
 
+  test('415 for a compressed body (Content-Encoding other than identity), naming the header', async () => {
+    for (const coding of ['gzip', 'br', 'deflate, gzip']) {
+      const r = await h.call('/probe.strict', {
+        basic: admin,
+        raw: '{"name":"x","n":1}',
+        headers: { 'content-type': 'application/json', 'content-encoding': coding },
+      });
+      assertError(r, 415, -4);
+      assert.ok(r.body.response.errors['Content-Encoding'], r.text);
+    }
+    const plain = await h.call('/probe.strict', {
+      basic: admin,
+      raw: '{"name":"x","n":1}',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+    });
+    assert.equal(plain.status, 200, plain.text);
+  });
+
   test('415 for JSON sent as text/plain (not a misleading "must be object")', async () => {
     const r = await h.call('/probe.strict', {
       basic: admin,
