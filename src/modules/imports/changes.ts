@@ -1,6 +1,7 @@
 // The staged changes of an import: saved one by one (by their identity), fetched, mass edited and
 // mass deleted with the engine's filter on type IMC, always within the import named in the path
-// (its scope, and the APPLIED check of an edit, from ./service.ts).
+// (its scope, and each write in a transaction that locks the import against a submit, from
+// ./service.ts).
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
@@ -13,7 +14,7 @@ import {
 } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { validationError } from '../../http/errors.ts';
-import { CHANGE_TYPES, scopeOf } from './service.ts';
+import { CHANGE_TYPES, changingImport, scopeOf } from './service.ts';
 import * as store from './store.ts';
 import { isObj } from '../../engine/values.ts';
 
@@ -78,8 +79,8 @@ export async function saveChanges(
       rowNumber: null,
     };
   });
-  const ids = await db.transaction((tx) =>
-    store.upsertChanges(tx, principal.partitionId, s.im.id, principal.userId, changes),
+  const ids = await changingImport(db, principal, s.im.id, (within) =>
+    store.upsertChanges(within, principal.partitionId, s.im.id, principal.userId, changes),
   );
   const r = await fetchRecords(
     db,
@@ -195,14 +196,16 @@ export async function massEditChanges(
   // Required, as by /massedit: `{}` names every change, leaving it out is a mistake.
   if (body.filterCriteria === undefined || body.filterCriteria === null)
     throw validationError('filterCriteria', 'is required ({} edits every change)');
-  return massEdit(db, principal, IMC, {
-    filterCriteria: await withinImport(db, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
-    massEditRecords: [
-      ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
-      { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
-      { fieldName: 'message', massEditOperator: 'null' },
-    ],
-  });
+  return changingImport(db, principal, s.im.id, async (within) =>
+    massEdit(within, principal, IMC, {
+      filterCriteria: await withinImport(within, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
+      massEditRecords: [
+        ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
+        { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
+        { fieldName: 'message', massEditOperator: 'null' },
+      ],
+    }),
+  );
 }
 
 /** `data` is required: `{}` names every change, no criteria is no request to delete them all. */
@@ -215,14 +218,18 @@ export async function massDeleteChanges(
   const s = await scopeOf(db, principal, idText, true);
   if (!isObj(body.data))
     throw validationError('data', 'is required: criteria (an object; {} names every change)');
-  const data = await withinImport(db, principal, s.im.id, body.data, 'data');
   const { textMatchStyle } = body;
-  const r = await deleteByFilter(
-    db,
-    principal,
-    IMC,
-    { data, ...(textMatchStyle === undefined ? {} : { textMatchStyle }) },
-    false,
+  const r = await changingImport(db, principal, s.im.id, async (within) =>
+    deleteByFilter(
+      within,
+      principal,
+      IMC,
+      {
+        data: await withinImport(within, principal, s.im.id, body.data, 'data'),
+        ...(textMatchStyle === undefined ? {} : { textMatchStyle }),
+      },
+      false,
+    ),
   );
   return r.count;
 }

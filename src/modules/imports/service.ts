@@ -8,7 +8,7 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
@@ -16,7 +16,7 @@ import { optionalText } from '../../engine/value-check.ts';
 import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
-import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
+import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
 import { findTargets, keyText, loadTypeContext, resolveTargetType } from '../dcr/target.ts';
 import type { StagedRecord } from '../dcr/staged.ts';
 import { writeItems } from '../dcr/write.ts';
@@ -45,11 +45,38 @@ export async function scopeOf(
 ): Promise<Scope> {
   requireAccess(principal, 'IMPORT_EDIT');
   const im = await store.findImportOrFail(q, principal.partitionId, store.parseImportId(idText));
-  if (editable && im.status === 'APPLIED') {
-    throw new AppError('CONFLICT', `${im.unique_name} is APPLIED: its changes can no longer change`);
-  }
+  if (editable) requireOpen(im);
   const type = await resolveTargetType(q, principal, im.target_type, im.lookup_table);
   return { im, type, tc: await loadTypeContext(q, principal, type) };
+}
+
+/** Its changes may change and it may be submitted: not APPLIED, and its file staged (not LOADING). */
+function requireOpen(im: store.ImportRow): void {
+  if (im.status === 'APPLIED')
+    throw new AppError('CONFLICT', `${im.unique_name} is APPLIED: its changes can no longer change`);
+  if (im.status === 'LOADING')
+    throw new AppError('CONFLICT', `${im.unique_name} is still staging its file: try again when it is DRAFT`);
+}
+
+/**
+ * Runs `fn`, a write of the import's changes (save, massedit, massdelete), in one transaction that
+ * first locks the import FOR SHARE and checks its status under the lock. A submit locks it FOR UPDATE
+ * before it reads the changes, so the two are serialised: a write committed first is read (and
+ * applied) by the submit, a later one waits for the submit and is then refused as APPLIED. (Checked
+ * only before the write's transaction, a save during a submit answered 200 and stayed NEW inside the
+ * APPLIED import.) FOR SHARE: writes of one import do not wait for each other, only for a submit.
+ */
+export async function changingImport<T>(
+  db: Db,
+  principal: Principal,
+  importId: number,
+  fn: (within: Db) => Promise<T>,
+): Promise<T> {
+  return batchTransaction(db, async (tx) => {
+    requireOpen(await store.findImportOrFail(tx, principal.partitionId, importId, 'FOR SHARE'));
+    // The engine's own transaction (massedit, delete by filter) is this one: see inTransaction.
+    return fn(inTransaction(db, tx));
+  });
 }
 
 function checkKeyCount(type: TypeDef): void {
@@ -112,10 +139,12 @@ export async function createImport(
     targetType: code,
     lookupTable,
     fileName: slot?.file_name ?? null,
+    status: source ? 'LOADING' : 'DRAFT',
   });
   if (source && columns) {
     // Chunk by chunk (no transaction is held while the file is read: PGlite has one connection);
-    // a file that turns out unreadable removes the import again.
+    // a file that turns out unreadable removes the import again. Meanwhile the import is LOADING,
+    // which nobody may submit or edit: a submit between two chunks applied part of the file.
     try {
       let line = 0;
       for await (const chunk of chunked(source.rows, 2_000)) {
@@ -124,8 +153,11 @@ export async function createImport(
       }
     } catch (e) {
       await db.query('DELETE FROM imports WHERE partition_id = $1 AND id = $2', [principal.partitionId, id]);
+      // (Deleted meanwhile, with /delete/IM: its changes have no import to go to.)
+      if ((e as { code?: unknown }).code === '23503') throw notFound(`Import ${id}`);
       throw e;
     }
+    if (!(await store.markLoaded(db, principal.partitionId, id))) throw notFound(`Import ${id}`);
   }
   return importRecord(db, principal, id);
 }
@@ -202,8 +234,10 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
   let ended = false;
   const refused = await db
     .transaction(async (tx): Promise<AppError | undefined> => {
-      const im = await store.findImportOrFail(tx, principal.partitionId, s0.im.id, true);
-      if (im.status === 'APPLIED') throw new AppError('CONFLICT', `${im.unique_name} is already APPLIED`);
+      // Locked before the changes are read: a write of them (changingImport) waits until this
+      // transaction ends, then finds the import APPLIED.
+      const im = await store.findImportOrFail(tx, principal.partitionId, s0.im.id, 'FOR UPDATE');
+      requireOpen(im);
       const { type, tc } = s0;
       const changes = await store.changesOf(tx, principal.partitionId, im.id);
       if (changes.length === 0) throw validationError('typedId', `${im.unique_name} has no changes`);

@@ -42,32 +42,52 @@ export function parseImportId(v: unknown): number {
   return Number(m[1]);
 }
 
+/** `LOADING` while its file is staged chunk by chunk (then `DRAFT`: see `markLoaded`). */
 export async function insertImport(
   q: Queryable,
   partitionId: number,
   userId: number,
-  i: { label: string | null; targetType: string; lookupTable: string | null; fileName: string | null },
+  i: {
+    label: string | null;
+    targetType: string;
+    lookupTable: string | null;
+    fileName: string | null;
+    status: 'LOADING' | 'DRAFT';
+  },
 ): Promise<number> {
   const r = await q.query<{ id: number }>(
     `INSERT INTO imports (partition_id, id, unique_name, label, target_type, lookup_table, file_name,
-                          created_by, last_update_by)
-     SELECT $1, n, 'IM-' || n, $2, $3, $4, $5, $6, $6
+                          status, created_by, last_update_by)
+     SELECT $1, n, 'IM-' || n, $2, $3, $4, $5, $7, $6, $6
        FROM (SELECT nextval(pg_get_serial_sequence('imports', 'id')) AS n) s
      RETURNING id`,
-    [partitionId, i.label, i.targetType, i.lookupTable, i.fileName, userId],
+    [partitionId, i.label, i.targetType, i.lookupTable, i.fileName, userId, i.status],
   );
   return Number(r.rows[0]!.id);
 }
 
+/** Its file staged: `DRAFT`. False when the import is gone (deleted while it loaded). */
+export async function markLoaded(q: Queryable, partitionId: number, id: number): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE imports SET status = 'DRAFT' WHERE partition_id = $1 AND id = $2 AND status = 'LOADING'`,
+    [partitionId, id],
+  );
+  return r.rowCount > 0;
+}
+
+/**
+ * `lock`: FOR UPDATE by a submit, FOR SHARE by a write of its changes (see `changingImport` in
+ * ./service.ts); the status read is then the one committed last.
+ */
 export async function findImportOrFail(
   q: Queryable,
   partitionId: number,
   id: number,
-  forUpdate = false,
+  lock?: 'FOR UPDATE' | 'FOR SHARE',
 ): Promise<ImportRow> {
   const r = await q.query<ImportRow>(
     `SELECT id, unique_name, target_type, lookup_table, status FROM imports
-      WHERE partition_id = $1 AND id = $2${forUpdate ? ' FOR UPDATE' : ''}`,
+      WHERE partition_id = $1 AND id = $2${lock === undefined ? '' : ` ${lock}`}`,
     [partitionId, id],
   );
   if (!r.rows[0]) throw notFound(`Import ${id}`);
