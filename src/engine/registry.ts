@@ -6,7 +6,7 @@ import { createPublicKey } from 'node:crypto';
 import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
-import type { FieldErrors } from '../http/errors.ts';
+import { AppError, type FieldErrors } from '../http/errors.ts';
 import { qualified } from '../db/sql.ts';
 import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
@@ -266,6 +266,20 @@ const JOB_TYPE: TypeDef = {
   writtenBy: {
     message: 'jobs are created by asynchronous operations, not written directly',
     deletable: true,
+  },
+  // A job that has not ended is what a record waits for (a DCR to apply, a grid being calculated):
+  // deleted, it would leave that record waiting for ever. It is cancelled first, which settles the
+  // record (src/jobs/endings.ts). The ended statuses are src/jobs/store.ts FINAL_STATUSES (not
+  // imported: the jobs' store depends on the engine).
+  beforeChange: (_q, _principal, old, data) => {
+    if (data === undefined && !['FINISHED', 'FAILED', 'CANCELLED'].includes(String(old.status))) {
+      const id = String(old.id);
+      throw new AppError(
+        'CONFLICT',
+        `Job ${id}.JST is ${String(old.status)}: cancel it (/admin.canceljst/${id}) before deleting it`,
+      );
+    }
+    return Promise.resolve();
   },
 };
 

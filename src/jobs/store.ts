@@ -6,6 +6,7 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { isoUtcSql } from '../db/sql.ts';
 import { notifyUsers, type NotificationInput } from '../modules/notifications/service.ts';
+import { jobEnded } from './endings.ts';
 
 export type JobStatus =
   | 'WAITING_FOR_DISPATCH'
@@ -209,9 +210,10 @@ interface EndedJob {
   readonly tracker_type: string;
   readonly status: JobStatus;
   readonly created_by: number | null;
+  readonly parameters: Record<string, unknown>;
 }
 
-const ENDED_JOB = 'partition_id, id, job_name, tracker_type, status, created_by';
+const ENDED_JOB = 'partition_id, id, job_name, tracker_type, status, created_by, parameters';
 
 const ENDINGS: Partial<Record<JobStatus, { word: string; level: NotificationInput['status'] }>> = {
   FINISHED: { word: 'finished', level: 'SUCCESS' },
@@ -236,7 +238,8 @@ async function notifyOwner(q: Queryable, job: EndedJob, text: string | undefined
 
 /**
  * Ends the attempt. INTERRUPTED (the node stops) becomes FAILED when no attempt is left. The job's
- * owner is notified of FINISHED, FAILED and CANCELLED in the same transaction.
+ * owner is notified of FINISHED, FAILED and CANCELLED in the same transaction, where a FAILED or
+ * CANCELLED job's kind also settles the record it worked for (./endings.ts).
  */
 export async function finishJob(db: Db, job: JobRow, end: Ending): Promise<boolean> {
   return db.transaction(async (tx) => {
@@ -257,15 +260,18 @@ export async function finishJob(db: Db, job: JobRow, end: Ending): Promise<boole
       ],
     );
     const ended = r.rows[0];
-    if (ended) await notifyOwner(tx, ended, end.message);
+    if (ended) {
+      await notifyOwner(tx, ended, end.message);
+      await jobEnded(tx, ended);
+    }
     return ended !== undefined;
   });
 }
 
 /**
  * Jobs whose node stopped heartbeating for `staleSeconds`: INTERRUPTED, to be retried by any node
- * (the claim takes them) while attempts are left, else FAILED (and the owner is notified). Answers
- * the jobs changed.
+ * (the claim takes them) while attempts are left, else FAILED (the owner is notified, the kind
+ * settles its record: ./endings.ts). Answers the jobs changed.
  */
 export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]> {
   return db.transaction(async (tx) => {
@@ -284,15 +290,19 @@ export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]
      RETURNING *`,
       [staleSeconds],
     );
-    for (const j of r.rows) await notifyOwner(tx, j, 'interrupted: its node sent no heartbeat; not retried');
+    for (const j of r.rows) {
+      await notifyOwner(tx, j, 'interrupted: its node sent no heartbeat; not retried');
+      await jobEnded(tx, j);
+    }
     return r.rows;
   });
 }
 
 /**
- * Cancels a job: one not running yet ends CANCELLED at once; a running one gets `cancelRequested`
- * and stops at its next check (between chunks). Answers the status afterwards, or undefined when
- * the job is unknown (or, `own` being set, not the caller's).
+ * Cancels a job: one not running yet ends CANCELLED at once (its kind settles the record it was to
+ * work for: ./endings.ts); a running one gets `cancelRequested` and stops at its next check (between
+ * chunks). Answers the status afterwards, or undefined when the job is unknown (or, `own` being set,
+ * not the caller's).
  */
 export async function requestCancel(
   db: Db,
@@ -316,13 +326,14 @@ export async function requestCancel(
        FROM old
       WHERE jobs.partition_id = old.partition_id AND jobs.id = old.id
      RETURNING jobs.partition_id, jobs.id, jobs.job_name, jobs.tracker_type, jobs.status, jobs.created_by,
-               jobs.cancel_requested, old.old_status`,
+               jobs.parameters, jobs.cancel_requested, old.old_status`,
       [partitionId, jobId, own ?? null],
     );
     const row = r.rows[0];
     if (row === undefined) return undefined;
     if (row.status === 'CANCELLED' && row.old_status !== 'CANCELLED') {
       await notifyOwner(tx, row, 'cancelled on request before it ran');
+      await jobEnded(tx, row);
     }
     return { status: row.status, cancel_requested: row.cancel_requested };
   });

@@ -690,6 +690,40 @@ describe('calculation grids', () => {
     }
   });
 
+  test('a job cancelled before it ran ends its grid CANCELLED; a job not ended cannot be deleted', async () => {
+    const c = (path: string, body?: unknown) => call(path, body, admin, quiet);
+    const [g] = okData(await c('/calculationgridmanager.addgrid', { data: { formulaName: 'GridPrice' } }));
+    const status = async () => okData(await c(`/fetch/CG/${g.id}`))[0].status;
+    // Queued (no runner on `quiet`): deleting the job is refused, cancelling it ends the grid.
+    let jst = await calculate(g.id, quiet);
+    assert.equal(await status(), 'QUEUED');
+    const del = (id: number) => c('/delete/JST', { data: { typedId: `${id}.JST` } });
+    let refused = await del(jst.jstId);
+    expectError(refused, 409, -1);
+    assert.match(refused.body.response.data, /is QUEUED_FOR_EXECUTION: cancel it/);
+    assert.equal(okData(await c(`/admin.canceljst/${jst.jstId}`))[0].status, 'CANCELLED');
+    assert.equal(await status(), 'CANCELLED');
+    okData(await del(jst.jstId));
+    // Running: refused too. Its last attempt lost with its node (the stale sweep): the grid FAILED.
+    jst = await calculate(g.id, quiet);
+    const job = await claimQuiet('test-node-lost');
+    refused = await del(jst.jstId);
+    expectError(refused, 409, -1);
+    assert.match(refused.body.response.data, /is PROCESSING/);
+    await quiet.db.query(
+      `UPDATE jobs SET heartbeat_at = now() - interval '1 hour', attempts = max_attempts
+        WHERE partition_id = $1 AND id = $2`,
+      [quiet.partitionId, job.id],
+    );
+    await sweepStale(quiet.db, 600);
+    assert.equal(okData(await c(`/admin.fetchjst/${jst.jstId}`))[0].status, 'FAILED');
+    assert.equal(await status(), 'FAILED');
+    // Either way it can be calculated again.
+    jst = await calculate(g.id, quiet);
+    assert.equal(await status(), 'QUEUED');
+    okData(await c(`/admin.canceljst/${jst.jstId}`));
+  });
+
   test('accept and reject: through a workflow, by list and by filter', async () => {
     okData(
       await call('/add/WFD', {

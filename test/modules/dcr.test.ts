@@ -896,6 +896,58 @@ describe('data change requests', () => {
     );
   });
 
+  test('a cancelled apply or async submit leaves the DCR submittable; the generic submit waits for the job too', async () => {
+    for (let i = 0; i < 2; i++) await product(`QC-${i}`);
+    const twoItems = async () => {
+      const dcr = await newDcr();
+      okData(
+        await call(`/dcrmanager.add/${dcr.id}`, {
+          data: [0, 1].map((i) => ({ sku: `QC-${i}`, label: `v${dcr.id}` })),
+        }),
+      );
+      return dcr;
+    };
+    const dcrNow = async (dcr: any) =>
+      okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }))[0];
+    okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '1' } }));
+    const dcr = await twoItems();
+    // The runner is stopped here so that the jobs wait.
+    await runner.stop();
+    try {
+      // The apply job (above the threshold) cancelled while queued: FAILED as after a failed apply.
+      const [approved] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+      assert.equal(approved.status, 'APPROVED');
+      okData(await call(`/admin.canceljst/${approved.jstId}`));
+      let now = await dcrNow(dcr);
+      assert.equal(now.status, 'FAILED');
+      assert.match(now.messages[0].text, new RegExp(`apply was cancelled \\(job ${approved.jstId}\\.JST\\)`));
+      assert.equal((await productBySku('QC-0')).label, 'label QC-0');
+      // An async submit cancelled while queued: the DCR stays as it was, and submittable.
+      const [queued] = okData(await call(`/dcrmanager.submit/${dcr.id}/async`));
+      // While it is queued, /workflowsmanager.submit is the same 409 naming the job.
+      const generic = await call(`/workflowsmanager.submit/${dcr.id}.DCR`);
+      expectError(generic, 409, -1);
+      assert.match(generic.body.response.data, new RegExp(`being submitted \\(job ${queued.jstId}\\.JST\\)`));
+      okData(await call(`/admin.canceljst/${queued.jstId}`));
+      now = await dcrNow(dcr);
+      assert.equal(now.status, 'FAILED');
+      // Submitted again (generic submit, approved at once): its apply job is queued.
+      okData(await call(`/workflowsmanager.submit/${dcr.id}.DCR`));
+      now = await dcrNow(dcr);
+      assert.equal(now.status, 'APPROVED');
+      assert.notEqual(now.jstId, queued.jstId);
+    } finally {
+      runner = runnerFor(h).start();
+    }
+    assert.equal((await waitJob(Number((await dcrNow(dcr)).jstId))).status, 'FINISHED');
+    assert.equal((await dcrNow(dcr)).status, 'APPLIED');
+    assert.equal((await productBySku('QC-1')).label, `v${dcr.id}`);
+    await h.db.query(
+      `DELETE FROM advanced_config WHERE partition_id = $1 AND unique_name = 'asyncSubmitDCRThreshold'`,
+      [h.partitionId],
+    );
+  });
+
   test('asyncSubmitDCRThreshold: absent, 101 items apply synchronously; present without a value, 100', async () => {
     const skus = Array.from({ length: 101 }, (_, i) => `B-${String(i).padStart(3, '0')}`);
     okData(

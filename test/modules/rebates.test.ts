@@ -778,6 +778,20 @@ describe('rebate record groups', () => {
         expectError(again, 409, -1);
         assert.match(again.body.response.data, new RegExp(`being submitted \\(job ${first.jstId}\\.JST\\)`));
         expectError(await call(`/rebaterecordgroup.submit/${g3.typedId}`, {}, rebater), 409, -1);
+        // The generic submit keeps the same rule.
+        const generic = await call(`/workflowsmanager.submit/${g3.typedId}`, {}, rebater);
+        expectError(generic, 409, -1);
+        assert.match(
+          generic.body.response.data,
+          new RegExp(`being submitted \\(job ${first.jstId}\\.JST\\)`),
+        );
+        // An async submit cancelled while queued leaves its group as it was, submittable.
+        const g5 = await calculated();
+        const [cancelled] = okData(await call(`/rebaterecordgroup.submit/${g5.typedId}/async`, {}, rebater));
+        okData(await call(`/admin.canceljst/${cancelled.jstId}`, {}, rebater));
+        assert.equal((await groupById(g5.id)).workflowStatus, 'DRAFT');
+        okData(await call(`/rebaterecordgroup.submit/${g5.typedId}`, {}, rebater));
+        assert.notEqual((await groupById(g5.id)).workflowStatus, 'DRAFT');
       } finally {
         runner = runnerFor(h).start();
       }

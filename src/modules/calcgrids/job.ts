@@ -12,9 +12,10 @@
 // batch, which is also where cancellation is noticed.
 
 import { createHash } from 'node:crypto';
-import type { Db } from '../../db/db.ts';
+import type { Db, Queryable } from '../../db/db.ts';
 import { loadRunning } from '../../engine/statistics.ts';
 import { AppError } from '../../http/errors.ts';
+import { onJobEnded, type EndedJob } from '../../jobs/endings.ts';
 import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
@@ -49,6 +50,21 @@ export interface CalculationParams {
 export function calcGridJobKind(db: Db, limits: LogicLimits): JobKind {
   return { maxAttempts: 3, run: (ctx) => runCalculation(db, ctx, limits) };
 }
+
+/**
+ * A calculation job ended FAILED or CANCELLED while its grid still waits for it (QUEUED: cancelled
+ * before it ran; CALCULATING: its last attempt's node was lost): the grid ends as its job did, with
+ * the counts of the items it has, and can be calculated again (continuing the run). A run that ended
+ * by itself set the grid already.
+ */
+async function settleGrid(q: Queryable, job: EndedJob): Promise<void> {
+  const grid = await store.gridById(q, job.partition_id, Number(job.parameters.gridId), true);
+  if (!grid || Number(grid.jst_id) !== Number(job.id)) return;
+  if (grid.status !== 'QUEUED' && grid.status !== 'CALCULATING') return;
+  await store.setGridState(q, job.partition_id, grid.id, { status: job.status, counted: true });
+}
+
+onJobEnded(CALCULATIONGRID, settleGrid);
 
 async function runCalculation(db: Db, ctx: JobContext, limits: LogicLimits): Promise<unknown> {
   const params = ctx.job.parameters as unknown as CalculationParams;

@@ -7,7 +7,7 @@
 // that submits it (and applies it when approved at once) as the caller, and answers the job (JST).
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Tx } from '../../db/db.ts';
+import type { Db, Queryable } from '../../db/db.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
@@ -35,12 +35,12 @@ const SUBMITTABLE = ['DRAFT', 'FAILED', 'DENIED'];
  * check and the async submit's mark (`job_id`) one step, so of two submits one is refused at once.
  */
 async function lockSubmittable(
-  tx: Tx,
+  q: Queryable,
   principal: Principal,
   id: number,
-  inJob = false,
+  inJob: boolean,
 ): Promise<store.DcrRow> {
-  const dcr = await store.findDcrOrFail(tx, principal.partitionId, id, true);
+  const dcr = await store.findDcrOrFail(q, principal.partitionId, id, true);
   if (!SUBMITTABLE.includes(dcr.status)) {
     throw new AppError(
       'CONFLICT',
@@ -50,9 +50,30 @@ async function lockSubmittable(
   if (
     !inJob &&
     dcr.job_id !== null &&
-    (await jobState(tx, principal.partitionId, dcr.job_id))?.ended === false
+    (await jobState(q, principal.partitionId, dcr.job_id))?.ended === false
   )
     throw new AppError('CONFLICT', `${dcr.unique_name} is already being submitted (job ${dcr.job_id}.JST)`);
+  return dcr;
+}
+
+/**
+ * The DCR locked for a submit (lockSubmittable). A synchronous submit forgets an earlier async
+ * submit's job (./applytx.ts applyByJob reads it). Also the DCR's rules for
+ * `/workflowsmanager.submit/{id}.DCR` (./approval.ts `beforeSubmit`).
+ */
+export async function claimForSubmit(
+  q: Queryable,
+  principal: Principal,
+  id: number,
+  inJob = false,
+): Promise<store.DcrRow> {
+  const dcr = await lockSubmittable(q, principal, id, inJob);
+  if (!inJob && dcr.job_id !== null) {
+    await store.setDcrState(q, principal.partitionId, id, principal.userId, {
+      status: dcr.status,
+      jobId: null,
+    });
+  }
   return dcr;
 }
 
@@ -73,14 +94,7 @@ async function submitInTransaction(
   inJob: boolean,
 ): Promise<Submitted> {
   return db.transaction(async (tx): Promise<Submitted> => {
-    const dcr = await lockSubmittable(tx, principal, id, inJob);
-    // A synchronous submit forgets an earlier async submit's job (./applytx.ts applyByJob reads it).
-    if (!inJob && dcr.job_id !== null) {
-      await store.setDcrState(tx, principal.partitionId, id, principal.userId, {
-        status: dcr.status,
-        jobId: null,
-      });
-    }
+    const dcr = await claimForSubmit(tx, principal, id, inJob);
     await submitApprovable(tx, principal, 'DCR', id, { ownSubmit: true });
     const now = await store.findDcrOrFail(tx, principal.partitionId, id);
     if (now.status !== 'APPROVED') return { kind: 'pending' };
@@ -124,7 +138,7 @@ export async function submitDcrAsync(db: Db, principal: Principal, idText: strin
   requireAccess(principal, 'DCR_EDIT');
   const id = store.parseDcrId(idText);
   const jobId = await db.transaction(async (tx) => {
-    const dcr = await lockSubmittable(tx, principal, id);
+    const dcr = await lockSubmittable(tx, principal, id, false);
     const job = await createJob(tx, principal, {
       jobName: `Submit ${dcr.unique_name}`,
       trackerType: DCR_SUBMIT,

@@ -18,6 +18,7 @@ import { canEdit } from '../../engine/crud.ts';
 import { currentHistoryOrigin, runWithHistoryOrigin } from '../../engine/history.ts';
 import { toAppError } from '../../http/envelope.ts';
 import { AppError, type FieldErrors } from '../../http/errors.ts';
+import { onJobEnded, type EndedJob } from '../../jobs/endings.ts';
 import { RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { createJob } from '../../jobs/store.ts';
 import { scopeOf } from './service.ts';
@@ -92,6 +93,30 @@ export async function queueApply(
   await store.setDcrState(q, partitionId, dcr.id, userId, { status: 'APPROVED', jobId: job.id });
   return job.id;
 }
+
+/**
+ * A DCR_SUBMIT job ended FAILED or CANCELLED while the DCR still waits APPROVED for it (cancelled
+ * before it ran, its owner deactivated, its node lost): nothing of it was written, so the DCR is
+ * FAILED as after a failed apply, saying why, and can be submitted again. A submitting job (/async)
+ * that did not run left its DCR as it was (DRAFT, FAILED or DENIED): nothing to do.
+ */
+async function settleUnapplied(q: Queryable, job: EndedJob): Promise<void> {
+  const id = Number(job.parameters.dcrId);
+  const r = await q.query<{ status: string; job_id: string | null }>(
+    'SELECT status, job_id FROM dcrs WHERE partition_id = $1 AND id = $2 FOR UPDATE',
+    [job.partition_id, id],
+  );
+  const dcr = r.rows[0];
+  if (dcr?.status !== 'APPROVED' || Number(dcr.job_id) !== Number(job.id)) return;
+  const why = job.status === 'CANCELLED' ? 'was cancelled' : 'failed';
+  await store.setDcrState(q, job.partition_id, id, job.created_by ?? 0, {
+    status: 'FAILED',
+    from: 'APPROVED',
+    messages: [{ level: 'ERROR', text: `the apply ${why} (job ${job.id}.JST): nothing applied` }],
+  });
+}
+
+onJobEnded(DCR_SUBMIT, settleUnapplied);
 
 /**
  * Applies the APPROVED DCR `id` inside `tx` as `owner`, behind a savepoint. Success: the DCR is

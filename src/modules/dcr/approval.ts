@@ -12,6 +12,7 @@ import { principalForJob } from '../../jobs/principal.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
 import type { JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
+import { claimForSubmit } from './apply.ts';
 import { applyByJob, applyWithin, isTx, queueApply } from './applytx.ts';
 import * as store from './store.ts';
 
@@ -113,6 +114,10 @@ export function registerDcrApprovable(db: Db): void {
           massChanges: Number(d.mass),
         },
       };
+    },
+    // The DCR's own submit rules (an async submit queued or running: 409 naming its job).
+    async beforeSubmit(q, ref) {
+      await claimForSubmit(q, ref.actor, ref.id);
     },
     onStatus: (q, ref, status) => onStatus(db, q, ref, status),
   });

@@ -140,6 +140,10 @@ export function registerRebateApprovable(): void {
         },
       };
     },
+    // The group's own submit rules (an async submit queued or running: 409 naming its job).
+    async beforeSubmit(q, ref) {
+      await submittableGroup(q, ref.actor, ref.id);
+    },
     onStatus,
   });
 }

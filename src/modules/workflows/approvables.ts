@@ -13,6 +13,7 @@
 //       ...                                 // null when no such document in ref.partitionId (→ 404)
 //       return { label, workflowStatus, fields: { label, totalDiscount } };
 //     },
+//     async beforeSubmit(q, ref) { ... },   // optional: the own submit's rules, for the generic one
 //     async onStatus(q, ref, status) {      // SUBMITTED, then APPROVED | DENIED | WITHDRAWN:
 //       ...                                 // set your workflowStatus; on APPROVED apply the change.
 //     },                                    // Throwing rolls the whole request back.
@@ -73,6 +74,12 @@ export interface Approvable {
   readonly aliases?: readonly string[];
   readonly fields?: readonly string[];
   describe(q: Queryable, ref: DocumentRef): Promise<ApprovableRecord | null>;
+  /**
+   * The rules of the module's own submit operation that `/workflowsmanager.submit` applies as well
+   * (it is not `ownSubmit`): called after `describe` in the same transaction, it throws the catalogue
+   * error to answer (an asynchronous submit of the document queued or running: 409 naming its job).
+   */
+  beforeSubmit?(q: Queryable, ref: DocumentRef): Promise<void>;
   onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void>;
 }
 

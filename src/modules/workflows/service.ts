@@ -214,6 +214,8 @@ export async function submitApprovable(
   if ((await pendingWorkflowOf(q, actor.partitionId, typeCode, id)) !== undefined) {
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
   }
+  // The module's own submit checked its rules before calling; the generic one has them checked here.
+  if (!ownSubmit) await approvable.beforeSubmit?.(q, { partitionId: actor.partitionId, id, actor });
   const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find(
     (d) =>
       d.condition === null ||
