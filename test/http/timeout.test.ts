@@ -92,10 +92,10 @@ describe('synchronous time-out of a bulk load that commits in chunks', () => {
   // the first chunk commits, the second is rolled back.
   const SLOW = uniqueName('slow');
   before(async () => {
-    h = await startHarness({ env: { SYNC_TIMEOUT_SECONDS: '2' } });
+    h = await startHarness({ env: { SYNC_TIMEOUT_SECONDS: '5' } });
     api = await clientOf(h);
     await h.db.query(`CREATE FUNCTION rc_test_slow_row() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_sleep(3); RETURN NEW; END $$`);
+      BEGIN PERFORM pg_sleep(6); RETURN NEW; END $$`);
     await h.db.query(`CREATE TRIGGER test_slow_product BEFORE INSERT ON products FOR EACH ROW
       WHEN (NEW.sku = '${SLOW}') EXECUTE FUNCTION rc_test_slow_row()`);
     await h.db.query(`CREATE TRIGGER test_slow_item BEFORE INSERT ON condition_records FOR EACH ROW
