@@ -20,7 +20,7 @@ import { enterDeadline } from './db/deadline.ts';
 import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
 import { enterPatternScope } from './engine/criteria/patterns.ts';
 import { authenticate } from './auth/authenticate.ts';
-import { AppError } from './http/errors.ts';
+import { AppError, validationError } from './http/errors.ts';
 import { MAX_PATH_PARAM, errorEnvelopeSchema, handleError } from './http/envelope.ts';
 import { clientErrorHandler } from './http/client-error.ts';
 import { registerMetrics } from './http/metrics.ts';
@@ -167,7 +167,8 @@ export async function buildApp({
         : undefined;
     // Text that may hold numbers a double cannot (json-numbers.ts) keeps them exact; a text that
     // fails to parse so gets the default parser's error.
-    const parse = (json: string, then: (err: Error | null, body?: unknown) => void): void => {
+    const parse = (json: string, next: (err: Error | null, body?: unknown) => void): void => {
+      const then = (err: Error | null, body?: unknown) => next(err && prototypeKeys(json, err), body);
       if (mayHoldInexactNumbers(json)) {
         let body: unknown;
         try {
@@ -186,6 +187,23 @@ export async function buildApp({
       done(null, body);
     });
   });
+
+  /**
+   * A JSON text refused by the parser that JSON.parse takes is well formed: its fault is a key objects
+   * would take as their prototype (`__proto__`, `constructor.prototype`), refused against prototype
+   * pollution — said so, rather than "malformed" (the parser's error does not tell the two apart).
+   */
+  function prototypeKeys(json: string, err: Error): Error {
+    try {
+      JSON.parse(json);
+    } catch {
+      return err;
+    }
+    return validationError(
+      'body',
+      'holds a "__proto__" or "constructor": {"prototype": ...} key, which is refused',
+    );
+  }
 
   app.setErrorHandler(function onError(err, req, reply) {
     return reply.send(handleError(err, req, reply));

@@ -80,6 +80,21 @@ describe('envelope and errors', () => {
     assert.ok(r.body.response.errors.body);
   });
 
+  test('a key taken as a prototype (__proto__, constructor.prototype) is refused as such, not as malformed JSON', async () => {
+    for (const raw of [
+      '{"name":"x","__proto__":{"a":1}}',
+      '{"name":{"constructor":{"prototype":{"a":1}}}}',
+    ]) {
+      const r = await h.call('/probe.strict', {
+        basic: admin,
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
+      assertError(r, 400, -4);
+      assert.match(r.body.response.errors.body.errorMessage, /__proto__/);
+    }
+  });
+
   test('a JSON body that is not UTF-8 is 400/-4 on field body (not stored as U+FFFD)', async () => {
     const auth = Buffer.from(`${h.partition}/${ADMIN}:${ADMIN_PASSWORD}`).toString('base64');
     const res = await fetch(`${h.url}${h.config.basePath}/${h.partition}/probe.strict`, {
