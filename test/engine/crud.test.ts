@@ -396,6 +396,10 @@ describe('generic operations on products', () => {
     assert.equal(r.deletedRecords, 2);
     assert.equal(r.ignoredCriteria[0].field, 'nosuch');
     assert.equal(okData(await api('/fetch/P', { data: { sku: 'BF-3' } })).length, 1);
+    // A range given `value` (it takes start and end) had no bound and deleted every product.
+    const stray = adv({ fieldName: 'sku', operator: 'between', value: 'BF-3' });
+    expectError(await api('/delete/P/batch/forcefilter', { data: stray }), 400, -4, 'sku');
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'BF-3' } })).length, 1);
     const [f] = okData(await api('/delete/P/batch/forcefilter', { data: { sku: 'BF-3' } }));
     assert.equal(f.deletedRecords, 1);
   });

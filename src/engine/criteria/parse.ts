@@ -104,6 +104,7 @@ function parseNode(obj: Obj, depth: number, budget: { nodes: number }): Criteria
     const leaf = parseLeaf(obj);
     return strict === undefined ? leaf : { kind: 'and', children: [leaf], strict };
   }
+  knownProperties(obj, GROUP_PROPERTIES, 'criteria');
   const { operator, criteria } = obj;
   if (operator !== 'and' && operator !== 'or' && operator !== 'not') {
     throw validationError('criteria', `unknown logical operator ${show(operator)} (use and, or, not)`);
@@ -130,7 +131,30 @@ function parseLeaf(obj: Obj): LeafNode {
   }
   if (typeof operator !== 'string') throw validationError(fieldName, '"operator" must be a string');
   if (!isOperator(operator)) throw validationError(fieldName, `unknown operator ${show(operator)}`);
+  knownProperties(obj, LEAF_PROPERTIES, fieldName);
   return { kind: 'leaf', fieldName, operator, value: obj.value, start: obj.start, end: obj.end };
+}
+
+/**
+ * What a criterion or a group may hold. Anything else is refused: a misspelt property (`valu`, `values`)
+ * was ignored, so the criterion tested something else than asked (`between` with `value`: every row
+ * matched, and a /delete by that filter deleted them all).
+ */
+const COMMON_PROPERTIES = ['_constructor', 'operator', 'strictSQLFiltering'];
+const LEAF_PROPERTIES: ReadonlySet<string> = new Set([
+  ...COMMON_PROPERTIES,
+  'fieldName',
+  'value',
+  'start',
+  'end',
+]);
+const GROUP_PROPERTIES: ReadonlySet<string> = new Set([...COMMON_PROPERTIES, 'criteria']);
+
+function knownProperties(obj: Obj, known: ReadonlySet<string>, at: string): void {
+  const unknown = Object.keys(obj).find((k) => !known.has(k));
+  if (unknown !== undefined) {
+    throw validationError(at, `unknown property ${show(unknown)} of a criterion (${[...known].join(', ')})`);
+  }
 }
 
 function parseSimple(obj: Obj, style: TextMatchStyle, budget: { nodes: number }): CriteriaNode {

@@ -248,6 +248,25 @@ function resolveLeaf(
     }
     return found;
   };
+  // A range takes `start` and `end`, the others `value`: the wrong one was ignored (a `between` with
+  // `value` had no bound at all and matched every row; a /delete by that filter deleted them all).
+  const ranged = test.kind === 'range';
+  const stray = ranged
+    ? isMissing(node.value)
+      ? undefined
+      : 'value'
+    : !isMissing(node.start)
+      ? 'start'
+      : !isMissing(node.end)
+        ? 'end'
+        : undefined;
+  if (stray !== undefined) {
+    const takes = ranged ? '"start" and "end"' : '"value"';
+    throw validationError(name, `operator "${operator}" takes ${takes}, not "${stray}"`);
+  }
+  if (ranged && isMissing(node.start) && isMissing(node.end)) {
+    throw validationError(name, `operator "${operator}" needs "start", "end" or both`);
+  }
   switch (test.kind) {
     case 'null':
       return { kind: 'null', field, blank: test.blank, negate };
