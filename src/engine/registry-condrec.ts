@@ -232,9 +232,51 @@ function itemType(
   };
 }
 
-/** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId. */
+/**
+ * Items of a CRCI write that name neither id nor typedId are addressed by their business key (set,
+ * keys, validFrom): that of the sized type of their set's key size, which then writes the batch (its
+ * elements with a typedId too: CRCIn takes `<id>.CRCI`). One key size a batch; the set is checked
+ * (visible, editable) by the sized type's own guard.
+ */
+async function keyedItemType(
+  q: Queryable,
+  principal: Principal,
+  items: readonly Readonly<Record<string, unknown>>[],
+): Promise<TypeDef | undefined> {
+  const byKey = items.filter((d) => d.id === undefined && d.typedId === undefined);
+  if (byKey.length === 0) return undefined;
+  const ids = byKey.map((d) => Number(d.conditionRecordSetId));
+  const unknown = byKey.find((_, i) => !Number.isSafeInteger(ids[i]));
+  if (unknown !== undefined) {
+    const given = unknown.conditionRecordSetId;
+    throw validationError(
+      'conditionRecordSetId',
+      given === undefined || given === null
+        ? 'is required to address an item by its keys (or give typedId)'
+        : `there is no condition record set ${JSON.stringify(given)}`,
+    );
+  }
+  const r = await q.query<{ id: string; key_size: number }>(
+    'SELECT id, key_size FROM condition_record_sets WHERE partition_id = $1 AND id = ANY($2::bigint[])',
+    [principal.partitionId, [...new Set(ids)]],
+  );
+  const sizes = new Set(r.rows.map((x) => x.key_size));
+  const missing = ids.find((id) => !r.rows.some((x) => Number(x.id) === id));
+  if (missing !== undefined)
+    throw validationError('conditionRecordSetId', `there is no condition record set ${missing}`);
+  if (sizes.size > 1) {
+    throw validationError(
+      'conditionRecordSetId',
+      'items addressed by their keys in one batch name sets of one key size (or write each size with CRCI<n>)',
+    );
+  }
+  return sizedItemType([...sizes][0]!);
+}
+
+/** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId or by their keys. */
 export const ITEM_TYPE: TypeDef = {
   ...itemType('CRCI', 'Condition record item', keyFields(MAX_KEY_SIZE, false), ['id']),
+  keyedType: keyedItemType,
   typedIdAliases: Array.from({ length: MAX_KEY_SIZE }, (_, i) => `CRCI${i + 1}`),
   // Its history rows name the item as its sized code's do: set|key1..keyN|validFrom.
   historyKey: ['conditionRecordSetId', ...keyFields(MAX_KEY_SIZE, false).map((k) => k.name), 'validFrom'],

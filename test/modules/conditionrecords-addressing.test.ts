@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, uniqueName, type Harness } from '../helpers/app.ts';
-import { okData } from '../helpers/envelope.ts';
+import { expectError, okData } from '../helpers/envelope.ts';
 
 const admin = { user: ADMIN, password: ADMIN_PASSWORD };
 
@@ -100,6 +100,54 @@ describe('condition records: addressing items and sets', () => {
     assert.equal(notItem.status, 400, notItem.text);
     okData(await call('/delete/CRCI', { data: { typedId: `${item.id}.CRCI2` } }));
     assert.equal((await call(`/fetch/CRCI2/${item.id}`)).status, 404);
+  });
+
+  test('CRCI (the interface names no sized code) integrates, updates and deletes items by their business key', async () => {
+    const set = await newSet();
+    const byKey = { conditionRecordSetId: set.id, key1: 'K', validFrom: '2026-03-01' };
+    // A new item by integrate, then the same one updated by integrate (an upsert, not a second item).
+    const [added] = okData(
+      await call('/integrate/CRCI', [{ data: { ...byKey, validTo: '2026-03-31', conditionValue: '5' } }]),
+    );
+    const [upserted] = okData(await call('/integrate/CRCI', { data: { ...byKey, conditionValue: '6' } }));
+    assert.equal(upserted.id, added.id);
+    assert.equal(upserted.conditionValue, '6');
+    const [updated] = okData(
+      await call('/update/CRCI', {
+        data: { ...byKey, unitOfMeasure: 'KG' },
+        oldValues: { version: upserted.version },
+      }),
+    );
+    assert.deepEqual([updated.id, updated.unitOfMeasure], [added.id, 'KG']);
+    assert.deepEqual(await itemsOf(set.id), ['K 2026-03-01..2026-03-31 KG']);
+    // A batch mixing an item by typedId and one by keys; then the delete by keys.
+    okData(
+      await call('/integrate/CRCI', [
+        { data: { typedId: `${added.id}.CRCI`, conditionValue: '7' } },
+        { data: { ...byKey, key1: 'L', validTo: '2026-03-31' } },
+      ]),
+    );
+    okData(await call('/delete/CRCI', { data: byKey }));
+    assert.deepEqual(await itemsOf(set.id), ['L 2026-03-01..2026-03-31 -']);
+    // Keys without a set, an unknown set, sets of two key sizes in one batch: -4 on the set.
+    expectError(
+      await call('/integrate/CRCI', { data: { key1: 'K', validFrom: '2026-03-01' } }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    expectError(
+      await call('/delete/CRCI', { data: { ...byKey, conditionRecordSetId: 999999 } }),
+      400,
+      -4,
+      'conditionRecordSetId',
+    );
+    const two = await newSet(2);
+    const mixed = await call('/integrate/CRCI', [
+      { data: byKey },
+      { data: { conditionRecordSetId: two.id, key1: 'K', key2: 'M', validFrom: '2026-03-01' } },
+    ]);
+    expectError(mixed, 400, -4, 'conditionRecordSetId');
   });
 
   test('a load row names its set by a uniqueName of digits; one that is also another set’s id is an error', async () => {
