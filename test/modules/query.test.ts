@@ -295,12 +295,14 @@ describe('query API', () => {
       aggregates: [
         { fn: 'sum', field: 'price.conditionValue', as: 'total' },
         { fn: 'max', field: 'price.validTo', as: 'until' },
+        { fn: 'min', field: 'price.conditionValue', as: 'least' },
       ],
       sortBy: 'attribute2',
     });
+    // Aggregates of a decimal column of its own type are its exact text, as the column itself.
     assert.deepEqual(data, [
-      { attribute2: 'north', total: 21.5, until: '2030-12-31' },
-      { attribute2: 'tools', total: 30, until: '2030-12-31' },
+      { attribute2: 'north', total: '21.5', until: '2030-12-31', least: '9.5' },
+      { attribute2: 'tools', total: '30', until: '2030-12-31', least: '30' },
     ]);
     const items = await rows({ source: 'CRCI:PRICES', select: ['key1', 'conditionValue'], sortBy: 'key1' });
     assert.deepEqual(

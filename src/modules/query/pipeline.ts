@@ -356,7 +356,10 @@ export async function planQuery(
             : `${agg}_${fieldName}`
           : outputName(a.as, `${at}.as`);
       const expr = aggregateSql(agg, f === undefined ? undefined : valueSql(f.spec, 'q'));
-      push({ name, type, aggregate: agg, expr, raw: false, storedAsText: false }, `${at}.as`);
+      // The sum, average, least or greatest of a decimal column of its own SQL type (conditionValue)
+      // is answered as that column is: its exact text ("1.10", not 1.1).
+      const asText = f !== undefined && nativeDecimal(f) && agg !== 'count' && agg !== 'countDistinct';
+      push({ name, type, aggregate: agg, expr, raw: false, storedAsText: false, asText }, `${at}.as`);
     });
   } else {
     const shown: [string, string, FlatField][] =
