@@ -122,7 +122,8 @@ export function inputValue(d: InputDef, v: unknown): { value: Value } | { error:
     }
     case 'TEXT':
     case 'OPTION':
-      if (typeof v !== 'string' || v.length > 10_000) return { error: 'must be text' };
+      if (typeof v !== 'string') return { error: 'must be text' };
+      if (v.length > 10_000) return { error: 'must be text of at most 10,000 characters' };
       if (d.type === 'OPTION' && !(d.options ?? []).includes(v))
         return { error: `must be one of ${(d.options ?? []).join(', ')}` };
       return { value: v };

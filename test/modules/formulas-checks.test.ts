@@ -385,7 +385,7 @@ describe('logics: compile errors, the time limit, filtered customers, the README
       assert.equal(hit.table, 'Margins');
       assert.deepEqual(hit.keys, ['EU']);
       assert.equal(hit.hit, true);
-      assert.match(hit.rowId, /^\d+\.LTV$/);
+      assert.match(hit.typedId, /^\d+\.LTV$/);
       const rounding = by.Price.explanation.reads.find((e: any) => e.kind === 'rounding');
       assert.deepEqual(
         [rounding.policy, rounding.mode, rounding.priceEnding, rounding.before, rounding.after],

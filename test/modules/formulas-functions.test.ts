@@ -163,7 +163,7 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
     ];
     for (const [name, code] of rowKinds) {
       assert.equal(entry(name).hit, true, name);
-      assert.match(entry(name).rowId, code, name);
+      assert.match(entry(name).typedId, code, name);
       assert.equal(entry(name).version, 0, name);
     }
     assert.deepEqual(entry('M4Miss'), {
@@ -171,7 +171,7 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
       table: 'M4',
       keys: ['k1', 'k2', 'k3', 'other'],
       hit: false,
-      rowId: null,
+      typedId: null,
       version: null,
       value: null,
     });

@@ -205,18 +205,18 @@ describe('pricing logics', () => {
     const margin = by.Margin.explanation.reads;
     const hit = margin.find((e: any) => e.kind === 'lookup');
     assert.deepEqual(
-      { ...hit, rowId: undefined, version: undefined },
+      { ...hit, typedId: undefined, version: undefined },
       {
         kind: 'lookup',
         table: 'Margins',
         keys: ['EU'],
         hit: true,
-        rowId: undefined,
+        typedId: undefined,
         version: undefined,
         value: 0.25,
       },
     );
-    assert.match(hit.rowId, /^\d+\.LTV$/);
+    assert.match(hit.typedId, /^\d+\.LTV$/);
     assert.ok(
       margin.some(
         (e: any) =>
@@ -258,7 +258,7 @@ describe('pricing logics', () => {
         table: 'Freight',
         keys: ['DE', 'BOX'],
         hit: false,
-        rowId: null,
+        typedId: null,
         version: null,
         value: null,
       },
@@ -538,6 +538,12 @@ describe('pricing logics', () => {
       /inputs.Packing: must be one of PALLET, BOX/,
     );
     expectError(await run({ Qty: 1, Other: 1 }), 400, -4, /inputs.Other: is not an input/);
+    expectError(
+      await run({ Qty: 1, Packing: 'x'.repeat(10_001) }),
+      400,
+      -4,
+      /inputs.Packing: must be text of at most 10,000 characters/,
+    );
     // A day that is none, and year 0 (the database has none): -4 naming targetDate, not its error text.
     for (const targetDate of ['2026-02-30', '0000-01-01']) {
       const r = await api('/formulamanager.execute/MB-1', { data: { inputs: { Qty: 1 }, targetDate } });

@@ -132,7 +132,7 @@ export const DATA: readonly FnDef[] = [
           table,
           keys: keysOf(args, 1).map(toJson),
           hit: found.row !== null,
-          rowId: found.row?.ref?.typedId ?? null,
+          typedId: found.row?.ref?.typedId ?? null,
           version: found.row?.ref?.version ?? null,
           value: toJson(found.value),
         });
@@ -158,7 +158,7 @@ export const DATA: readonly FnDef[] = [
           table,
           keys: keysOf(args, 1).map(toJson),
           hit: found.row !== null,
-          rowId: found.row?.ref?.typedId ?? null,
+          typedId: found.row?.ref?.typedId ?? null,
           version: found.row?.ref?.version ?? null,
         });
       return found.row;
