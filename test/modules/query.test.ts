@@ -340,6 +340,7 @@ describe('query API', () => {
     // Reading condition records needs CONDITIONRECORD_FETCH (a user without roles is refused and the
     // meta lists no set to him), then the set's view group (HIDDEN is not his: no such source).
     await refused({ source: 'CRCI:PRICES' }, 403, -3, undefined, QUERY_READER);
+    await refused({ source: 'CRCI:HIDDEN' }, 403, -3, undefined, QUERY_READER);
     const crcReader = { user: 'crcreader', password: 'crcreader-password-1' };
     await h.newUser(crcReader.user, crcReader.password, ['PB_CONDITIONRECORDEDITOR']);
     assert.equal((await rows({ source: 'CRCI:PRICES' }, crcReader)).length, 3);

@@ -14,7 +14,7 @@ import { requireAccess } from '../../engine/crud.ts';
 import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
 import { findType } from '../../engine/registry.ts';
 import { TABLE_KINDS, valueTypeOf, type LookupTable, type TableKind } from '../../engine/registry-lookup.ts';
-import { HISTORY_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
+import { HISTORY_TYPE, ITEM_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { extensionTableExists, type ExtensionKind } from '../masterdata/store.ts';
 
@@ -135,6 +135,8 @@ export async function resolveSource(
   }
   if ((CONDITION_KINDS as readonly string[]).includes(kind)) {
     if (name === undefined) throw validationError(field, `${kind} needs a set name: ${kind}:<set>`);
+    // The permission first (as /fetch/CRCI): without it a hidden set is a 403 too, not a 404.
+    requireAccess(principal, (kind === 'CRCI' ? ITEM_TYPE : HISTORY_TYPE).access.fetch);
     const [set] = await visibleSets(q, principal, name);
     if (set === undefined)
       throw new AppError('NOT_FOUND', `Condition record set ${name} not found`, { field });
