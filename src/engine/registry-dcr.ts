@@ -7,9 +7,10 @@ import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
-import { AppError, type FieldErrors } from '../http/errors.ts';
+import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { MAX_KEY_SIZE } from './registry-condrec.ts';
 import { SYSTEM, key, text } from './registry-fields.ts';
+import { valueCodeOf, type TableKind } from './registry-lookup.ts';
 
 /**
  * Type codes whose staged changes (DCR items, import changes) are written by the engine's bulk
@@ -102,6 +103,29 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
 }
 
 /**
+ * The lookup table a DCR type of lookup values names exists and holds values of its target type:
+ * checked when the type is written (it was only when a DCR of it got its first item).
+ */
+async function knownLookupTable(
+  q: Queryable,
+  principal: Principal,
+  data: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  const { targetType: t, lookupTable: name } = data;
+  if (typeof t !== 'string' || !isLookupValueCode(t) || typeof name !== 'string') return;
+  const r = await q.query<{ type: TableKind }>(
+    'SELECT type FROM lookup_tables WHERE partition_id = $1 AND unique_name = $2',
+    [principal.partitionId, name],
+  );
+  const kind = r.rows[0]?.type;
+  if (kind === undefined)
+    throw validationError('lookupTable', `unknown lookup table ${JSON.stringify(name)}`);
+  if (valueCodeOf(kind) !== t) {
+    throw validationError('lookupTable', `${name} holds ${valueCodeOf(kind)} values, not ${t}`);
+  }
+}
+
+/**
  * An update or upsert of a DCR type. Its target (`targetType`, `lookupTable`) does not change while a
  * DCR not yet applied uses the type (its items were proposed for that target: a 409, as a delete).
  * When only one of `targetType` and `fields` is sent, the rules run over the record as it will be, so
@@ -130,6 +154,12 @@ async function dcrTypeChange(
         { field: retargeted },
       );
     }
+  }
+  if ('targetType' in data || 'lookupTable' in data) {
+    await knownLookupTable(q, principal, {
+      targetType: 'targetType' in data ? data.targetType : old.targetType,
+      lookupTable: 'lookupTable' in data ? data.lookupTable : old.lookupTable,
+    });
   }
   if (!('targetType' in data) === !('fields' in data)) return;
   const problem = dcrTypeRules({
@@ -172,6 +202,7 @@ export const DCR_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: AUTHENTICATED, write: 'DCRTYPE_EDIT' },
     validate: dcrTypeRules,
+    beforeInsert: knownLookupTable,
     beforeChange: dcrTypeChange,
   },
   {

@@ -94,6 +94,30 @@ describe('data change requests', () => {
       -4,
       'lookupTable',
     );
+    // The table exists and holds values of the target type, when the type is written (not only
+    // when a DCR of it gets its first item).
+    const lookupType = { uniqueName: 'badtable', targetType: 'LTV', lookupTable: 'NoSuchTable' };
+    expectError(await call('/add/DCRT', { data: lookupType }), 400, -4, 'lookupTable');
+    const table = 'DcrTypeTable';
+    okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: table, label: table, type: 'SIMPLE', valueType: 'REAL' },
+      }),
+    );
+    expectError(
+      await call('/add/DCRT', { data: { ...lookupType, targetType: 'MLTV2', lookupTable: table } }),
+      400,
+      -4,
+      'lookupTable',
+    );
+    const [made] = okData(await call('/add/DCRT', { data: { ...lookupType, lookupTable: table } }));
+    expectError(
+      await call('/update/DCRT', { data: { typedId: made.typedId, lookupTable: 'NoSuchTable' } }),
+      400,
+      -4,
+      'lookupTable',
+    );
+    okData(await call('/delete/DCRT', { data: { typedId: made.typedId } }));
     expectError(await call('/dcrmanager.add', { data: { dcrType: 'nope' } }), 400, -4, 'dcrType');
     expectError(await call('/dcrmanager.add', { data: { dcrType: 5 } }), 400, -4, 'dcrType');
     expectError(await call('/dcrmanager.add', { data: {} }), 400, -4, 'dcrType');
@@ -674,10 +698,9 @@ describe('data change requests', () => {
 
   test("lookup values: ADD, UPDATE and DELETE of a table's values", async () => {
     const table = await simpleTableWithDcrType('rates', { a: 1, b: 2 });
+    // A type naming a table of other values is refused when written.
     expectError(
-      await call('/add/DCRT', { data: { uniqueName: 'm', targetType: 'MLTV', lookupTable: 'rates' } }).then(
-        async () => call('/dcrmanager.add', { data: { dcrType: 'm' } }),
-      ),
+      await call('/add/DCRT', { data: { uniqueName: 'm', targetType: 'MLTV', lookupTable: 'rates' } }),
       400,
       -4,
       'lookupTable',
