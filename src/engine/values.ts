@@ -48,6 +48,8 @@ export function unstorableText(s: string): string | undefined {
  * or a filter words it: text no column takes says why (unstorableText); `shown` is the value quoted.
  */
 export function notOfType(type: FieldType, raw: unknown, shown: string): string {
+  // A number that overflowed when the JSON was parsed (1e400) is Infinity, which the client never sent.
+  if (typeof raw === 'number' && !Number.isFinite(raw)) return 'is a number beyond the range of a double';
   const text = type === 'string' && typeof raw === 'string' ? unstorableText(raw) : undefined;
   return text ?? `${shown} is not ${EXPECTED[type]}`;
 }
