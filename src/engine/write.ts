@@ -207,11 +207,21 @@ export interface UpdateItem {
 export async function updateRecords(
   db: Db,
   principal: Principal,
-  type: TypeDef,
+  pathType: TypeDef,
   items: readonly UpdateItem[],
   returnOld: boolean,
 ): Promise<Row[]> {
-  requireWrite(principal, type);
+  requireWrite(principal, pathType);
+  // The type that writes the records: the one named, or the one whose business key addresses them
+  // when they name no id (`keyedType`: CRCI items by set, keys and validFrom are CRCI<n>'s).
+  const type =
+    (pathType.keyedType &&
+      (await pathType.keyedType(
+        db,
+        principal,
+        items.map((i) => i.data),
+      ))) ||
+    pathType;
   return inBatch(
     db,
     principal,
@@ -305,11 +315,12 @@ async function upsertRefused(
 export async function integrateRecords(
   db: Db,
   principal: Principal,
-  type: TypeDef,
+  pathType: TypeDef,
   items: readonly Obj[],
   returnOld: boolean,
 ): Promise<Row[]> {
-  requireWrite(principal, type);
+  requireWrite(principal, pathType);
+  const type = (pathType.keyedType && (await pathType.keyedType(db, principal, items))) || pathType; // as in updateRecords
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
   // The common case — one complete record by business key, of a type without state rules — is a
@@ -391,11 +402,12 @@ export async function integrateRecords(
 export async function deleteRecords(
   db: Db,
   principal: Principal,
-  type: TypeDef,
+  pathType: TypeDef,
   items: readonly Obj[],
   oldValues: readonly (Obj | null)[] = [],
 ): Promise<Row[]> {
-  requireWrite(principal, type, 'delete');
+  requireWrite(principal, pathType, 'delete');
+  const type = (pathType.keyedType && (await pathType.keyedType(db, principal, items))) || pathType; // as in updateRecords
   const versions = new Map(items.map((data, i) => [data, oldValues[i] ?? null]));
   return inBatch(db, principal, type, items, async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);

@@ -171,11 +171,6 @@ export function updateItemsOf(body: unknown): UpdateItem[] {
 export function generalRoutes(app: FastifyInstance): void {
   const cfg = app.config;
   /** After a committed write: attribute meta may have changed which indexes are wanted. */
-  /** The type a write of these records goes to: the path's, or the one its records' keys name (CRCI). */
-  const keyedTypeOf = async (req: FastifyRequest, items: readonly Record<string, unknown>[]) => {
-    const type = typeOf(req);
-    return (await type.keyedType?.(app.db, req.principal!, items)) ?? type;
-  };
   const written = async <T>(req: FastifyRequest, type: TypeDef, result: T): Promise<T> => {
     if (isAttributeMeta(type)) await queueIndexSync(app.db, req.principal!, type);
     return result;
@@ -256,16 +251,7 @@ export function generalRoutes(app: FastifyInstance): void {
           await written(
             req,
             typeOf(req),
-            await updateRecords(
-              app.db,
-              req.principal!,
-              await keyedTypeOf(
-                req,
-                updateItemsOf(req.body).map((i) => i.data),
-              ),
-              updateItemsOf(req.body),
-              returnOld,
-            ),
+            await updateRecords(app.db, req.principal!, typeOf(req), updateItemsOf(req.body), returnOld),
           ),
         ),
     );
@@ -278,13 +264,7 @@ export function generalRoutes(app: FastifyInstance): void {
           await written(
             req,
             typeOf(req),
-            await integrateRecords(
-              app.db,
-              req.principal!,
-              await keyedTypeOf(req, itemsOf(req.body)),
-              itemsOf(req.body),
-              returnOld,
-            ),
+            await integrateRecords(app.db, req.principal!, typeOf(req), itemsOf(req.body), returnOld),
           ),
         ),
     );
@@ -302,7 +282,7 @@ export function generalRoutes(app: FastifyInstance): void {
           await deleteRecords(
             app.db,
             req.principal!,
-            await keyedTypeOf(req, itemsOf(req.body)),
+            typeOf(req),
             itemsOf(req.body),
             deleteOldValuesOf(req.body),
           ),
