@@ -226,22 +226,21 @@ export async function buildApp({
     enterHistoryOrigin({ requestId: req.id, operation: operationOf(req.url, config.basePath) });
     // A pattern the database refuses names the fields the request's criteria test with it.
     enterPatternScope();
-    done();
-  });
-  // Bodies are read as sent: a compressed one was misread as malformed JSON, and one labelled as
-  // compressed but sent plain was taken as it was. A content coding other than identity is refused.
-  app.addHook('onRequest', function plainBodies(req, _reply, done) {
+    // Bodies are read as sent: a compressed one was misread as malformed JSON, and one labelled as
+    // compressed but sent plain was taken as it was. A content coding other than identity is refused.
     const coding = req.headers['content-encoding'];
-    if (coding === undefined || /^\s*(?:identity)?\s*$/i.test(coding)) return done();
-    done(
-      new AppError(
-        'UNSUPPORTED_MEDIA_TYPE',
-        'Content-Encoding is not supported: send the body uncompressed',
-        {
-          field: 'Content-Encoding',
-        },
-      ),
-    );
+    if (coding !== undefined && !/^\s*(?:identity)?\s*$/i.test(coding)) {
+      return done(
+        new AppError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          'Content-Encoding is not supported: send the body uncompressed',
+          {
+            field: 'Content-Encoding',
+          },
+        ),
+      );
+    }
+    done();
   });
   // While draining for shutdown, answers close their connection so keep-alive clients let go at once.
   let closing = false;

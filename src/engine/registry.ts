@@ -8,6 +8,7 @@ import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import { AppError, type FieldErrors } from '../http/errors.ts';
 import { qualified } from '../db/sql.ts';
+import { FINAL_STATUSES, type JobStatus } from '../jobs/endings.ts';
 import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
 import { BY_CUSTOMER, BY_PRODUCT, BY_SELLER, MORE_MASTER_TYPES } from './registry-master-more.ts';
@@ -269,10 +270,9 @@ const JOB_TYPE: TypeDef = {
   },
   // A job that has not ended is what a record waits for (a DCR to apply, a grid being calculated):
   // deleted, it would leave that record waiting for ever. It is cancelled first, which settles the
-  // record (src/jobs/endings.ts). The ended statuses are src/jobs/store.ts FINAL_STATUSES (not
-  // imported: the jobs' store depends on the engine).
+  // record (src/jobs/endings.ts).
   beforeChange: (_q, _principal, old, data) => {
-    if (data === undefined && !['FINISHED', 'FAILED', 'CANCELLED'].includes(String(old.status))) {
+    if (data === undefined && !FINAL_STATUSES.includes(old.status as JobStatus)) {
       const id = String(old.id);
       throw new AppError(
         'CONFLICT',

@@ -11,6 +11,18 @@
 
 import type { Queryable } from '../db/db.ts';
 
+export type JobStatus =
+  | 'WAITING_FOR_DISPATCH'
+  | 'QUEUED_FOR_EXECUTION'
+  | 'PROCESSING'
+  | 'FINISHED'
+  | 'FAILED'
+  | 'CANCELLED'
+  | 'INTERRUPTED';
+
+/** The statuses of a job that has ended (a leaf of its own: the engine's JST type reads it too). */
+export const FINAL_STATUSES: readonly JobStatus[] = ['FINISHED', 'FAILED', 'CANCELLED'];
+
 /** What a hook knows of the ended job. */
 export interface EndedJob {
   readonly partition_id: number;

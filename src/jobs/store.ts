@@ -6,18 +6,9 @@ import type { Principal } from '../access/access.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { isoUtcSql } from '../db/sql.ts';
 import { notifyUsers, type NotificationInput } from '../modules/notifications/service.ts';
-import { jobEnded } from './endings.ts';
+import { FINAL_STATUSES, jobEnded, type JobStatus } from './endings.ts';
 
-export type JobStatus =
-  | 'WAITING_FOR_DISPATCH'
-  | 'QUEUED_FOR_EXECUTION'
-  | 'PROCESSING'
-  | 'FINISHED'
-  | 'FAILED'
-  | 'CANCELLED'
-  | 'INTERRUPTED';
-
-export const FINAL_STATUSES: readonly JobStatus[] = ['FINISHED', 'FAILED', 'CANCELLED'];
+export { FINAL_STATUSES, type JobStatus } from './endings.ts';
 
 export interface JobMessage {
   readonly at: string;
