@@ -43,6 +43,20 @@ export const key = (name: string, column: string): FieldDef =>
  */
 export const defaulted = (f: FieldDef): FieldDef => ({ ...f, required: true, defaultOnAdd: true });
 
+/**
+ * `formatType`, the other name conventions.md gives attribute meta's `fieldType` ("`fieldType`/
+ * `formatType`"): the same column, answered under both names; a write of it is a write of
+ * `fieldType` (FieldDef `aliasOf`).
+ */
+export const formatTypeAlias = (fieldType: FieldDef): FieldDef => ({
+  ...fieldType,
+  name: 'formatType',
+  required: false,
+  defaultOnAdd: false,
+  system: true,
+  aliasOf: fieldType.name,
+});
+
 export const ATTRIBUTE_COUNT = 30;
 export const attributes = (n = ATTRIBUTE_COUNT): FieldDef[] =>
   Array.from({ length: n }, (_, i) => ({

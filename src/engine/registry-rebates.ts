@@ -11,7 +11,15 @@ import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
-import { ATTRIBUTE_TYPES, SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
+import {
+  ATTRIBUTE_TYPES,
+  SYSTEM,
+  attributes,
+  defaulted,
+  formatTypeAlias,
+  key,
+  text,
+} from './registry-fields.ts';
 import { coerceValue, sameTypedValue, isObj } from './values.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
@@ -169,6 +177,10 @@ function rebateMetaRules(data: Readonly<Record<string, unknown>>): FieldErrors |
   return { fieldName: { errorMessage: `must be attribute1..attribute${RRG_ATTRIBUTE_COUNT}` } };
 }
 
+const REBATE_FIELD_TYPE = defaulted(
+  text('fieldType', 'field_type', { oneOf: META_FIELD_TYPES, maxLength: 20 }),
+);
+
 export const REBATE_META_TYPE: TypeDef = {
   code: 'RBTAM',
   label: 'Attribute meta of rebate record groups (per rebate type)',
@@ -178,7 +190,8 @@ export const REBATE_META_TYPE: TypeDef = {
     key('name', 'name'),
     key('fieldName', 'field_name'),
     text('label', 'label'),
-    defaulted(text('fieldType', 'field_type', { oneOf: META_FIELD_TYPES, maxLength: 20 })),
+    REBATE_FIELD_TYPE,
+    formatTypeAlias(REBATE_FIELD_TYPE),
     defaulted({ name: 'requiredField', column: 'required_field', type: 'boolean' }),
     defaulted({ name: 'readOnly', column: 'read_only', type: 'boolean' }),
     defaulted({ name: 'indexed', column: 'indexed', type: 'boolean' }),

@@ -9,7 +9,15 @@ import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import { AppError, type FieldErrors } from '../http/errors.ts';
 import { qualified } from '../db/sql.ts';
 import { FINAL_STATUSES, type JobStatus } from '../jobs/endings.ts';
-import { ATTRIBUTE_COUNT, ATTRIBUTE_TYPES, SYSTEM, key, text } from './registry-fields.ts';
+import {
+  ATTRIBUTE_COUNT,
+  ATTRIBUTE_TYPES,
+  SYSTEM,
+  defaulted,
+  formatTypeAlias,
+  key,
+  text,
+} from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
 import { BY_CUSTOMER, BY_PRODUCT, BY_SELLER, MORE_MASTER_TYPES } from './registry-master-more.ts';
 import { LOOKUP_TYPES } from './registry-lookup.ts';
@@ -42,17 +50,18 @@ function attributeOfOwner(data: Readonly<Record<string, unknown>>): FieldErrors 
   return { fieldName: { errorMessage: `must be attribute1..attribute${ATTRIBUTE_COUNT}` } };
 }
 
+const fieldType = defaulted(
+  text('fieldType', 'field_type', { oneOf: Object.keys(ATTRIBUTE_TYPES), maxLength: 20 }),
+);
+
 function metaType(code: string, owner: string, fetch: RouteAccess, perName: boolean): TypeDef {
   const own: FieldDef[] = [
     ...(perName ? [key('name', 'name')] : []),
     key('fieldName', 'field_name'),
     text('label', 'label'),
     // Columns with a default (TEXT, false): may be left out, never set to null (defaultOnAdd).
-    {
-      ...text('fieldType', 'field_type', { oneOf: Object.keys(ATTRIBUTE_TYPES), maxLength: 20 }),
-      required: true,
-      defaultOnAdd: true,
-    },
+    fieldType,
+    formatTypeAlias(fieldType),
     { name: 'requiredField', column: 'required_field', type: 'boolean', required: true, defaultOnAdd: true },
     { name: 'readOnly', column: 'read_only', type: 'boolean', required: true, defaultOnAdd: true },
     // The engine keeps an index matching the attribute's compiled SQL (src/engine/indexes.ts).

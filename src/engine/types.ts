@@ -92,6 +92,13 @@ export interface FieldDef extends FieldSpec {
   readonly blankIsNull?: boolean;
   /** Server-maintained (id, version, dates): never written by clients, silently ignored on input. */
   readonly system?: boolean;
+  /**
+   * Another name of the field named here (same column; attribute meta's `formatType` of
+   * `fieldType`): read, filtered and sorted as itself; written, it writes that field — unless the
+   * write names that field too (a fetched record sent back), which then wins. Mark it `system`, so
+   * that history, DCRs and loads see the column once.
+   */
+  readonly aliasOf?: string;
   /** A custom attribute: text column, type from the attribute meta. */
   readonly custom?: boolean;
   /** Part of the business key: may be set on add, never changed afterwards. */

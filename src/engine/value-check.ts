@@ -20,7 +20,16 @@ export function prepareValues(
   const out = new Map<FieldDef, unknown>();
   for (const [name, raw] of Object.entries(data)) {
     if (name === 'typedId') continue;
-    const f = tc.fields.get(name);
+    let f = tc.fields.get(name);
+    if (f?.aliasOf !== undefined) {
+      // Written as the field it names, which wins when the write names it too.
+      if (f.aliasOf in data) {
+        const err = raw === null ? undefined : checkValue(f, raw);
+        if (typeof err === 'string') errors[name] = { errorMessage: err };
+        continue;
+      }
+      f = tc.fields.get(f.aliasOf)!;
+    }
     if (!f) {
       errors[name] = { errorMessage: 'unknown field' };
       continue;
