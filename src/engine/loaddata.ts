@@ -6,7 +6,7 @@
 // (run.ts) show the whole flow. The stage files import each other directly, never this file.
 
 export { planLoad, type LoadBody, type LoadOptions, type LoadPlan } from './loaddata/plan.ts';
-export { type RowError, type Stored } from './loaddata/check.ts';
+export { type RowError, type Stored, widthError } from './loaddata/check.ts';
 export { csvLine } from './loaddata/merge-sql.ts';
 export {
   loadData,

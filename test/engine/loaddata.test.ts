@@ -351,7 +351,7 @@ describe('loaddata', () => {
     assert.deepEqual(
       res.errors.map((e: any) => [e.row, e.field]),
       [
-        [0, undefined],
+        [0, 'attribute3'],
         [1, 'attribute3'],
         [2, 'label'],
         [3, 'sku'],
@@ -360,7 +360,8 @@ describe('loaddata', () => {
         [7, undefined],
       ],
     );
-    assert.match(res.errors[0].message, /2 values; the header has 3/);
+    assert.match(res.errors[0].message, /2 values; the header has 3 \(no value for attribute3\)/);
+    assert.match(res.errors[5].message, /4 values; the header has 3$/);
     assert.match(res.errors[1].message, /not a number/);
     assert.match(res.errors[2].message, /longer than 1000/);
     assert.match(res.errors[3].message, /required/);

@@ -19,7 +19,7 @@ describe('CRCP loads', () => {
   let h: Harness;
   const call = (path: string, body?: unknown, who: { user: string; password: string } | null = admin) =>
     h.call(path, { ...(who ? { basic: who } : {}), ...(body === undefined ? {} : { body }) });
-  const load = (data: unknown[][], options?: object, header = HEADER) =>
+  const load = (data: unknown[], options?: object, header = HEADER) =>
     call('/loaddata/CRCP', { data: { header, data, ...(options ? { options } : {}) } });
 
   async function newSet(keySize = 1): Promise<{ id: number; name: string }> {
@@ -262,6 +262,34 @@ describe('CRCP loads', () => {
       [[1, 'validFrom']],
     );
     assert.match(r.errors[0].message, /row 0/);
+  });
+
+  test('rows of another width than the header: a short one names the first field it lacks', async () => {
+    const s = await newSet(2);
+    const [r] = okData(
+      await load(
+        [
+          [s.id, 'W', 'P', '2026-01-01'],
+          [s.id, 'W', 'Q', '2026-01-01', '2026-01-31', 'extra'],
+          'no row',
+          [s.id, 'W', 'R', '2026-01-01', '2026-01-31'],
+        ],
+        undefined,
+        ['conditionRecordSetId', 'key1', 'key2', 'validFrom', 'validTo'],
+      ),
+    );
+    assert.equal(r.inserted, 1);
+    assert.deepEqual(
+      r.errors.map((e: any) => [e.row, e.field]),
+      [
+        [0, 'validTo'],
+        [1, undefined],
+        [2, undefined],
+      ],
+    );
+    assert.match(r.errors[0].message, /has 4 values; the header has 5 \(no value for validTo\)/);
+    assert.match(r.errors[1].message, /has 6 values; the header has 5$/);
+    assert.match(r.errors[2].message, /must be an array of 5 values/);
   });
 
   test('bad header, options and permissions', async () => {

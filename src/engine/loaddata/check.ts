@@ -69,6 +69,22 @@ export class Contexts {
   }
 }
 
+/**
+ * A row of another width than the header: a short one names the first header field it has no value
+ * for (the field at fault); a long one names none (its extra values belong to no field).
+ */
+export function widthError(
+  row: number,
+  width: number,
+  header: readonly { readonly name: string }[],
+): RowError {
+  const message = `has ${width} values; the header has ${header.length}`;
+  const missing = header[width];
+  return missing === undefined
+    ? { row, message }
+    : { row, field: missing.name, message: `${message} (no value for ${missing.name})` };
+}
+
 export function nameOf(plan: LoadPlan, raw: unknown): string | undefined {
   if (plan.nameAt === undefined || !Array.isArray(raw)) return undefined;
   const v = checkValue(plan.header[plan.nameAt]!, raw[plan.nameAt]);
@@ -78,9 +94,7 @@ export function nameOf(plan: LoadPlan, raw: unknown): string | undefined {
 /** The row's values in stored form, or why it is refused (first problem only: one error per row). */
 function checkRow(plan: LoadPlan, contexts: Contexts, raw: unknown, row: number): ValidRow | RowError {
   if (!Array.isArray(raw)) return { row, message: 'must be an array of values' };
-  if (raw.length !== plan.header.length) {
-    return { row, message: `has ${raw.length} values; the header has ${plan.header.length}` };
-  }
+  if (raw.length !== plan.header.length) return widthError(row, raw.length, plan.header);
   const tc = contexts.of(nameOf(plan, raw));
   const values: Stored[] = new Array<Stored>(raw.length);
   for (let i = 0; i < raw.length; i++) {

@@ -7,7 +7,7 @@ import { inUserGroup, type Principal } from '../../access/access.ts';
 import { validationError } from '../../http/errors.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue } from '../../engine/crud.ts';
-import type { LoadBody, RowError, Stored } from '../../engine/loaddata.ts';
+import { widthError, type LoadBody, type RowError, type Stored } from '../../engine/loaddata.ts';
 import { ITEM_TYPE, MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import type { FieldDef } from '../../engine/types.ts';
 import { isObj } from '../../engine/values.ts';
@@ -172,9 +172,8 @@ export function checkRows(
   };
   const out: Checked[] = [];
   rows.forEach((raw, row) => {
-    if (!Array.isArray(raw) || raw.length !== width) {
-      return void errors.push({ row, message: `must be an array of ${width} values` });
-    }
+    if (!Array.isArray(raw)) return void errors.push({ row, message: `must be an array of ${width} values` });
+    if (raw.length !== width) return void errors.push(widthError(row, raw.length, plan.header));
     const set = setOf(raw[plan.setAt]);
     if (set === 'ambiguous') {
       return void errors.push({
