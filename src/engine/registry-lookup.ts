@@ -100,9 +100,13 @@ const KEY_TYPE: Partial<Record<TableKind, FieldType>> = {
 const MANAGER =
   '/lookuptablemanager.* (lookup tables and their values are served by the lookup table manager)';
 
-/** A table's values are listed with their table; the id is generated from the scoping column. */
+/**
+ * A table's values are listed with their table, under both names conventions.md gives it
+ * ("`lookupTableId`/`tableId`"); the id is generated from the scoping column.
+ */
 const VALUE_SYSTEM: readonly FieldDef[] = [
   { name: 'lookupTableId', column: 'lookup_table_id', type: 'integer', system: true },
+  { name: 'tableId', column: 'lookup_table_id', type: 'integer', system: true },
   ...SYSTEM,
 ];
 

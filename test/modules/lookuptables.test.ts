@@ -180,6 +180,8 @@ describe('lookup tables', () => {
     const [a] = okData(await api(`${M}.add/${id}`, { data: { name: 'red', value: 'Rot' } }));
     assert.equal(a.typedId, `${a.id}.LTV`);
     assert.equal(a.lookupTableId, id);
+    // conventions.md: "Every value carries `lookupTableId`/`tableId`": both names, one value.
+    assert.equal(a.tableId, id);
     assert.equal(a.value, 'Rot');
     assert.equal(a.lowerBound, undefined, 'a SIMPLE value has no bounds');
     expectError(await api(`${M}.add/${id}`, { data: { name: 'red', value: 'again' } }), 409, -1, 'name');
@@ -549,7 +551,7 @@ describe('lookup tables', () => {
     const value = { tiers: [1, 2, 3], label: 'x', nested: { ok: true } };
     const [v] = okData(await api(`${M}.add/${id}`, { data: { key1: 'EU', key2: 'gold', value } }));
     assert.equal(v.typedId, `${v.id}.JLTV2`);
-    assert.deepEqual([v.key1, v.key2, v.lookupTableId, v.version], ['EU', 'gold', id, 0]);
+    assert.deepEqual([v.key1, v.key2, v.lookupTableId, v.tableId, v.version], ['EU', 'gold', id, id, 0]);
     assert.deepEqual(v.value, value);
     assert.equal(v.name, undefined);
     // The same first key with another second key is another value; the same pair is a conflict.
@@ -644,6 +646,16 @@ describe('lookup tables', () => {
       await api(`${M}.fetch/${id}`, { data: { name: 'n01' }, valueFields: ['value', 'name'] }),
     );
     assert.deepEqual(arrays, [[1, 'n01']]);
+    // tableId, the other name of lookupTableId: a field of output and filters as well.
+    assert.deepEqual(
+      okData(
+        await api(`${M}.fetch/${id}`, {
+          data: { name: 'n02', tableId: id },
+          valueFields: ['tableId', 'lookupTableId'],
+        }),
+      ),
+      [[id, id]],
+    );
     expectError(await api(`${M}.fetch/${id}`, { resultFields: ['colour'] }), 400, -4, 'resultFields');
     expectError(await api(`${M}.fetch/${id}`, { endRow: 500 }), 400, -4, 'endRow');
     expectError(await api(`${M}.fetch/999999`), 404, -1);
@@ -950,7 +962,7 @@ describe('lookup tables', () => {
       r.errors.map((e: any) => [e.row, e.field]),
       [
         [7, 'value'],
-        [500, undefined],
+        [500, 'value'],
         [99_999, 'name'],
       ],
     );
