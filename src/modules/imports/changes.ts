@@ -13,7 +13,8 @@ import {
   type FetchResult,
 } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
-import { validationError } from '../../http/errors.ts';
+import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
+import { AppError, validationError } from '../../http/errors.ts';
 import { CHANGE_TYPES, changingImport, scopeOf } from './service.ts';
 import * as store from './store.ts';
 import { isObj } from '../../engine/values.ts';
@@ -163,6 +164,9 @@ function checkEdit(s: Awaited<ReturnType<typeof scopeOf>>, op: unknown, at: stri
   const name = op.fieldName;
   if (name === 'validationState' || name === 'message' || name === 'importId')
     throw validationError(`${at}.fieldName`, `${String(name)} is set by the server`);
+  // A staged value is text (the cell as given): set or emptied, never computed.
+  if (name === 'value' && op.massEditOperator !== '=' && op.massEditOperator !== 'null')
+    throw validationError(`${at}.massEditOperator`, 'value (text) is only set (=) or emptied (null)');
   const keys = s.type.businessKey.map((_, n) => `key${n + 1}`);
   if (typeof name === 'string' && /^key\d+$/.test(name) && !keys.includes(name))
     throw validationError(`${at}.fieldName`, `${s.type.code} has ${keys.length} key(s): ${keys.join(', ')}`);
@@ -196,16 +200,75 @@ export async function massEditChanges(
   // Required, as by /massedit: `{}` names every change, leaving it out is a mistake.
   if (body.filterCriteria === undefined || body.filterCriteria === null)
     throw validationError('filterCriteria', 'is required ({} edits every change)');
-  return changingImport(db, principal, s.im.id, async (within) =>
-    massEdit(within, principal, IMC, {
-      filterCriteria: await withinImport(within, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
-      massEditRecords: [
-        ...(ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[]),
-        { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
-        { fieldName: 'message', massEditOperator: 'null' },
-      ],
-    }),
-  );
+  const edits = ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[];
+  try {
+    return await changingImport(db, principal, s.im.id, async (within) =>
+      massEdit(within, principal, IMC, {
+        filterCriteria: await withinImport(within, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
+        massEditRecords: [
+          ...edits,
+          { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
+          { fieldName: 'message', massEditOperator: 'null' },
+        ],
+      }),
+    );
+  } catch (e) {
+    const duplicate =
+      (e as { code?: unknown }).code === '23505' || (e instanceof AppError && e.code === 'DUPLICATE_KEY');
+    if (!duplicate) throw e;
+    throw (await sharedIdentity(db, principal, s.im.id, body.filterCriteria, edits)) ?? e;
+  }
+}
+
+const IDENTITY = [
+  'changeType',
+  'targetColumn',
+  ...Array.from({ length: IMPORT_KEY_COUNT }, (_, n) => `key${n + 1}`),
+];
+
+/**
+ * Why a massedit was refused as a duplicate (its transaction is rolled back by then): the first two
+ * changes the edit would give one identity (change type, target column, keys), as a 409 naming them
+ * and the edited identity fields. (The 409 named neither.) Undefined when the edit no longer collides.
+ */
+async function sharedIdentity(
+  db: Db,
+  principal: Principal,
+  importId: number,
+  filterCriteria: unknown,
+  edits: readonly { fieldName: string; fieldValue?: unknown }[],
+): Promise<AppError | undefined> {
+  const sets = edits.filter((op) => IDENTITY.includes(op.fieldName));
+  if (sets.length === 0) return undefined;
+  const data = await withinImport(db, principal, importId, filterCriteria, 'filterCriteria');
+  const count = await fetchRecords(db, principal, IMC, { data, startRow: 0, endRow: 0 }, 1);
+  const n = Math.max(count.totalRows, 1);
+  const rows = (await fetchRecords(db, principal, IMC, { data, startRow: 0, endRow: n }, n)).rows as Obj[];
+  const matched = new Set(rows.map((r) => Number(r.id)));
+  const taken = new Map<string, number>();
+  for (const c of await store.changesOf(db, principal.partitionId, importId)) {
+    const identity: Record<string, string> = { changeType: c.change_type, targetColumn: c.target_column };
+    c.keys.forEach((k, i) => (identity[`key${i + 1}`] = k));
+    if (matched.has(c.id)) for (const op of sets) identity[op.fieldName] = String(op.fieldValue);
+    const text = JSON.stringify(IDENTITY.map((f) => identity[f]));
+    const other = taken.get(text);
+    if (other === undefined) {
+      taken.set(text, c.id);
+      continue;
+    }
+    const keys = IDENTITY.slice(2)
+      .map((f) => identity[f])
+      .filter((k) => k !== '');
+    const what = `${identity.changeType} ${identity.targetColumn || '(record)'} of ${JSON.stringify(keys)}`;
+    const message = `the massedit would make ${other}.IMC and ${c.id}.IMC the same change (${what}): an import holds one change per change type, target column and key`;
+    const errors: Record<string, { errorMessage: string }> = {
+      [`${other}.IMC`]: { errorMessage: message },
+      [`${c.id}.IMC`]: { errorMessage: message },
+    };
+    for (const op of sets) errors[op.fieldName] = { errorMessage: message };
+    return new AppError('DUPLICATE_KEY', message, { errors });
+  }
+  return undefined;
 }
 
 /** `data` is required: `{}` names every change, no criteria is no request to delete them all. */

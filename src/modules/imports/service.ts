@@ -12,6 +12,7 @@ import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
+import { widthError } from '../../engine/loaddata.ts';
 import { optionalText } from '../../engine/value-check.ts';
 import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
@@ -134,6 +135,7 @@ export async function createImport(
     ? await rowsOf(() => blobs.read(principal.partitionId, slot.blob_key), delimiter)
     : undefined;
   const columns = source ? planColumns(tc, source.header) : undefined;
+  const header = source?.header.map((name) => ({ name })) ?? [];
   const id = await store.insertImport(db, principal.partitionId, principal.userId, {
     label: optionalText(data.label, 'label', 1000),
     targetType: code,
@@ -148,7 +150,7 @@ export async function createImport(
     try {
       let line = 0;
       for await (const chunk of chunked(source.rows, 2_000)) {
-        const changes = chunk.flatMap((cells) => changesOfRow(columns, cells, ++line));
+        const changes = chunk.flatMap((cells) => changesOfRow(columns, header, cells, ++line));
         await store.upsertChanges(db, principal.partitionId, id, principal.userId, changes);
       }
     } catch (e) {
@@ -190,7 +192,20 @@ function planColumns(tc: TypeContext, header: readonly string[]): Columns {
   return { keys, changeType: ct < 0 ? undefined : ct, fields };
 }
 
-function changesOfRow(cols: Columns, cells: readonly (string | null)[], line: number): store.NewChange[] {
+function changesOfRow(
+  cols: Columns,
+  header: readonly { readonly name: string }[],
+  cells: readonly (string | null)[],
+  line: number,
+): store.NewChange[] {
+  // A row of another width than the header, refused as the file load refuses it: a missing cell is
+  // no value (an empty one is null), an extra one belongs to no column. (Staged, a short row's
+  // missing cells were nulls that the submit wrote, clearing those fields; extra cells were dropped.)
+  if (cells.length !== header.length) {
+    const e = widthError(line, cells.length, header);
+    const at = e.field === undefined ? `rows.${line}` : `rows.${line}.${cells.length}`;
+    throw validationError(at, e.message);
+  }
   const text = (i: number): string | null => {
     const v = cells[i];
     if (v === undefined || v === null || v === '') return null;
@@ -259,6 +274,7 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
           rec.values[c.target_column] = typeof v === 'string' ? null : v.value;
         }
       }
+      refuseDeleteWithOthers(tc, records, invalid);
       const found = await findTargets(
         tx,
         principal,
@@ -266,10 +282,18 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
         { ids: [], keys: [...records.values()].map((r) => r.keys) },
         true,
       );
+      // A key is taken whatever groups hide its record: an ADD of it fails validation, as a DCR's
+      // (it passed as VALID and the apply refused it, in another shape, leaving the import stale).
+      const addKeys = [...records.values()].filter((r) => r.changeType === 'ADD').map((r) => r.keys);
+      const taken =
+        addKeys.length === 0
+          ? found
+          : await findTargets(tx, principal, tc, { ids: [], keys: addKeys }, false, true);
       const staged: StagedRecord[] = [];
       for (const rec of records.values()) {
-        const row = found.byKey.get(JSON.stringify(rec.keys));
-        const problem = recordProblem(tc, principal, rec, row);
+        const key = JSON.stringify(rec.keys);
+        const row = found.byKey.get(key);
+        const problem = recordProblem(tc, principal, rec, row, taken.byKey.has(key));
         if (problem !== undefined) {
           for (const c of rec.changes) invalid.set(c.id, problem);
           continue;
@@ -325,10 +349,11 @@ function recordProblem(
   principal: Principal,
   rec: RecordPlan,
   row: Obj | undefined,
+  taken: boolean,
 ): string | undefined {
   const what = `${tc.type.label} ${rec.keys.join(' / ')}`;
   if (rec.changeType === 'ADD') {
-    if (row) return `${what} already exists`;
+    if (row || taken) return `${what} already exists`;
     const missing = [...tc.fields.values()].find(
       (f) => f.required && !f.key && (rec.values[f.name] ?? null) === null,
     );
@@ -337,6 +362,37 @@ function recordProblem(
   if (!row) return `${what} does not exist`;
   if (!canEdit(tc.type, principal, row)) return `${what}: not in one of your edit groups`;
   return undefined;
+}
+
+/**
+ * A record's changes either delete it or change it, not both: a DELETE and an ADD or UPDATE of one
+ * record are all INVALID (and dropped from `records`). (An UPDATE with a DELETE passed; the update
+ * was counted as written and lost with the record.) A DCR holds at most one item per record alike.
+ */
+function refuseDeleteWithOthers(
+  tc: TypeContext,
+  records: Map<string, RecordPlan>,
+  invalid: Map<number, string>,
+): void {
+  const byRecord = new Map<string, RecordPlan[]>();
+  for (const rec of records.values()) {
+    const k = JSON.stringify(rec.keys);
+    byRecord.set(k, [...(byRecord.get(k) ?? []), rec]);
+  }
+  for (const recs of byRecord.values()) {
+    const del = recs.find((r) => r.changeType === 'DELETE');
+    if (del === undefined || recs.length === 1) continue;
+    const others = recs.filter((r) => r !== del).flatMap((r) => r.changes.map((c) => `${c.id}.IMC`));
+    const what = `${tc.type.label} ${del.keys.join(' / ')}`;
+    for (const rec of recs) {
+      const problem =
+        rec === del
+          ? `${what} is deleted by this change and changed by ${others.join(', ')}: a record is either deleted or changed`
+          : `${what} is changed here and deleted by ${del.changes[0]!.id}.IMC: a record is either deleted or changed`;
+      for (const c of rec.changes) invalid.set(c.id, problem);
+      records.delete(`${rec.changeType} ${JSON.stringify(rec.keys)}`);
+    }
+  }
 }
 
 function refusal(changes: readonly store.ChangeRow[], invalid: ReadonlyMap<number, string>): AppError {
