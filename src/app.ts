@@ -17,6 +17,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { enterDeadline } from './db/deadline.ts';
+import { learnColumns } from './db/columns.ts';
 import { configureHistory, enterHistoryOrigin } from './engine/history.ts';
 import { enterPatternScope } from './engine/criteria/patterns.ts';
 import { authenticate } from './auth/authenticate.ts';
@@ -139,6 +140,7 @@ export async function buildApp({
     },
   });
   configureHistory({ enabled: config.recordHistory });
+  await learnColumns(db);
   app.decorate('config', config);
   app.decorate('db', db);
   app.decorateRequest('principal', null);

@@ -24,6 +24,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
+import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, isoUtcSql } from '../db/sql.ts';
 import { preparedPage, preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
@@ -224,7 +225,7 @@ async function runJson(db: Queryable, plan: FetchPlan): Promise<JsonPage | undef
   // The page's order is the inner query's: the outer one only writes each row's text.
   const sql = `${w}SELECT x."__total", ${json.sql} AS "__row"
                  FROM (SELECT ${total}, ${json.inner} FROM ${pageFrom}
-                        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}) x`;
+                        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id', notNullColumns(tc.type.table))} LIMIT ${limit} OFFSET ${offset}) x`;
   const r = await db.query<{ __total: unknown; __row: string }>(
     params.planPerValue ? sql : preparedPage(sql),
     params.values,

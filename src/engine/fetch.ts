@@ -5,6 +5,7 @@
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
+import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
@@ -327,7 +328,7 @@ export function compileFetch(plan: FetchPlan): CompiledFetch {
   const sql = plan.distinct
     ? distinctSql(tc, names!, plan.sortBy, from, limit, offset, total)
     : `${w}SELECT ${selectList(tc, selected)}, ${total} FROM ${pageFrom}
-        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id')} LIMIT ${limit} OFFSET ${offset}`;
+        ORDER BY ${compileSort(plan.sortBy, tc.fields, 't', 'id', notNullColumns(tc.type.table))} LIMIT ${limit} OFFSET ${offset}`;
   return { sql, params: params.values, countSql, countParams };
 }
 

@@ -1,12 +1,15 @@
 // Indexes on custom attributes, kept in step with the attribute meta's `indexed` flag. An index
 // matches exactly the SQL the criteria compiler (criteria/compile.ts) emits for the attribute's declared type:
-//   TEXT / LINK          (partition_id, col)                          equals, inSet, ranges, sort
+//   TEXT / LINK          (partition_id, col NULLS FIRST)              equals, inSet, ranges, sort
 //                        (partition_id, lower(col) text_pattern_ops)  iEquals, (i)StartsWith
 //                        gin (lower(col) gin_trgm_ops)                (i)Contains, (i)EndsWith
-//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col)) INCLUDE (col, id)
-//   DATE                 (partition_id, rc_try_date(col)) INCLUDE (col, id)
-//   DATETIME             (partition_id, rc_try_timestamptz(col)) INCLUDE (col, id)
-//   BOOLEAN              (partition_id, rc_try_boolean(col)) INCLUDE (col, id)
+//   NUMERIC / MONEY / PERCENT / INTEGER   (partition_id, rc_try_numeric(col) NULLS FIRST) INCLUDE (col, id)
+//   DATE                 (partition_id, rc_try_date(col) NULLS FIRST) INCLUDE (col, id)
+//   DATETIME             (partition_id, rc_try_timestamptz(col) NULLS FIRST) INCLUDE (col, id)
+//   BOOLEAN              (partition_id, rc_try_boolean(col) NULLS FIRST) INCLUDE (col, id)
+// NULLS FIRST: the order of a sort (nulls lowest, criteria/sort.ts) read forwards, and read backwards
+// the order of a descending one; an index in the default order (nulls last) served neither, and a
+// sorted page read and sorted every row of the partition.
 // A typed index carries the stored text and the row id too (INCLUDE): PostgreSQL answers a query
 // from an expression index alone (an index-only scan) only when the index holds every column the
 // query names, and the filter names `col` inside the cast. So the count of a page's totalRows, and
@@ -55,7 +58,7 @@ export function attributeIndexes(table: string, column: string, type: FieldType)
   };
   if (type === 'string') {
     return [
-      { name: name('eq'), body: `USING btree (partition_id, ${col})` },
+      { name: name('eq'), body: `USING btree (partition_id, ${col} NULLS FIRST)` },
       { name: name('lower'), body: `USING btree (partition_id, lower(${col}) text_pattern_ops)` },
       { name: name('trgm'), body: `USING gin (lower(${col}) gin_trgm_ops)` },
     ];
@@ -65,7 +68,7 @@ export function attributeIndexes(table: string, column: string, type: FieldType)
     ? [
         {
           name: name(typed.kind),
-          body: `USING btree (partition_id, ${typed.fn}(${col})) INCLUDE (${col}, id)`,
+          body: `USING btree (partition_id, ${typed.fn}(${col}) NULLS FIRST) INCLUDE (${col}, id)`,
         },
       ]
     : [];

@@ -10,16 +10,22 @@ import { isArray, isMissing, show } from './parse.ts';
 // ---------------------------------------------------------------------------------------------
 // Sorting
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * ORDER BY terms for `sortBy` (a field name or an array of them, `-name` descending), by the
  * field's declared type, NULLs lowest as in the criteria (first ascending, last descending). The
  * tie-breaker column (the primary key) always comes last, so pages never overlap or skip.
+ * A column of `notNull` (the table's NOT NULL columns, db/columns.ts) is sorted without a NULLS
+ * clause, as its plain indexes hold it; the indexes of nullable columns a sort may use are built
+ * `NULLS FIRST` (migration 060, engine/indexes.ts), and serve both directions.
  */
 export function compileSort(
   sortBy: unknown,
   fields: ReadonlyMap<string, FieldSpec>,
   alias?: string,
   tieBreaker = 'id',
+  notNull: ReadonlySet<string> = NONE,
 ): string {
   const names = isMissing(sortBy) ? [] : isArray(sortBy) ? sortBy : [sortBy];
   const terms = names.map((entry) => {
@@ -30,7 +36,12 @@ export function compileSort(
     const field = fields.get(name) ?? (name === 'typedId' ? fields.get('id') : undefined);
     if (!field) throw validationError('sortBy', `unknown field ${show(name)}`);
     if (field.type === 'json') throw validationError('sortBy', `cannot sort by the json field ${show(name)}`);
-    return `${typedColumn(field, alias).sql} ${desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`;
+    const { sql } = typedColumn(field, alias);
+    const plain =
+      notNull.has(field.column) &&
+      sql === (alias === undefined ? ident(field.column) : qualified(alias, field.column));
+    if (plain) return `${sql} ${desc ? 'DESC' : 'ASC'}`;
+    return `${sql} ${desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`;
   });
   const tie = alias === undefined ? ident(tieBreaker) : qualified(alias, tieBreaker);
   return [...terms, `${tie} ASC`].join(', ');
