@@ -81,6 +81,20 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
   ) {
     return { lookupTable: { errorMessage: `is required for ${t} (the uniqueName of the lookup table)` } };
   }
+  // Only a type of lookup values names a table: on any other it was stored and never used.
+  if (
+    typeof t === 'string' &&
+    !isLookupValueCode(t) &&
+    data.lookupTable !== undefined &&
+    data.lookupTable !== null &&
+    data.lookupTable !== ''
+  ) {
+    return {
+      lookupTable: {
+        errorMessage: `names a lookup table, which only a DCR type of lookup values has (not ${t})`,
+      },
+    };
+  }
   if (data.fields !== undefined && data.fields !== null && typeof data.fields === 'string') {
     const bad = data.fields
       .split(',')
@@ -161,7 +175,10 @@ async function dcrTypeChange(
       lookupTable: 'lookupTable' in data ? data.lookupTable : old.lookupTable,
     });
   }
-  if (!('targetType' in data) === !('fields' in data)) return;
+  // The rules over the record as it will be, when the write sends some of the fields: `fields`
+  // against the stored target type (and the stored fields against a new one), a `lookupTable`
+  // against the stored target type (and a stored one against a new target type).
+  if (!['targetType', 'fields', 'lookupTable'].some((f) => f in data)) return;
   const problem = dcrTypeRules({
     targetType: 'targetType' in data ? data.targetType : old.targetType,
     fields: 'fields' in data ? data.fields : old.fields,

@@ -385,7 +385,10 @@ describe('data change requests', () => {
     assert.equal(okData(await call('/fetch/DCR', { data: { id: dcr.id } }))[0].status, 'DRAFT');
     okData(await call(`/dcrmanager.delete/${dcr.id}`, { data: first }));
     expectError(
-      await add([{ sku: 'V-1' }, { changeType: 'ADD', sku: 'V-9', attribute1: 'x' }]),
+      await add([
+        { sku: 'V-1', label: 'v' },
+        { changeType: 'ADD', sku: 'V-9', attribute1: 'x' },
+      ]),
       400,
       -4,
       '1.attribute1',

@@ -3,8 +3,9 @@
 // (./applytx.ts) — unless the DCR holds more items than the advanced configuration option
 // `asyncSubmitDCRThreshold` (no option: never), then a DCR_SUBMIT job applies it. A failed apply
 // commits the submit with the DCR FAILED (nothing of it written) and answers the error (409 naming
-// the conflicting items). `/dcrmanager.submit/{id}/async` checks the DCR, queues a DCR_SUBMIT job
-// that submits it (and applies it when approved at once) as the caller, and answers the job (JST).
+// the conflicting items); a submit refused with 403 changes nothing, the DCR's state included.
+// `/dcrmanager.submit/{id}/async` checks the DCR, queues a DCR_SUBMIT job that submits it (and
+// applies it when approved at once) as the caller, and answers the job (JST).
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
@@ -109,6 +110,10 @@ async function submitInTransaction(
       return { kind: 'queued', jobId };
     }
     const out = await applyWithin(db, tx, principal, id);
+    // A refused submit (403: an item changes a record hidden from the submitter) changes nothing:
+    // thrown, it rolls back the whole submit, the DCR's state with it. Conflicts and refused values
+    // commit the DCR FAILED with the reasons (fix the items and submit again).
+    if (!out.ok && out.error.code === 'FORBIDDEN') throw out.error;
     return out.ok ? { kind: 'applied', summary: out.summary } : { kind: 'failed', error: out.error };
   });
 }

@@ -158,6 +158,7 @@ async function writeApproved(within: Db, tx: Tx, owner: Principal, id: number): 
   const writer = writerFor(owner, s.type, await metaVersionOf(tx, owner.partitionId));
   const items = await store.itemsOf(tx, owner.partitionId, id);
   const massOps = await store.massOpsOf(tx, owner.partitionId, id);
+  refuseNarrowedFields(s, items, massOps);
   await lockAndCompare(tx, writer, s, items);
   const staged = items.map((i) => ({ ...i, ref: `${i.id}.DCRI` }));
   const summary = await writeItems(within, writer, s.type, staged, massOps);
@@ -167,6 +168,40 @@ async function writeApproved(within: Db, tx: Tx, owner: Principal, id: number): 
     messages: [{ level: 'INFO', text: 'applied', ...summary }],
   });
   return summary;
+}
+
+/**
+ * Every field an item or a mass change sets is one the DCR type lets change NOW (`s.allowed`, read
+ * at apply): its `fields` may have been narrowed since they were proposed. Else refused as a value
+ * is (-4, nothing applied), naming each item (`<n>.DCRI.<field>`) and mass change (`<n>.DCRM.<field>`).
+ */
+function refuseNarrowedFields(
+  s: Awaited<ReturnType<typeof scopeOf>>,
+  items: readonly store.ItemRow[],
+  massOps: readonly store.MassOpRow[],
+): void {
+  const errors: FieldErrors = {};
+  const refuse = (ref: string, field: string) => {
+    errors[`${ref}.${field}`] = { errorMessage: `${field} may not be changed by this DCR type (any more)` };
+  };
+  for (const i of items) {
+    for (const f of Object.keys(i.proposed)) if (!s.allowed.has(f)) refuse(`${i.id}.DCRI`, f);
+  }
+  for (const m of massOps) {
+    const ops = Array.isArray(m.operations) ? (m.operations as { fieldName?: unknown }[]) : [];
+    for (const op of ops) {
+      const f = String(op.fieldName);
+      if (!s.allowed.has(f)) refuse(`${m.id}.DCRM`, f);
+    }
+  }
+  const n = Object.keys(errors).length;
+  if (n > 0) {
+    throw new AppError(
+      'VALIDATION',
+      `${n} change(s) refused when applied (fields the DCR type no longer lets change): nothing applied`,
+      { errors },
+    );
+  }
 }
 
 /**

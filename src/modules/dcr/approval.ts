@@ -10,6 +10,7 @@ import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import { principalForJob } from '../../jobs/principal.ts';
 import { notifyJobQueued } from '../../jobs/runner.ts';
+import { notifyUsers } from '../notifications/service.ts';
 import type { JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { claimForSubmit } from './apply.ts';
@@ -20,7 +21,7 @@ import * as store from './store.ts';
  * The final approval of another request (`/workflowsmanager.approve`, or `/workflowsmanager.submit`
  * with no definition): the DCR is applied in that transaction as its submitter (roles and groups
  * read now), or queued as a DCR_SUBMIT job when above the threshold or submitted with /async. A
- * failed apply leaves the DCR FAILED and the approval standing.
+ * failed apply leaves the DCR FAILED and the approval standing, and tells the submitter (ERROR).
  */
 async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promise<void> {
   const { partitionId, id } = ref;
@@ -48,7 +49,19 @@ async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promis
     });
     return;
   }
-  await applyWithin(db, q, owner, id);
+  const out = await applyWithin(db, q, owner, id);
+  // The submitter hears of the approval from the workflow; that nothing was applied, from here.
+  if (!out.ok) {
+    await notifyUsers(q, partitionId, [submitter], {
+      title: `Not applied: ${dcr.unique_name}${dcr.label ? ` (${dcr.label})` : ''}`.slice(0, 1000),
+      message: `Approved, but the apply failed: ${out.error.message}`.slice(0, 4000),
+      source: `${id}.DCR`,
+      topic: 'WORKFLOW',
+      status: 'ERROR',
+      actionType: 'INFO_MESSAGE',
+      payload: { typedId: `${id}.DCR`, status: 'FAILED' },
+    });
+  }
 }
 
 async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {

@@ -15,9 +15,10 @@ import {
 } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
-import { CHANGE_TYPES, isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
+import { isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
+import { parseProposal, refuseEmptyUpdate, refuseOtherRecord } from './proposal.ts';
 import {
   allowedFields,
   checkProposal,
@@ -122,49 +123,6 @@ export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<O
 // ---------------------------------------------------------------------------------------------
 // Items
 
-interface Proposal {
-  readonly changeType: (typeof CHANGE_TYPES)[number];
-  readonly id: number | undefined;
-  readonly key: string[] | undefined;
-  readonly values: Obj;
-}
-
-function parseProposal(s: DcrScope, data: Obj, prefix: string): Proposal {
-  const ct = data.changeType ?? 'UPDATE';
-  if (typeof ct !== 'string' || !(CHANGE_TYPES as readonly string[]).includes(ct)) {
-    throw validationError(prefix + 'changeType', `must be one of ${CHANGE_TYPES.join(', ')}`);
-  }
-  const { type } = s;
-  let id: number | undefined;
-  const ref = data.typedId ?? data.id;
-  if (ref !== undefined && ref !== null) {
-    // A condition record item keeps its id under every item type: `7.CRCI2` or `7.CRCI`.
-    const itemCode = typeof ref === 'string' ? /\.(CRCI\d*)$/.exec(ref)?.[1] : undefined;
-    const other = isConditionRecordItemCode(type.code) && itemCode !== undefined ? itemCode : type.code;
-    id = store.parseDcrId(ref, other, prefix + 'typedId');
-  }
-  const keyFields = keyFieldsOf(type, data);
-  const hasKey = keyFields.every((k) => data[k] !== undefined && data[k] !== null && data[k] !== '');
-  const key = hasKey ? keyFields.map((k) => keyText(s.tc.fields.get(k)!, data[k], prefix + k)) : undefined;
-  if (ct === 'ADD' && key === undefined) {
-    const missing = keyFields.find((k) => data[k] === undefined || data[k] === null || data[k] === '');
-    throw validationError(prefix + (missing ?? 'typedId'), 'is required to add a record');
-  }
-  if (ct !== 'ADD' && id === undefined && key === undefined) {
-    throw validationError(prefix + 'typedId', `give typedId or ${keyFields.join(' + ')}`);
-  }
-  const values: Obj = {};
-  for (const [k, v] of Object.entries(data)) {
-    if (k === 'changeType' || k === 'typedId' || k === 'id') continue;
-    values[k] = v;
-  }
-  if (ct === 'DELETE') {
-    const extra = Object.keys(values).find((k) => !keyFields.includes(k));
-    if (extra !== undefined) throw validationError(prefix + extra, 'a DELETE item proposes no values');
-  }
-  return { changeType: ct as Proposal['changeType'], id, key, values };
-}
-
 /**
  * A proposal's values checked against the target's fields. Condition record items: as their set
  * types its attributes (the set's CRCIAM meta), as the engine will when it writes them.
@@ -196,7 +154,7 @@ export async function addItems(
   const { s, ids } = await db.transaction(async (tx) => {
     const s = await editableDcr(tx, principal, idText);
     const batch = list.length > 1;
-    const proposals = list.map((d, i) => parseProposal(s, d, batch ? `${i}.` : ''));
+    const proposals = list.map((d, i) => parseProposal(s.type, s.tc, d, batch ? `${i}.` : ''));
     const found = await findTargets(tx, principal, s.tc, {
       ids: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.id !== undefined ? [p.id] : [])),
       keys: proposals.flatMap((p) => (p.changeType !== 'ADD' && p.key !== undefined ? [p.key] : [])),
@@ -272,15 +230,19 @@ export async function addItems(
           `Not allowed to change ${row.typedId as string} (user group ${String(row.userGroupEdit)})`,
         );
       }
+      const tc = await proposalContext(tx, principal, s, row, contexts);
+      if (p.id !== undefined) refuseOtherRecord(tc, p.values, row, prefix);
       const rowKey = targetKeyOf(s.type, row);
       const k = JSON.stringify(rowKey);
       if (seen.has(k))
         throw validationError(prefix + 'typedId', `${row.typedId as string} is proposed twice`);
       seen.add(k);
-      const proposed =
-        p.changeType === 'UPDATE'
-          ? checkProposal(await proposalContext(tx, principal, s, row, contexts), s.allowed, p.values, prefix)
-          : {};
+      const proposed = p.changeType === 'UPDATE' ? checkProposal(tc, s.allowed, p.values, prefix) : {};
+      refuseEmptyUpdate(
+        p,
+        proposed,
+        prefix + (p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, row).at(-1)!),
+      );
       const original = originalOf(row);
       if (p.changeType === 'UPDATE') checkRecordRules(s.type, { ...original, ...proposed }, prefix);
       items.push({
