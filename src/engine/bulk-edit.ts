@@ -124,6 +124,11 @@ export async function deleteByFilter(
   lenient: boolean,
 ): Promise<BatchResult> {
   requireWrite(principal, type, 'delete');
+  // Every path (/delete/{TC}/batch[/forcefilter], a lookup table's, ...): no criteria is no request
+  // to delete everything — `{data: {}}` is, as `filterCriteria: {}` is for massedit. (An empty body
+  // deleted every record of the type or table.)
+  if (body.data === undefined || body.data === null)
+    throw validationError('data', 'a filter is required (send {"data": {}} to delete every record)');
   let ignored: BatchResult['ignored'] = [];
   const count = await runBulk(db, async (tx) => {
     const tc = await loadTypeContext(
@@ -155,6 +160,8 @@ export async function deleteByFilter(
 
 export interface MassEditBody {
   readonly filterCriteria?: unknown;
+  /** How simple criteria in `filterCriteria` match text, as in a fetch body (default `exact`). */
+  readonly textMatchStyle?: string;
   readonly massEditRecords: readonly { fieldName: string; massEditOperator: string; fieldValue?: unknown }[];
 }
 
@@ -231,7 +238,8 @@ export async function massEdit(
         `name one ${field} (${field} equals ..., alone or in a top-level and) to edit custom attributes of ${type.code}: its attribute meta types them`,
       );
     }
-    const filter = resolveCriteria(parseCriteria(body.filterCriteria), tc.fields, {
+    const style = body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle };
+    const filter = resolveCriteria(parseCriteria(body.filterCriteria, style), tc.fields, {
       typeCode: type.code,
     }).criteria;
     return { tc, principal, filter, edits };

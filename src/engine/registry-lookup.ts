@@ -1,9 +1,10 @@
 // The company-parameter types: lookup tables (`LT`) and their value families — `LTV` (simple and
 // range tables), `MLTV` and `MLTV2`..`MLTV6` (matrix tables), `JLTV` (JSON tables) and `JLTV2`
 // (JSON tables with two keys, `key1` and `key2`, stored beside the matrix values). All are
-// `managerOnly`: the general operations refuse them and /lookuptablemanager.* serves them. A table's
-// values go through the generic engine with a per-table TypeDef (`valueTypeOf`): the declaration
-// here plus the table's `fixed` scope, its key and value types, and the permission of the operation.
+// `managerOnly`: the general operations refuse them (but the general fetch reads tables, `LT`) and
+// /lookuptablemanager.* serves them. A table's values go through the generic engine with a
+// per-table TypeDef (`valueTypeOf`): the declaration here plus the table's `fixed` scope, its key
+// and value types, and the permission of the operation.
 
 import { AUTHENTICATED, type Permission } from '../access/catalogue.ts';
 import type { FieldErrors } from '../http/errors.ts';
@@ -143,6 +144,8 @@ const LOOKUP_TABLE: TypeDef = {
   // override `write` with the permission of each operation.
   access: { fetch: AUTHENTICATED, write: 'LOOKUPTABLE_UPDATE' },
   managerOnly: MANAGER,
+  // Tables (not their values) are read by /fetch/LT too, as by /lookuptablemanager.fetch.
+  generalFetch: true,
 };
 
 /** A text column holding a value of `type` (checked on write, compared and returned typed). */

@@ -242,6 +242,12 @@ export interface TypeDef {
    */
   readonly managerOnly?: string;
   /**
+   * With `managerOnly`: the general fetch (`/fetch/{TC}`, `/fetch/{TC}/{id}`) serves this type all
+   * the same, under `access.fetch`; the general writes stay refused (lookup tables `LT`: the
+   * interface bars only their values from the general commands).
+   */
+  readonly generalFetch?: true;
+  /**
    * Fields this type has in a partition beyond its declared ones (calculation grid items: one field
    * per logic element of the partition's grids), added when the type context is loaded.
    */

@@ -795,7 +795,7 @@ describe('extension tables, permissions, user groups and partitions', () => {
         massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'all mine' }],
       }),
     );
-    okData(await admin('/delete/P/batch/forcefilter', {}));
+    okData(await admin('/delete/P/batch/forcefilter', { data: {} }));
     const [still] = okData(await otherApi(`/fetch/P/${foreign.id}`));
     assert.equal(still.label, 'theirs');
     // A session of one partition is no key to another.

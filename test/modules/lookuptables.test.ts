@@ -1124,7 +1124,7 @@ describe('lookup tables', () => {
     assert.deepEqual([moved.updated, moved.invalid], [1, 0]);
   });
 
-  test('the general operations refuse lookup tables and values, pointing to the manager', async () => {
+  test('the general operations refuse lookup values and writes of tables, pointing to the manager', async () => {
     const id = await newTable(api, 'general', 'SIMPLE');
     const [v] = okData(await api(`${M}.add/${id}`, { data: { name: 'n', value: 'v' } }));
     const calls: [string, unknown][] = [
@@ -1146,7 +1146,7 @@ describe('lookup tables', () => {
       ['/update/JLTV', { data: { name: 'a' } }],
       ['/fetch/JLTV2', {}],
       ['/add/JLTV2', { data: { key1: 'a', key2: 'b', value: 1 } }],
-      ['/fetch/LT', {}],
+      ['/update/LT', { data: { uniqueName: 'x', label: 'y' } }],
       ['/add/LT', { data: { uniqueName: 'x', type: 'SIMPLE' } }],
       ['/loaddata/LTV', { data: { header: ['name'], data: [['x']] } }],
     ];

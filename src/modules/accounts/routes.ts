@@ -10,7 +10,7 @@ import { ok, envelopeSchema, type Envelope } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
 import type { FetchBody } from '../../engine/crud.ts';
 import { pageOfList } from '../../engine/paging.ts';
-import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
+import { fetchBodySchema, itemsOf, recordReadBody, updateItemsOf } from '../general/routes.ts';
 import { deleteBusinessRoles, deleteGroups } from './deletions.ts';
 import {
   assignToBusinessRole,
@@ -53,7 +53,6 @@ import {
   listAnswer,
   listBody,
   namedRef,
-  noBody,
   optionRecord,
   ownPasswordBody,
   page,
@@ -338,7 +337,7 @@ export function accountRoutes(app: FastifyInstance): void {
     '/accountmanager.audit/:typeCode/:id',
     route('ROLE_FETCH', 'Roles, groups and business roles of a user (U) or business role (BR)', {
       params: pathParams('typeCode', 'id'),
-      body: noBody,
+      body: recordReadBody,
       ...answer(auditReport),
     }),
     async (req) => ok(req, [await audit(db, req.principal!, param(req, 'typeCode'), param(req, 'id'))]),

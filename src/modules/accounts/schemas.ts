@@ -121,9 +121,6 @@ export const page = (item: object) => ({
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-/** Operations that read only their path: no body, or an empty object. */
-export const noBody = { type: ['object', 'null'], maxProperties: 0 } as const;
-
 /**
  * Lists read by their path (a user's roles, ...): the paging of a fetch body, and the fields fetch
  * clients send with it; no filter (`data` empty) and no sort (the list has its own order).

@@ -8,8 +8,9 @@ import { envelopeSchema, ok } from '../../http/envelope.ts';
 import { executeLogic, type ExecuteData } from './service.ts';
 import { recommend, type RecommendData } from './recommend.ts';
 
+// No body or `null` is `{}` (the product's logic with no inputs), as for other operations.
 const executeBody = {
-  type: 'object',
+  type: ['object', 'null'],
   additionalProperties: false,
   properties: {
     operationType: { type: 'string' },

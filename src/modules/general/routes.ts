@@ -63,8 +63,11 @@ export const fetchBodySchema = {
   },
 } as const;
 
-/** `POST /fetch` (the type codes): a fetch body's paging, no filter (`data` empty). */
-const typeListBody = {
+/**
+ * The fetch body of lists read by their path (`POST /fetch`, the type codes; the logics referencing a
+ * lookup table): its paging, no filter (`data` empty).
+ */
+export const pagedListBody = {
   ...fetchBodySchema,
   properties: {
     operationType: fetchBodySchema.properties.operationType,
@@ -73,6 +76,56 @@ const typeListBody = {
     endRow: fetchBodySchema.properties.endRow,
     oldValues: {},
     data: { type: ['object', 'null'], maxProperties: 0 },
+    componentId: fetchBodySchema.properties.componentId,
+    dataSource: fetchBodySchema.properties.dataSource,
+    operationId: fetchBodySchema.properties.operationId,
+    ...UNTAKEN_LIST_FIELDS,
+  },
+} as const;
+
+/**
+ * Operations that read one record named by their path (`/fetch/{TC}/{id}`, `/accountmanager.audit`):
+ * the fetch body a client sends to every operation (interface.md "Filter and paging body"), with
+ * nothing to filter (`data` empty) and nothing to page, sort or pick: those fields are accepted as
+ * `null` (not given, issue 19), a value is a -4 naming the field. `oldValues` means nothing here.
+ */
+export const recordReadBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
+    startRow: { type: 'null' },
+    endRow: { type: 'null' },
+    oldValues: { type: ['object', 'null'] },
+    data: { type: ['object', 'null'], maxProperties: 0 },
+    componentId: fetchBodySchema.properties.componentId,
+    dataSource: fetchBodySchema.properties.dataSource,
+    operationId: fetchBodySchema.properties.operationId,
+    ...UNTAKEN_LIST_FIELDS,
+  },
+} as const;
+
+/**
+ * `/massedit/{TC}` and a lookup table's massedit: the filter (`filterCriteria`, required: `{}` edits
+ * every record) and the changes, plus what a client sends in every fetch-style body: `operationType`,
+ * `textMatchStyle` (applied to simple criteria, as by a fetch), `oldValues` (meaning nothing here),
+ * an empty `data`, and the paging/sort/pick fields as `null` (a value is a -4 naming the field).
+ */
+export const massEditBodySchema = {
+  type: 'object',
+  // Without a filter the change would reach every record: `{}` says so on purpose.
+  required: ['filterCriteria', 'massEditRecords'],
+  additionalProperties: false,
+  properties: {
+    filterCriteria: {},
+    massEditRecords: massEditRecordsSchema,
+    operationType: { type: 'string' },
+    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
+    oldValues: { type: ['object', 'null'] },
+    data: { type: ['object', 'null'], maxProperties: 0 },
+    startRow: { type: 'null' },
+    endRow: { type: 'null' },
     componentId: fetchBodySchema.properties.componentId,
     dataSource: fetchBodySchema.properties.dataSource,
     operationId: fetchBodySchema.properties.operationId,
@@ -91,13 +144,18 @@ const records = { response: { 200: envelopeSchema() } };
 const list = { response: { 200: envelopeSchema({}, true) } };
 
 /** preValidation of the routes on a type code: an unknown one is a 404 before the body is checked. */
-export const knownTypeCode = requestCheck(typeOf);
+export const knownTypeCode = requestCheck((req) => typeOf(req));
+const fetchableTypeCode = requestCheck((req) => typeOf(req, 'fetch'));
 
-export function typeOf(req: FastifyRequest): TypeDef {
+/**
+ * The type of the request's path. `use`: the general fetch also serves the `managerOnly` types that
+ * declare `generalFetch` (lookup tables); every other general operation refuses them with a -4.
+ */
+export function typeOf(req: FastifyRequest, use: 'fetch' | 'write' = 'write'): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
   const type = findType(code);
   if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
-  if (type.managerOnly !== undefined) {
+  if (type.managerOnly !== undefined && !(use === 'fetch' && type.generalFetch === true)) {
     throw validationError(
       'typeCode',
       `${code} is not handled by the general operations: use ${type.managerOnly}`,
@@ -181,9 +239,13 @@ export function generalRoutes(app: FastifyInstance): void {
     if (meta !== undefined) await queueIndexSync(app.db, req.principal!, meta);
     return written(req, type, result);
   };
-  const opts = (summary: string, schema: object = {}, typeChecked = true) => ({
+  const opts = (summary: string, schema: object = {}, typeChecked: boolean | 'fetch' = true) => ({
     config: { access: AUTHENTICATED as RouteAccess },
-    ...(typeChecked ? { preValidation: knownTypeCode } : {}),
+    ...(typeChecked === 'fetch'
+      ? { preValidation: fetchableTypeCode }
+      : typeChecked
+        ? { preValidation: knownTypeCode }
+        : {}),
     schema: { summary, tags: ['general'], params: typeParams, ...schema },
   });
 
@@ -191,7 +253,7 @@ export function generalRoutes(app: FastifyInstance): void {
     '/fetch',
     {
       config: { access: AUTHENTICATED },
-      schema: { summary: 'List of all type codes', tags: ['general'], body: typeListBody, ...list },
+      schema: { summary: 'List of all type codes', tags: ['general'], body: pagedListBody, ...list },
     },
     (req) => {
       const page = pageOfList(listTypes(), req.body, cfg.maxPageSize);
@@ -201,9 +263,10 @@ export function generalRoutes(app: FastifyInstance): void {
 
   app.post(
     '/fetch/:typeCode',
-    opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }),
+    opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }, 'fetch'),
     async (req, reply) => {
-      const r = await fetchForAnswer(app.db, req.principal!, typeOf(req), req.body ?? {}, cfg.maxPageSize);
+      const type = typeOf(req, 'fetch');
+      const r = await fetchForAnswer(app.db, req.principal!, type, req.body ?? {}, cfg.maxPageSize);
       if ('rows' in r) return ok(req, r.rows, r);
       // Rows written as JSON bytes straight into the answer (src/engine/fetch-json.ts).
       return sendJsonArray(req, reply, r.writeData, r);
@@ -212,16 +275,20 @@ export function generalRoutes(app: FastifyInstance): void {
 
   app.post(
     '/fetch/:typeCode/:id',
-    opts('Fetch one record by id or typedId; with ?asOf=<date-time> as it stood then (record history)', {
-      params: { ...typeParams, properties: { ...typeParams.properties, id: { type: 'string' } } },
-      querystring: { type: 'object', properties: { asOf: { type: 'string', maxLength: 64 } } },
-      body: noArgumentsBody,
-      ...records,
-    }),
+    opts(
+      'Fetch one record by id or typedId; with ?asOf=<date-time> as it stood then (record history)',
+      {
+        params: { ...typeParams, properties: { ...typeParams.properties, id: { type: 'string' } } },
+        querystring: { type: 'object', properties: { asOf: { type: 'string', maxLength: 64 } } },
+        body: recordReadBody,
+        ...records,
+      },
+      'fetch',
+    ),
     async (req, reply) => {
       const { id } = req.params as { id: string };
       const { asOf } = req.query as { asOf?: string };
-      const type = typeOf(req);
+      const type = typeOf(req, 'fetch');
       if (asOf !== undefined) return ok(req, [await fetchOneAsOf(app.db, req.principal!, type, id, asOf)]);
       const writeData = await fetchOneJson(app.db, req.principal!, type, id);
       if (writeData === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
@@ -311,16 +378,7 @@ export function generalRoutes(app: FastifyInstance): void {
   app.post(
     '/massedit/:typeCode',
     opts('Change fields of all records matching a filter', {
-      body: {
-        type: 'object',
-        // Without a filter the change would reach every record: `{}` says so on purpose.
-        required: ['filterCriteria', 'massEditRecords'],
-        additionalProperties: false,
-        properties: {
-          filterCriteria: {},
-          massEditRecords: massEditRecordsSchema,
-        },
-      },
+      body: massEditBodySchema,
       ...records,
     }),
     async (req) =>

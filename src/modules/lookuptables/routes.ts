@@ -6,10 +6,17 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, noArgumentsBody, ok, type Envelope } from '../../http/envelope.ts';
+import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
-import { fetchBodySchema, itemsOf, massEditRecordsSchema, updateItemsOf } from '../general/routes.ts';
+import { pageOfList } from '../../engine/paging.ts';
+import {
+  fetchBodySchema,
+  itemsOf,
+  massEditBodySchema,
+  pagedListBody,
+  updateItemsOf,
+} from '../general/routes.ts';
 import { loadResultSchema, loaddataBodySchema } from '../general/loaddata-routes.ts';
 import { exportValues, writeXlsx } from './export.ts';
 import { loadValues } from './load.ts';
@@ -50,16 +57,6 @@ const params = (...names: string[]) => ({
     ),
   },
 });
-
-const massEditBody = {
-  type: 'object',
-  required: ['filterCriteria', 'massEditRecords'],
-  additionalProperties: false,
-  properties: {
-    filterCriteria: {},
-    massEditRecords: massEditRecordsSchema,
-  },
-} as const;
 
 const copyBody = {
   type: 'object',
@@ -155,12 +152,16 @@ export function lookupTableRoutes(app: FastifyInstance): void {
 
   app.post(
     `${P}.findref/:tableId`,
-    opts('Logics that reference the table', 'LOOKUPTABLE_UPDATE', {
+    opts('Logics that reference the table (paging body)', 'LOOKUPTABLE_UPDATE', {
       params: params('tableId'),
-      body: noArgumentsBody,
-      ...records,
+      body: pagedListBody,
+      ...list,
     }),
-    async (req) => ok(req, await findReferences(db, req.principal!, tableIdOf(req))),
+    async (req) => {
+      const refs = await findReferences(db, req.principal!, tableIdOf(req));
+      const r = pageOfList(refs, req.body, max);
+      return ok(req, r.rows, r);
+    },
   );
 
   // --- values of one table ---------------------------------------------------------------------
@@ -255,7 +256,7 @@ export function lookupTableRoutes(app: FastifyInstance): void {
     `${P}.massedit/:tableId`,
     opts('Set or compute value columns of the matching values (LTV, MLTV)', 'LOOKUPTABLE_UPDATE', {
       params: params('tableId'),
-      body: massEditBody,
+      body: massEditBodySchema,
       ...count('updatedRecords'),
     }),
     async (req) =>
