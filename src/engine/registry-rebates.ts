@@ -4,7 +4,8 @@
 // groups (`RRG`, every field of the interface's table). Statuses, messages, results and actor names
 // are server fields: calculate, submit and the workflow's decisions write them, the general
 // operations ignore them on input. A locked group, or one in a running or approved workflow, refuses
-// general changes (beforeChange).
+// general changes (beforeChange); a change of what its calculation reads marks its results as not
+// current (changeSets).
 
 import { inUserGroup, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
@@ -276,6 +277,28 @@ async function guardGroupChange(
   await checkRebateType(q, principal, data.rebateType, 'rebateType');
 }
 
+/**
+ * A change of what the group's calculation reads (the logic sees the whole group as `row`: inputs,
+ * dates, attributes, rebate type, logic, ...) leaves its results of the old data: they are marked
+ * as not current — `calculationStatus` 0 (not calculated), `calculatedMsg` and
+ * `calculatedWithErrorsMsg` null — so that the group is calculated again before it is submitted
+ * (submit refuses status 0). Only `comments` and `locked` (what a submitted group may change too) and
+ * values sent back as stored leave them current. The last results stay readable; `calculationDate`
+ * says when they were computed.
+ */
+async function staleResults(
+  q: Queryable,
+  principal: Principal,
+  old: Readonly<Record<string, unknown>>,
+  data: Readonly<Record<string, unknown>>,
+): Promise<Readonly<Record<string, unknown>> | undefined> {
+  // 0: not calculated (modules/rebates/calculate.ts CALCULATION_STATUS.NONE).
+  if (old.calculationStatus === null || Number(old.calculationStatus) === 0) return undefined;
+  const types = await groupFieldTypes(q, principal.partitionId, old.rebateType);
+  if (changedFields(old, data, FROZEN_EDITABLE, types).length === 0) return undefined;
+  return { calculationStatus: 0, calculatedMsg: null, calculatedWithErrorsMsg: null };
+}
+
 /** Add and integrate: the rebate type exists; an integrate onto an existing group obeys its state. */
 async function guardGroupUpsert(
   q: Queryable,
@@ -376,6 +399,7 @@ export const REBATE_GROUP_TYPE: TypeDef = {
   validate: groupRules,
   beforeInsert: guardGroupUpsert,
   beforeChange: guardGroupChange,
+  changeSets: staleResults,
 };
 
 export const REBATE_TYPES: readonly TypeDef[] = [REBATE_TYPE, REBATE_META_TYPE, REBATE_GROUP_TYPE];

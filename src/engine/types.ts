@@ -161,6 +161,19 @@ export interface TypeDef {
     data: Readonly<Record<string, unknown>> | undefined,
   ) => Promise<void>;
   /**
+   * Server fields a general update (or an integrate onto a stored record) sets along with the
+   * client's change, in the same statement and recorded in its history: called after
+   * `beforeChange` with the stored record and the data sent; answers `{fieldName: value}` of the
+   * type's server (`system`) fields, or undefined for none. (A rebate record group whose calculated
+   * data changes has its results marked as not current.)
+   */
+  readonly changeSets?: (
+    q: Queryable,
+    principal: Principal,
+    old: Readonly<Record<string, unknown>>,
+    data: Readonly<Record<string, unknown>>,
+  ) => Promise<Readonly<Record<string, unknown>> | undefined>;
+  /**
    * `/add` and `/integrate` of many records may write them in one statement
    * (src/engine/write-batch.ts): nothing about one record depends on another's write beyond the
    * unique key (no trigger reads across rows, no per-record hooks).

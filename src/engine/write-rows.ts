@@ -1,5 +1,6 @@
 // The statements that write records with their record history: the INSERT (or upsert) of one record
-// or of many of the same shape, and the wrapper that adds the history and answers the written rows.
+// or of many of the same shape, the wrapper that adds the history and answers the written rows, and
+// the server fields a type sets along with an update (TypeDef.changeSets).
 // Shared by the record-by-record writes (./write.ts), the batches of add and integrate (./write-batch.ts) and
 // the bulk edits (./bulk-edit.ts).
 
@@ -12,6 +13,7 @@ import { withHistory } from './history.ts';
 import type { FieldDef } from './registry.ts';
 
 type Row = Record<string, unknown>;
+type Obj = Record<string, unknown>;
 
 function auditColumns(principal: Principal, params: Params): { cols: string[]; vals: string[] } {
   const p = params.add(principal.userId);
@@ -21,7 +23,8 @@ function auditColumns(principal: Principal, params: Params): { cols: string[]; v
 /**
  * A write statement (alias `t`, no RETURNING) with its record history in the same statement;
  * answers the written rows as API records (`rows`) or their number (`count`, column `n`).
- * `ordinal`: the order of the history rows and of the answer (withHistory).
+ * `ordinal`: the order of the history rows and of the answer (withHistory); `changing`: the fields
+ * the history compares, server fields set on purpose among them (HistorySource.changing).
  */
 export function written(
   stmt: string,
@@ -30,10 +33,11 @@ export function written(
   params: Params,
   result: 'rows' | 'count',
   ordinal?: string,
+  changing?: readonly string[],
 ): string {
   const kind = stmt.trimStart().startsWith('DELETE') ? 'delete' : 'write';
   const select = result === 'rows' ? selectList(tc, undefined, 'w') : 'count(*)::int AS n';
-  return withHistory(stmt, { tc, principal, params, kind }, select, undefined, ordinal);
+  return withHistory(stmt, { tc, principal, params, kind, changing }, select, undefined, ordinal);
 }
 
 /**
@@ -111,4 +115,24 @@ export async function insertRows(
   // by key and the history row) does not depend on the values. Many: a text per count, not kept.
   const r = await tx.query<Row>(rows.length === 1 ? preparedShape(sql) : sql, params.values);
   return r.rows;
+}
+
+/** `values` with the server fields the type sets along with this change (TypeDef.changeSets). */
+export async function withChangeSets(
+  tx: Queryable,
+  principal: Principal,
+  tc: TypeContext,
+  old: Obj,
+  data: Obj,
+  values: Map<FieldDef, unknown>,
+): Promise<Map<FieldDef, unknown>> {
+  const sets = await tc.type.changeSets?.(tx, principal, old, data);
+  if (sets === undefined) return values;
+  const out = new Map(values);
+  for (const [name, v] of Object.entries(sets)) {
+    const f = tc.type.fields.find((x) => x.name === name && x.system === true);
+    if (!f) throw new Error(`${tc.type.code} changeSets: ${name} is not a server field`);
+    out.set(f, v);
+  }
+  return out;
 }

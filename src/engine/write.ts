@@ -17,6 +17,7 @@ import {
   typedPerRow,
   type TypeContext,
 } from './context.ts';
+import { trackedFields } from './history.ts';
 import { deleteAtOnce, updateAtOnce, writeAtOnce } from './write-batch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import {
@@ -26,7 +27,7 @@ import {
   prepareValues,
   refuseKeyChanges,
 } from './value-check.ts';
-import { insertRows, purgeDeletedHolder, written } from './write-rows.ts';
+import { insertRows, purgeDeletedHolder, withChangeSets, written } from './write-rows.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -132,6 +133,7 @@ const atOnce = (type: TypeDef): boolean =>
   type.writesAtOnce === true &&
   !type.beforeInsert &&
   !type.beforeChange &&
+  !type.changeSets &&
   !type.scopedBy &&
   !type.metaPerName;
 
@@ -195,7 +197,14 @@ async function updateRow(
   if (tc.type.deleteMode === 'soft') sets.push('deleted_at = NULL');
   const update = `UPDATE ${ident(tc.type.table)} t SET ${sets.join(', ')}
       WHERE t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(id)}`;
-  const r = await tx.query<Row>(preparedShape(written(update, tc, principal, params, 'rows')), params.values);
+  // Server fields set along (TypeDef.changeSets) are recorded with the tracked ones.
+  const server = [...values.keys()].filter((f) => f.system === true);
+  const changing =
+    server.length === 0 ? undefined : [...trackedFields(tc.type), ...server].map((f) => f.name);
+  const r = await tx.query<Row>(
+    preparedShape(written(update, tc, principal, params, 'rows', undefined, changing)),
+    params.values,
+  );
   return r.rows[0]!;
 }
 
@@ -249,7 +258,14 @@ export async function updateRecords(
         // A row moved to another parent (SX to another seller) needs that one editable too.
         if (movable.some((k) => k in item.data))
           await requireParentEditable(tx, principal, type, { ...old, ...item.data });
-        const values = prepareValues(tc, item.data, 'update', movable);
+        const values = await withChangeSets(
+          tx,
+          principal,
+          tc,
+          old,
+          item.data,
+          prepareValues(tc, item.data, 'update', movable),
+        );
         if (movable.some((k) => k in item.data)) {
           const keyOf = new Map(
             type.uniqueColumns.map((c) => {
@@ -325,7 +341,7 @@ export async function integrateRecords(
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
   // The common case — one complete record by business key, of a type without state rules — is a
   // single upsert statement, atomic on its own: no BEGIN/COMMIT round trips.
-  if (only && byKey && 'key' in byKey && !type.beforeChange) {
+  if (only && byKey && 'key' in byKey && !type.beforeChange && !type.changeSets) {
     const tc = await contextCache(db, principal, type)(only);
     if (!lacksRequired(tc, only) && !leavesDefaulted(tc, only)) {
       const values = prepareValues(tc, only, 'add');
@@ -366,13 +382,13 @@ export async function integrateRecords(
         );
       }
       // A record without its required fields can only be an update, one without a field the
-      // database defaults keeps its stored value, and a type's state rules (beforeChange) judge the
-      // stored record: read it first.
+      // database defaults keeps its stored value, and a type's state rules (beforeChange) and the
+      // server fields it sets along (changeSets) depend on the stored record: read it first.
       const readFirst = async () => {
         const tc = await ctx(data);
         return lacksRequired(tc, data) || leavesDefaulted(tc, data);
       };
-      if ('id' in address || returnOld || type.beforeChange || (await readFirst())) {
+      if ('id' in address || returnOld || type.beforeChange || type.changeSets || (await readFirst())) {
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
@@ -382,7 +398,15 @@ export async function integrateRecords(
           refuseKeyChanges(tc, data, old);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;
           delete old.__deleted;
-          const row = await updateRow(tx, tc, principal, Number(old.id), prepareValues(tc, data, 'update'));
+          const values = await withChangeSets(
+            tx,
+            principal,
+            tc,
+            old,
+            data,
+            prepareValues(tc, data, 'update'),
+          );
+          const row = await updateRow(tx, tc, principal, Number(old.id), values);
           return withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined);
         }
         if ('id' in address) throw notFound(`${type.label} ${JSON.stringify(data.typedId ?? data.id)}`);

@@ -5,7 +5,7 @@
 
 import { AppError } from '../http/errors.ts';
 import { DEFAULT_LIMITS, newElementState, type Env, type LogicLimits } from './env.ts';
-import { LimitError, elementFailure } from './failures.ts';
+import { EvalError, LimitError, elementFailure } from './failures.ts';
 import { checkExpression, emptyReads } from './expression/check.ts';
 import { compile, type Closure } from './expression/compile.ts';
 import { ExpressionError, parseExpression } from './expression/parse.ts';
@@ -43,14 +43,35 @@ export function compileCondition(text: string, fieldNames?: readonly string[]): 
   }
 }
 
-/** Evaluates a compiled condition on a record: true or false (null counts as false). */
+const NAMES_SHOWN = 20;
+
+function unknownName(name: string, names: ReadonlySet<string>): never {
+  const known = [...names].slice(0, NAMES_SHOWN).join(', ');
+  const more = names.size > NAMES_SHOWN ? ', ...' : '';
+  throw new EvalError(
+    `unknown name ${name}: the document has no such field or element (it has ${known === '' ? 'none' : known + more})`,
+  );
+}
+
+/**
+ * Evaluates a compiled condition on a record: true or false (null counts as false). `names`: every
+ * name the record has, those with no value included; a condition that reads another name fails
+ * (-4 "unknown name ...") instead of reading null, when it reads it (`a and b` reads `b` only when
+ * `a` holds). Without `names`, a name the record lacks reads as null.
+ */
 export function evaluateCondition(
   c: CompiledCondition,
   record: Record<string, unknown>,
   limits: LogicLimits = DEFAULT_LIMITS,
+  names?: ReadonlySet<string>,
 ): boolean {
   const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
-  for (const f of c.fields) if (Object.hasOwn(record, f)) roots[f] = toValue(record[f]);
+  for (const f of c.fields) {
+    if (Object.hasOwn(record, f)) roots[f] = toValue(record[f]);
+    else if (names !== undefined && !names.has(f))
+      // Read when evaluated, so that the failure is the condition's, at the point it reads the name.
+      Object.defineProperty(roots, f, { enumerable: true, get: () => unknownName(f, names) });
+  }
   const today = new LogicDate(new Date().toISOString().slice(0, 10));
   const env: Env = {
     steps: 0,

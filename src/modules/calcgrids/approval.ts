@@ -3,9 +3,11 @@
 // item with `submitApprovable`; with no workflow definition for CGI an item is approved at once,
 // with one it waits SUBMITTED for its approvers (`/workflowsmanager.approve|deny`). The outcome
 // lands in the item's `workflowStatus` and `approvalState`. Conditions of definitions see the item's
-// keys, its grid and its element values (`ListPrice > 100`). `/workflowsmanager.submit/{id}.CGI{k}`
-// (or `.CGI`) submits one item under the same rules as accept: it must have results, and not be
-// approved or pending. Workflows name the item by its own typedId (`12.CGI2`).
+// keys, its grid and its element values (`ListPrice > 100`); one that reads a name the item's grid
+// does not have is a -4 at submit (the elements differ per grid: not checked on WFD writes).
+// `/workflowsmanager.submit/{id}.CGI{k}` (or `.CGI`) submits one item under the same rules as
+// accept: it must have results, and not be approved or pending. Workflows name the item by its own
+// typedId (`12.CGI2`).
 
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
@@ -82,9 +84,10 @@ export function registerGridApprovable(): void {
         keys: string[];
         workflow_status: string;
         results: Record<string, unknown>;
+        result_types: Record<string, string> | null;
       }>(
         `SELECT i.grid_id, g.label, i.key_number, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
-                i.workflow_status, i.results
+                i.workflow_status, i.results, g.result_types
            FROM calc_grid_items i JOIN calc_grids g ON g.partition_id = i.partition_id AND g.id = i.grid_id
           WHERE i.partition_id = $1 AND i.id = $2 FOR UPDATE OF i`,
         [ref.partitionId, ref.id],
@@ -94,7 +97,13 @@ export function registerGridApprovable(): void {
       const keys = row.keys.filter((k) => k !== '');
       const fields: Record<string, unknown> = { ...row.results, calculationGridId: Number(row.grid_id) };
       keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
+      // The names conditions may read: the grid's keys and the elements of its logic (a null value
+      // included); another name is a -4 at submit rather than a silent null.
+      const names = new Set(['calculationGridId', ...keys.map((_, i) => `key${i + 1}`)]);
+      for (const n of [...Object.keys(row.result_types ?? {}), ...Object.keys(row.results ?? {})])
+        names.add(n);
       return {
+        names: [...names],
         typeCode: `CGI${row.key_number}`,
         label: `${row.label ?? `grid ${row.grid_id}`}: ${keys.join(' / ')}`,
         workflowStatus: row.workflow_status,

@@ -83,8 +83,12 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
     !Number.isInteger(keyNumber) ||
     keyNumber < 1 ||
     keyNumber > MAX_GRID_KEYS
-  )
+  ) {
+    // Without keyNumber, the number of key sources sent is at fault.
+    if (data.keyNumber === undefined || data.keyNumber === null)
+      throw validationError('keySources', `must have 1 to ${MAX_GRID_KEYS} key sources (one per key)`);
     throw validationError('keyNumber', `must be an integer from 1 to ${MAX_GRID_KEYS}`);
+  }
   if (data.inputs !== undefined && data.inputs !== null && !isObj(data.inputs))
     throw validationError('inputs', 'must be an object of input values by name');
   const inputs: Obj = isObj(data.inputs) ? data.inputs : {};

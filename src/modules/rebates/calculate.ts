@@ -48,6 +48,22 @@ export function groupFieldsOf(body: unknown): Obj | undefined {
   return g;
 }
 
+const SENT_VERSION = 'data.rebateRecordGroup.version';
+
+/**
+ * An error of the version check (`oldValues.version` of the general update) names the field the
+ * client sent: the version in `data.rebateRecordGroup`.
+ */
+function versionAsSent(err: unknown): unknown {
+  const named = err instanceof AppError ? err.errors?.['oldValues.version'] : undefined;
+  if (!(err instanceof AppError) || named === undefined) return err;
+  const errors = Object.fromEntries(
+    Object.entries(err.errors!).map(([k, v]) => [k === 'oldValues.version' ? SENT_VERSION : k, v]),
+  );
+  const message = err.message.replace(/^oldValues\.version: /, `${SENT_VERSION}: `);
+  return new AppError(err.code, message, { errors, details: err.details });
+}
+
 /** The group's stored `inputs` ([{name, value}]) as values by name. */
 function inputValues(raw: unknown): Obj {
   const out: Obj = {};
@@ -125,7 +141,15 @@ export async function calculateGroup(
         if (Object.keys(fields).length > 0 || version !== undefined) {
           const within = inTransaction(db, tx, () => ended);
           const oldValues = version === undefined ? null : { version };
-          await updateRecords(within, principal, store.RRG, [{ data: { ...fields, id }, oldValues }], false);
+          await updateRecords(
+            within,
+            principal,
+            store.RRG,
+            [{ data: { ...fields, id }, oldValues }],
+            false,
+          ).catch((err: unknown) => {
+            throw versionAsSent(err);
+          });
         }
       }
       const row = await store.lockGroupOrFail(tx, principal, id);

@@ -29,8 +29,15 @@ function checkSubmittable(row: store.Row): void {
   if (row.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to submit it`);
   if (row.workflow_status === 'SUBMITTED') throw new AppError('CONFLICT', `${name} is already submitted`);
   if (row.workflow_status === 'APPROVED') throw new AppError('CONFLICT', `${name} is already approved`);
-  if (row.calculation_status === CALCULATION_STATUS.NONE)
+  if (row.calculation_status === CALCULATION_STATUS.NONE) {
+    // A calculation date with status 0: the group changed since (registry-rebates.ts staleResults).
+    if (row.calculation_date !== null && row.calculation_date !== undefined)
+      throw new AppError(
+        'CONFLICT',
+        `${name} changed since its last calculation, whose results are not current: calculate it again first`,
+      );
     throw new AppError('CONFLICT', `${name} was never calculated: calculate it before submitting it`);
+  }
 }
 
 /** Submits the group to its workflow as `principal` (inside the caller's transaction). */

@@ -64,6 +64,13 @@ export interface ApprovableRecord {
   readonly workflowStatus?: string | null;
   /** The values definition and step conditions are evaluated on. */
   readonly fields: Readonly<Record<string, unknown>>;
+  /**
+   * Every name this document has, those without a value (absent from `fields`) included, when the
+   * names differ per document (a grid item has the elements of its grid's logic): a condition that
+   * reads another name cannot be evaluated on it (-4 on `condition`) instead of reading null.
+   * Undefined: a name absent from `fields` reads as null (names checked on WFD writes by `fields`).
+   */
+  readonly names?: readonly string[];
 }
 
 export interface Approvable {

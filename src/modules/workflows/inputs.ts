@@ -12,10 +12,14 @@ export function textOf(v: unknown, field: string, max = 4000): string | null {
   return text === '' ? null : text;
 }
 
-/** Whether a condition holds; one that cannot be evaluated on the document says where, and what to do. */
+/**
+ * Whether a condition holds; one that cannot be evaluated on the document (a wrong type, a name the
+ * document does not have: `ApprovableRecord.names`) says where, and what to do.
+ */
 export function holds(condition: string, record: ApprovableRecord, where: string, fix: string): boolean {
   try {
-    return evaluateCondition(compileCondition(condition), { ...record.fields });
+    const names = record.names === undefined ? undefined : new Set(record.names);
+    return evaluateCondition(compileCondition(condition), { ...record.fields }, undefined, names);
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'VALIDATION') throw err;
     throw validationError('condition', `${where}: ${err.message.replace(/^condition: /, '')} (${fix})`);
