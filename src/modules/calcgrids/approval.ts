@@ -1,17 +1,22 @@
 // Calculation grid items as approvables of the workflow engine (type code `CGI`, one code for every
-// key number: ids are unique over all items). `/calculationgridmanager.accept` submits each chosen
-// item with `submitApprovable`; with no workflow definition for CGI an item is approved at once,
-// with one it waits SUBMITTED for its approvers (`/workflowsmanager.approve|deny`). The outcome
-// lands in the item's `workflowStatus` and `approvalState`. Conditions of definitions see the item's
-// keys, its grid and its element values (`ListPrice > 100`); one that reads a name the item's grid
-// does not have is a -4 at submit (the elements differ per grid: not checked on WFD writes).
-// `/workflowsmanager.submit/{id}.CGI{k}` (or `.CGI`) submits one item under the same rules as
-// accept: it must have results, and not be approved or pending. Workflows name the item by its own
-// typedId (`12.CGI2`).
+// key number: ids are unique over all items). `/calculationgridmanager.accept` submits the chosen
+// items set-based (./submit-many.ts, the outcome of `submitApprovable` for each); with no workflow
+// definition for CGI an item is approved at once, with one it waits SUBMITTED for its approvers
+// (`/workflowsmanager.approve|deny`). The outcome lands in the item's `workflowStatus` and
+// `approvalState`. Conditions of definitions see the item's keys, its grid and its element values
+// (`ListPrice > 100`); one that reads a name the item's grid does not have is a -4 at submit (the
+// elements differ per grid: not checked on WFD writes). `/workflowsmanager.submit/{id}.CGI{k}`
+// (or `.CGI`) submits one item under the same rules as accept: it must have results, and not be
+// approved or pending. Workflows name the item by its own typedId (`12.CGI2`).
 
 import type { Queryable } from '../../db/db.ts';
 import { AppError } from '../../http/errors.ts';
-import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
+import {
+  registerApprovable,
+  type ApprovableRecord,
+  type ApprovableRef,
+  type WorkflowStatus,
+} from '../workflows/approvables.ts';
 
 export const APPROVABLE_CODE = 'CGI';
 
@@ -63,6 +68,59 @@ export async function requireResults(
   );
 }
 
+/** An item as the workflow engine sees it: its typed code, label, status and the fields conditions read. */
+export interface ItemDocument extends ApprovableRecord {
+  readonly id: number;
+  readonly typeCode: string;
+  readonly label: string;
+  readonly workflowStatus: string;
+}
+
+/**
+ * The items of `ids` as documents, locked FOR UPDATE in id order (two calls over overlapping items
+ * wait for each other, never deadlock). Conditions see the element values by name, the grid as
+ * `calculationGridId` and the keys as `key1..`.
+ */
+export async function lockDocuments(
+  q: Queryable,
+  partitionId: number,
+  ids: readonly number[],
+): Promise<ItemDocument[]> {
+  const r = await q.query<{
+    id: string;
+    grid_id: string;
+    label: string | null;
+    key_number: number;
+    keys: string[];
+    workflow_status: string;
+    results: Record<string, unknown>;
+    result_types: Record<string, string> | null;
+  }>(
+    `SELECT i.id, i.grid_id, g.label, i.key_number, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
+            i.workflow_status, i.results, g.result_types
+       FROM calc_grid_items i JOIN calc_grids g ON g.partition_id = i.partition_id AND g.id = i.grid_id
+      WHERE i.partition_id = $1 AND i.id = ANY($2::bigint[]) ORDER BY i.id FOR UPDATE OF i`,
+    [partitionId, ids],
+  );
+  return r.rows.map((row) => {
+    const keys = row.keys.filter((k) => k !== '');
+    const fields: Record<string, unknown> = { ...row.results, calculationGridId: Number(row.grid_id) };
+    keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
+    // The names conditions may read: the grid's keys and the elements of its logic (a null value
+    // included); another name is a -4 at submit rather than a silent null.
+    const names = new Set(['calculationGridId', ...keys.map((_, i) => `key${i + 1}`)]);
+    for (const n of [...Object.keys(row.result_types ?? {}), ...Object.keys(row.results ?? {})]) names.add(n);
+    return {
+      names: [...names],
+      id: Number(row.id),
+      typeCode: `CGI${row.key_number}`,
+      label: `${row.label ?? `grid ${row.grid_id}`}: ${keys.join(' / ')}`,
+      workflowStatus: row.workflow_status,
+      fields,
+    };
+  });
+}
+
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   // /workflowsmanager.submit needs results too (accept checked its whole list before submitting).
   if (status === 'SUBMITTED' && !ref.ownSubmit) await requireResults(q, ref.partitionId, [ref.id]);
@@ -77,38 +135,8 @@ export function registerGridApprovable(): void {
     submitAccess: 'CALCULATIONGRID_SUBMIT',
     aliases: ['CGI1', 'CGI2', 'CGI3', 'CGI4', 'CGI5', 'CGI6'],
     async describe(q, ref) {
-      const r = await q.query<{
-        grid_id: string;
-        label: string | null;
-        key_number: number;
-        keys: string[];
-        workflow_status: string;
-        results: Record<string, unknown>;
-        result_types: Record<string, string> | null;
-      }>(
-        `SELECT i.grid_id, g.label, i.key_number, ARRAY[i.key1, i.key2, i.key3, i.key4, i.key5, i.key6] AS keys,
-                i.workflow_status, i.results, g.result_types
-           FROM calc_grid_items i JOIN calc_grids g ON g.partition_id = i.partition_id AND g.id = i.grid_id
-          WHERE i.partition_id = $1 AND i.id = $2 FOR UPDATE OF i`,
-        [ref.partitionId, ref.id],
-      );
-      const row = r.rows[0];
-      if (!row) return null;
-      const keys = row.keys.filter((k) => k !== '');
-      const fields: Record<string, unknown> = { ...row.results, calculationGridId: Number(row.grid_id) };
-      keys.forEach((k, i) => (fields[`key${i + 1}`] = k));
-      // The names conditions may read: the grid's keys and the elements of its logic (a null value
-      // included); another name is a -4 at submit rather than a silent null.
-      const names = new Set(['calculationGridId', ...keys.map((_, i) => `key${i + 1}`)]);
-      for (const n of [...Object.keys(row.result_types ?? {}), ...Object.keys(row.results ?? {})])
-        names.add(n);
-      return {
-        names: [...names],
-        typeCode: `CGI${row.key_number}`,
-        label: `${row.label ?? `grid ${row.grid_id}`}: ${keys.join(' / ')}`,
-        workflowStatus: row.workflow_status,
-        fields,
-      };
+      const [doc] = await lockDocuments(q, ref.partitionId, [ref.id]);
+      return doc ?? null;
     },
     onStatus,
   });

@@ -1,6 +1,7 @@
 // Accepting and rejecting calculation grid items (/calculationgridmanager.accept|reject/{gridId}):
-// the items chosen by id or by a filter over CGI{k}, submitted to their workflows (./approval.ts)
-// or denied, each in one transaction, answering the items' workflow status and approval state.
+// the items chosen by id or by a filter over CGI{k}, submitted to their workflows set-based
+// (./submit-many.ts) or denied, each in one transaction, answering the items' workflow status and
+// approval state. Both lock the items (id order) and check their states under the lock.
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
@@ -10,9 +11,9 @@ import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/cr
 import { recordHistory } from '../../engine/history.ts';
 import { gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { submitApprovable } from '../workflows/service.ts';
-import { APPROVABLE_CODE, requireResults, setItemApproval } from './approval.ts';
+import { APPROVABLE_CODE, lockDocuments, requireResults, setItemApproval } from './approval.ts';
 import { gridOrFail, itemIdOf } from './service.ts';
+import { submitItems } from './submit-many.ts';
 import type * as store from './store.ts';
 import { isObj } from '../../engine/values.ts';
 
@@ -116,17 +117,19 @@ export async function acceptItems(
   data: unknown,
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
-    const grid = await gridOrFail(tx, principal, idText, true); // a delete of the grid waits for this
+    const grid = await gridOrFail(tx, principal, idText, 'key share'); // a delete of the grid waits for this
     const ids = await selectItems(tx, principal, grid, data);
     await requireResults(tx, principal.partitionId, ids);
-    for (const id of ids) await submitApprovable(tx, principal, APPROVABLE_CODE, id, { ownSubmit: true });
+    await submitItems(tx, principal, ids);
     return answer(await summaries(tx, principal.partitionId, ids));
   });
 }
 
 /**
  * `/calculationgridmanager.reject/{gridId}`: denies the chosen items (DENIED). An item waiting in a
- * workflow is refused (409): its approvers deny it there (`/workflowsmanager.deny`).
+ * workflow is refused (409): its approvers deny it there (`/workflowsmanager.deny`); so is an item
+ * already decided (APPROVED through its workflow or at once, or DENIED): a reject never overturns a
+ * decision.
  */
 export async function rejectItems(
   db: Db,
@@ -135,8 +138,19 @@ export async function rejectItems(
   data: unknown,
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
-    const grid = await gridOrFail(tx, principal, idText);
+    const grid = await gridOrFail(tx, principal, idText, 'key share');
     const ids = await selectItems(tx, principal, grid, data);
+    // Locked (id order) and checked under the lock: an accept of the same items running at the same
+    // time is waited for, and its outcome refuses this reject (409) instead of being overwritten.
+    const docs = await lockDocuments(tx, principal.partitionId, ids);
+    const decided = docs.find((d) => d.workflowStatus === 'APPROVED' || d.workflowStatus === 'DENIED');
+    if (decided)
+      throw new AppError(
+        'CONFLICT',
+        decided.workflowStatus === 'APPROVED'
+          ? `Item ${decided.id}.${decided.typeCode} is already approved: it cannot be rejected (an override, or results changed by a recalculation, make it a new proposal)`
+          : `Item ${decided.id}.${decided.typeCode} is already denied`,
+      );
     const r = await tx.query<{ id: string; approvable_id: string }>(
       `SELECT id, approvable_id FROM workflows
         WHERE partition_id = $1 AND code = $2 AND approvable_id = ANY($3::bigint[]) AND workflow_status = 'SUBMITTED'
@@ -148,6 +162,12 @@ export async function rejectItems(
       throw new AppError(
         'CONFLICT',
         `Item ${waiting.approvable_id} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
+      );
+    const submitted = docs.find((d) => d.workflowStatus === 'SUBMITTED');
+    if (submitted)
+      throw new AppError(
+        'CONFLICT',
+        `Item ${submitted.id}.${submitted.typeCode} waits in a workflow: deny it there`,
       );
     const before = await summaries(tx, principal.partitionId, ids);
     await setItemApproval(tx, principal.partitionId, ids, principal.userId, 'DENIED', 'DENIED');

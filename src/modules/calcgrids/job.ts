@@ -275,12 +275,17 @@ async function calculate(
     }
   }
 
-  // Pass 2: the grid's items outside this run.
+  // Pass 2: the grid's items outside this run. The cursor is this loop's own: the checkpoint's
+  // `afterId` only moves once a batch is written, and the next page is read while the previous one
+  // is still being written — read from the checkpoint, it took that batch's items again (on
+  // PostgreSQL, where the read does not wait for the write) and computed them twice.
+  let afterId = cp.afterId ?? 0;
   for (;;) {
-    const items = await store.itemsOutsideRun(db, pid, grid.id, runId, cp.afterId ?? 0, batchSize);
+    const items = await store.itemsOutsideRun(db, pid, grid.id, runId, afterId, batchSize);
     if (items.length === 0) break;
     for (const it of items) batch.push(pendingOf(it.keys.slice(0, grid.key_number), null, null));
-    batchEnd = { afterId: items[items.length - 1]!.id };
+    afterId = items[items.length - 1]!.id;
+    batchEnd = { afterId };
     // Items outside the run are always recomputed (their hash names no versions).
     await flush();
   }

@@ -146,7 +146,12 @@ export function itemIdOf(text: unknown, field: string): { id: number; keyNumber?
   return { id: Number(m[1]), ...(m[2] === undefined ? {} : { keyNumber: Number(m[2]) }) };
 }
 
-export async function gridOrFail(q: Queryable, principal: Principal, idText: string, lock = false) {
+export async function gridOrFail(
+  q: Queryable,
+  principal: Principal,
+  idText: string,
+  lock: boolean | 'key share' = false,
+) {
   const grid = await store.gridById(q, principal.partitionId, gridIdOf(idText), lock);
   if (!grid) throw notFound(`Calculation grid ${idText}`);
   return grid;

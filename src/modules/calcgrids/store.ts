@@ -28,10 +28,12 @@ export async function gridById(
   q: Queryable,
   partitionId: number,
   id: number,
-  lock = false,
+  lock: boolean | 'key share' = false,
 ): Promise<GridRow | undefined> {
+  // 'key share': a delete of the grid waits, a change of its counts (migration 061) does not.
+  const locking = lock === 'key share' ? ' FOR KEY SHARE' : lock ? ' FOR UPDATE' : '';
   const r = await q.query<GridRow>(
-    `SELECT ${GRID_COLUMNS} FROM calc_grids WHERE partition_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT ${GRID_COLUMNS} FROM calc_grids WHERE partition_id = $1 AND id = $2${locking}`,
     [partitionId, id],
   );
   const g = r.rows[0];
@@ -94,10 +96,11 @@ export async function setGridState(
             result_types = coalesce($6::jsonb, result_types), result_meta = coalesce($8::jsonb, result_meta),
             item_count = CASE WHEN $7 THEN c.n ELSE item_count END,
             calculated_count = CASE WHEN $7 THEN c.ok ELSE calculated_count END,
-            error_count = CASE WHEN $7 THEN c.n - c.ok ELSE error_count END,
+            error_count = CASE WHEN $7 THEN c.failed ELSE error_count END,
             calculation_date = CASE WHEN $7 THEN now() ELSE calculation_date END,
             version = version + 1, last_update_at = now()
-       FROM (SELECT count(*) AS n, count(*) FILTER (WHERE error IS NULL) AS ok FROM calc_grid_items
+       FROM (SELECT count(*) AS n, count(*) FILTER (WHERE calculation_results IS NOT NULL) AS ok,
+                    count(*) FILTER (WHERE error IS NOT NULL) AS failed FROM calc_grid_items
               WHERE partition_id = $1 AND grid_id = $2 AND $7) c
       WHERE g.partition_id = $1 AND g.id = $2`,
     [

@@ -14,6 +14,7 @@ import { coerceValue, unstorableIn } from '../../engine/values.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import {
   findRecipients,
+  insertNotificationList,
   insertNotifications,
   markRead,
   ownUnreadCount,
@@ -116,6 +117,19 @@ export async function notifyUsers(
 ): Promise<void> {
   if (userIds.length === 0) return;
   await insertNotifications(q, partitionId, userIds, checkNotification(input), senderUserId ?? null);
+}
+
+/** `notifyUsers` for many notifications at once (one statement): each to its own users. */
+export async function notifyEach(
+  q: Queryable,
+  partitionId: number,
+  list: readonly { readonly userIds: readonly number[]; readonly input: NotificationInput }[],
+  senderUserId?: number,
+): Promise<void> {
+  const checked = list
+    .filter((e) => e.userIds.length > 0)
+    .map((e) => ({ userIds: e.userIds, n: checkNotification(e.input) }));
+  await insertNotificationList(q, partitionId, checked, senderUserId ?? null);
 }
 
 export interface SendBody {

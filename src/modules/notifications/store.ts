@@ -61,6 +61,35 @@ export async function insertNotifications(
   return r.rowCount;
 }
 
+/**
+ * Many notifications in one statement: each of `list` to its own users (a user named twice in one
+ * entry gets it once; ids that are not users of the partition are skipped). Answers how many.
+ */
+export async function insertNotificationList(
+  q: Queryable,
+  partitionId: number,
+  list: readonly { readonly userIds: readonly number[]; readonly n: CheckedNotification }[],
+  sender: number | null,
+): Promise<number> {
+  const rows = list.flatMap((e, ord) => [...new Set(e.userIds)].map((user) => ({ ord, user, ...e.n })));
+  if (rows.length === 0) return 0;
+  const r = await q.query(
+    `INSERT INTO notifications (partition_id, user_id, title, message, source, status, topic, action_type,
+                                valid_from, valid_until, due_date, dismissible, payload, created_by,
+                                last_update_by)
+     SELECT u.partition_id, u.id, x.title, x.message, x.source, x.status, x.topic, x."actionType",
+            x."validFrom"::timestamptz, x."validUntil"::timestamptz, x."dueDate"::timestamptz, x.dismissible,
+            x.payload::jsonb, $3::bigint, $3::bigint
+       FROM jsonb_to_recordset($2::jsonb) AS x(ord int, "user" bigint, title text, message text, source text,
+              status text, topic text, "actionType" text, "validFrom" text, "validUntil" text, "dueDate" text,
+              dismissible boolean, payload text)
+       JOIN users u ON u.partition_id = $1 AND u.id = x."user"
+      ORDER BY x.ord, u.id`,
+    [partitionId, JSON.stringify(rows), sender],
+  );
+  return r.rowCount;
+}
+
 export interface Recipient {
   readonly id: number;
   readonly loginName: string;
