@@ -35,6 +35,7 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { tokenRoutes } from './modules/accounts/token-routes.ts';
 import { generalRoutes } from './modules/general/routes.ts';
 import { loaddataRoutes } from './modules/general/loaddata-routes.ts';
+import { describeRoutes } from './modules/general/describe-routes.ts';
 import { lookupTableRoutes } from './modules/lookuptables/routes.ts';
 import { masterdataRoutes } from './modules/masterdata/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
@@ -64,6 +65,7 @@ export const PARTITION_MODULES: readonly PartitionModule[] = [
   tokenRoutes,
   generalRoutes,
   loaddataRoutes,
+  describeRoutes,
   masterdataRoutes,
   oauthRoutes,
   lookupTableRoutes,

@@ -1,22 +1,59 @@
 // What the registry says about a type, as clients read it: the type list of `/fetch` and
-// `/metadata.describe` (fields with their types; custom attributes typed by the partition's meta).
+// `/metadata.describe` (fields with their types; custom attributes typed by the partition's meta —
+// for an extension type, by the meta of the table named, since each table types its own).
 
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
-import { loadTypeContext } from './context.ts';
+import { AppError, validationError } from '../http/errors.ts';
+import { loadTypeContext, typedPerRow } from './context.ts';
 import { requireAccess } from './access-check.ts';
+import { extensionTableExists, type ExtensionKind } from './extension-tables.ts';
+import { unstorableText } from './values.ts';
 import { allTypes, type TypeDef } from './registry.ts';
 
 export function listTypes(): { typeCode: string; label: string }[] {
   return allTypes().map((t) => ({ typeCode: t.code, label: t.label }));
 }
 
-export async function describeType(q: Queryable, principal: Principal, type: TypeDef) {
+/** The extension table a describe names, and the request field that names it (for its errors). */
+export interface DescribedTable {
+  readonly name: unknown;
+  readonly field: string;
+}
+
+/** The table's name, once it is known to name a table of `type` the principal sees (-4, 404 else). */
+async function tableOf(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  table: DescribedTable,
+): Promise<string> {
+  const { name, field } = table;
+  if (!typedPerRow(type)) {
+    throw validationError(field, `${type.code} has no tables by name (only PX, CX and SX have)`);
+  }
+  if (typeof name !== 'string' || name === '') throw validationError(field, 'must be a table name');
+  const bad = unstorableText(name);
+  if (bad !== undefined) throw validationError(field, bad);
+  if (!(await extensionTableExists(q, principal, type.code as ExtensionKind, name))) {
+    throw new AppError('NOT_FOUND', `Extension table ${type.code}:${name} not found`, { field });
+  }
+  return name;
+}
+
+export async function describeType(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  table?: DescribedTable,
+) {
   requireAccess(principal, type.access.fetch);
-  const tc = await loadTypeContext(q, principal, type);
+  const name = table === undefined ? undefined : await tableOf(q, principal, type, table);
+  const tc = await loadTypeContext(q, principal, type, name);
   return {
     name: type.label,
     typeCode: type.code,
+    ...(name !== undefined ? { tableName: name } : {}),
     businessKey: type.businessKey,
     massEditable: type.massEditable,
     bulkLoadable: type.bulkLoadable || type.loadedBy !== undefined,

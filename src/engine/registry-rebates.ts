@@ -10,7 +10,7 @@
 import { inUserGroup, type Principal } from '../access/access.ts';
 import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
-import { ident } from '../db/sql.ts';
+import { qualified } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import {
   ATTRIBUTE_TYPES,
@@ -95,6 +95,15 @@ const sys = (name: string, column: string, type: FieldType = 'string'): FieldDef
 });
 const date = (name: string, column: string): FieldDef => ({ name, column, type: 'date' });
 const json = (name: string, column: string): FieldDef => ({ name, column, type: 'json' });
+/**
+ * A collection the interface types as an array (`[]`) or object (`{}`): a group that was never
+ * calculated (or given none) answers it empty, not null — in the read SQL (a coalesce per row, no
+ * extra query), so every read answers alike: lists, by id, resultFields/valueFields, history.
+ */
+const collection = (f: FieldDef, empty: '[]' | '{}'): FieldDef => ({
+  ...f,
+  readSql: (a) => `coalesce(${qualified(a, f.column)}, '${empty}'::jsonb)`,
+});
 
 async function rebateTypeExists(q: Queryable, partitionId: number, name: string): Promise<boolean> {
   const r = await q.query('SELECT 1 FROM rebate_types WHERE partition_id = $1 AND unique_name = $2', [
@@ -308,10 +317,12 @@ async function guardGroupUpsert(
   await checkRebateType(q, principal, data.rebateType, 'rebateType');
   if (typeof data.uniqueName !== 'string') return;
   // The whole stored group, as the general update reads it: what it sends back unchanged is no change.
-  const cols = RRG_FIELDS.map((f) => `${ident(f.column)} AS "${f.name}"`).join(', ');
+  const cols = RRG_FIELDS.map((f) => `${f.readSql?.('t') ?? qualified('t', f.column)} AS "${f.name}"`).join(
+    ', ',
+  );
   const r = await q.query<Record<string, unknown>>(
-    `SELECT id::text || '.RRG' AS "typedId", ${cols}
-       FROM rebate_record_groups WHERE partition_id = $1 AND unique_name = $2`,
+    `SELECT t.id::text || '.RRG' AS "typedId", ${cols}
+       FROM rebate_record_groups t WHERE t.partition_id = $1 AND t.unique_name = $2`,
     [principal.partitionId, data.uniqueName],
   );
   const row = r.rows[0];
@@ -370,12 +381,12 @@ export const RRG_FIELDS: readonly FieldDef[] = [
   // Custom
   ...attributes(RRG_ATTRIBUTE_COUNT),
   // Collections
-  sys('calculationResults', 'calculation_results', 'json'),
-  sys('allCalculationResults', 'all_calculation_results', 'json'),
-  json('inputs', 'inputs'),
-  sys('serverMessagesExtended', 'server_messages_extended', 'json'),
-  json('approvalRequiredEmailAttachments', 'approval_required_email_attachments'),
-  json('itemExtensions', 'item_extensions'),
+  collection(sys('calculationResults', 'calculation_results', 'json'), '[]'),
+  collection(sys('allCalculationResults', 'all_calculation_results', 'json'), '[]'),
+  collection(json('inputs', 'inputs'), '[]'),
+  collection(sys('serverMessagesExtended', 'server_messages_extended', 'json'), '[]'),
+  collection(json('approvalRequiredEmailAttachments', 'approval_required_email_attachments'), '[]'),
+  collection(json('itemExtensions', 'item_extensions'), '{}'),
   // The job of the last asynchronous submit.
   sys('jstId', 'job_id', 'integer'),
   ...SYSTEM,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import ExcelJS from 'exceljs';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
-import { assertError, assertOk, send, slotWith } from '../jobs/helpers.ts';
+import { assertError, assertOk, form, send, slotWith } from '../jobs/helpers.ts';
 
 describe('importfile', () => {
   let h: Harness;
@@ -77,6 +77,38 @@ describe('importfile', () => {
       'x.xlsx',
     );
     assertError(await send(h, `/importfile/PX/${table}/${broken}`), 400, -4);
+  });
+
+  test("a table named by ?name= or the path: errors name the file's own columns (as on P)", async () => {
+    const table = uniqueName('px');
+    /** The fields and messages of a refused load. */
+    const refusal = (r: Awaited<ReturnType<typeof send>>) => {
+      assertError(r, 400, -4);
+      return [Object.keys(r.body.response.errors ?? {}), r.body.response.data];
+    };
+    const byName = (code: string, csv: string, query = '') =>
+      send(h, `/loaddata.file/${code}${query}`, {
+        body: form({}, { field: 'fileName', name: 'data.csv', data: csv }),
+      });
+    // An unknown second column is header.1 everywhere (0-based, as /loaddata/P).
+    const onP = refusal(await byName('P', 'sku,bogus\nA-1,Z\n'));
+    assert.deepEqual(onP[0], ['header.1']);
+    assert.deepEqual(refusal(await byName('PX', 'sku,bogus\nA-1,Z\n', `?name=${table}`)), [
+      ['header.1'],
+      'header.1: unknown field "bogus" of PX',
+    ]);
+    const slot = await slotWith(h, 'sku,bogus\nA-1,Z\n', 'px.csv');
+    assert.deepEqual(refusal(await send(h, `/importfile/PX/${table}/${slot}`))[0], ['header.1']);
+    const first = await slotWith(h, 'sellerId,attribute1\nS,1\n', 'px.csv');
+    assert.deepEqual(refusal(await send(h, `/importfile/PX/${table}/${first}`))[0], ['header.0']);
+    // Rows of another width than the file's header count the file's columns only.
+    const res = assertOk(await byName('PX', 'sku,attribute1\nA\nB,1,extra\nC,3\n', `?name=${table}`))[0];
+    assert.deepEqual([res.loadedRecords, res.invalidRecords], [1, 2]);
+    const status = assertOk(await send(h, `/uploadmanager.status/${res.uploadStatusId}`))[0];
+    assert.deepEqual(status.errors, [
+      { row: 0, field: 'attribute1', message: 'has 1 values; the header has 2 (no value for attribute1)' },
+      { row: 1, message: 'has 3 values; the header has 2' },
+    ]);
   });
 });
 

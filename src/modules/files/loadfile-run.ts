@@ -13,6 +13,7 @@ import type { Db } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import { deleteByFilter } from '../../engine/crud.ts';
 import { loadDataStream, type LoadResult, type RowError } from '../../engine/loaddata.ts';
+import { widthError } from '../../engine/loaddata/check.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { JobStopped } from '../../jobs/runner.ts';
@@ -80,8 +81,8 @@ export async function executeFileLoad(
   const mark = before?.mark ?? (await dbNow(db));
   const counter = new ByteCounter();
   let result: LoadResult;
-  /** Messages of the rows refused here (as listed; all are counted by the loader). */
-  const foreign = new Map<number, string>();
+  /** Errors of the rows refused here (as listed; all are counted by the loader). */
+  const refused = new Map<number, RowError>();
   const names = new Set<string>();
   /** Lookup values: the tables the file loaded into. */
   let tableIds: readonly number[] = [];
@@ -136,12 +137,19 @@ export async function executeFileLoad(
       result = loaded.result;
       tableIds = loaded.tableIds;
     } else {
-      let header = [...source.header];
-      const nameAt = header.indexOf('name');
+      const fileHeader = source.header;
+      const nameAt = fileHeader.indexOf('name');
       const inject = type.metaPerName && nameAt < 0 && o.name !== undefined;
-      if (inject) header = ['name', ...header];
+      // The table of `?name=` (or of the importfile path) goes AFTER the file's columns, so that a
+      // header error names the column's own index in the file (`header.1` for its second column).
+      const header = inject ? [...fileHeader, 'name'] : [...fileHeader];
+      const refuse = (row: number, e: Omit<RowError, 'row'>) => {
+        if (refused.size <= MAX_LISTED_ERRORS) refused.set(row, { row, ...e });
+      };
       let rowNo = -1;
-      // Rows of another extension table than `?name=` are refused here, before the loader.
+      // Rows of another extension table than `?name=` are refused here, before the loader; so are
+      // rows of another width than the file's header when the name is added (as the loader would,
+      // counting the file's columns only).
       async function* rows(): AsyncIterable<(string | null)[]> {
         for await (const r of source.rows) {
           rowNo++;
@@ -149,16 +157,20 @@ export async function executeFileLoad(
           if (name !== undefined && names.size < 10_000) names.add(name);
           if (rowNo < skip) continue;
           if (!inject && o.name !== undefined && nameAt >= 0 && name !== o.name) {
-            if (foreign.size <= MAX_LISTED_ERRORS) {
-              foreign.set(
-                rowNo,
-                `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
-              );
-            }
+            refuse(rowNo, {
+              field: 'name',
+              message: `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
+            });
             yield [];
-            continue;
-          }
-          yield inject ? [o.name, ...r] : r;
+          } else if (inject && r.length !== fileHeader.length) {
+            const e = widthError(
+              rowNo,
+              r.length,
+              fileHeader.map((f) => ({ name: f })),
+            );
+            refuse(rowNo, e);
+            yield [];
+          } else yield inject ? [...r, o.name] : r;
         }
       }
       // A refused row travels as null, which the loader counts as an invalid row at its place in the
@@ -213,10 +225,7 @@ export async function executeFileLoad(
 
   const errors = [
     ...(before?.errors ?? []),
-    ...result.errors.map((e): RowError => {
-      const m = foreign.get(e.row);
-      return m === undefined ? e : { row: e.row, field: 'name', message: m };
-    }),
+    ...result.errors.map((e): RowError => refused.get(e.row) ?? e),
   ].slice(0, MAX_LISTED_ERRORS);
   const invalid = (before?.invalid ?? 0) + result.invalid;
   const loaded = (before?.loaded ?? 0) + result.inserted + result.updated;

@@ -1,7 +1,8 @@
 // The general operations of the interface on any registered type code: fetch, add, update,
-// integrate, delete (one, batch, by filter), massedit, resetcolumn, the type list and
-// metadata.describe. Each handler is one call into the engine; the engine checks the type's
-// permission (routes only require an authenticated user, since the permission depends on the type).
+// integrate, delete (one, batch, by filter), massedit, resetcolumn and the type list
+// (metadata.describe: ./describe-routes.ts). Each handler is one call into the engine; the engine
+// checks the type's permission (routes only require an authenticated user, since the permission
+// depends on the type).
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
@@ -20,7 +21,7 @@ import {
   type MassEditBody,
   type UpdateItem,
 } from '../../engine/crud.ts';
-import { describeType, listTypes } from '../../engine/describe.ts';
+import { listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { UNTAKEN_LIST_FIELDS, pageOfList } from '../../engine/paging.ts';
@@ -398,41 +399,5 @@ export function generalRoutes(app: FastifyInstance): void {
       const column = (req.params as { columnName: string }).columnName;
       return ok(req, [{ updatedRecords: await resetColumn(app.db, req.principal!, typeOf(req), column) }]);
     },
-  );
-
-  const describe = async (req: FastifyRequest, code: unknown) => {
-    if (typeof code !== 'string' || code === '') throw validationError('typeCode', 'name the type code');
-    const type = findType(code);
-    if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
-    return ok(req, [await describeType(app.db, req.principal!, type)]);
-  };
-  app.post(
-    '/metadata.describe',
-    {
-      config: { access: AUTHENTICATED },
-      schema: {
-        summary: 'Field types of a type (body: {typeCode} or {data: {typeCode}})',
-        tags: ['general'],
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: {
-            operationType: { type: 'string' },
-            typeCode: {},
-            data: { type: ['object', 'null'], additionalProperties: false, properties: { typeCode: {} } },
-          },
-        },
-        ...records,
-      },
-    },
-    (req) => {
-      const b = isObj(req.body) ? req.body : {};
-      return describe(req, isObj(b.data) ? b.data.typeCode : b.typeCode);
-    },
-  );
-  app.post(
-    '/metadata.describe/:typeCode',
-    opts('Field types of a type', { body: noArgumentsBody, ...records }, false),
-    (req) => describe(req, (req.params as { typeCode: string }).typeCode),
   );
 }

@@ -1,41 +1,17 @@
-// SQL of the master-data manager operations that the generic engine does not cover: whether an
-// extension table exists, customer assignments (a link table with no type of its own), the
-// bill-of-materials walk (recursive) and the skus of a product set. Row visibility still comes from
-// the engine's `rowScope`.
+// SQL of the master-data manager operations that the generic engine does not cover: customer
+// assignments (a link table with no type of its own), the bill-of-materials walk (recursive) and
+// the skus of a product set. Row visibility still comes from the engine's `rowScope`. Whether an
+// extension table exists is the engine's (src/engine/extension-tables.ts), re-exported here.
 
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
-import { Params, ident } from '../../db/sql.ts';
-import { loadTypeContext, rowScope, type TypeContext } from '../../engine/context.ts';
-import { findType } from '../../engine/registry.ts';
+import { Params } from '../../db/sql.ts';
+import { rowScope, type TypeContext } from '../../engine/context.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Extension tables
 
-export type ExtensionKind = 'PX' | 'CX' | 'SX';
-
-/**
- * An extension table exists when attribute meta or a row names it — a row the principal sees (not
- * soft-deleted, of a record not hidden from him): else it is unknown to him, as a misspelt name.
- */
-export async function extensionTableExists(
-  q: Queryable,
-  principal: Principal,
-  kind: ExtensionKind,
-  name: string,
-): Promise<boolean> {
-  const tc = await loadTypeContext(q, principal, findType(kind)!);
-  const params = new Params();
-  const scope = rowScope(tc, principal, params, 't');
-  const r = await q.query<{ ok: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM attribute_meta
-                     WHERE partition_id = ${params.add(principal.partitionId)} AND owner_type = ${params.add(kind)}
-                       AND name = ${params.add(name)})
-         OR EXISTS (SELECT 1 FROM ${ident(tc.type.table)} t WHERE ${scope} AND t.name = ${params.add(name)}) AS ok`,
-    params.values,
-  );
-  return r.rows[0]!.ok;
-}
+export { extensionTableExists, type ExtensionKind } from '../../engine/extension-tables.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Customer assignments

@@ -134,9 +134,22 @@ function mayFetch(principal: Principal, code: string): boolean {
   return access === AUTHENTICATED || access === PUBLIC || (access !== undefined && can(principal, access));
 }
 
+/**
+ * A listed table as a source; none when it vanished since it was listed (its last row deleted
+ * meanwhile): the call describes what exists, it does not name that table.
+ */
+async function listedSource(db: Db, principal: Principal, code: string): Promise<Source | undefined> {
+  try {
+    return await resolveSource(db, principal, code, 'source');
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'NOT_FOUND' && code.includes(':')) return undefined;
+    throw err;
+  }
+}
+
 /** Every source kind the caller may read, with the partition's tables and their columns. */
 export async function describeSources(db: Db, principal: Principal): Promise<KindMeta[]> {
-  const tables = await listTables(db, principal.partitionId);
+  const tables = await listTables(db, principal);
   const sets = (await visibleSets(db, principal)).map((s) => ({ name: s.unique_name, label: s.label }));
   tables.CRCI = sets;
   tables.CRCIH = sets;
@@ -149,9 +162,8 @@ export async function describeSources(db: Db, principal: Principal): Promise<Kin
     if (kind !== 'LTV' && !mayFetch(principal, kind)) continue;
     const described: TableMeta[] = [];
     for (const { code, label } of codes) {
-      described.push(
-        await describeSource(db, principal, await resolveSource(db, principal, code, 'source'), label),
-      );
+      const source = await listedSource(db, principal, code);
+      if (source !== undefined) described.push(await describeSource(db, principal, source, label));
     }
     out.push({
       kind,

@@ -16,7 +16,11 @@ import { findType } from '../../engine/registry.ts';
 import { TABLE_KINDS, valueTypeOf, type LookupTable, type TableKind } from '../../engine/registry-lookup.ts';
 import { HISTORY_TYPE, ITEM_TYPE, sizedItemType } from '../../engine/registry-condrec.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import { extensionTableExists, type ExtensionKind } from '../masterdata/store.ts';
+import {
+  extensionTableExists,
+  extensionTableNames,
+  type ExtensionKind,
+} from '../../engine/extension-tables.ts';
 
 /** Type codes read as they are. */
 const PLAIN_KINDS = ['P', 'C', 'SL', 'PBOME', 'PCOMP', 'PDESC', 'CDESC', 'PR', 'PXREF'] as const;
@@ -161,21 +165,19 @@ export interface TableInfo {
   readonly label: string | null;
 }
 
-/** The partition's actual tables of each kind that has tables (for /queryapi.meta). */
-export async function listTables(q: Queryable, partitionId: number): Promise<Record<string, TableInfo[]>> {
-  const ext = await q.query<{ kind: string; name: string }>(
-    `SELECT owner_type AS kind, name FROM attribute_meta WHERE partition_id = $1 AND owner_type IN ('PX', 'CX', 'SX') AND name <> ''
-     UNION SELECT 'PX', name FROM product_extensions WHERE partition_id = $1
-     UNION SELECT 'CX', name FROM customer_extensions WHERE partition_id = $1
-     UNION SELECT 'SX', name FROM seller_extensions WHERE partition_id = $1
-     ORDER BY 1, 2`,
-    [partitionId],
-  );
+/**
+ * The partition's actual tables of each kind that has tables (for /queryapi.meta), as the principal
+ * sees them: an extension table whose rows are all (soft-)deleted or hidden from him, and that no
+ * attribute meta names, is not listed — `resolveSource` would not know it either.
+ */
+export async function listTables(q: Queryable, principal: Principal): Promise<Record<string, TableInfo[]>> {
   const lt = await q.query<{ name: string; label: string | null }>(
     'SELECT unique_name AS name, label FROM lookup_tables WHERE partition_id = $1 ORDER BY unique_name',
-    [partitionId],
+    [principal.partitionId],
   );
-  const out: Record<string, TableInfo[]> = { PX: [], CX: [], SX: [], LTV: lt.rows };
-  for (const r of ext.rows) out[r.kind]!.push({ name: r.name, label: null });
+  const out: Record<string, TableInfo[]> = { LTV: lt.rows };
+  for (const kind of EXTENSION_KINDS) {
+    out[kind] = (await extensionTableNames(q, principal, kind)).map((name) => ({ name, label: null }));
+  }
   return out;
 }
