@@ -173,6 +173,24 @@ describe('calculation grid items: accept and reject', () => {
       await api(`/calculationgridmanager.accept/${gridId}`, { data: { items: [third.id] } }),
     );
     assert.equal(again.workflowStatus, 'APPROVED');
+    // Every decision is in the items' record history (accept, each workflow outcome, reject).
+    const changes = async (i: any) =>
+      okData(await api(`/fetch/CGI1/${i.id}/history`, { sortBy: 'id' }))
+        .filter((e: any) => e.action === 'UPDATE' && e.changes?.workflowStatus !== undefined)
+        .map((e: any) => [
+          e.changes.workflowStatus.old,
+          e.changes.workflowStatus.new,
+          e.changes.approvalState?.new,
+        ]);
+    assert.deepEqual(await changes(cheap), [['DRAFT', 'APPROVED', 'APPROVED']]);
+    assert.deepEqual(await changes(dear), [
+      ['DRAFT', 'SUBMITTED', undefined],
+      ['SUBMITTED', 'APPROVED', 'APPROVED'],
+    ]);
+    assert.deepEqual(await changes(third), [
+      ['DRAFT', 'DENIED', 'DENIED'],
+      ['DENIED', 'APPROVED', 'APPROVED'],
+    ]);
   });
 
   test(`accept of ${MANY} items: set-based, each item as one submit would leave it`, async () => {

@@ -9,7 +9,12 @@
 // (or `.CGI`) submits one item under the same rules as accept: it must have results, and not be
 // approved or pending. Workflows name the item by its own typedId (`12.CGI2`).
 
+import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
+import { Params } from '../../db/sql.ts';
+import type { TypeContext } from '../../engine/context.ts';
+import { withHistory } from '../../engine/history.ts';
+import { gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError } from '../../http/errors.ts';
 import {
   registerApprovable,
@@ -27,21 +32,43 @@ const STATES: Readonly<Record<WorkflowStatus, { workflow: string; approval: stri
   WITHDRAWN: { workflow: 'WITHDRAWN', approval: 'NOT_APPROVED' },
 };
 
-export async function setItemApproval(
+/**
+ * Sets the workflow status of items `ids` (`statuses[i]` of `ids[i]`; a status alone for all) and
+ * the approval state it implies, with the items' record history (`CGI<k>` UPDATE rows of the two
+ * fields: accept, reject, and every decision of their workflows), one statement per key number.
+ */
+export async function setItemStates(
   q: Queryable,
-  partitionId: number,
+  actor: Principal,
   ids: readonly number[],
-  userId: number,
-  workflowStatus: string,
-  approvalState: string,
+  statuses: WorkflowStatus | readonly WorkflowStatus[],
 ): Promise<void> {
-  await q.query(
-    `UPDATE calc_grid_items SET workflow_status = $3, approval_state = $4, version = version + 1,
-            last_update_at = now(), last_update_by = $5
-      WHERE partition_id = $1 AND id = ANY($2::bigint[])`,
-    [partitionId, ids, workflowStatus, approvalState, userId],
+  if (ids.length === 0) return;
+  const pid = actor.partitionId;
+  const all = typeof statuses === 'string' ? ids.map(() => statuses) : statuses;
+  const keyNumbers = await q.query<{ key_number: number }>(
+    'SELECT DISTINCT key_number FROM calc_grid_items WHERE partition_id = $1 AND id = ANY($2::bigint[])',
+    [pid, ids],
   );
+  for (const { key_number } of keyNumbers.rows) {
+    const type = gridItemType(key_number);
+    const params = new Params();
+    const approval = Object.entries(STATES)
+      .map(([w, s]) => `WHEN '${w}' THEN '${s.approval}'`)
+      .join(' ');
+    const stmt = `UPDATE calc_grid_items t
+        SET workflow_status = x.status, approval_state = CASE x.status ${approval} END,
+            version = t.version + 1, last_update_at = now(), last_update_by = ${params.add(actor.userId)}
+       FROM unnest(${params.add(ids)}::bigint[], ${params.add(all)}::text[]) AS x(id, status)
+      WHERE t.partition_id = ${params.add(pid)} AND t.id = x.id AND t.key_number = ${params.add(key_number)}`;
+    const tc: TypeContext = { type, fields: new Map(type.fields.map((f) => [f.name, f])) };
+    const source = { tc, principal: actor, params, kind: 'write', changing: TRACKED } as const;
+    await q.query(withHistory(stmt, source, 'count(*)'), params.values);
+  }
 }
+
+/** The fields a decision changes, recorded in the items' history (server fields set on purpose). */
+const TRACKED = ['workflowStatus', 'approvalState'];
 
 /**
  * Items to accept must have results: one never calculated (added since the last run) or whose
@@ -124,8 +151,7 @@ export async function lockDocuments(
 async function onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
   // /workflowsmanager.submit needs results too (accept checked its whole list before submitting).
   if (status === 'SUBMITTED' && !ref.ownSubmit) await requireResults(q, ref.partitionId, [ref.id]);
-  const s = STATES[status];
-  await setItemApproval(q, ref.partitionId, [ref.id], ref.actor.userId, s.workflow, s.approval);
+  await setItemStates(q, ref.actor, [ref.id], status);
 }
 
 export function registerGridApprovable(): void {

@@ -8,10 +8,9 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { Params } from '../../db/sql.ts';
 import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
-import { recordHistory } from '../../engine/history.ts';
 import { gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { APPROVABLE_CODE, lockDocuments, requireResults, setItemApproval } from './approval.ts';
+import { APPROVABLE_CODE, lockDocuments, requireResults, setItemStates } from './approval.ts';
 import { gridOrFail, itemIdOf } from './service.ts';
 import { submitItems } from './submit-many.ts';
 import type * as store from './store.ts';
@@ -169,27 +168,8 @@ export async function rejectItems(
         'CONFLICT',
         `Item ${submitted.id}.${submitted.typeCode} waits in a workflow: deny it there`,
       );
-    const before = await summaries(tx, principal.partitionId, ids);
-    await setItemApproval(tx, principal.partitionId, ids, principal.userId, 'DENIED', 'DENIED');
+    await setItemStates(tx, principal, ids, 'DENIED');
     const after = await summaries(tx, principal.partitionId, ids);
-    await recordHistory(
-      tx,
-      principal,
-      after.map((a, i) => {
-        const b = before[i]!;
-        const [id, code] = String(a.typedId).split('.');
-        return {
-          typeCode: code!,
-          recordId: Number(id),
-          action: 'UPDATE' as const,
-          changes: {
-            workflowStatus: { old: b.workflowStatus, new: a.workflowStatus },
-            approvalState: { old: b.approvalState, new: a.approvalState },
-          },
-          version: a.version,
-        };
-      }),
-    );
     return answer(after);
   });
 }

@@ -16,7 +16,7 @@ import { notifyEach, type NotificationInput } from '../notifications/service.ts'
 import { parseSteps, type StepDef } from '../workflows/definitions.ts';
 import { holds } from '../workflows/inputs.ts';
 import { activeDelegates, definitionsFor, resolveUsers } from '../workflows/store.ts';
-import { APPROVABLE_CODE, lockDocuments, type ItemDocument } from './approval.ts';
+import { APPROVABLE_CODE, lockDocuments, setItemStates, type ItemDocument } from './approval.ts';
 
 const LABEL = 'Calculation grid item';
 
@@ -282,19 +282,11 @@ export async function submitItems(q: Queryable, actor: Principal, ids: readonly 
       [pid, assignees.wf, assignees.n, assignees.role, assignees.user],
     );
   await recordHistory(q, actor, history);
-  await q.query(
-    `UPDATE calc_grid_items t
-        SET workflow_status = x.status,
-            approval_state = CASE WHEN x.status = 'APPROVED' THEN 'APPROVED' ELSE 'NOT_APPROVED' END,
-            version = t.version + 1, last_update_at = now(), last_update_by = $4
-       FROM unnest($2::bigint[], $3::text[]) AS x(id, status)
-      WHERE t.partition_id = $1 AND t.id = x.id`,
-    [
-      pid,
-      plans.map((p) => p.doc.id),
-      plans.map((p) => (p.started === null ? 'APPROVED' : 'SUBMITTED')),
-      actor.userId,
-    ],
+  await setItemStates(
+    q,
+    actor,
+    plans.map((p) => p.doc.id),
+    plans.map((p) => (p.started === null ? 'APPROVED' : 'SUBMITTED')),
   );
   await notifyEach(q, pid, notices, actor.userId);
 }
