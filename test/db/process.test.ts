@@ -167,7 +167,10 @@ describe('start-up', () => {
     }
     const reopened = await createDb({ databaseUrl: undefined, dataDir: dir, dbPoolSize: 1 });
     try {
-      assert.match(await definition(reopened), /rc_try_numeric\(attribute2\)\) INCLUDE \(attribute2, id\)/);
+      assert.match(
+        await definition(reopened),
+        /rc_try_numeric\(attribute2\) NULLS FIRST\) INCLUDE \(attribute2, id\)/,
+      );
     } finally {
       await reopened.close();
     }
