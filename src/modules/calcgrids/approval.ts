@@ -25,12 +25,16 @@ import {
 
 export const APPROVABLE_CODE = 'CGI';
 
-const STATES: Readonly<Record<WorkflowStatus, { workflow: string; approval: string }>> = {
-  SUBMITTED: { workflow: 'SUBMITTED', approval: 'NOT_APPROVED' },
-  APPROVED: { workflow: 'APPROVED', approval: 'APPROVED' },
-  DENIED: { workflow: 'DENIED', approval: 'DENIED' },
-  WITHDRAWN: { workflow: 'WITHDRAWN', approval: 'NOT_APPROVED' },
+/** The approval state an item's workflow status gives it (its workflow status is the workflow's). */
+const APPROVAL_OF: Readonly<Record<WorkflowStatus, string>> = {
+  SUBMITTED: 'NOT_APPROVED',
+  APPROVED: 'APPROVED',
+  DENIED: 'DENIED',
+  WITHDRAWN: 'NOT_APPROVED',
 };
+const APPROVAL_SQL = `CASE x.status ${Object.entries(APPROVAL_OF)
+  .map(([w, a]) => `WHEN '${w}' THEN '${a}'`)
+  .join(' ')} END`;
 
 /**
  * Sets the workflow status of items `ids` (`statuses[i]` of `ids[i]`; a status alone for all) and
@@ -53,11 +57,8 @@ export async function setItemStates(
   for (const { key_number } of keyNumbers.rows) {
     const type = gridItemType(key_number);
     const params = new Params();
-    const approval = Object.entries(STATES)
-      .map(([w, s]) => `WHEN '${w}' THEN '${s.approval}'`)
-      .join(' ');
     const stmt = `UPDATE calc_grid_items t
-        SET workflow_status = x.status, approval_state = CASE x.status ${approval} END,
+        SET workflow_status = x.status, approval_state = ${APPROVAL_SQL},
             version = t.version + 1, last_update_at = now(), last_update_by = ${params.add(actor.userId)}
        FROM unnest(${params.add(ids)}::bigint[], ${params.add(all)}::text[]) AS x(id, status)
       WHERE t.partition_id = ${params.add(pid)} AND t.id = x.id AND t.key_number = ${params.add(key_number)}`;

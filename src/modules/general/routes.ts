@@ -85,6 +85,24 @@ export const pagedListBody = {
 } as const;
 
 /**
+ * The fetch body's fields in an operation with nothing to filter, page, sort or pick: a client that
+ * sends one body shape everywhere may send them; the paging/sort/pick fields only as `null` (not
+ * given, issue 19: a value is a -4 naming the field), `data` only empty; `oldValues` means nothing.
+ */
+const UNPAGED_BODY_FIELDS = {
+  operationType: { type: 'string' },
+  textMatchStyle: fetchBodySchema.properties.textMatchStyle,
+  startRow: { type: 'null' },
+  endRow: { type: 'null' },
+  oldValues: { type: ['object', 'null'] },
+  data: { type: ['object', 'null'], maxProperties: 0 },
+  componentId: fetchBodySchema.properties.componentId,
+  dataSource: fetchBodySchema.properties.dataSource,
+  operationId: fetchBodySchema.properties.operationId,
+  ...UNTAKEN_LIST_FIELDS,
+} as const;
+
+/**
  * Operations that read one record named by their path (`/fetch/{TC}/{id}`, `/accountmanager.audit`):
  * the fetch body a client sends to every operation (interface.md "Filter and paging body"), with
  * nothing to filter (`data` empty) and nothing to page, sort or pick: those fields are accepted as
@@ -93,18 +111,7 @@ export const pagedListBody = {
 export const recordReadBody = {
   type: ['object', 'null'],
   additionalProperties: false,
-  properties: {
-    operationType: { type: 'string' },
-    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
-    startRow: { type: 'null' },
-    endRow: { type: 'null' },
-    oldValues: { type: ['object', 'null'] },
-    data: { type: ['object', 'null'], maxProperties: 0 },
-    componentId: fetchBodySchema.properties.componentId,
-    dataSource: fetchBodySchema.properties.dataSource,
-    operationId: fetchBodySchema.properties.operationId,
-    ...UNTAKEN_LIST_FIELDS,
-  },
+  properties: UNPAGED_BODY_FIELDS,
 } as const;
 
 /**
@@ -121,16 +128,7 @@ export const massEditBodySchema = {
   properties: {
     filterCriteria: {},
     massEditRecords: massEditRecordsSchema,
-    operationType: { type: 'string' },
-    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
-    oldValues: { type: ['object', 'null'] },
-    data: { type: ['object', 'null'], maxProperties: 0 },
-    startRow: { type: 'null' },
-    endRow: { type: 'null' },
-    componentId: fetchBodySchema.properties.componentId,
-    dataSource: fetchBodySchema.properties.dataSource,
-    operationId: fetchBodySchema.properties.operationId,
-    ...UNTAKEN_LIST_FIELDS,
+    ...UNPAGED_BODY_FIELDS,
   },
 } as const;
 
