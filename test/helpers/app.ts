@@ -4,8 +4,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createDb, type Db } from '../../src/db/db.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import type { Db } from '../../src/db/db.ts';
+import { migratedDb } from './database.ts';
 import { buildApp, type PartitionModule } from '../../src/app.ts';
 import { createPartition } from '../../src/modules/admin/partitions.ts';
 import { hashPassword } from '../../src/auth/password.ts';
@@ -109,9 +109,7 @@ export async function startHarness(
 ): Promise<Harness> {
   const config = testConfig(opts.env);
   const shared = opts.shareDbWith?.db;
-  // No pool-wide statement cap here: a suite with a 1 s time-out must still wait for migrations.
-  const db = shared ?? (await createDb({ ...config, dbPoolSize: 4, syncTimeoutSeconds: undefined }));
-  if (!shared) await migrate(db);
+  const db = shared ?? (await migratedDb(config.databaseUrl));
   const partition = uniqueName();
   const created = await createPartition(
     db,
