@@ -53,11 +53,14 @@ export function envelopeEnds(req: FastifyRequest, list?: ListInfo): [string, str
   ];
 }
 
-/** JSON schema of a success envelope whose `data` items are `item` (open objects by default). */
-export function envelopeSchema(
-  item: object = { type: 'object', additionalProperties: true },
-  list = false,
-): object {
+/**
+ * JSON schema of a success envelope whose `data` items are `item` (any JSON by default: records,
+ * documented as such by openapi.ts). Open items are `{}`, never `{type: 'object',
+ * additionalProperties: true}`: fast-json-stringify writes those property by property, 230–280 ms
+ * for 10,000 products (8 MB) against 26–30 ms for `{}` (JSON.stringify per item), and its output
+ * then took another ~40 ms to measure for Content-Length.
+ */
+export function envelopeSchema(item: object = {}, list = false): object {
   const paging = list
     ? { startRow: { type: 'integer' }, endRow: { type: 'integer' }, totalRows: { type: 'integer' } }
     : {};
