@@ -89,15 +89,15 @@ export function turns(): <T>(fn: () => Promise<T>) => Promise<T> {
   };
 }
 
-/**
- * `image`: for `:memory:`, a data directory to start from (a tarball of `dumpEmbeddedImage`) instead
- * of an empty cluster; PGlite's initdb costs seconds, loading an image a few hundred milliseconds.
- */
 export interface EmbeddedDb extends Db {
   /** The data directory as a tarball, after a checkpoint (an `image` for `createEmbeddedDb`). */
   dumpImage(): Promise<Blob>;
 }
 
+/**
+ * `image`: for `:memory:`, a data directory to start from (a tarball of `dumpImage`) instead of an
+ * empty cluster; PGlite's initdb costs seconds, loading an image a few hundred milliseconds.
+ */
 export async function createEmbeddedDb(dataDir: string, image?: Blob): Promise<EmbeddedDb> {
   const inMemory = dataDir === ':memory:';
   const release = inMemory ? () => {} : acquireDirLock(dataDir);
