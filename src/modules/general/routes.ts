@@ -65,26 +65,6 @@ export const fetchBodySchema = {
 } as const;
 
 /**
- * The fetch body of lists read by their path (`POST /fetch`, the type codes; the logics referencing a
- * lookup table): its paging, no filter (`data` empty).
- */
-export const pagedListBody = {
-  ...fetchBodySchema,
-  properties: {
-    operationType: fetchBodySchema.properties.operationType,
-    textMatchStyle: fetchBodySchema.properties.textMatchStyle,
-    startRow: fetchBodySchema.properties.startRow,
-    endRow: fetchBodySchema.properties.endRow,
-    oldValues: {},
-    data: { type: ['object', 'null'], maxProperties: 0 },
-    componentId: fetchBodySchema.properties.componentId,
-    dataSource: fetchBodySchema.properties.dataSource,
-    operationId: fetchBodySchema.properties.operationId,
-    ...UNTAKEN_LIST_FIELDS,
-  },
-} as const;
-
-/**
  * The fetch body's fields in an operation with nothing to filter, page, sort or pick: a client that
  * sends one body shape everywhere may send them; the paging/sort/pick fields only as `null` (not
  * given, issue 19: a value is a -4 naming the field), `data` only empty; `oldValues` means nothing.
@@ -100,6 +80,21 @@ const UNPAGED_BODY_FIELDS = {
   dataSource: fetchBodySchema.properties.dataSource,
   operationId: fetchBodySchema.properties.operationId,
   ...UNTAKEN_LIST_FIELDS,
+} as const;
+
+/**
+ * The fetch body of lists read by their path (`POST /fetch`, the type codes; the logics referencing a
+ * lookup table): the fields above with its paging, no filter (`data` empty).
+ */
+export const pagedListBody = {
+  ...fetchBodySchema,
+  properties: {
+    ...UNPAGED_BODY_FIELDS,
+    operationType: fetchBodySchema.properties.operationType,
+    startRow: fetchBodySchema.properties.startRow,
+    endRow: fetchBodySchema.properties.endRow,
+    oldValues: {},
+  },
 } as const;
 
 /**
