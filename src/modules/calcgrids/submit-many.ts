@@ -3,8 +3,9 @@
 // outcome per item — the first definition whose condition holds, its steps copied, the first step
 // whose condition holds started (approvers and watchers resolved and notified), none left or no
 // definition: approved at once — in a fixed number of statements per call instead of some twenty per
-// item (10,000 items took minutes). Conditions are evaluated in process with the engine's own `holds`;
-// approvers are resolved once per step of a definition. The items are locked (id order) and their
+// item (10,000 items took minutes). Conditions are evaluated in process by the engine's own rules
+// (workflows/inputs.ts `definitionApplies`, `stepHolds`); approvers are resolved once per step of a
+// definition. The items are locked (id order) and their
 // states checked under the lock first, so a concurrent reject or accept of the same items waits and
 // then sees this one's outcome (409), never overwrites it.
 
@@ -14,7 +15,7 @@ import { recordHistory, type HistoryEntry } from '../../engine/history.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { notifyEach, type NotificationInput } from '../notifications/service.ts';
 import { parseSteps, type StepDef } from '../workflows/definitions.ts';
-import { holds } from '../workflows/inputs.ts';
+import { definitionApplies, stepHolds } from '../workflows/inputs.ts';
 import { activeDelegates, definitionsFor, resolveUsers } from '../workflows/store.ts';
 import { APPROVABLE_CODE, lockDocuments, setItemStates, type ItemDocument } from './approval.ts';
 
@@ -81,33 +82,15 @@ async function lockSubmittable(q: Queryable, pid: number, ids: readonly number[]
 function planOf(docs: readonly ItemDocument[], definitions: readonly Definition[]): Plan[] {
   const parsed = new Map<number, Plan['definition']>();
   return docs.map((doc) => {
-    const index = definitions.findIndex(
-      (d) =>
-        d.condition === null ||
-        d.condition.trim() === '' ||
-        holds(
-          d.condition,
-          doc,
-          `the condition of workflow definition ${d.name}`,
-          'correct the workflow definition',
-        ),
-    );
+    const index = definitions.findIndex((d) => definitionApplies(d, doc));
     if (index < 0) return { doc, definition: null, started: null };
     let definition = parsed.get(index);
     if (!definition) {
       definition = { ...definitions[index]!, steps: stepsOf(definitions[index]!), index };
       parsed.set(index, definition);
     }
-    const fix = 'correct the definition, then withdraw and submit again';
     const n = definition.steps.findIndex(
-      (s, i) =>
-        s.condition === null ||
-        holds(
-          s.condition,
-          doc,
-          `the condition of step ${i + 1} of workflow definition ${definition.name}`,
-          fix,
-        ),
+      (s, i) => s.condition === null || stepHolds(s.condition, doc, i + 1, definition.name),
     );
     return { doc, definition, started: n < 0 ? null : n + 1 };
   });

@@ -25,3 +25,35 @@ export function holds(condition: string, record: ApprovableRecord, where: string
     throw validationError('condition', `${where}: ${err.message.replace(/^condition: /, '')} (${fix})`);
   }
 }
+
+/** Whether workflow definition `d` applies to the document: it has no condition, or its condition holds. */
+export function definitionApplies(
+  d: { readonly name: string; readonly condition: string | null },
+  record: ApprovableRecord,
+): boolean {
+  return (
+    d.condition === null ||
+    d.condition.trim() === '' ||
+    holds(
+      d.condition,
+      record,
+      `the condition of workflow definition ${d.name}`,
+      'correct the workflow definition',
+    )
+  );
+}
+
+/** Whether the condition of step `n` (1-based) of definition `definitionName` holds on the document. */
+export function stepHolds(
+  condition: string,
+  record: ApprovableRecord,
+  n: number,
+  definitionName: string,
+): boolean {
+  return holds(
+    condition,
+    record,
+    `the condition of step ${n} of workflow definition ${definitionName}`,
+    'correct the definition, then withdraw and submit again',
+  );
+}

@@ -26,7 +26,7 @@ import {
   type WorkflowStatus,
 } from './approvables.ts';
 import { parseSteps } from './definitions.ts';
-import { holds, textOf } from './inputs.ts';
+import { definitionApplies, stepHolds, textOf } from './inputs.ts';
 import {
   activeDelegates,
   activeDelegators,
@@ -138,9 +138,10 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
     const step = await stepOf(q, pid, run.wf.id, n);
     if (!step) return null;
     // The workflow's copy of the step: mending the definition does not mend this workflow.
-    const where = `the condition of step ${n} of workflow definition ${run.wf.definitionName ?? ''}`;
-    const fix = 'correct the definition, then withdraw and submit again';
-    if (step.condition !== null && !holds(step.condition, await recordOf(q, run), where, fix)) {
+    if (
+      step.condition !== null &&
+      !stepHolds(step.condition, await recordOf(q, run), n, run.wf.definitionName ?? '')
+    ) {
       await setStepStatus(q, pid, run.wf.id, { from: n }, 'SKIPPED');
       await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
       continue;
@@ -216,16 +217,8 @@ export async function submitApprovable(
   }
   // The module's own submit checked its rules before calling; the generic one has them checked here.
   if (!ownSubmit) await approvable.beforeSubmit?.(q, { partitionId: actor.partitionId, id, actor });
-  const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find(
-    (d) =>
-      d.condition === null ||
-      d.condition.trim() === '' ||
-      holds(
-        d.condition,
-        record,
-        `the condition of workflow definition ${d.name}`,
-        'correct the workflow definition',
-      ),
+  const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find((d) =>
+    definitionApplies(d, record),
   );
   const wfId = await insertWorkflow(q, actor.partitionId, {
     code: typeCode,
