@@ -11,46 +11,47 @@ import { findType } from './registry.ts';
 export type ExtensionKind = 'PX' | 'CX' | 'SX';
 
 /**
- * An extension table exists when attribute meta or a row names it — a row the principal sees (not
- * soft-deleted, of a record not hidden from him): else it is unknown to him, as a misspelt name.
+ * The names of the tables of `kind` that exist for the principal, as SQL: those attribute meta names
+ * and those of the rows he sees (not soft-deleted, of a record not hidden from him).
  */
+async function namesSql(
+  q: Queryable,
+  principal: Principal,
+  kind: ExtensionKind,
+  params: Params,
+): Promise<string> {
+  const tc = await loadTypeContext(q, principal, findType(kind)!);
+  const scope = rowScope(tc, principal, params, 't');
+  return `SELECT name FROM attribute_meta
+           WHERE partition_id = ${params.add(principal.partitionId)} AND owner_type = ${params.add(kind)}
+             AND name <> ''
+          UNION SELECT t.name FROM ${ident(tc.type.table)} t WHERE ${scope}`;
+}
+
+/** Whether the table exists for the principal: else it is unknown to him, as a misspelt name. */
 export async function extensionTableExists(
   q: Queryable,
   principal: Principal,
   kind: ExtensionKind,
   name: string,
 ): Promise<boolean> {
-  const tc = await loadTypeContext(q, principal, findType(kind)!);
   const params = new Params();
-  const scope = rowScope(tc, principal, params, 't');
+  const names = await namesSql(q, principal, kind, params);
   const r = await q.query<{ ok: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM attribute_meta
-                     WHERE partition_id = ${params.add(principal.partitionId)} AND owner_type = ${params.add(kind)}
-                       AND name = ${params.add(name)})
-         OR EXISTS (SELECT 1 FROM ${ident(tc.type.table)} t WHERE ${scope} AND t.name = ${params.add(name)}) AS ok`,
+    `SELECT EXISTS (SELECT 1 FROM (${names}) n WHERE n.name = ${params.add(name)}) AS ok`,
     params.values,
   );
   return r.rows[0]!.ok;
 }
 
-/**
- * The names of the extension tables of `kind` that exist for the principal, by the same rule as
- * `extensionTableExists` (attribute meta, or a row he sees), so that every name listed resolves.
- */
+/** The names of the extension tables of `kind` that exist for the principal: each one resolves. */
 export async function extensionTableNames(
   q: Queryable,
   principal: Principal,
   kind: ExtensionKind,
 ): Promise<string[]> {
-  const tc = await loadTypeContext(q, principal, findType(kind)!);
   const params = new Params();
-  const scope = rowScope(tc, principal, params, 't');
-  const r = await q.query<{ name: string }>(
-    `SELECT name FROM attribute_meta
-      WHERE partition_id = ${params.add(principal.partitionId)} AND owner_type = ${params.add(kind)} AND name <> ''
-     UNION SELECT t.name FROM ${ident(tc.type.table)} t WHERE ${scope}
-     ORDER BY 1`,
-    params.values,
-  );
+  const names = await namesSql(q, principal, kind, params);
+  const r = await q.query<{ name: string }>(`${names} ORDER BY 1`, params.values);
   return r.rows.map((row) => row.name);
 }
