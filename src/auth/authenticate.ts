@@ -68,12 +68,13 @@ const ACCOUNT_SQL = (userCondition: string): string => `
                         JOIN business_role_groups brg
                           ON brg.partition_id = ub.partition_id AND brg.business_role_id = ub.business_role_id
                        WHERE ub.partition_id = u.partition_id AND ub.user_id = u.id)), '{}') AS groups,
-         (SELECT t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
-            FROM api_tokens t WHERE t.partition_id = p.id AND t.id = $3 AND t.user_id = u.id) AS token_ok,
-         (SELECT (extract(epoch FROM t.expires_at - now()) * 1000)::float8
-            FROM api_tokens t WHERE t.partition_id = p.id AND t.id = $3 AND t.user_id = u.id) AS token_ms_left
+         CASE WHEN t.id IS NOT NULL
+              THEN t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) END AS token_ok,
+         (extract(epoch FROM t.expires_at - now()) * 1000)::float8 AS token_ms_left
     FROM partitions p
     LEFT JOIN users u ON u.partition_id = p.id AND ${userCondition}
+    -- The api token of the request, if any (at most one row: the primary key).
+    LEFT JOIN api_tokens t ON t.partition_id = p.id AND t.id = $3 AND t.user_id = u.id
    WHERE p.name = $1`;
 const BY_LOGIN = prepared(ACCOUNT_SQL('lower(u.login_name) = lower($2)'));
 const BY_ID = prepared(ACCOUNT_SQL('u.id = $2'));

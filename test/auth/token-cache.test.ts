@@ -84,6 +84,17 @@ describe('api tokens and v2 access tokens from the account cache', () => {
     expectError(await h.call('/fetch/P', { headers: bearer(u.access), body: {} }), 401, -7);
   });
 
+  test('an api token whose row is gone from the database is refused', async () => {
+    const u = await holder('tc-gone');
+    assert.equal(await fetchP(u.api), 200);
+    await h.db.query('DELETE FROM api_tokens WHERE partition_id = $1 AND id = $2', [
+      h.partitionId,
+      u.tokenId,
+    ]);
+    expectError(await h.call('/fetch/P', { headers: bearer(u.api), body: {} }), 401, -7);
+    assert.equal(await fetchP(u.access), 200, 'the other token of the user lives on');
+  });
+
   test('a removed role is refused and a role given back is granted on the next request', async () => {
     const u = await holder('tc-role');
     for (const token of [u.api, u.access]) {
