@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
+import { NULL_FETCH_BODY } from '../helpers/criteria.ts';
 
 describe('/metadata.describe of an extension table', () => {
   let h: Harness;
@@ -70,18 +71,7 @@ describe('/metadata.describe of an extension table', () => {
   });
 
   test('a fetch body is taken, null meaning absent; list-only fields only as null', async () => {
-    const nulls = {
-      operationType: null,
-      textMatchStyle: null,
-      startRow: null,
-      endRow: null,
-      sortBy: null,
-      resultFields: null,
-      valueFields: null,
-      distinctResults: null,
-      oldValues: null,
-      data: null,
-    };
+    const nulls = NULL_FETCH_BODY;
     assert.deepEqual(types(await call('/metadata.describe/PX', nulls)), untyped);
     assert.deepEqual(
       types(

@@ -17,6 +17,7 @@ import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
 import { okData } from '../helpers/envelope.ts';
 import { adv, leaf } from '../helpers/criteria.ts';
+import { indexProductAttributes } from '../helpers/products.ts';
 
 const P = findType('P')!;
 const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
@@ -363,17 +364,7 @@ describe(
          FROM generate_series(1, 50000) g`,
         [h.partitionId],
       );
-      const basic = { user: 'admin', password: 'admin-password-1' };
-      okData(
-        await h.call('/add/PAM', {
-          basic,
-          body: [
-            { data: { fieldName: 'attribute1', fieldType: 'TEXT', indexed: true } },
-            { data: { fieldName: 'attribute2', fieldType: 'NUMERIC', indexed: true } },
-          ],
-        }),
-      );
-      await syncIndexes(h.db, 'products');
+      await indexProductAttributes(h);
       await h.db.query('ANALYZE products');
     });
     after(async () => {

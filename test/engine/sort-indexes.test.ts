@@ -12,6 +12,7 @@ import { compileFetch, planFetch } from '../../src/engine/fetch.ts';
 import { findType } from '../../src/engine/registry.ts';
 import { syncIndexes } from '../../src/engine/indexes.ts';
 import { okData } from '../helpers/envelope.ts';
+import { indexProductAttributes } from '../helpers/products.ts';
 
 const P = findType('P')!;
 const onPostgres = process.env.DATABASE_URL !== undefined && process.env.DATABASE_URL !== '';
@@ -21,16 +22,7 @@ describe('sorted pages: nulls lowest, in both directions', () => {
   let h: Harness;
   before(async () => {
     h = await startHarness();
-    okData(
-      await h.call('/add/PAM', {
-        basic,
-        body: [
-          { data: { fieldName: 'attribute1', fieldType: 'TEXT', indexed: true } },
-          { data: { fieldName: 'attribute2', fieldType: 'NUMERIC', indexed: true } },
-        ],
-      }),
-    );
-    await syncIndexes(h.db, 'products');
+    await indexProductAttributes(h);
     okData(
       await h.call('/add/P', {
         basic,
@@ -76,16 +68,7 @@ describe(
          FROM generate_series(1, 50000) g`,
         [h.partitionId],
       );
-      okData(
-        await h.call('/add/PAM', {
-          basic,
-          body: [
-            { data: { fieldName: 'attribute1', fieldType: 'TEXT', indexed: true } },
-            { data: { fieldName: 'attribute2', fieldType: 'NUMERIC', indexed: true } },
-          ],
-        }),
-      );
-      await syncIndexes(h.db, 'products');
+      await indexProductAttributes(h);
       await h.db.query('ANALYZE products');
     });
     after(async () => {

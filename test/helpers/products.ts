@@ -1,9 +1,11 @@
-// The tests of batch writes (a batch written at once against the same records written one by one
-// under another sku prefix): their partitions, products compared across copies, and a transaction
-// whose statements the database refuses.
+// Products in tests: for the tests of batch writes (a batch written at once against the same records
+// written one by one under another sku prefix) their partitions, products compared across copies,
+// and a transaction whose statements the database refuses; for the tests of index use, indexed
+// attributes.
 
 import type { Tx } from '../../src/db/db.ts';
-import { clientOf, startHarness, type Client } from './app.ts';
+import { syncIndexes } from '../../src/engine/indexes.ts';
+import { ADMIN, ADMIN_PASSWORD, clientOf, startHarness, type Client, type Harness } from './app.ts';
 import { okData } from './envelope.ts';
 
 type Row = Record<string, any>;
@@ -69,4 +71,18 @@ export function refusingTx(tx: Tx, statement: RegExp, code: string | undefined):
         ? Promise.reject(Object.assign(new Error('refused'), { code }))
         : tx.query(sql, params),
   };
+}
+
+/** Declares products' `attribute1` (TEXT) and `attribute2` (NUMERIC) `indexed`, and builds their indexes. */
+export async function indexProductAttributes(h: Harness): Promise<void> {
+  okData(
+    await h.call('/add/PAM', {
+      basic: { user: ADMIN, password: ADMIN_PASSWORD },
+      body: [
+        { data: { fieldName: 'attribute1', fieldType: 'TEXT', indexed: true } },
+        { data: { fieldName: 'attribute2', fieldType: 'NUMERIC', indexed: true } },
+      ],
+    }),
+  );
+  await syncIndexes(h.db, 'products');
 }

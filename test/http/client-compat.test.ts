@@ -10,6 +10,7 @@ import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/ap
 import { ConfigError } from '../../src/config.ts';
 import { testConfig } from '../helpers/app.ts';
 import { okData } from '../helpers/envelope.ts';
+import { NULL_FETCH_BODY } from '../helpers/criteria.ts';
 
 const ENV = { BASE_PATH: '/pricefx', PRODUCT_TOKEN: 'PriceFx' };
 const admin = { user: ADMIN, password: ADMIN_PASSWORD };
@@ -74,21 +75,7 @@ describe('drop-in for existing clients (BASE_PATH=/pricefx PRODUCT_TOKEN=PriceFx
     // Every optional field of the fetch body as null.
     const all = await h.call('/fetch/P', {
       headers: jwt,
-      body: {
-        startRow: null,
-        endRow: null,
-        sortBy: null,
-        resultFields: null,
-        valueFields: null,
-        distinctResults: null,
-        textMatchStyle: null,
-        oldValues: null,
-        data: null,
-        operationType: null,
-        componentId: null,
-        dataSource: null,
-        operationId: null,
-      },
+      body: NULL_FETCH_BODY,
     });
     assert.ok(okData(all).length >= 2);
     // null is "absent", not a way around validation: a real value is still checked.

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
+import { NULL_FETCH_BODY } from '../helpers/criteria.ts';
 
 const M = '/lookuptablemanager';
 
@@ -83,18 +84,7 @@ describe('general bodies', () => {
 
   test('fetch by id takes the fetch body a client sends everywhere, with nulls; a value or unknown field is a -4', async () => {
     const [p] = okData(await api('/add/P', { data: { sku: 'ONE-1', label: 'one' } }));
-    const nulls = {
-      operationType: 'fetch',
-      textMatchStyle: null,
-      startRow: null,
-      endRow: null,
-      sortBy: null,
-      resultFields: null,
-      valueFields: null,
-      distinctResults: null,
-      oldValues: null,
-      data: null,
-    };
+    const nulls = { ...NULL_FETCH_BODY, operationType: 'fetch' };
     for (const body of [
       nulls,
       { ...nulls, textMatchStyle: 'exact', oldValues: {}, data: {} },
