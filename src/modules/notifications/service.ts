@@ -126,9 +126,7 @@ export async function notifyEach(
   list: readonly { readonly userIds: readonly number[]; readonly input: NotificationInput }[],
   senderUserId?: number,
 ): Promise<void> {
-  const checked = list
-    .filter((e) => e.userIds.length > 0)
-    .map((e) => ({ userIds: e.userIds, n: checkNotification(e.input) }));
+  const checked = list.map((e) => ({ userIds: e.userIds, n: checkNotification(e.input) }));
   await insertNotificationList(q, partitionId, checked, senderUserId ?? null);
 }
 

@@ -25,40 +25,14 @@ export interface CheckedNotification {
 export type Selection = { readonly all: true } | { readonly ids: readonly number[] };
 
 /** Inserts one notification per user of the partition among `userIds`; answers how many. */
-export async function insertNotifications(
+export function insertNotifications(
   q: Queryable,
   partitionId: number,
   userIds: readonly number[],
   n: CheckedNotification,
   sender: number | null,
 ): Promise<number> {
-  const r = await q.query(
-    `INSERT INTO notifications (partition_id, user_id, title, message, source, status, topic, action_type,
-                                valid_from, valid_until, due_date, dismissible, payload, created_by,
-                                last_update_by)
-     SELECT u.partition_id, u.id, $3, $4, $5, $6, $7, $8, $9::timestamptz, $10::timestamptz,
-            $11::timestamptz, $12, $13::jsonb, $14::bigint, $14::bigint
-       FROM users u
-      WHERE u.partition_id = $1 AND u.id = ANY($2::bigint[])
-      ORDER BY u.id`,
-    [
-      partitionId,
-      userIds,
-      n.title,
-      n.message,
-      n.source,
-      n.status,
-      n.topic,
-      n.actionType,
-      n.validFrom,
-      n.validUntil,
-      n.dueDate,
-      n.dismissible,
-      n.payload,
-      sender,
-    ],
-  );
-  return r.rowCount;
+  return insertNotificationList(q, partitionId, [{ userIds, n }], sender);
 }
 
 /**
@@ -71,8 +45,10 @@ export async function insertNotificationList(
   list: readonly { readonly userIds: readonly number[]; readonly n: CheckedNotification }[],
   sender: number | null,
 ): Promise<number> {
-  const rows = list.flatMap((e, ord) => [...new Set(e.userIds)].map((user) => ({ ord, user, ...e.n })));
-  if (rows.length === 0) return 0;
+  const entries = list
+    .filter((e) => e.userIds.length > 0)
+    .map((e, ord) => ({ ord, users: e.userIds, ...e.n }));
+  if (entries.length === 0) return 0;
   const r = await q.query(
     `INSERT INTO notifications (partition_id, user_id, title, message, source, status, topic, action_type,
                                 valid_from, valid_until, due_date, dismissible, payload, created_by,
@@ -80,12 +56,12 @@ export async function insertNotificationList(
      SELECT u.partition_id, u.id, x.title, x.message, x.source, x.status, x.topic, x."actionType",
             x."validFrom"::timestamptz, x."validUntil"::timestamptz, x."dueDate"::timestamptz, x.dismissible,
             x.payload::jsonb, $3::bigint, $3::bigint
-       FROM jsonb_to_recordset($2::jsonb) AS x(ord int, "user" bigint, title text, message text, source text,
+       FROM jsonb_to_recordset($2::jsonb) AS x(ord int, users bigint[], title text, message text, source text,
               status text, topic text, "actionType" text, "validFrom" text, "validUntil" text, "dueDate" text,
               dismissible boolean, payload text)
-       JOIN users u ON u.partition_id = $1 AND u.id = x."user"
+       JOIN users u ON u.partition_id = $1 AND u.id = ANY(x.users)
       ORDER BY x.ord, u.id`,
-    [partitionId, JSON.stringify(rows), sender],
+    [partitionId, JSON.stringify(entries), sender],
   );
   return r.rowCount;
 }
