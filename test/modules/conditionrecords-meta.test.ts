@@ -391,6 +391,22 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
     });
     expectError(joined, 400, -4, 'options.joinFields');
     assert.match(joined.body.response.data, /CRCP/);
+    // An empty list names no join fields: the interface's whole options object is taken by CRCP.
+    const [none] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[s.id, 'J', '2026-01-01', '2026-01-31', '1']],
+          options: { detectJoinFields: false, joinFields: [], conditionRecords: { splicing: {} } },
+        },
+      }),
+    );
+    assert.deepEqual([none.inserted, none.invalid], [1, 0]);
+    const crcpJoined = await call('/loaddata/CRCP', {
+      data: { header, data: [], options: { joinFields: ['key1'] } },
+    });
+    expectError(crcpJoined, 400, -4, 'options.joinFields');
+    assert.doesNotMatch(crcpJoined.body.response.data, /with \/loaddata\/CRCP/);
     // CRCIn loads only into sets of n keys.
     const [r3] = okData(
       await call('/loaddata/CRCI2', {

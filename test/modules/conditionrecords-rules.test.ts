@@ -652,6 +652,37 @@ describe('condition records: rules on every path', () => {
     assert.deepEqual([kept.label, kept.version], [s.name, 0]);
   });
 
+  test('conditionrecordset.update: an id or typedId beside the path must name its set; nothing else changes', async () => {
+    const [a, b] = [await newSet(), await newSet()];
+    const update = (id: number, data: object, oldValues: object = { version: 0 }) =>
+      call(`/conditionrecordset.update/${id}`, { data, oldValues });
+    // Set b as fetched, sent to a's path: refused, naming the field; neither set changes.
+    const [fetchedB] = okData(await call('/fetch/CRCS', { data: { id: b.id } }));
+    const wrong = await update(a.id, { ...fetchedB, label: 'meant for b' });
+    expectError(wrong, 400, -4, 'data.typedId');
+    assert.match(
+      wrong.body.response.data,
+      new RegExp(`names set ${b.id}, not the set of the path \\(${a.id}\\)`),
+    );
+    expectError(await update(a.id, { id: b.id, label: 'x' }), 400, -4, 'data.id');
+    expectError(await update(a.id, { id: 'zz', label: 'x' }), 400, -4, 'data.id');
+    expectError(await update(a.id, { typedId: 'banana', label: 'x' }), 400, -4, 'data.typedId');
+    expectError(
+      await update(a.id, { label: 'x' }, { version: 0, typedId: `${b.id}.CRCS` }),
+      400,
+      -4,
+      'oldValues.typedId',
+    );
+    for (const s of [a, b]) {
+      const [kept] = okData(await call('/fetch/CRCS', { data: { id: s.id } }));
+      assert.deepEqual([kept.label, kept.version], [s.name, 0]);
+    }
+    // Its own id and typedId (as fetched, as a number or digits) are fine.
+    const [fetchedA] = okData(await call('/fetch/CRCS', { data: { id: a.id } }));
+    const [done] = okData(await update(a.id, { ...fetchedA, id: String(a.id), label: 'renamed' }, fetchedA));
+    assert.deepEqual([done.id, done.label, done.version], [a.id, 'renamed', 1]);
+  });
+
   test('a write of many items takes a bounded number of locks (PostgreSQL), and still finds overlaps', async () => {
     const s = await newSet();
     const rows = Array.from({ length: 2_000 }, (_, i) => [s.id, `L${i}`, '2026-01-01', '2026-06-30']);

@@ -35,7 +35,12 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
   // engine takes the server-kept ones as an echo and those fixed at creation (uniqueName, keySize,
   // wildcardKeys: keys) while unchanged, and a changed one is a -4 naming it.
   for (const [k, v] of Object.entries(b.data)) {
-    if (k === 'id' || k === 'typedId') continue; // the path addresses the set
+    // The path addresses the set; an echoed id or typedId must be its own (a set fetched and sent to
+    // another set's path would otherwise overwrite that one).
+    if (k === 'id' || k === 'typedId') {
+      refuseOtherSet(`data.${k}`, v, setId);
+      continue;
+    }
     if (!SET_TYPE.fields.some((f) => f.name === k)) throw validationError(`data.${k}`, 'unknown field');
     data[k] = v;
   }
@@ -43,9 +48,11 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
     throw validationError('oldValues.version', 'is required');
   }
   // oldValues: the set as fetched (its version is what counts); a name no set field has is a typo.
-  for (const k of Object.keys(b.oldValues))
-    if (k !== 'typedId' && !SET_TYPE.fields.some((f) => f.name === k))
+  for (const [k, v] of Object.entries(b.oldValues)) {
+    if (k === 'id' || k === 'typedId') refuseOtherSet(`oldValues.${k}`, v, setId);
+    else if (!SET_TYPE.fields.some((f) => f.name === k))
       throw validationError(`oldValues.${k}`, 'unknown field');
+  }
   return updateRecords(
     db,
     principal,
@@ -53,6 +60,31 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
     [{ data: { ...data, typedId: `${setId}.CRCS` }, oldValues: b.oldValues }],
     false,
   );
+}
+
+/** An `id` or `typedId` beside the path's set id: absent (null), or naming that set (a -4 otherwise). */
+function refuseOtherSet(field: string, value: unknown, setId: string): void {
+  if (value === null || value === undefined) return;
+  const named = field.endsWith('typedId')
+    ? typeof value === 'string' && /^\d{1,15}\.CRCS$/.test(value)
+      ? value.split('.')[0]
+      : undefined
+    : (typeof value === 'number' && Number.isSafeInteger(value)) ||
+        (typeof value === 'string' && /^\d{1,15}$/.test(value))
+      ? String(value)
+      : undefined;
+  if (named === undefined) {
+    throw validationError(
+      field,
+      field.endsWith('typedId') ? 'must be a typedId <id>.CRCS' : 'must be an integer',
+    );
+  }
+  if (Number(named) !== Number(setId)) {
+    throw validationError(
+      field,
+      `names set ${named}, not the set of the path (${setId}): leave it out or send it to that set's path`,
+    );
+  }
 }
 
 /**

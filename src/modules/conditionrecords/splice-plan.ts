@@ -41,12 +41,16 @@ export function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number, 
     throw validationError('data', `at most ${maxBatchRows} rows per call (got ${body.data.length})`);
   }
   const opts = body.options ?? {};
-  if (opts.joinFields !== undefined || opts.detectJoinFields === true) {
+  // An empty list of join fields names none (what a client sending every option of the interface's
+  // load body says when it has no join fields).
+  const joinFields =
+    Array.isArray(opts.joinFields) && opts.joinFields.length === 0 ? undefined : opts.joinFields;
+  if (joinFields !== undefined || opts.detectJoinFields === true) {
     throw validationError(
-      opts.joinFields !== undefined ? 'options.joinFields' : 'options.detectJoinFields',
+      joinFields !== undefined ? 'options.joinFields' : 'options.detectJoinFields',
       `${via} loads match items by set, keys and validity, not join fields: a row that overlaps ` +
-        'existing items is an error, or with /loaddata/CRCP and options.conditionRecords.splicing ' +
-        'cuts them to fit',
+        `existing items is an error, or with ${via === 'CRCP' ? '' : '/loaddata/CRCP and '}` +
+        'options.conditionRecords.splicing cuts them to fit',
     );
   }
   if (via !== 'CRCP' && opts.conditionRecords !== undefined) {
