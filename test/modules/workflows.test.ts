@@ -365,6 +365,17 @@ describe('workflows', () => {
       assert.match(d.history.find((e: any) => e.action === 'STEP_STARTED').text, /^step \d+ started$/);
       assertError(await call(ann, '/workflowsmanager.details/999999999'), 404, -1);
       assertError(await call(ann, '/workflowsmanager.details/abc'), 400, -4);
+      // Details take no input: anything in the body is named; null, {} and an empty data are fine.
+      const stray = await call(ann, `/workflowsmanager.details/${wf.id}`, { bogus: 1 });
+      assertError(stray, 400, -4);
+      assert.ok(stray.body.response.errors.bogus, JSON.stringify(stray.body));
+      assertError(await call(ann, `/workflowsmanager.details/${wf.id}`, { data: { x: 1 } }), 400, -4);
+      assertError(await call(ann, `/workflowsmanager.details/${wf.id}`, [1, 2]), 400, -4);
+      assert.equal(
+        assertOk(await call(ann, `/workflowsmanager.details/${wf.id}`, { data: {} }))[0].id,
+        wf.id,
+      );
+      assert.equal(assertOk(await call(ann, `/workflowsmanager.details/${wf.id}`, null))[0].id, wf.id);
       assertOk(await act(sub, 'withdraw', wf));
     });
 
@@ -449,6 +460,22 @@ describe('workflows', () => {
       assertError(await call(sub, '/workflowsmanager.submit/999999.TDOC'), 404, -1);
       assertError(await call(sub, '/workflowsmanager.submit/1.NOPE'), 404, -1);
       assertError(await call(sub, '/workflowsmanager.submit/xyz'), 400, -4);
+      // Submit takes no input: a body with fields (a record's changes, a version) is refused, naming
+      // them, and nothing is submitted.
+      const other = await newDoc(3, 'TNODEF');
+      const withData = await call(sub, `/workflowsmanager.submit/${other}.TNODEF`, { data: { label: 'x' } });
+      assertError(withData, 400, -4);
+      assert.ok(withData.body.response.errors['data.label'], JSON.stringify(withData.body));
+      const withVersion = await call(sub, `/workflowsmanager.submit/${other}.TNODEF`, {
+        oldValues: { version: 9 },
+      });
+      assertError(withVersion, 400, -4);
+      assert.ok(withVersion.body.response.errors.oldValues, JSON.stringify(withVersion.body));
+      const untouched = await h.db.query<{ workflow_status: string | null }>(
+        'SELECT workflow_status FROM wf_test_docs WHERE partition_id = $1 AND id = $2',
+        [h.partitionId, other],
+      );
+      assert.notEqual(untouched.rows[0]!.workflow_status, 'APPROVED');
     });
   });
 
@@ -654,6 +681,10 @@ describe('workflows', () => {
       const broken = await submitP(hugeId);
       assertError(broken, 400, -4);
       assert.ok(broken.body.response.errors['steps[0].approverUsers'], JSON.stringify(broken.body));
+      assert.match(
+        broken.body.response.errors['steps[0].approverUsers'].errorMessage,
+        /unknown or deactivated user\(s\) ghost/,
+      );
       const left = await h.db.query<{ workflow_status: string }>(
         'SELECT workflow_status FROM wf_test_docs WHERE partition_id = $1 AND id = $2',
         [h.partitionId, hugeId],

@@ -49,7 +49,10 @@ async function peopleOf(q: Queryable, pid: number, step: StepDef, n: number): Pr
   const approvers = await resolveUsers(q, pid, step.approverUsers, step.approverGroups);
   const at = `steps[${n - 1}]`;
   if (approvers.unknownUsers.length > 0)
-    throw validationError(`${at}.approverUsers`, `unknown user(s) ${approvers.unknownUsers.join(', ')}`);
+    throw validationError(
+      `${at}.approverUsers`,
+      `unknown or deactivated user(s) ${approvers.unknownUsers.join(', ')}`,
+    );
   if (approvers.unknownGroups.length > 0)
     throw validationError(`${at}.approverGroups`, `unknown group(s) ${approvers.unknownGroups.join(', ')}`);
   if (approvers.ids.length === 0)

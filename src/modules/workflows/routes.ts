@@ -55,6 +55,16 @@ const actionBody = {
   },
 } as const;
 
+/** Submit and details take no input: an empty body, `{}`, or an empty `data` (anything else is a -4). */
+const noInputBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: {
+    operationType: { type: 'string' },
+    data: { type: ['object', 'null'], additionalProperties: false, properties: {} },
+  },
+} as const;
+
 const delegationBody = {
   type: 'object',
   required: ['data'],
@@ -137,6 +147,7 @@ export function workflowRoutes(app: FastifyInstance): void {
     '/workflowsmanager.details/:id',
     opts('One workflow with its steps, decisions and history', AUTHENTICATED, {
       params: idParams('id'),
+      body: noInputBody,
       ...records,
     }),
     async (req) => ok(req, [await workflowDetails(db, req.principal!, wfId(req))]),
@@ -145,7 +156,7 @@ export function workflowRoutes(app: FastifyInstance): void {
     '/workflowsmanager.submit/:typedId',
     opts('Submit an approvable (<id>.<TypeCode>) to its workflow', AUTHENTICATED, {
       params: idParams('typedId'),
-      body: { type: ['object', 'null'] },
+      body: noInputBody,
       ...records,
     }),
     async (req) => {

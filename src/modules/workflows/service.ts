@@ -149,7 +149,10 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
     const approvers = await resolveUsers(q, pid, step.approverUsers, step.approverGroups);
     const at = `steps[${n - 1}]`;
     if (approvers.unknownUsers.length > 0) {
-      throw validationError(`${at}.approverUsers`, `unknown user(s) ${approvers.unknownUsers.join(', ')}`);
+      throw validationError(
+        `${at}.approverUsers`,
+        `unknown or deactivated user(s) ${approvers.unknownUsers.join(', ')}`,
+      );
     }
     if (approvers.unknownGroups.length > 0) {
       throw validationError(`${at}.approverGroups`, `unknown group(s) ${approvers.unknownGroups.join(', ')}`);
