@@ -95,15 +95,19 @@ function dcrTypeRules(data: Readonly<Record<string, unknown>>): FieldErrors | un
       },
     };
   }
-  if (data.fields !== undefined && data.fields !== null && typeof data.fields === 'string') {
-    const bad = data.fields
+  // A number or boolean is its text, as the text field stores it (12 is the name "12": refused here,
+  // not stored to fail every DCR of the type).
+  const fields =
+    typeof data.fields === 'number' || typeof data.fields === 'boolean' ? String(data.fields) : data.fields;
+  if (typeof fields === 'string') {
+    const bad = fields
       .split(',')
       .map((s) => s.trim())
       .find((s) => s !== '' && !/^[A-Za-z][A-Za-z0-9_]*$/.test(s));
     if (bad !== undefined) return { fields: { errorMessage: `${JSON.stringify(bad)} is not a field name` } };
     // With the target type in the same write, each name is one of its writable fields.
     const writable = typeof t === 'string' ? writableFieldsOf?.(t) : undefined;
-    const unknown = data.fields
+    const unknown = fields
       .split(',')
       .map((s) => s.trim())
       .find((s) => s !== '' && writable !== undefined && !writable.has(s));

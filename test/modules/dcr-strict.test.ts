@@ -321,4 +321,107 @@ describe('data change requests: strict items, refused submits, narrowed DCR type
     assert.equal(okData(await call(`/dcrmanager.submit/${sync.dcr.id}`))[0].status, 'APPLIED');
     assert.equal(Number((await bySku('NARM-1')).attribute3), 1);
   });
+
+  test('bodies taken to the letter: one DCR per add, typed DCR type fields, an import names a table only of lookup values', async () => {
+    const label = uniqueName('two');
+    const two = await call('/dcrmanager.add', {
+      data: [
+        { dcrType: 'strictP', label },
+        { dcrType: 'nope', label },
+      ],
+    });
+    expectError(two, 400, -4, 'data');
+    assert.equal(okData(await call('/fetch/DCR', { data: { label } })).length, 0);
+    // `fields` as a JSON number or boolean is its text, checked as a name: refused, not stored.
+    for (const fields of [12, true]) {
+      expectError(
+        await call('/add/DCRT', { data: { uniqueName: uniqueName('typed'), targetType: 'P', fields } }),
+        400,
+        -4,
+        'fields',
+      );
+    }
+    expectError(
+      await call('/importmanager.add', { data: { targetType: 'P', lookupTable: 'doesnotexist' } }),
+      400,
+      -4,
+      'lookupTable',
+    );
+    const noTable = await call('/importmanager.add', { data: { targetType: 'LTV' } });
+    expectError(noTable, 400, -4, 'lookupTable');
+    assert.match(noTable.body.response.errors.lookupTable.errorMessage, /is required/);
+  });
+
+  test('a record deleted under a DCR: changesOnly leaves its items out; updating one of a FAILED DCR is a 404', async () => {
+    await product('GONE-U', { attribute3: 1 });
+    await product('GONE-D', { attribute3: 1 });
+    await product('KEPT-U', { attribute3: 1 });
+    const dcr = await newDcr('strictP');
+    const items = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, {
+        data: [
+          { sku: 'GONE-U', label: 'u' },
+          { changeType: 'DELETE', sku: 'GONE-D' },
+          { sku: 'KEPT-U', label: 'k' },
+        ],
+      }),
+    );
+    for (const sku of ['GONE-U', 'GONE-D']) {
+      okData(await call('/delete/P', { data: { typedId: (await bySku(sku)).typedId } }));
+    }
+    const changed = okData(await call(`/dcrmanager.fetch/${dcr.id}/changesOnly`, {}));
+    assert.deepEqual(
+      changed.map((i: Obj) => i.typedId),
+      [items[2].typedId],
+    );
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1);
+    assert.equal((await dcrOf(dcr.id)).status, 'FAILED');
+    const gone = await call(`/dcrmanager.update/${dcr.id}`, {
+      data: { typedId: items[0].typedId, label: 'again' },
+    });
+    expectError(gone, 404, -1);
+    assert.match(gone.body.response.data, /was deleted since it was proposed: delete the item/);
+    // The item whose record stands is proposed on it as it stands now.
+    okData(await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: items[2].typedId, label: 'k2' } }));
+  });
+
+  test('updatemassop: a null filter or null operations leave them as they are; asyncSubmitDCRThreshold takes any number', async () => {
+    await product('NUL-1', { attribute3: 1 });
+    await product('NUL-2', { attribute3: 1 });
+    const dcr = await newDcr('strictP');
+    const filter = { sku: 'NUL-1' };
+    const ops = [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'mass' }];
+    const [op] = okData(
+      await call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: { filterCriteria: filter, massEditRecords: ops },
+      }),
+    );
+    const [kept] = okData(
+      await call(`/dcrmanager.updatemassop/${dcr.id}`, {
+        data: { typedId: op.typedId, label: 'named', filterCriteria: null, massEditRecords: null },
+        oldValues: { version: op.version },
+      }),
+    );
+    assert.deepEqual([kept.label, kept.filterCriteria, kept.massEditRecords], ['named', filter, ops]);
+    // A threshold of 1.5: a DCR of two items is applied by a job.
+    okData(await call('/add/ACO', { data: { uniqueName: 'asyncSubmitDCRThreshold', value: '1.5' } }));
+    try {
+      okData(
+        await call(`/dcrmanager.add/${dcr.id}`, {
+          data: [
+            { sku: 'NUL-1', label: 'item' },
+            { sku: 'NUL-2', label: 'item' },
+          ],
+        }),
+      );
+      const [r] = okData(await call(`/dcrmanager.submit/${dcr.id}`));
+      assert.equal(typeof r.jstId, 'number', JSON.stringify(r));
+      assert.equal((await waitJob(r.jstId)).status, 'FINISHED');
+    } finally {
+      await h.db.query(
+        `DELETE FROM advanced_config WHERE partition_id = $1 AND unique_name = 'asyncSubmitDCRThreshold'`,
+        [h.partitionId],
+      );
+    }
+  });
 });

@@ -15,12 +15,13 @@ type Obj = Record<string, unknown>;
 const DCRI = findType('DCRI')!;
 
 /** The item fields `changesOnly` compares. */
-const CHANGE_INPUTS = ['targetId', 'changeType', 'values', 'originalValues'];
+const CHANGE_INPUTS = ['targetId', 'changeType', 'values'];
 
 /**
  * The items with only the fields whose proposed value differs from the record's current one
  * (`changes`: {field: {old, new}}); an UPDATE proposing only current values is left out. ADD items
- * list every proposed field; DELETE items the record's current values. Paged after the comparison.
+ * list every proposed field; DELETE items the record's current values; items whose record is gone are
+ * left out. Paged after the comparison.
  * `resultFields` / `valueFields` name the fields answered (`changes` among them, if wanted); the
  * comparison reads its own fields whatever they name. `distinctResults` applies to the answered
  * fields, after the comparison (the read is not distinct: it needs the comparison's own fields).
@@ -76,8 +77,11 @@ export async function changesOnly(
     const proposed = (item.values ?? {}) as Obj;
     const now = typeof item.targetId === 'number' ? current.get(item.targetId) : undefined;
     const changes: Record<string, { old: unknown; new: unknown }> = {};
+    // An UPDATE or DELETE whose record is gone changes nothing of the record as it is now (its apply
+    // fails, naming the item): not listed, where its stored values passed for the record's.
+    if (item.changeType !== 'ADD' && now === undefined) continue;
     if (item.changeType === 'DELETE') {
-      for (const [k, v] of Object.entries(now ?? (item.originalValues as Obj) ?? {})) {
+      for (const [k, v] of Object.entries(now ?? {})) {
         const f = s.tc.fields.get(k);
         if (f && !f.system && v !== null) changes[k] = { old: v, new: null };
       }

@@ -133,7 +133,10 @@ export async function updateMassOps(
         if (!['typedId', 'id', 'label', 'filterCriteria', 'massEditRecords', 'version'].includes(k))
           throw validationError(`${prefix}${k}`, 'unknown field (label, filterCriteria, massEditRecords)');
       const merged: Obj = { label: old.label, filterCriteria: old.filter, massEditRecords: old.operations };
-      for (const k of ['label', 'filterCriteria', 'massEditRecords']) if (k in e.data) merged[k] = e.data[k];
+      // null is "not given" for the filter and the operations (they cannot be cleared), as for any
+      // optional field of a body; a null label clears it.
+      for (const k of ['label', 'filterCriteria', 'massEditRecords'])
+        if (k in e.data && (e.data[k] !== null || k === 'label')) merged[k] = e.data[k];
       await store.updateMassOp(
         tx,
         principal.partitionId,

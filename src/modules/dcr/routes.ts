@@ -41,7 +41,10 @@ export function dcrRoutes(app: FastifyInstance): void {
     '/dcrmanager.add',
     route('Create a DCR from a DCR type: {data: {dcrType, label}}', false),
     async (req) => {
-      const [data] = itemsOf(req.body);
+      const items = itemsOf(req.body);
+      // One DCR per call: of an array, the elements after the first were dropped in silence.
+      if (items.length > 1) throw validationError('data', 'one DCR per call: {data: {dcrType, label}}');
+      const [data] = items;
       if (data === undefined) throw validationError('data', 'is required');
       return ok(req, [await addDcr(app.db, req.principal!, data)]);
     },

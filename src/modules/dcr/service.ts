@@ -406,6 +406,14 @@ export async function updateItems(
       // Fixing a FAILED DCR ("fix the items and submit again"): the item is now proposed on the
       // record as it stands, so the conflict that failed it is resolved by this update.
       const rebased = s.dcr.status === 'FAILED' ? await currentTarget(tx, principal, s, item) : undefined;
+      // Its record gone, the item cannot be proposed on it as it stands (it would only fail again).
+      if (rebased === null) {
+        throw new AppError(
+          'NOT_FOUND',
+          `${s.type.label} ${item.target_id}.${s.type.code} of item ${item.id}.DCRI was deleted since it was proposed: delete the item`,
+          { field: prefix + 'typedId' },
+        );
+      }
       const original = rebased?.original ?? item.original;
       checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed, rebased);
@@ -415,17 +423,20 @@ export async function updateItems(
   return itemViews(db, principal, s, ids);
 }
 
-/** The record an UPDATE item targets, as it stands: its version and values (dates as ISO text). */
+/**
+ * The record an UPDATE item targets, as it stands: its version and values (dates as ISO text); null
+ * when it is gone, undefined for other items.
+ */
 async function currentTarget(
   q: Queryable,
   principal: Principal,
   s: DcrScope,
   item: store.ItemRow,
-): Promise<{ version: number; original: Obj } | undefined> {
+): Promise<{ version: number; original: Obj } | null | undefined> {
   if (item.change_type !== 'UPDATE' || item.target_id === null) return undefined;
   const found = await findTargets(q, principal, s.tc, { ids: [Number(item.target_id)], keys: [] });
   const row = found.byId.get(Number(item.target_id));
-  if (row === undefined) return undefined; // gone meanwhile: the apply reports it
+  if (row === undefined) return null;
   return { version: Number(row.version), original: originalOf(row) };
 }
 

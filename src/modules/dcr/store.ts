@@ -301,8 +301,7 @@ export async function asyncThreshold(q: Queryable, partitionId: number): Promise
     [partitionId],
   );
   if (r.rows.length === 0) return undefined;
+  // Any number counts as given (a DCR with more items than it, 1.5 or -1 too); no number means 100.
   const n = Number(r.rows[0]!.value);
-  return r.rows[0]!.value !== null && r.rows[0]!.value.trim() !== '' && Number.isInteger(n) && n >= 0
-    ? n
-    : 100;
+  return r.rows[0]!.value !== null && r.rows[0]!.value.trim() !== '' && Number.isFinite(n) ? n : 100;
 }

@@ -32,7 +32,9 @@ export async function resolveTargetType(
   lookupTable: string | null,
 ): Promise<TypeDef> {
   if (isLookupValueCode(code)) {
-    const table = lookupTable === null ? undefined : await tableByName(q, principal, lookupTable);
+    if (lookupTable === null || lookupTable === '')
+      throw validationError('lookupTable', `is required: the lookup table whose ${code} values change`);
+    const table = await tableByName(q, principal, lookupTable);
     if (!table) throw validationError('lookupTable', `unknown lookup table ${JSON.stringify(lookupTable)}`);
     if (valueCodeOf(table.type) !== code) {
       throw validationError(

@@ -14,7 +14,7 @@ import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
 import { widthError } from '../../engine/loaddata.ts';
 import { optionalText } from '../../engine/value-check.ts';
-import { DCR_TARGET_TYPES } from '../../engine/registry-dcr.ts';
+import { DCR_TARGET_TYPES, isLookupValueCode } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { IMPORT_KEY_COUNT } from '../../engine/registry-imports.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
@@ -121,6 +121,13 @@ export async function createImport(
     throw validationError('targetType', `must be one of ${DCR_TARGET_TYPES.join(', ')}`);
   }
   const lookupTable = optionalText(data.lookupTable, 'lookupTable', 1000);
+  // As a DCR type's: only a target of lookup values names a table (it was stored, and ignored).
+  if (!isLookupValueCode(code) && lookupTable !== null && lookupTable !== '') {
+    throw validationError(
+      'lookupTable',
+      `names a lookup table, which only a target of lookup values has (not ${code})`,
+    );
+  }
   const type = await resolveTargetType(db, principal, code, lookupTable);
   checkKeyCount(type);
   requireAccess(principal, type.access.write);
