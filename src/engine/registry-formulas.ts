@@ -28,6 +28,8 @@ function logicRules(data: Readonly<Record<string, unknown>>): FieldErrors | unde
   if (!('elements' in data) && !('inputs' in data)) return undefined;
   if (!('elements' in data))
     return { elements: { errorMessage: 'send elements together with inputs: they are checked together' } };
+  // Elements alone are checked with the inputs the logic will have (checkElementsAlone).
+  if (!('inputs' in data)) return undefined;
   try {
     compileLogic(data.inputs, data.elements, LOGIC_FUNCTIONS, rootFields);
   } catch (err) {
@@ -35,6 +37,35 @@ function logicRules(data: Readonly<Record<string, unknown>>): FieldErrors | unde
     throw err;
   }
   return undefined;
+}
+
+/**
+ * Elements sent without inputs: checked with the logic's stored inputs (an update, an integrate onto
+ * it), or none (an add) — against no inputs at all, an update's elements naming an input it has were
+ * refused as naming an unknown one.
+ */
+async function checkElementsAlone(
+  q: Queryable,
+  principal: Principal,
+  stored: Readonly<Record<string, unknown>> | undefined,
+  data: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  if (!('elements' in data) || 'inputs' in data) return;
+  let inputs = stored?.inputs;
+  if (
+    stored === undefined &&
+    typeof data.uniqueName === 'string' &&
+    typeof data.validAfter === 'string' &&
+    /^\d{4}-\d{2}-\d{2}(T00:00:00(\.0+)?Z)?$/.test(data.validAfter)
+  ) {
+    // An integrate onto a stored logic (add/integrate name it by its key).
+    const r = await q.query<{ inputs: unknown }>(
+      `SELECT inputs FROM formulas WHERE partition_id = $1 AND unique_name = $2 AND valid_after = $3::date`,
+      [principal.partitionId, data.uniqueName, data.validAfter],
+    );
+    inputs = r.rows[0]?.inputs;
+  }
+  compileLogic(inputs, data.elements, LOGIC_FUNCTIONS, rootFields);
 }
 
 function policyRules(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
@@ -106,6 +137,10 @@ export const FORMULA_TYPES: readonly TypeDef[] = [
     // Anyone who may fetch products may read and run logics; writing them is FORMULA_EDIT.
     access: { fetch: AUTHENTICATED, write: 'FORMULA_EDIT' },
     validate: logicRules,
+    beforeInsert: (q, principal, data) => checkElementsAlone(q, principal, undefined, data),
+    beforeChange: async (q, principal, old, data) => {
+      if (data !== undefined) await checkElementsAlone(q, principal, old, data);
+    },
   },
   {
     code: 'RP',

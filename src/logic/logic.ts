@@ -118,7 +118,11 @@ export function inputValue(d: InputDef, v: unknown): { value: Value } | { error:
         typeof v === 'number' || typeof v === 'string'
           ? asDec(typeof v === 'number' ? String(v) : v)
           : undefined;
-      return n === undefined ? { error: `${JSON.stringify(v)} is not a number` } : { value: n };
+      if (n !== undefined) return { value: n };
+      // A JSON number past a double (1e400) arrives as Infinity: say so, not "null" (its JSON).
+      if (typeof v === 'number' && !Number.isFinite(v))
+        return { error: 'is a number beyond the range of a double: send it as text ("1e400")' };
+      return { error: `${JSON.stringify(v)} is not a number` };
     }
     case 'TEXT':
     case 'OPTION':

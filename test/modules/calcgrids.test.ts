@@ -212,6 +212,18 @@ describe('calculation grids', () => {
       -4,
       'keySources[1].input',
     );
+    // A lookup table no table of the partition is named: refused when the grid is added, not when
+    // its calculation fails.
+    for (const table of ['NoSuchTable', 'a\u0000b'])
+      expectError(
+        await add({
+          formulaName: 'GridRegional',
+          keySources: [{ type: 'products' }, { type: 'lookupTable', table, input: 'Region' }],
+        }),
+        400,
+        -4,
+        'keySources[1].table',
+      );
     expectError(await add({ formulaName: 'GridPrice', colour: 'red' }), 400, -4, 'colour');
     expectError(await call('/add/CG', { data: { label: 'direct' } }), 400, -4);
 

@@ -413,6 +413,59 @@ describe('pricing logics', () => {
       }),
     );
     assert.equal(await at('2026-07-01'), 'newer');
+    // Elements alone are checked with the logic's stored inputs (by update and by integrate), and an
+    // input it does not have is still named.
+    const [withInput] = okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Alone',
+          validAfter: '2026-01-01',
+          inputs: [{ name: 'Qty', type: 'NUMBER' }],
+          elements: [{ elementName: 'Cost', expression: '1' }],
+        },
+      }),
+    );
+    const [updated] = okData(
+      await api('/update/F', {
+        data: {
+          typedId: withInput.typedId,
+          elements: [{ elementName: 'Cost', expression: 'input.Qty + 1' }],
+        },
+      }),
+    );
+    assert.deepEqual(updated.inputs, [{ name: 'Qty', type: 'NUMBER' }]);
+    okData(
+      await api('/integrate/F', [
+        {
+          data: {
+            uniqueName: 'Alone',
+            validAfter: '2026-01-01',
+            elements: [{ elementName: 'Cost', expression: 'input.Qty * 2' }],
+          },
+        },
+      ]),
+    );
+    expectError(
+      await api('/update/F', {
+        data: { typedId: withInput.typedId, elements: [{ elementName: 'Cost', expression: 'input.Other' }] },
+      }),
+      400,
+      -4,
+      /unknown input Other/,
+    );
+    // A new logic without inputs has none.
+    expectError(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'AloneNew',
+          validAfter: '2026-01-01',
+          elements: [{ elementName: 'Cost', expression: 'input.Qty' }],
+        },
+      }),
+      400,
+      -4,
+      /unknown input Qty/,
+    );
   });
 
   test('compile errors on write: each kind is a -4 naming element, line and column', async () => {
@@ -531,6 +584,13 @@ describe('pricing logics', () => {
     expectError(missing, 400, -4, /inputs.Qty: is required/);
     assert.ok(missing.body.response.errors['inputs.Qty']);
     expectError(await run({ Qty: 'many' }), 400, -4, /inputs.Qty: "many" is not a number/);
+    // A JSON number past a double is named as such (it arrives as Infinity, whose JSON is null).
+    const { token } = await h.login();
+    const huge = await h.call('/formulamanager.execute/MB-1', {
+      raw: '{"data":{"inputs":{"Qty":1e400},"customerId":"C-1","targetDate":"2026-03-01"}}',
+      headers: { 'x-ratecard-jwt': token },
+    });
+    expectError(huge, 400, -4, /inputs.Qty: is a number beyond the range of a double/);
     expectError(
       await run({ Qty: 1, Packing: 'CRATE' }),
       400,

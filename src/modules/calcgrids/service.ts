@@ -20,7 +20,7 @@ import { checkInputs, targetDateOf } from '../formulas/service.ts';
 import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
-import { checkSourceFilters, parseSources, type KeySource } from './sources.ts';
+import { checkSources, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
 import { checkVersion } from '../../engine/value-check.ts';
 import { isObj } from '../../engine/values.ts';
@@ -103,7 +103,7 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
       logic.inputs.filter((d) => !given.has(d.name)),
       inputs,
     );
-    await checkSourceFilters(tx, principal, sources);
+    await checkSources(tx, principal, sources);
     const types = resultTypesOf(logic);
     const indexed = parseIndexedResults(data.indexedResults, types);
     const grid = {

@@ -71,7 +71,8 @@ export function parseSources(raw: unknown, keyNumber: number, inputs: readonly I
         break;
       case 'lookupTable':
         allowed(['type', 'table', 'input']);
-        if (typeof s.table !== 'string' || s.table === '')
+        // (NUL names no table: the database cannot take it as text.)
+        if (typeof s.table !== 'string' || s.table === '' || s.table.includes('\u0000'))
           throw validationError(`${at}.table`, 'must name a lookup table');
         out.push({ type: 'lookupTable', table: s.table, input: input() });
         break;
@@ -131,8 +132,12 @@ async function filterSql(
   return parts.join(' AND ');
 }
 
-/** Checks every filter against its type (unknown fields, bad values) without reading rows. */
-export async function checkSourceFilters(
+/**
+ * Checks the sources against the partition without reading their keys: every filter against its type
+ * (unknown fields, bad values), every lookup table named by some table of that name (which one
+ * applies is chosen by the target date when the grid is calculated).
+ */
+export async function checkSources(
   q: Queryable,
   principal: Principal,
   sources: readonly KeySource[],
@@ -147,6 +152,14 @@ export async function checkSourceFilters(
         `keySources[${i}].filter`,
         new Params(),
       );
+    if (s.type === 'lookupTable') {
+      const t = await q.query(
+        `SELECT 1 FROM lookup_tables WHERE partition_id = $1 AND unique_name = $2 LIMIT 1`,
+        [principal.partitionId, s.table],
+      );
+      if (t.rows.length === 0)
+        throw validationError(`keySources[${i}].table`, `there is no lookup table ${s.table}`);
+    }
   }
 }
 
