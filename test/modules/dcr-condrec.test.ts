@@ -393,7 +393,8 @@ describe('data change requests on condition record items', () => {
       await call(`/dcrmanager.add/${onlyAdd.id}`, { data: { ...newItem, key1: 'J' } }, editor),
     );
 
-    // The set's edit group changes before the DCR is applied: the apply refuses, nothing written.
+    // The set's edit group changes before the DCR is applied: the apply refuses (403, as for an ADD
+    // below), nothing written.
     const [set] = okData(await call('/fetch/CRCS', { data: { uniqueName: s.uniqueName } }));
     okData(
       await call(`/conditionrecordset.update/${s.id}`, {
@@ -402,7 +403,7 @@ describe('data change requests on condition record items', () => {
       }),
     );
     const [updG] = okData(await call(`/dcrmanager.fetch/${dcr.id}`, { data: { targetId: g.id } }));
-    expectError(await call(`/dcrmanager.submit/${dcr.id}`, undefined, editor), 409, -1, updG.typedId);
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`, undefined, editor), 403, -3, updG.typedId);
     // An ADD meets the set's edit group in the engine's own write.
     expectError(await call(`/dcrmanager.submit/${onlyAdd.id}`, undefined, editor), 403, -3, addJ.typedId);
     assert.deepEqual(

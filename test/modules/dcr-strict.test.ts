@@ -228,6 +228,23 @@ describe('data change requests: strict items, refused submits, narrowed DCR type
     assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
   });
 
+  test('a submit changing a record outside the submitter edit groups is a 403 naming the item; the DCR stays as it was', async () => {
+    await product('EDIT-G', { userGroupEdit: 'strict-other', attribute3: 1 });
+    const dcr = await newDcr('strictP');
+    const [item] = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'EDIT-G', label: 'by admin' } }),
+    );
+    const before = await dcrOf(dcr.id);
+    const r = await call(`/dcrmanager.submit/${dcr.id}`, {}, editor);
+    expectError(r, 403, -3);
+    assert.match(r.body.response.errors[item.typedId].errorMessage, /outside the submitter's edit groups/);
+    const now = await dcrOf(dcr.id);
+    for (const f of ['status', 'workflowStatus', 'version', 'messages'])
+      assert.deepEqual(now[f], before[f], f);
+    assert.equal((await bySku('EDIT-G')).label, 'label EDIT-G');
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+  });
+
   test("a DCR type's fields narrowed after proposing bind the DCR at submit (sync, async, approval)", async () => {
     okData(
       await call('/add/DCRT', {

@@ -206,7 +206,8 @@ function refuseNarrowedFields(
 
 /**
  * Locks every UPDATE/DELETE target (FOR UPDATE, one statement) and compares versions; an ADD whose
- * key exists by now conflicts as well. Any conflict: a 409 listing each item, nothing written.
+ * key exists by now conflicts as well. Any conflict: a 409 listing each item, nothing written; a
+ * record hidden from the writer or outside his edit groups: a 403, nothing written.
  */
 async function lockAndCompare(
   tx: Tx,
@@ -239,6 +240,7 @@ async function lockAndCompare(
       ? found
       : await findTargets(tx, writer, s.tc, { ids: [], keys: addKeys }, false, true);
   const errors: FieldErrors = {};
+  const outside: FieldErrors = {};
   for (const i of items) {
     const name = `${i.id}.DCRI`;
     if (i.change_type === 'ADD') {
@@ -259,8 +261,18 @@ async function lockAndCompare(
         errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
       };
     } else if (!canEdit(s.type, writer, row)) {
-      errors[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
+      outside[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
     }
+  }
+  // Records the writer sees but may not edit: a permission, not a conflict (403, as a record hidden
+  // from him), naming each item; nothing applied.
+  const refused = Object.keys(outside).length;
+  if (refused > 0) {
+    throw new AppError(
+      'FORBIDDEN',
+      `${refused} item(s) of this DCR change records outside the submitter's edit groups: nothing applied`,
+      { errors: outside },
+    );
   }
   const n = Object.keys(errors).length;
   if (n > 0) {
