@@ -551,6 +551,44 @@ describe('calculation grids', () => {
     assert.equal(res.Net.result, 69.3, 'the dependent element reads the override');
   });
 
+  test('an element whose value is a record is the field result.<name> as its JSON text', async () => {
+    okData(
+      await call('/add/F', {
+        data: {
+          uniqueName: 'GridRow',
+          validAfter: '2026-01-01',
+          nature: 'CALCULATIONGRID',
+          elements: [
+            { elementName: 'Cost', expression: 'product.attribute1', formatType: 'MONEY' },
+            { elementName: 'Row', expression: 'lookupRow("Margins", if(Cost > 50, "EU", "XX"))' },
+          ],
+        },
+      }),
+    );
+    const [g] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: { formulaName: 'GridRow', productFilter: groupA },
+      }),
+    );
+    assert.equal((await waitJob((await calculate(g.id)).jstId)).status, 'FINISHED');
+    // G-03 (cost 100) finds its row, the others none (null).
+    const found = await items('CGI1', g.id, {
+      data: byGrid(g.id, [{ fieldName: 'result.Row', operator: 'notNull' }]),
+      valueFields: ['key1', 'result.Row'],
+    });
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.equal(found[0][0], 'G-03');
+    assert.match(found[0][1], /"EU"/);
+    assert.deepEqual(
+      JSON.parse(found[0][1]),
+      resultsOf((await items('CGI1', g.id)).find((i: any) => i.key1 === 'G-03')).Row.result,
+    );
+    const none = await items('CGI1', g.id, {
+      data: byGrid(g.id, [{ fieldName: 'result.Row', operator: 'isNull' }]),
+    });
+    assert.deepEqual(none.map((i: any) => i.key1).sort(), ['G-01', 'G-02']);
+  });
+
   test('a 3-key grid: products × customers × values; values by hand', async () => {
     const [g] = okData(
       await call('/calculationgridmanager.addgrid', {

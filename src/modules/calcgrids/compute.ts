@@ -179,8 +179,11 @@ function rowOf(
       o.computedResult = computed?.get(r.resultName) ?? null;
     }
     objects.push(o);
+    // The field result.<name>: a scalar as it is; a record or list as its JSON text (a text field),
+    // so that it is read, filtered (isNull/notNull, text operators) and sorted as the docs say.
     if (v === null || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean')
       values[r.resultName] = v;
+    else if (v !== undefined) values[r.resultName] = JSON.stringify(v);
     for (const w of r.warnings) warnings.push(`${r.resultName}: ${w}`);
   }
   return {
