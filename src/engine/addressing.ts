@@ -26,6 +26,20 @@ export function parseId(type: TypeDef, v: unknown, field: string): number {
 }
 
 /**
+ * The record a path names (`/fetch/{TypeCode}/{id}`): its id or typedId, or — the interface lets an
+ * operation address a record by its business key — the key of a type keyed by one text field
+ * (`/fetch/P/A-1`, `/fetch/RRG/<uniqueName>`). Digits are always an id.
+ */
+export function pathAddress(type: TypeDef, text: string, field: string): Address {
+  if (/^\s*\d{1,15}(?:\.[A-Za-z0-9]+)?\s*$/.test(text)) return { id: parseId(type, text, field) };
+  const [k] = type.businessKey;
+  const f = type.businessKey.length === 1 ? type.fields.find((x) => x.name === k) : undefined;
+  if (f !== undefined && f.type === 'string' && text !== '' && typeof checkValue(f, text) !== 'string')
+    return { key: [text] };
+  return { id: parseId(type, text, field) };
+}
+
+/**
  * A record is addressed by `typedId`, `id`, or its whole business key; a type without one (jobs,
  * notifications, ...) by its id alone.
  */

@@ -29,7 +29,7 @@ import { Params, ident, isoUtcSql } from '../db/sql.ts';
 import { preparedPage, preparedShape } from '../db/prepared.ts';
 import { notFound } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
-import { parseId } from './addressing.ts';
+import { pathAddress } from './addressing.ts';
 import { compileSort } from './criteria.ts';
 import {
   loadTypeContext,
@@ -265,7 +265,9 @@ export async function fetchOneJson(
 ): Promise<JsonWrite | undefined> {
   if (type.metaPerName) return undefined;
   requireAccess(principal, type.access.fetch);
-  const id = parseId(type, idText, 'id');
+  const address = pathAddress(type, idText, 'id');
+  if (!('id' in address)) return undefined; // by its business key: fetchOne
+  const { id } = address;
   const tc = await loadTypeContext(db, principal, type);
   const json = await rowJson(db, tc, undefined);
   if (json === undefined) return undefined;

@@ -9,7 +9,7 @@ import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
-import { parseId, selectOne } from './addressing.ts';
+import { pathAddress, selectOne } from './addressing.ts';
 import { paging } from './paging.ts';
 import {
   compileCriteria,
@@ -476,9 +476,9 @@ export async function fetchOne(
   idText: string,
 ): Promise<Row> {
   requireAccess(principal, type.access.fetch);
-  const id = parseId(type, idText, 'id');
+  const address = pathAddress(type, idText, 'id');
   const tc = await loadTypeContext(db, principal, type);
-  const row = await selectOne(db, tc, principal, { id }, false);
+  const row = await selectOne(db, tc, principal, address, false);
   if (!row) throw notFound(`${type.label} ${idText}`);
   // Extension rows: type the attributes with their own table's meta.
   const name = metaNameOf(type, row);

@@ -98,6 +98,21 @@ describe('general bodies', () => {
     expectError(await api(`/fetch/P/${p.id}`, { bogus: 1 }), 400, -4, 'bogus');
   });
 
+  test('fetch by path: an id, a typedId, or the business key of a type keyed by one text field', async () => {
+    const [p] = okData(await api('/add/P', { data: { sku: 'KEY A/1', label: 'by key' } }));
+    for (const named of [String(p.id), p.typedId, encodeURIComponent('KEY A/1')]) {
+      const [got] = okData(await api(`/fetch/P/${named}`));
+      assert.deepEqual([got.id, got.sku], [p.id, 'KEY A/1'], named);
+    }
+    const [c] = okData(await api('/add/C', { data: { customerId: 'CUST-K', name: 'k' } }));
+    assert.equal(okData(await api('/fetch/C/CUST-K'))[0].id, c.id);
+    expectError(await api('/fetch/P/NO-SUCH-SKU'), 404, -1);
+    // Digits are an id, a typedId of another type is refused; a type of two keys takes ids only.
+    expectError(await api('/fetch/P/999999999'), 404, -1);
+    expectError(await api('/fetch/P/1.C'), 400, -4, 'id');
+    expectError(await api('/fetch/F/abc'), 400, -4, 'id');
+  });
+
   test('massedit takes operationType, textMatchStyle, oldValues and nulls; an unknown field is a -4 naming it', async () => {
     okData(await api('/add/P', [{ data: { sku: 'ME-Apple' } }, { data: { sku: 'ME-Pear' } }]));
     const edit = (label: string) => [{ fieldName: 'label', massEditOperator: '=', fieldValue: label }];
