@@ -170,7 +170,14 @@ export function refuseKeyChanges(
     const value = typeof checked === 'string' ? raw : checked.value;
     const text = (v: unknown) => (f.caseless ? keyText(v).toLowerCase() : keyText(v));
     if (text(value) !== text(old[name])) {
-      throw validationError(name, 'is part of the business key and cannot be changed');
+      // (Fields fixed at creation beside the key, as a condition record set's keySize, say so; an
+      // item's set, keys and validFrom are its key as a user names it, its historyKey.)
+      throw validationError(
+        name,
+        tc.type.businessKey.includes(name) || tc.type.historyKey?.includes(name) === true
+          ? 'is part of the business key and cannot be changed'
+          : 'is fixed when the record is created and cannot be changed',
+      );
     }
   }
 }

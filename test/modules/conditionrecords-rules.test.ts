@@ -666,6 +666,10 @@ describe('condition records: rules on every path', () => {
     );
     expectError(await update(a.id, { id: b.id, label: 'x' }), 400, -4, 'data.id');
     expectError(await update(a.id, { id: 'zz', label: 'x' }), 400, -4, 'data.id');
+    // keySize is fixed when the set is made (not a business key: the message says what it is).
+    const sized = await update(a.id, { keySize: 3 });
+    expectError(sized, 400, -4, 'keySize');
+    assert.match(sized.body.response.data, /is fixed when the record is created/);
     expectError(await update(a.id, { typedId: 'banana', label: 'x' }), 400, -4, 'data.typedId');
     expectError(
       await update(a.id, { label: 'x' }, { version: 0, typedId: `${b.id}.CRCS` }),
