@@ -357,7 +357,8 @@ describe('data change requests', () => {
       { changeType: 'ADD', sku: 'V-2', label: 'new' },
       { sku: 'V-1', label: 'b' },
     ]);
-    expectError(again, 409, -1, '1.typedId');
+    // Named by the field the proposal named the record with (its sku here).
+    expectError(again, 409, -1, '1.sku');
     assert.match(again.body.response.data, new RegExp(`\\(${first.typedId.replace('.', '\\.')}\\)`));
     // A field an item has not is refused, naming it (in a batch with its position); nothing is removed.
     expectError(

@@ -234,15 +234,13 @@ export async function addItems(
       if (p.id !== undefined) refuseOtherRecord(tc, p.values, row, prefix);
       const rowKey = targetKeyOf(s.type, row);
       const k = JSON.stringify(rowKey);
+      // Named by the field the proposal named its record with: typedId/id, or its key field.
+      const addressedBy = p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, row).at(-1)!;
       if (seen.has(k))
-        throw validationError(prefix + 'typedId', `${row.typedId as string} is proposed twice`);
+        throw validationError(prefix + addressedBy, `${row.typedId as string} is proposed twice`);
       seen.add(k);
       const proposed = p.changeType === 'UPDATE' ? checkProposal(tc, s.allowed, p.values, prefix) : {};
-      refuseEmptyUpdate(
-        p,
-        proposed,
-        prefix + (p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, row).at(-1)!),
-      );
+      refuseEmptyUpdate(p, proposed, prefix + addressedBy);
       const original = originalOf(row);
       if (p.changeType === 'UPDATE') checkRecordRules(s.type, { ...original, ...proposed }, prefix);
       items.push({
@@ -261,10 +259,13 @@ export async function addItems(
       const at = items.findIndex((it) => !taken.has(JSON.stringify(it.targetKey)));
       const existing = await store.itemIdByKey(tx, principal.partitionId, s.dcr.id, items[at]!.targetKey);
       const what = `${s.type.label} ${JSON.stringify(items[at]!.targetKey)}`;
+      // (Items follow the proposals one for one: the field the proposal named its record with.)
+      const p = proposals[at]!;
+      const field = p.id !== undefined ? 'typedId' : (keyFieldsOf(s.type, p.values).at(-1) ?? 'typedId');
       throw new AppError(
         'CONFLICT',
         `The DCR already has an item for ${what}${existing === undefined ? '' : ` (${existing}.DCRI)`}: update that item instead`,
-        { field: `${batch ? `${at}.` : ''}typedId` },
+        { field: `${batch ? `${at}.` : ''}${field}` },
       );
     }
     return { s, ids: inserted.map((x) => x.id) };
