@@ -266,7 +266,7 @@ export async function fetchOneJson(
   if (type.metaPerName) return undefined;
   requireAccess(principal, type.access.fetch);
   const address = pathAddress(type, idText, 'id');
-  if (!('id' in address)) return undefined; // by its business key: fetchOne
+  if (!('id' in address)) return undefined; // by its business key: fetchOne (the general path)
   const { id } = address;
   const tc = await loadTypeContext(db, principal, type);
   const json = await rowJson(db, tc, undefined);

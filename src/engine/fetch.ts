@@ -9,7 +9,7 @@ import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
-import { pathAddress, selectOne } from './addressing.ts';
+import { parseId, pathAddress, selectOne } from './addressing.ts';
 import { paging } from './paging.ts';
 import {
   compileCriteria,
@@ -474,9 +474,11 @@ export async function fetchOne(
   principal: Principal,
   type: TypeDef,
   idText: string,
+  /** `idText` may be the business key of a type keyed by one text field (the general path). */
+  byKey = false,
 ): Promise<Row> {
   requireAccess(principal, type.access.fetch);
-  const address = pathAddress(type, idText, 'id');
+  const address = byKey ? pathAddress(type, idText, 'id') : { id: parseId(type, idText, 'id') };
   const tc = await loadTypeContext(db, principal, type);
   const row = await selectOne(db, tc, principal, address, false);
   if (!row) throw notFound(`${type.label} ${idText}`);

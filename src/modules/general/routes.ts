@@ -285,7 +285,7 @@ export function generalRoutes(app: FastifyInstance): void {
       const type = typeOf(req, 'fetch');
       if (asOf !== undefined) return ok(req, [await fetchOneAsOf(app.db, req.principal!, type, id, asOf)]);
       const writeData = await fetchOneJson(app.db, req.principal!, type, id);
-      if (writeData === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id)]);
+      if (writeData === undefined) return ok(req, [await fetchOne(app.db, req.principal!, type, id, true)]);
       return sendJsonArray(req, reply, writeData);
     },
   );
