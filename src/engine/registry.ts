@@ -5,6 +5,7 @@
 import { createPublicKey } from 'node:crypto';
 import type { RouteAccess } from '../access/catalogue.ts';
 import { AUTHENTICATED, isKnownPermission } from '../access/catalogue.ts';
+import type { Principal } from '../access/access.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 import { AppError, type FieldErrors } from '../http/errors.ts';
 import { qualified } from '../db/sql.ts';
@@ -220,16 +221,34 @@ const ACCOUNT_TYPES: readonly TypeDef[] = [
     bulkLoadable: false,
     access: { fetch: AUTHENTICATED, write: 'USER_EDIT' },
   }),
-  accountType({
-    code: 'ACO',
-    label: 'Advanced configuration option',
-    table: 'advanced_config',
-    own: [key('uniqueName', 'unique_name'), text('value', 'value', { maxLength: 1_000_000 })],
-    bulkLoadable: false,
-    access: { fetch: 'ADVANCEDCONFIG_EDIT', write: 'ADVANCEDCONFIG_EDIT' },
-    validate: advancedConfigRules,
-  }),
+  {
+    ...accountType({
+      code: 'ACO',
+      label: 'Advanced configuration option',
+      table: 'advanced_config',
+      own: [key('uniqueName', 'unique_name'), text('value', 'value', { maxLength: 1_000_000 })],
+      bulkLoadable: false,
+      access: { fetch: 'ADVANCEDCONFIG_EDIT', write: 'ADVANCEDCONFIG_EDIT' },
+      validate: advancedConfigRules,
+    }),
+    beforeInsert: (_q, principal, data) => Promise.resolve(guardTrustOption(principal, data.uniqueName)),
+    beforeChange: (_q, principal, old, data) =>
+      Promise.resolve(data === undefined ? undefined : guardTrustOption(principal, old.uniqueName)),
+  },
 ];
+
+/**
+ * `externalJWTConfiguration` decides which keys may sign in as any user, ADMIN included: whoever
+ * writes it can become anyone. Only an ADMIN on a credential restricted to nothing writes it (an
+ * ADMIN_WO_USER_MGMT, or an api token restricted to ADVANCEDCONFIG_EDIT, made himself ADMIN so).
+ */
+function guardTrustOption(principal: Principal, name: unknown): void {
+  if (name !== EXTERNAL_JWT_OPTION || (principal.admin && principal.restriction === null)) return;
+  throw new AppError(
+    'FORBIDDEN',
+    `${EXTERNAL_JWT_OPTION} decides who may sign in as any user: only an ADMIN, on a credential without restrictions, changes it`,
+  );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Jobs (JST, src/jobs/): written only by the job runner and the asynchronous operations, so every

@@ -455,6 +455,15 @@ describe('account manager', () => {
       );
       expectError(await call(other, path, { data: { newPassword: 'Long-enough-1' } }), 404, -1);
       okData(await call(h, '/login/extended', undefined, u));
+      // A user manager's own password is not set by this path (a token alone would take the account
+      // over): -4 pointing to changepassword, which asks for the current one.
+      const { token } = await h.login(userAdmin.user, userAdmin.password);
+      const own = await withToken(h, token, `/accountmanager.changepassword/${userAdmin.id}`, {
+        data: { newPassword: 'Take-over-456' },
+      });
+      expectError(own, 400, -4, 'userId');
+      assert.match(own.body.response.data, /\/accountmanager\.changepassword/);
+      okData(await call(h, '/login/extended', undefined, userAdmin));
     });
 
     test('changepassword (own): with a token the old password is needed; afterwards the token is dead', async () => {
@@ -1543,6 +1552,53 @@ describe('account manager', () => {
       // Other options hold any text.
       okData(await call(h, '/add/ACO', { data: { uniqueName: 'someSetting', value: 'anything at all' } }));
       okData(await call(h, '/integrate/ACO', { data: { uniqueName: 'someSetting', value: 'more' } }));
+      okData(await call(h, '/delete/ACO', { data: { typedId: opt.typedId } }));
+    });
+
+    test('externalJWTConfiguration is written only by an ADMIN on an unrestricted credential', async () => {
+      // Whoever writes it can sign in as anyone: an ADMIN_WO_USER_MGMT made himself ADMIN so.
+      const woUser = await newUser(h, ['ADMIN_WO_USER_MGMT']);
+      const config = jwtConfig({ Mine: { publicKey: rsa, permissions: null } });
+      const add = await call(
+        h,
+        '/add/ACO',
+        { data: { uniqueName: 'externalJWTConfiguration', value: config } },
+        woUser,
+      );
+      expectError(add, 403, -3);
+      assert.match(add.body.response.data, /only an ADMIN, on a credential without restrictions/);
+      expectError(
+        await call(
+          h,
+          '/integrate/ACO',
+          { data: { uniqueName: 'externalJWTConfiguration', value: config } },
+          woUser,
+        ),
+        403,
+        -3,
+      );
+      // Other options stay his to write.
+      okData(await call(h, '/add/ACO', { data: { uniqueName: uniqueName('free'), value: 'v' } }, woUser));
+      const [opt] = okData(
+        await call(h, '/add/ACO', { data: { uniqueName: 'externalJWTConfiguration', value: jwtConfig({}) } }),
+      );
+      expectError(
+        await call(h, '/update/ACO', { data: { typedId: opt.typedId, value: config } }, woUser),
+        403,
+        -3,
+      );
+      // An ADMIN's api token restricted to ADVANCEDCONFIG_EDIT neither.
+      const [t] = okData(
+        await call(h, '/accountmanager.getjsonwebtoken', { data: { permissions: ['ADVANCEDCONFIG_EDIT'] } }),
+      );
+      const restricted = await h.call('/update/ACO', {
+        headers: { authorization: `Bearer ${t.token}` },
+        body: { data: { typedId: opt.typedId, value: config } },
+      });
+      expectError(restricted, 403, -3);
+      assert.match(restricted.body.response.data, /only an ADMIN, on a credential without restrictions/);
+      const [kept] = okData(await call(h, `/fetch/ACO/${opt.id}`));
+      assert.equal(kept.value, jwtConfig({}));
       okData(await call(h, '/delete/ACO', { data: { typedId: opt.typedId } }));
     });
 

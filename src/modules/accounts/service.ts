@@ -345,7 +345,7 @@ async function storePassword(
   return { id, typedId: `${id}.U`, loginName, passwordChanged: true };
 }
 
-/** `changepassword/{userId}`: an administrator sets another user's password (USER_EDIT). */
+/** `changepassword/{userId}`: an administrator sets another user's password (USER_EDIT), not his own. */
 export async function changeUserPassword(
   db: Db,
   cfg: PasswordSettings,
@@ -355,6 +355,14 @@ export async function changeUserPassword(
 ): Promise<PasswordChanged> {
   requireAccess(principal, 'USER_EDIT');
   const id = userIdOf(userText, 'userId');
+  // One's own password goes through changepassword, which asks for the current one unless the
+  // request carried it: by this path a token alone (a stolen or one-time one) took the account over.
+  if (id === principal.userId) {
+    throw validationError(
+      'userId',
+      'is your own account: change your password with /accountmanager.changepassword (oldPassword needed unless authenticated by Basic)',
+    );
+  }
   const target = await store.loginAndHash(db, principal.partitionId, id);
   if (!target) throw notFound(`User ${userText}`);
   await guardAccounts(db, principal, [id]);
