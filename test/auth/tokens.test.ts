@@ -433,6 +433,11 @@ describe('two-factor authentication', () => {
       `UPDATE users SET tfa_last_step = tfa_last_step - 2 WHERE partition_id = $1 AND login_name = 'secure'`,
       [h.partitionId],
     );
+    // Not with the session cookie, under which Basic asks for no code: TFA stays on.
+    const withCookie = await h.call('/accountmanager.tfa.disable', { basic, headers: cookie });
+    assert.deepEqual(status(withCookie), [401, -5]);
+    assert.match(withCookie.body.response.data, /no session cookie/);
+    assert.deepEqual(status(await h.call('/login/extended', { basic })), [401, -5], 'still on');
     const off = await h.call('/accountmanager.tfa.disable', { basic, headers: { 'Ratecard-TFA': next } });
     assert.equal(off.status, 200, off.text);
     assert.equal((await h.call('/login/extended', { basic })).status, 200);

@@ -4,6 +4,8 @@
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
+import { authNames } from '../../auth/authenticate.ts';
+import { AppError } from '../../http/errors.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { pageOfList } from '../../engine/paging.ts';
 import { listAnswer, listBody } from './schemas.ts';
@@ -152,6 +154,18 @@ export function tokenRoutes(app: FastifyInstance): void {
       config: basicOnly,
       schema: { ...tag('Switch two-factor authentication off (Basic login with its TFA code)'), ...records },
     },
-    async (req) => ok(req, [await disableTfa(app.db, req.principal!)]),
+    async (req) => {
+      // The TFA code is the proof, and a Basic login carries one only when it sends no session cookie
+      // (with the user's cookie the code is not asked for): a cookie from before TFA was switched on
+      // switched it off without any code.
+      const cookie = req.cookies[authNames(app.config.productToken).cookie];
+      if (cookie !== undefined && cookie !== '') {
+        throw new AppError(
+          'BAD_CREDENTIALS',
+          `Switching two-factor authentication off takes the Basic login with its code (header ${app.config.productToken}-TFA) and no session cookie`,
+        );
+      }
+      return ok(req, [await disableTfa(app.db, req.principal!)]);
+    },
   );
 }
