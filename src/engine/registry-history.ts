@@ -96,4 +96,5 @@ export const HISTORY_TYPE: TypeDef = {
   // Served only by the history operations, which check the record's type (or HISTORY_FETCH).
   access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
   managerOnly: '/fetch/{TC}/{id}/history or /history.fetch',
+  noAttachments: true,
 };

@@ -255,6 +255,11 @@ export interface TypeDef {
    */
   readonly managerOnly?: string;
   /**
+   * Its records take no attachments (`/bdmanager.upload/<id>.<TC>` is a -4): record history rows,
+   * which are no records of their own (their files were readable by whoever reads history rows).
+   */
+  readonly noAttachments?: true;
+  /**
    * With `managerOnly`: the general fetch (`/fetch/{TC}`, `/fetch/{TC}/{id}`) serves this type all
    * the same, under `access.fetch`; the general writes stay refused (lookup tables `LT`: the
    * interface bars only their values from the general commands).

@@ -67,6 +67,20 @@ describe('attachments of notifications, delegations and workflows', () => {
     return `${n.id}.NTF`;
   }
 
+  test('record history rows take no attachments (their files were readable by anyone reading history)', async () => {
+    assertOk(await call(admin, '/add/P', { data: { sku: 'RH-OWNER' } })); // a history row
+    const r = await h.db.query<{ id: number }>(
+      'SELECT id FROM record_history WHERE partition_id = $1 ORDER BY id LIMIT 1',
+      [h.partitionId],
+    );
+    const typedId = `${r.rows[0]!.id}.RH`;
+    const slot = await slotWith(h, 'note', 'note.txt', admin);
+    const up = await call(admin, `/bdmanager.upload/${typedId}/${slot}`);
+    assertError(up, 400, -4);
+    assert.match(up.body.response.data, /take no attachments/);
+    assertError(await call(ann, `/bdmanager.list/${typedId}`), 400, -4);
+  });
+
   test("a notification's files: its recipient's alone, administrators included", async () => {
     const typedId = await notifySnd('for snd');
     // The administrator holds the type's write permission (NOTIFICATION_SEND), not the record.

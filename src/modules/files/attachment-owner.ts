@@ -22,6 +22,8 @@ export function parseOwner(typedId: string): Owner {
   if (!m) throw validationError('typedId', `${JSON.stringify(typedId)} is not a typedId (<id>.<TypeCode>)`);
   const type = findType(m[2]!);
   if (!type) throw notFound(`Type ${m[2]}`);
+  if (type.noAttachments)
+    throw validationError('typedId', `${type.label} records (${type.code}) take no attachments`);
   return { type, id: Number(m[1]) };
 }
 
