@@ -188,9 +188,12 @@ export class JobRunner {
       // On PGlite every query answers without I/O, so a job would never give the event loop back
       // and requests (a second calculate, /health) would wait for its end: each report yields.
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (signal.aborted) throw new JobStopped('stop');
+      // Recorded first, also when the node stops: the report follows committed work, whose checkpoint
+      // a retry resumes from (dropped, a resumed file load loaded its last chunk again and listed
+      // each row as a duplicate of itself).
       const state = await recordProgress(this.o.db, job, p);
       if (state === 'lost') throw new JobStopped('lost');
+      if (signal.aborted) throw new JobStopped('stop');
       if (state === 'cancel' || this.running.get(job.id)?.cancel) throw new JobStopped('cancel');
     };
     try {

@@ -273,6 +273,39 @@ describe('jobs', () => {
     assert.equal(r.processingNode, 'test-node');
   });
 
+  test('a node that stops records the checkpoint of the report it stops at (a retry resumes after that work)', async () => {
+    let reported = -1;
+    const node = runnerFor(h, {
+      TEST_CHECKPOINT: {
+        maxAttempts: 2,
+        async run(ctx) {
+          for (let i = 0; ; i++) {
+            await sleep(20); // the step's work, committed before its report
+            reported = i;
+            await ctx.progress({ progress: 1, checkpoint: { done: i } });
+          }
+        },
+      },
+    }).start();
+    const job = await newJob('TEST_CHECKPOINT', {}, adminId, 2);
+    try {
+      for (let n = 0; reported < 3 && n < 500; n++) await sleep(10);
+      assert.ok(reported >= 3, 'the job ran');
+    } finally {
+      await node.stop();
+    }
+    const r = await h.db.query<{ status: string; checkpoint: { done: number } }>(
+      'SELECT status, checkpoint FROM jobs WHERE partition_id = $1 AND id = $2',
+      [h.partitionId, job.id],
+    );
+    assert.equal(r.rows[0]!.status, 'INTERRUPTED');
+    assert.deepEqual(r.rows[0]!.checkpoint, { done: reported }, 'the last report, made while stopping');
+    await h.db.query(`UPDATE jobs SET status = 'CANCELLED' WHERE partition_id = $1 AND id = $2`, [
+      h.partitionId,
+      job.id,
+    ]);
+  });
+
   test('JOB_CONCURRENCY bounds the jobs of a partition processing at once', async () => {
     maxRunning = 0;
     const jobs = await Promise.all([1, 2, 3].map(() => newJob('TEST_SLOW', { steps: 4 })));
