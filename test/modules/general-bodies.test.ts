@@ -98,6 +98,32 @@ describe('general bodies', () => {
     expectError(await api(`/fetch/P/${p.id}`, { bogus: 1 }), 400, -4, 'bogus');
   });
 
+  test("a write's oldValues is an object (or null) and its operation fields text: else a -4 naming them", async () => {
+    const [p] = okData(await api('/add/P', { data: { sku: 'WRAP-1' } }));
+    const cases: [string, unknown, string][] = [
+      ['/add/P', { data: { sku: 'WRAP-2' }, oldValues: 5 }, 'oldValues'],
+      ['/integrate/P', { data: { sku: 'WRAP-2' }, oldValues: 'x' }, 'oldValues'],
+      ['/add/P', { data: { sku: 'WRAP-2' }, operationType: { x: 1 } }, 'operationType'],
+      [
+        '/add/P',
+        [{ data: { sku: 'WRAP-2' } }, { data: { sku: 'WRAP-3' }, operation: [1, 2] }],
+        '1.operation',
+      ],
+      ['/update/P', { data: { typedId: p.typedId, label: 'x' }, operation: { x: 1 } }, 'operation'],
+      ['/delete/P', { data: { typedId: p.typedId }, operation: { a: 1 } }, 'operation'],
+    ];
+    for (const [path, body, field] of cases) expectError(await api(path, body), 400, -4, field);
+    assert.equal(okData(await api('/fetch/P', { data: { sku: 'WRAP-2' } })).length, 0);
+    okData(
+      await api('/add/P', {
+        data: { sku: 'WRAP-2' },
+        oldValues: null,
+        operation: 'add',
+        operationType: null,
+      }),
+    );
+  });
+
   test('fetch by path: an id, a typedId, or the business key of a type keyed by one text field', async () => {
     const [p] = okData(await api('/add/P', { data: { sku: 'KEY A/1', label: 'by key' } }));
     for (const named of [String(p.id), p.typedId, encodeURIComponent('KEY A/1')]) {

@@ -167,6 +167,16 @@ function refuseUnknownKeys(e: unknown, at = ''): void {
   if (!isObj(e)) return;
   const unknown = Object.keys(e).find((k) => !WRAPPER_KEYS.has(k));
   if (unknown !== undefined) throw validationError(`${at}${unknown}`, 'unknown field');
+  // The wrapper's own fields are typed as everywhere else (they were taken as anything on add and
+  // integrate): `oldValues` an object or null, `operation`/`operationType` text or null.
+  const old = e.oldValues;
+  if (old !== undefined && old !== null && !isObj(old))
+    throw validationError(`${at}oldValues`, 'must be an object');
+  for (const k of ['operation', 'operationType']) {
+    const v = e[k];
+    if (v !== undefined && v !== null && typeof v !== 'string')
+      throw validationError(`${at}${k}`, 'must be text');
+  }
 }
 
 /** `{data: {...}}`, `{data: [...]}` or `[{data: {...}}, ...]` → the records. */
