@@ -10,7 +10,7 @@ import { fetchRecords, type FetchBody } from '../engine/crud.ts';
 import { findType } from '../engine/registry.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../http/envelope.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
-import { fetchBodySchema } from '../modules/general/routes.ts';
+import { fetchBodySchema, refuseListAsOf } from '../modules/general/routes.ts';
 import { requestCancel } from './store.ts';
 
 const JST = findType('JST')!;
@@ -98,6 +98,7 @@ export function jobRoutes(app: FastifyInstance): void {
       schema: { summary: 'Jobs (own ones unless admin)', tags: ['jobs'], body: fetchBodySchema, ...list },
     },
     async (req) => {
+      refuseListAsOf(req);
       const principal = req.principal!;
       const body = (req.body ?? {}) as FetchBody;
       const r = await fetchRecords(app.db, principal, JST, body, app.config.maxPageSize);
@@ -111,6 +112,11 @@ export function jobRoutes(app: FastifyInstance): void {
       config,
       schema: { summary: 'One job (own ones unless admin)', tags: ['jobs'], params: jstParams, ...one },
     },
-    handler,
+    async (req) => {
+      // Jobs keep no record history: a job "as it stood" would be the job as it is now.
+      if ((req.query as { asOf?: unknown } | undefined)?.asOf !== undefined)
+        throw validationError('asOf', 'jobs keep no record history');
+      return handler(req);
+    },
   );
 }

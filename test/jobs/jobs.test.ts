@@ -106,6 +106,18 @@ describe('jobs', () => {
     assert.equal(done.createdBy, adminId);
   });
 
+  test('jobs keep no record history: asOf on one job or the list is a -4, not the job as it is now', async () => {
+    const job = await newJob('TEST_ECHO', { value: 'asof' });
+    for (const path of [
+      `/fetch/JST/${job.id}?asOf=2020-01-01T00:00:00Z`,
+      '/fetch/JST?asOf=2020-01-01T00:00:00Z',
+    ]) {
+      const r = await send(h, path, { body: '{}', headers: { 'content-type': 'application/json' } });
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors.asOf, JSON.stringify(r.body));
+    }
+  });
+
   test('a failing job ends FAILED without internals in its record', async () => {
     const job = await newJob('TEST_FAIL');
     const done = await waitForJob(h, job.id);

@@ -137,6 +137,8 @@ describe('general bodies', () => {
     expectError(await api('/fetch/P/999999999'), 404, -1);
     expectError(await api('/fetch/P/1.C'), 400, -4, 'id');
     expectError(await api('/fetch/F/abc'), 400, -4, 'id');
+    // asOf reads one record as it stood; on a list it is refused, not ignored.
+    expectError(await api('/fetch/P?asOf=2026-01-01T00:00:00Z', {}), 400, -4, 'asOf');
   });
 
   test('massedit takes operationType, textMatchStyle, oldValues and nulls; an unknown field is a -4 naming it', async () => {

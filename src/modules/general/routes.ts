@@ -163,6 +163,12 @@ export function typeOf(req: FastifyRequest, use: 'fetch' | 'write' = 'write'): T
  * body's `operationType` and `oldValues`, checked where an operation uses it); any other is a -4.
  */
 const WRAPPER_KEYS: ReadonlySet<string> = new Set(['data', 'operation', 'operationType', 'oldValues']);
+/** `?asOf=` reads one record as it stood (`/fetch/{TC}/{id}`); on a list it was ignored in silence. */
+export function refuseListAsOf(req: FastifyRequest): void {
+  if ((req.query as { asOf?: unknown } | undefined)?.asOf !== undefined)
+    throw validationError('asOf', 'reads one record as it stood: /fetch/{TypeCode}/{id}?asOf=<date-time>');
+}
+
 function refuseUnknownKeys(e: unknown, at = ''): void {
   if (!isObj(e)) return;
   const unknown = Object.keys(e).find((k) => !WRAPPER_KEYS.has(k));
@@ -270,6 +276,7 @@ export function generalRoutes(app: FastifyInstance): void {
     opts('Fetch records with filter and paging', { body: fetchBodySchema, ...list }, 'fetch'),
     async (req, reply) => {
       const type = typeOf(req, 'fetch');
+      refuseListAsOf(req);
       const r = await fetchForAnswer(app.db, req.principal!, type, req.body ?? {}, cfg.maxPageSize);
       if ('rows' in r) return ok(req, r.rows, r);
       // Rows written as JSON bytes straight into the answer (src/engine/fetch-json.ts).
