@@ -159,6 +159,53 @@ describe('lookup tables', () => {
     );
   });
 
+  test('a change of the value type racing writes of values: the table never holds a value its type refuses', async () => {
+    // Writes of values lock the table's row FOR KEY SHARE before they check values by its type, the
+    // change locks it FOR UPDATE before it looks for values: one of them waits for the other.
+    // (PGlite runs one transaction at a time, but the table was read outside the write's one.)
+    for (let round = 0; round < 20; round++) {
+      const id = await newTable(api, `retype-race-${round}`, 'SIMPLE');
+      const retype = () =>
+        api(`${M}.update`, { data: { typedId: `${id}.LT`, valueType: 'INT' }, oldValues: { version: 0 } });
+      const writes = [
+        () => api(`${M}.add/${id}`, { data: { name: 'a', value: 'abc' } }),
+        () => api(`${M}.integrate/${id}`, { data: { name: 'b', value: 'def' } }),
+        () =>
+          api(`${M}.loaddata/LTV?tableId=${id}`, {
+            data: { header: ['name', 'value'], data: [['c', 'ghi']] },
+          }),
+        () =>
+          api(`${M}.massedit/${id}`, {
+            filterCriteria: {},
+            massEditRecords: [{ fieldName: 'value', massEditOperator: '=', fieldValue: 'jkl' }],
+          }),
+      ];
+      // Sent together, the change among the writes at another place each round.
+      const at = round % (writes.length + 1);
+      const answers = await Promise.all(
+        [...writes.slice(0, at), retype, ...writes.slice(at)].map((send) => send()),
+      );
+      const [changed] = answers.splice(at, 1);
+      // Refused by INT (-4), or a load that found the type changed under it (409).
+      for (const r of answers) if (r.status !== 200) assert.ok([400, 409].includes(r.status), r.text);
+      const stored = await h.db.query<{ valueType: string; value: string | null }>(
+        `SELECT t.value_type AS "valueType", v.value FROM lookup_tables t
+           LEFT JOIN lookup_values v ON v.partition_id = t.partition_id AND v.table_ref = t.ref
+          WHERE t.partition_id = $1 AND t.id = $2`,
+        [h.partitionId, id],
+      );
+      const values = stored.rows.flatMap((r) => (r.value === null ? [] : [r.value]));
+      if (changed!.status === 200) {
+        assert.equal(stored.rows[0]!.valueType, 'INT');
+        assert.deepEqual(values, [], `round ${round}: an INT table holds ${JSON.stringify(values)}`);
+      } else {
+        expectError(changed!, 400, -4, 'valueType');
+        assert.equal(stored.rows[0]!.valueType, 'STRING');
+        assert.ok(values.length > 0, `round ${round}: refused while the table held no value`);
+      }
+    }
+  });
+
   test('delete removes the table and its values', async () => {
     const id = await newTable(api, 'gone', 'MATRIX2');
     okData(
@@ -173,6 +220,142 @@ describe('lookup tables', () => {
     assert.equal(left.rows[0]!.n, 0);
     expectError(await api(`${M}.fetch/${id}`), 404, -1);
     expectError(await api(`${M}.delete`, { data: { typedId: `${id}.LT` } }), 404, -1);
+  });
+
+  test("delete checks a value's and a table's oldValues.version when given: a stale one deletes nothing", async () => {
+    const id = await newTable(api, 'del-version', 'SIMPLE');
+    okData(
+      await api(`${M}.add/${id}`, [
+        { data: { name: 'dv', value: '1' } },
+        { data: { name: 'dw', value: '2' } },
+      ]),
+    );
+    okData(await api(`${M}.update/${id}`, { data: { name: 'dv', value: '1b' }, oldValues: { version: 0 } }));
+    // dv is at version 1, dw at 0.
+    expectError(
+      await api(`${M}.delete/${id}`, { data: { name: 'dv' }, oldValues: { version: 0 } }),
+      409,
+      -1,
+      'oldValues.version',
+    );
+    expectError(
+      await api(`${M}.delete/${id}`, [
+        { data: { name: 'dw' }, oldValues: { version: 0 } },
+        { data: { name: 'dv' }, oldValues: { version: 5 } },
+      ]),
+      409,
+      -1,
+      '1.oldValues.version',
+    );
+    expectError(
+      await api(`${M}.delete/${id}`, { data: { name: 'dv' }, oldValues: { version: 'abc' } }),
+      400,
+      -4,
+      'oldValues.version',
+    );
+    assert.deepEqual(
+      okData(await api(`${M}.fetch/${id}`, { sortBy: 'name' })).map((v) => [v.name, v.version]),
+      [
+        ['dv', 1],
+        ['dw', 0],
+      ],
+      'nothing deleted',
+    );
+    const gone = okData(
+      await api(`${M}.delete/${id}`, [
+        { data: { name: 'dw' }, oldValues: { version: 0 } },
+        { data: { name: 'dv' }, oldValues: { version: 1 } },
+      ]),
+    );
+    assert.deepEqual(
+      gone.map((v) => v.name),
+      ['dw', 'dv'],
+    );
+
+    const table = await newTable(api, 'del-version-table', 'SIMPLE');
+    okData(
+      await api(`${M}.update`, {
+        data: { uniqueName: 'del-version-table', label: 'v1' },
+        oldValues: { version: 0 },
+      }),
+    );
+    expectError(
+      await api(`${M}.delete`, { data: { uniqueName: 'del-version-table' }, oldValues: { version: 0 } }),
+      409,
+      -1,
+      'oldValues.version',
+    );
+    expectError(
+      await api(`${M}.delete`, { data: { typedId: `${table}.LT` }, oldValues: { version: 'abc' } }),
+      400,
+      -4,
+      'oldValues.version',
+    );
+    assert.deepEqual(okData(await api(`${M}.fetch/${table}`)), [], 'the table is still there');
+    const [t] = okData(
+      await api(`${M}.delete`, { data: { uniqueName: 'del-version-table' }, oldValues: { version: 1 } }),
+    );
+    assert.equal(t.id, table);
+    expectError(await api(`${M}.fetch/${table}`), 404, -1);
+  });
+
+  test("a value's lookupTableId or tableId names the path's table: another one is a -4 naming it", async () => {
+    const one = await newTable(api, 'own-1', 'SIMPLE');
+    const two = await newTable(api, 'own-2', 'SIMPLE');
+    expectError(
+      await api(`${M}.add/${one}`, { data: { name: 'i', value: 'I', lookupTableId: two } }),
+      400,
+      -4,
+      'lookupTableId',
+    );
+    expectError(
+      await api(`${M}.add/${one}`, [
+        { data: { name: 'j', value: 'J' } },
+        { data: { name: 'i', value: 'I', tableId: String(two) } },
+      ]),
+      400,
+      -4,
+      '1.tableId',
+    );
+    expectError(
+      await api(`${M}.integrate/${one}`, { data: { name: 'i', value: 'I', tableId: two } }),
+      400,
+      -4,
+      'tableId',
+    );
+    expectError(
+      await api(`${M}.add/${one}`, { data: { name: 'i', value: 'I', lookupTableId: 'abc' } }),
+      400,
+      -4,
+      'lookupTableId',
+    );
+    // The path's own id, as a number or as text, is no contradiction.
+    const [i] = okData(
+      await api(`${M}.add/${one}`, {
+        data: { name: 'i', value: 'I', lookupTableId: one, tableId: String(one) },
+      }),
+    );
+    expectError(
+      await api(`${M}.update/${one}`, { data: { typedId: i.typedId, value: 'x', lookupTableId: two } }),
+      400,
+      -4,
+      'lookupTableId',
+    );
+    expectError(
+      await api(`${M}.delete/${one}`, { data: { typedId: i.typedId, tableId: two } }),
+      400,
+      -4,
+      'tableId',
+    );
+    // A fetched value sent back (it carries both names of its table) updates it.
+    const [echo] = okData(await api(`${M}.fetch/${one}`));
+    const [u] = okData(await api(`${M}.update/${one}`, { data: { ...echo, value: 'II' } }));
+    assert.equal(u.value, 'II');
+    assert.deepEqual(
+      okData(await api(`${M}.fetch/${one}`)).map((v) => [v.name, v.value]),
+      [['i', 'II']],
+    );
+    assert.deepEqual(okData(await api(`${M}.fetch/${two}`)), []);
   });
 
   test('SIMPLE values: add, fetch, update (answers the updated values), integrate, delete', async () => {
@@ -918,6 +1101,25 @@ describe('lookup tables', () => {
     expectError(await api(`${M}.resetcolumn/${id}/colour`), 400, -4, 'columnName');
     const simple = await newTable(api, 'reset-simple', 'SIMPLE');
     expectError(await api(`${M}.resetcolumn/${simple}/value`), 400, -4, 'tableId');
+  });
+
+  test('resetcolumn takes no arguments: a body that would scope it is refused, emptying nothing', async () => {
+    const id = await newTable(api, 'reset-body', 'MATRIX');
+    okData(
+      await api(`${M}.add/${id}`, [
+        { data: { name: 'wipe', attribute1: 'a' } },
+        { data: { name: 'keep', attribute1: 'b' } },
+      ]),
+    );
+    expectError(await api(`${M}.resetcolumn/${id}/attribute1`, { data: { name: 'wipe' } }), 400, -4, 'data');
+    expectError(await api(`${M}.resetcolumn/${id}/attribute1`, { foo: 1 }), 400, -4, 'foo');
+    assert.deepEqual(
+      okData(await api(`${M}.fetch/${id}`, { sortBy: 'name' })).map((v) => v.attribute1),
+      ['b', 'a'],
+    );
+    // What a client sends to every operation: operationType and an empty data.
+    const [r] = okData(await api(`${M}.resetcolumn/${id}/attribute1`, { operationType: 'update', data: {} }));
+    assert.equal(r.updatedRecords, 2);
   });
 
   test('findref answers the logics and elements referencing the table, from the compiled logic', async () => {

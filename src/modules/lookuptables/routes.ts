@@ -6,11 +6,12 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
-import { envelopeSchema, ok, type Envelope } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok, type Envelope } from '../../http/envelope.ts';
 import type { FetchBody, FetchResult, MassEditBody } from '../../engine/crud.ts';
 import type { LoadBody } from '../../engine/loaddata.ts';
 import { pageOfList } from '../../engine/paging.ts';
 import {
+  deleteOldValuesOf,
   fetchBodySchema,
   itemsOf,
   massEditBodySchema,
@@ -129,7 +130,8 @@ export function lookupTableRoutes(app: FastifyInstance): void {
       body: anyBody,
       ...records,
     }),
-    async (req) => ok(req, await deleteTables(db, req.principal!, itemsOf(req.body))),
+    async (req) =>
+      ok(req, await deleteTables(db, req.principal!, itemsOf(req.body), deleteOldValuesOf(req.body))),
   );
 
   app.post(
@@ -236,7 +238,17 @@ export function lookupTableRoutes(app: FastifyInstance): void {
       body: anyBody,
       ...records,
     }),
-    async (req) => ok(req, await deleteValues(db, req.principal!, tableIdOf(req), itemsOf(req.body))),
+    async (req) =>
+      ok(
+        req,
+        await deleteValues(
+          db,
+          req.principal!,
+          tableIdOf(req),
+          itemsOf(req.body),
+          deleteOldValuesOf(req.body),
+        ),
+      ),
   );
 
   app.post(
@@ -271,6 +283,9 @@ export function lookupTableRoutes(app: FastifyInstance): void {
     `${P}.resetcolumn/:tableId/:columnName`,
     opts('Empty a value column of a matrix table', 'LOOKUPTABLE_REMOVE', {
       params: params('tableId', 'columnName'),
+      // The path names all it needs: a body that tries to scope the reset (`{data: {name}}`) is
+      // refused, not ignored while the whole column is emptied.
+      body: noArgumentsBody,
       ...count('updatedRecords'),
     }),
     async (req) => {

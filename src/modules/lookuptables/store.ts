@@ -13,14 +13,24 @@ import type { LookupTable } from '../../engine/registry-lookup.ts';
 
 const TABLE_COLUMNS = `id, unique_name AS "uniqueName", type, value_type AS "valueType"`;
 
+/**
+ * The row lock a read of a table may take, inside the caller's transaction: `FOR KEY SHARE` by a
+ * write of its values (its valueType holds until the write commits), `FOR UPDATE` by a change of its
+ * valueType, which waits for those writes (tables.ts `writingValues`, `updateTables`).
+ */
+export type TableLock = 'FOR KEY SHARE' | 'FOR UPDATE';
+
+const locking = (lock: TableLock | undefined) => (lock === undefined ? '' : ` ${lock}`);
+
 /** A table of the principal's partition by id, or undefined. */
 export async function tableById(
   q: Queryable,
   principal: Principal,
   id: number,
+  lock?: TableLock,
 ): Promise<LookupTable | undefined> {
   const r = await q.query<LookupTable>(
-    `SELECT ${TABLE_COLUMNS} FROM lookup_tables WHERE partition_id = $1 AND id = $2`,
+    `SELECT ${TABLE_COLUMNS} FROM lookup_tables WHERE partition_id = $1 AND id = $2${locking(lock)}`,
     [principal.partitionId, id],
   );
   return r.rows[0];
@@ -31,9 +41,10 @@ export async function tableByName(
   q: Queryable,
   principal: Principal,
   uniqueName: string,
+  lock?: TableLock,
 ): Promise<LookupTable | undefined> {
   const r = await q.query<LookupTable>(
-    `SELECT ${TABLE_COLUMNS} FROM lookup_tables WHERE partition_id = $1 AND unique_name = $2`,
+    `SELECT ${TABLE_COLUMNS} FROM lookup_tables WHERE partition_id = $1 AND unique_name = $2${locking(lock)}`,
     [principal.partitionId, uniqueName],
   );
   return r.rows[0];

@@ -2,11 +2,13 @@
 // MLTV2..MLTV6, JLTV, JLTV2) in values.ts, export.ts and load.ts; logics read tables through their
 // own set-based data port (src/modules/formulas/data.ts). A table's kind never changes, nor its value
 // type while it holds values. Shared with the value files, which this one never imports: `valuesOf`
-// (a table's values as a type, after the operation's permission) and `guarded` (database guards).
+// (a table's values as a type, after the operation's permission), `writingValues` (a write of them
+// under the table's row lock) and `guarded` (database guards).
 
 import type { Principal } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
+import { inTransaction } from '../../db/views.ts';
 import { AppError, namedElement, notFound, validationError } from '../../http/errors.ts';
 import {
   addRecords,
@@ -61,6 +63,32 @@ export async function valuesOf(
   if (write !== undefined) requireAccess(principal, write);
   const table = await findTableOrFail(q, principal, id);
   return { table, type: valueTypeOf(table, write) };
+}
+
+/**
+ * Runs `fn`, a write of the values of table `id` (add, update, integrate, massedit), in one
+ * transaction that first locks the table's row FOR KEY SHARE and reads it under the lock: `type`
+ * checks the values by the valueType that holds until the write commits. A change of the valueType
+ * locks the row FOR UPDATE before it looks for values (updateTables), so the two are serialised: a
+ * write committed first is seen there (the change refused), a later one waits and is checked by the
+ * new type. (With the table read before the write's own transaction, an add of "abc" and a change to
+ * INT could both answer 200, leaving "abc" in an INT table.) KEY SHARE: writes of values wait
+ * neither for each other nor for changes of the table's other fields. The engine's own transaction
+ * is this one (inTransaction); a deadlock runs the whole write again (batchTransaction).
+ */
+export async function writingValues<T>(
+  db: Db,
+  principal: Principal,
+  id: number,
+  write: Permission,
+  fn: (within: Db, type: TypeDef) => Promise<T>,
+): Promise<T> {
+  requireAccess(principal, write);
+  return batchTransaction(db, async (tx) => {
+    const table = await store.tableById(tx, principal, id, 'FOR KEY SHARE');
+    if (!table) throw notFound(`Lookup table ${id}`);
+    return fn(inTransaction(db, tx), valueTypeOf(table, write));
+  });
 }
 
 /** The database's own guards of lookup values, as catalogue errors naming the field at fault. */
@@ -123,44 +151,64 @@ async function addressedTable(
   q: Queryable,
   principal: Principal,
   data: Obj,
+  lock?: store.TableLock,
 ): Promise<LookupTable | undefined> {
   const ref = data.typedId ?? data.id;
   if (ref !== undefined && ref !== null) {
     const m =
       typeof ref === 'string' || typeof ref === 'number' ? /^(\d{1,15})(?:\.LT)?$/.exec(String(ref)) : null;
-    return m ? store.tableById(q, principal, Number(m[1])) : undefined;
+    return m ? store.tableById(q, principal, Number(m[1]), lock) : undefined;
   }
-  return typeof data.uniqueName === 'string' ? store.tableByName(q, principal, data.uniqueName) : undefined;
+  return typeof data.uniqueName === 'string'
+    ? store.tableByName(q, principal, data.uniqueName, lock)
+    : undefined;
 }
 
-/** Updates tables (version-checked); the kind never changes, the value type only while empty. */
+/**
+ * Updates tables (version-checked); the kind never changes, the value type only while empty. In one
+ * transaction: a change of the value type locks the table FOR UPDATE before it looks for values, so
+ * it waits for the writes of values under way (writingValues) and sees what they wrote.
+ */
 export async function updateTables(
   db: Db,
   principal: Principal,
   items: readonly UpdateItem[],
 ): Promise<Row[]> {
   requireAccess(principal, 'LOOKUPTABLE_UPDATE');
-  for (const { data } of items) {
-    const table = await addressedTable(db, principal, data);
-    if (!table) continue; // the engine answers the 404 or the -4 of a bad address
-    if (data.type !== undefined && data.type !== table.type) {
-      throw validationError('type', `${table.type} cannot be changed: copy the values into a new table`);
+  return batchTransaction(db, async (tx) => {
+    for (const { data } of items) {
+      const retyped = data.valueType !== undefined;
+      const table = await addressedTable(tx, principal, data, retyped ? 'FOR UPDATE' : undefined);
+      if (!table) continue; // the engine answers the 404 or the -4 of a bad address
+      if (data.type !== undefined && data.type !== table.type) {
+        throw validationError('type', `${table.type} cannot be changed: copy the values into a new table`);
+      }
+      if (
+        retyped &&
+        data.valueType !== table.valueType &&
+        (await store.hasValues(tx, principal, valueTypeOf(table)))
+      ) {
+        throw validationError('valueType', 'cannot be changed while the table holds values');
+      }
     }
-    if (
-      data.valueType !== undefined &&
-      data.valueType !== table.valueType &&
-      (await store.hasValues(db, principal, valueTypeOf(table)))
-    ) {
-      throw validationError('valueType', 'cannot be changed while the table holds values');
-    }
-  }
-  return updateRecords(db, principal, tableTypeFor('LOOKUPTABLE_UPDATE'), items, false);
+    // The engine's own transaction is this one: the lock holds until the change commits.
+    return updateRecords(inTransaction(db, tx), principal, tableTypeFor('LOOKUPTABLE_UPDATE'), items, false);
+  });
 }
 
-/** Deletes tables named by typedId (or uniqueName); their values go with them (ON DELETE CASCADE). */
-export function deleteTables(db: Db, principal: Principal, items: readonly Obj[]): Promise<Row[]> {
+/**
+ * Deletes tables named by typedId (or uniqueName); their values go with them (ON DELETE CASCADE).
+ * `oldValues[i]` (routes: `deleteOldValuesOf`) holds the version of `items[i]` when given: a stale
+ * one is a 409 and deletes nothing, as for the general /delete.
+ */
+export function deleteTables(
+  db: Db,
+  principal: Principal,
+  items: readonly Obj[],
+  oldValues: readonly (Obj | null)[],
+): Promise<Row[]> {
   requireAccess(principal, 'LOOKUPTABLE_REMOVE');
-  return deleteRecords(db, principal, tableTypeFor('LOOKUPTABLE_REMOVE'), items);
+  return deleteRecords(db, principal, tableTypeFor('LOOKUPTABLE_REMOVE'), items, oldValues);
 }
 
 function fieldOf(type: TypeDef, name: string): FieldDef {
@@ -179,6 +227,9 @@ export async function copyTable(db: Db, principal: Principal, tableId: number, d
   const uniqueName = name.value as string;
   return guarded(
     db.transaction(async (tx) => {
+      // The original's valueType holds until the copy (which takes it along) commits: writingValues.
+      const source = await store.tableById(tx, principal, from.id, 'FOR KEY SHARE');
+      if (!source) throw notFound(`Lookup table ${tableId}`);
       if (await store.tableByName(tx, principal, uniqueName)) {
         throw new AppError(
           'DUPLICATE_KEY',
@@ -191,9 +242,9 @@ export async function copyTable(db: Db, principal: Principal, tableId: number, d
       const copy = await store.copyTable(
         tx,
         principal,
-        from,
+        source,
         type,
-        valueTypeOf(from),
+        valueTypeOf(source),
         uniqueName,
         label === undefined ? undefined : (label.value as string | null),
       );

@@ -3,6 +3,7 @@
 // the table through the type's `fixed` column and checks the operation's permission, so paging,
 // filters, validation and version checks are the engine's. Ranges never overlap (guaranteed by the
 // trigger of migration 008, answered as a catalogue error); resetcolumn is for matrix tables only.
+// Writes that check values by the table's valueType run under its row lock (`writingValues`).
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
@@ -22,7 +23,29 @@ import {
   type UpdateItem,
 } from '../../engine/crud.ts';
 import { isMatrix } from '../../engine/registry-lookup.ts';
-import { guarded, valuesOf, type Obj } from './tables.ts';
+import { sameTypedValue } from '../../engine/values.ts';
+import { guarded, valuesOf, writingValues, type Obj } from './tables.ts';
+
+/** The fields a value names its table by (conventions.md: "`lookupTableId`/`tableId`"). */
+const TABLE_FIELDS = ['lookupTableId', 'tableId'] as const;
+
+/**
+ * A value's table is the path's: a `lookupTableId` or `tableId` in its data (an echo of a fetched
+ * value carries both) naming another table is a -4 naming the field, never a write into the path's
+ * table the client did not mean. The path's own id (as a number or text) is fine.
+ */
+function refuseOtherTable(tableId: number, records: readonly Obj[]): void {
+  records.forEach((data, i) => {
+    for (const field of TABLE_FIELDS) {
+      const v = data[field];
+      if (v === undefined || v === null || sameTypedValue('integer', tableId, v)) continue;
+      throw validationError(
+        `${records.length > 1 ? `${i}.` : ''}${field}`,
+        `names table ${JSON.stringify(v)}, not ${tableId} of the path`,
+      );
+    }
+  });
+}
 
 export async function fetchValues(
   db: Db,
@@ -36,8 +59,10 @@ export async function fetchValues(
 }
 
 export async function addValues(db: Db, principal: Principal, tableId: number, items: readonly Obj[]) {
-  const { type } = await valuesOf(db, principal, tableId, 'LOOKUPTABLE_ADD');
-  return guarded(addRecords(db, principal, type, items));
+  return writingValues(db, principal, tableId, 'LOOKUPTABLE_ADD', (within, type) => {
+    refuseOtherTable(tableId, items);
+    return guarded(addRecords(within, principal, type, items));
+  });
 }
 
 export async function updateValues(
@@ -46,19 +71,37 @@ export async function updateValues(
   tableId: number,
   items: readonly UpdateItem[],
 ) {
-  const { type } = await valuesOf(db, principal, tableId, 'LOOKUPTABLE_UPDATE');
-  return guarded(updateRecords(db, principal, type, items, false));
+  return writingValues(db, principal, tableId, 'LOOKUPTABLE_UPDATE', (within, type) => {
+    refuseOtherTable(
+      tableId,
+      items.map((i) => i.data),
+    );
+    return guarded(updateRecords(within, principal, type, items, false));
+  });
 }
 
 /** Upsert by name (or key1..keyN); unspecified fields keep their values. */
 export async function integrateValues(db: Db, principal: Principal, tableId: number, items: readonly Obj[]) {
-  const { type } = await valuesOf(db, principal, tableId, 'LOOKUPTABLEVALUES_INTEGRATE');
-  return guarded(integrateRecords(db, principal, type, items, false));
+  return writingValues(db, principal, tableId, 'LOOKUPTABLEVALUES_INTEGRATE', (within, type) => {
+    refuseOtherTable(tableId, items);
+    return guarded(integrateRecords(within, principal, type, items, false));
+  });
 }
 
-export async function deleteValues(db: Db, principal: Principal, tableId: number, items: readonly Obj[]) {
+/**
+ * Deletes values named by typedId (or key); `oldValues[i]` (routes: `deleteOldValuesOf`) holds the
+ * version of `items[i]` when given: a stale one is a 409 and the batch deletes nothing.
+ */
+export async function deleteValues(
+  db: Db,
+  principal: Principal,
+  tableId: number,
+  items: readonly Obj[],
+  oldValues: readonly (Obj | null)[],
+) {
   const { type } = await valuesOf(db, principal, tableId, 'LOOKUPTABLE_REMOVE');
-  return deleteRecords(db, principal, type, items);
+  refuseOtherTable(tableId, items);
+  return deleteRecords(db, principal, type, items, oldValues);
 }
 
 /** Deletes the values matching the filter; an invalid clause is a -4 (never a wider delete). */
@@ -79,8 +122,9 @@ export async function massEditValues(
   tableId: number,
   body: MassEditBody,
 ): Promise<number> {
-  const { type } = await valuesOf(db, principal, tableId, 'LOOKUPTABLE_UPDATE');
-  return guarded(massEdit(db, principal, type, body));
+  return writingValues(db, principal, tableId, 'LOOKUPTABLE_UPDATE', (within, type) =>
+    guarded(massEdit(within, principal, type, body)),
+  );
 }
 
 export async function resetValueColumn(
