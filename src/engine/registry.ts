@@ -105,7 +105,10 @@ function userRules(data: Readonly<Record<string, unknown>>): FieldErrors | undef
       errorMessage: data.loginName === '' ? 'is required' : 'must not contain spaces, ":" or "/"',
     };
   }
-  if (typeof data.email === 'string' && data.email !== '' && !EMAIL.test(data.email)) {
+  // A number or boolean would be stored as its text ("true"): checked as that text, so refused.
+  const email =
+    typeof data.email === 'number' || typeof data.email === 'boolean' ? String(data.email) : data.email;
+  if (typeof email === 'string' && email !== '' && !EMAIL.test(email)) {
     errors.email = { errorMessage: 'is not an e-mail address' };
   }
   // The column is NOT NULL: an empty value would otherwise reach the database as NULL.

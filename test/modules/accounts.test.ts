@@ -170,6 +170,9 @@ describe('account manager', () => {
       expectError(empty, 400, -4, 'loginName');
       assert.equal(empty.body.response.errors.loginName.errorMessage, 'is required');
       expectError(await call(h, '/add/U', { data: { loginName: 'x1', email: 'nope' } }), 400, -4, 'email');
+      // A number or boolean is checked as the text it would be stored as.
+      for (const email of [true, 12345])
+        expectError(await call(h, '/add/U', { data: { loginName: 'x1', email } }), 400, -4, 'email');
       expectError(
         await call(h, '/add/U', { data: { loginName: 'x1', activated: null } }),
         400,
