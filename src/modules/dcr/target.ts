@@ -34,7 +34,9 @@ export async function resolveTargetType(
   if (isLookupValueCode(code)) {
     if (lookupTable === null || lookupTable === '')
       throw validationError('lookupTable', `is required: the lookup table whose ${code} values change`);
-    const table = await tableByName(q, principal, lookupTable);
+    // Held for the caller's transaction (an apply): a change of the table's valueType waits for it,
+    // as for the lookup-table manager's own writes of values.
+    const table = await tableByName(q, principal, lookupTable, 'FOR KEY SHARE');
     if (!table) throw validationError('lookupTable', `unknown lookup table ${JSON.stringify(lookupTable)}`);
     if (valueCodeOf(table.type) !== code) {
       throw validationError(
