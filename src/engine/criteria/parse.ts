@@ -73,7 +73,7 @@ export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: 
   }
   if (isMissing(input)) return { strict: false, root: MATCH_ALL };
   if (!isObj(input)) throw validationError('criteria', 'criteria must be an object');
-  const budget = { nodes: 0 };
+  const budget = { nodes: 0, groups: 0 };
   // Simple criteria are `{field: value}`; anything that looks like a criterion is advanced, so a
   // malformed advanced filter is reported instead of being read as fields called "operator" etc.
   const advanced =
@@ -84,17 +84,26 @@ export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: 
   return { strict: strictOf(input) ?? false, root: parseNode(input, 1, budget) };
 }
 
-function countNode(budget: { nodes: number }): void {
-  if (++budget.nodes > MAX_CRITERIA) {
-    throw validationError('criteria', `too many criteria (at most ${MAX_CRITERIA})`);
+/**
+ * Criteria (leaves) count toward the limit; groups have a cap of their own, as many (a filter of
+ * 1,000 criteria in one `or` is within "at most 1,000 criteria": its group counted too, it was not).
+ */
+function countNode(budget: { nodes: number; groups: number }, group = false): void {
+  if (group ? ++budget.groups > MAX_CRITERIA : ++budget.nodes > MAX_CRITERIA) {
+    throw validationError(
+      'criteria',
+      group
+        ? `too many groups of criteria (at most ${MAX_CRITERIA})`
+        : `too many criteria (at most ${MAX_CRITERIA})`,
+    );
   }
 }
 
-function parseNode(obj: Obj, depth: number, budget: { nodes: number }): CriteriaNode {
+function parseNode(obj: Obj, depth: number, budget: { nodes: number; groups: number }): CriteriaNode {
   if (depth > MAX_CRITERIA_DEPTH) {
     throw validationError('criteria', `criteria nested too deeply (at most ${MAX_CRITERIA_DEPTH} levels)`);
   }
-  countNode(budget);
+  countNode(budget, Object.hasOwn(obj, 'criteria'));
   if (Object.hasOwn(obj, '_constructor') && obj._constructor !== 'AdvancedCriteria') {
     throw validationError('criteria', `unknown _constructor ${show(obj._constructor)}`);
   }
@@ -157,7 +166,11 @@ function knownProperties(obj: Obj, known: ReadonlySet<string>, at: string): void
   }
 }
 
-function parseSimple(obj: Obj, style: TextMatchStyle, budget: { nodes: number }): CriteriaNode {
+function parseSimple(
+  obj: Obj,
+  style: TextMatchStyle,
+  budget: { nodes: number; groups: number },
+): CriteriaNode {
   const children = Object.entries(obj).map(([fieldName, value]): CriteriaNode => {
     countNode(budget);
     const values = isArray(value) ? value : [value];
