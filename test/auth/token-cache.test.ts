@@ -52,13 +52,18 @@ describe('api tokens and v2 access tokens from the account cache', () => {
 
   /** A user with PRICESHOP_EDIT, an api token of his and a v2 access token of his. */
   async function holder(login: string) {
+    const id = await h.newUser(login, `${login}-password-1`, ['PRICESHOP_EDIT']);
+    return { id, ...(await tokensOf(login)) };
+  }
+
+  /** A new api token and v2 access token of a user `holder` made. */
+  async function tokensOf(login: string) {
     const password = `${login}-password-1`;
-    const id = await h.newUser(login, password, ['PRICESHOP_EDIT']);
     const r = await h.call('/accountmanager.getjsonwebtoken', { basic: { user: login, password } });
     const [{ token: api, tokenId }] = okData(r);
     const v2 = await h.call('/token', { body: { username: login, password } });
     assert.equal(v2.status, 200, v2.text);
-    return { id, api: api as string, tokenId: tokenId as number, access: v2.body['access-token'] as string };
+    return { api: api as string, tokenId: tokenId as number, access: v2.body['access-token'] as string };
   }
 
   test('a token used again is served from the cache: no account read', async () => {
@@ -117,7 +122,7 @@ describe('api tokens and v2 access tokens from the account cache', () => {
     for (const token of [u.api, u.access]) okData(await addP(token));
   });
 
-  test('a deactivated user is refused, reactivated accepted, deleted refused', async () => {
+  test('a deactivated user is refused; reactivated, his old tokens stay dead and new ones work; deleted refused', async () => {
     const u = await holder('tc-active');
     for (const token of [u.api, u.access]) assert.equal(await fetchP(token), 200);
     const activate = (activated: boolean) =>
@@ -125,9 +130,12 @@ describe('api tokens and v2 access tokens from the account cache', () => {
     okData(await activate(false));
     for (const token of [u.api, u.access]) assert.equal(await fetchP(token), 401);
     okData(await activate(true));
-    for (const token of [u.api, u.access]) assert.equal(await fetchP(token), 200);
-    okData(await h.call('/delete/U', { basic: admin, body: { data: { typedId: `${u.id}.U` } } }));
+    // Deactivation ended them (migration 062): reactivation does not bring them back.
     for (const token of [u.api, u.access]) assert.equal(await fetchP(token), 401);
+    const again = await tokensOf('tc-active');
+    for (const token of [again.api, again.access]) assert.equal(await fetchP(token), 200);
+    okData(await h.call('/delete/U', { basic: admin, body: { data: { typedId: `${u.id}.U` } } }));
+    for (const token of [again.api, again.access]) assert.equal(await fetchP(token), 401);
   });
 
   test('a password change retires both tokens on the next request', async () => {

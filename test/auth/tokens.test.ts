@@ -275,6 +275,35 @@ describe('one-time tokens die with what asked for them', () => {
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(status(await use(a)), [401, -7]);
   });
+
+  test('deactivating the user ends his session and api tokens: activated again, they stay dead', async () => {
+    const id = await h.newUser('comeback', 'comeback-password');
+    const session = (await h.login('comeback', 'comeback-password')).token;
+    const api = (
+      await h.call('/accountmanager.getjsonwebtoken', {
+        basic: { user: 'comeback', password: 'comeback-password' },
+      })
+    ).body.response.data[0].token;
+    const bySession = () => h.call('/login/extended', { headers: { 'X-Ratecard-jwt': session } });
+    const byApi = () => h.call('/login/extended', { headers: { authorization: `Bearer ${api}` } });
+    assert.equal((await bySession()).status, 200);
+    assert.equal((await byApi()).status, 200);
+    for (const activated of [false, true]) {
+      const r = await h.call('/update/U', {
+        basic: admin,
+        body: { data: { typedId: `${id}.U`, activated } },
+      });
+      assert.equal(r.status, 200, r.text);
+    }
+    assert.deepEqual(status(await bySession()), [401, -7]);
+    assert.deepEqual(status(await byApi()), [401, -7]);
+    // His password still works: a new login gives a new session.
+    assert.equal(
+      (await h.call('/login/extended', { basic: { user: 'comeback', password: 'comeback-password' } }))
+        .status,
+      200,
+    );
+  });
 });
 
 describe('external JWT', () => {
