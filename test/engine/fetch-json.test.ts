@@ -258,8 +258,10 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   const missing = await api('/fetch/P/999999999');
   assert.equal(missing.status, 404);
   assert.equal(missing.body.response.status, -1);
-  const bad = await api('/fetch/P/not-an-id');
-  assert.equal(bad.status, 400);
+  // Not an id: a product's sku (none such: 404); of a type keyed otherwise, a -4.
+  assert.equal((await api('/fetch/P/not-a-sku')).status, 404);
+  assert.equal((await api('/fetch/P/1.C')).status, 400);
+  assert.equal((await api('/fetch/F/not-an-id')).status, 400);
   // Extension rows are typed by their own table's meta: the JavaScript path answers them.
   ok(await api('/add/PX', { data: { name: 'fj_ext', sku: 'FJ-1', attribute1: 'x' } }));
   const [row] = ok(await api('/fetch/PX', { data: { name: 'fj_ext' } })).data;
