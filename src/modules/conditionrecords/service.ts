@@ -6,6 +6,7 @@
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { validationError } from '../../http/errors.ts';
+import { parseId } from '../../engine/addressing.ts';
 import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
 import type { TypeDef } from '../../engine/types.ts';
@@ -65,21 +66,8 @@ export async function updateSet(db: Db, principal: Principal, id: string, body: 
 /** An `id` or `typedId` beside the path's set id: absent (null), or naming that set (a -4 otherwise). */
 function refuseOtherSet(field: string, value: unknown, setId: string): void {
   if (value === null || value === undefined) return;
-  const named = field.endsWith('typedId')
-    ? typeof value === 'string' && /^\d{1,15}\.CRCS$/.test(value)
-      ? value.split('.')[0]
-      : undefined
-    : (typeof value === 'number' && Number.isSafeInteger(value)) ||
-        (typeof value === 'string' && /^\d{1,15}$/.test(value))
-      ? String(value)
-      : undefined;
-  if (named === undefined) {
-    throw validationError(
-      field,
-      field.endsWith('typedId') ? 'must be a typedId <id>.CRCS' : 'must be an integer',
-    );
-  }
-  if (Number(named) !== Number(setId)) {
+  const named = parseId(SET_TYPE, value, field);
+  if (named !== Number(setId)) {
     throw validationError(
       field,
       `names set ${named}, not the set of the path (${setId}): leave it out or send it to that set's path`,
