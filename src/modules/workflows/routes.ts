@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import type { FetchBody } from '../../engine/crud.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { fetchBodySchema } from '../general/routes.ts';
 import {
   addDelegation,
@@ -52,16 +52,6 @@ const actionBody = {
       type: ['object', 'null'],
       properties: { version: {} },
     },
-  },
-} as const;
-
-/** Submit and details take no input: an empty body, `{}`, or an empty `data` (anything else is a -4). */
-const noInputBody = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: {
-    operationType: { type: 'string' },
-    data: { type: ['object', 'null'], additionalProperties: false, properties: {} },
   },
 } as const;
 
@@ -147,7 +137,7 @@ export function workflowRoutes(app: FastifyInstance): void {
     '/workflowsmanager.details/:id',
     opts('One workflow with its steps, decisions and history', AUTHENTICATED, {
       params: idParams('id'),
-      body: noInputBody,
+      body: noArgumentsBody,
       ...records,
     }),
     async (req) => ok(req, [await workflowDetails(db, req.principal!, wfId(req))]),
@@ -156,7 +146,7 @@ export function workflowRoutes(app: FastifyInstance): void {
     '/workflowsmanager.submit/:typedId',
     opts('Submit an approvable (<id>.<TypeCode>) to its workflow', AUTHENTICATED, {
       params: idParams('typedId'),
-      body: noInputBody,
+      body: noArgumentsBody,
       ...records,
     }),
     async (req) => {
