@@ -70,12 +70,13 @@ export class JsonBytes {
   }
 
   /**
-   * Characters of `s` in UTF-8, as they are (JSON text: `s` needs no escaping): a loop for the short
-   * pieces of a row (`null`, a number, a separator), where a native copy per call costs more.
+   * Characters of `s` (from `from` to before `to`) in UTF-8, as they are (JSON text: needs no
+   * escaping): a loop for the short pieces of a row (`null`, a number, a separator), where a native
+   * copy per call costs more.
    */
-  json(s: string): void {
-    this.room(3 * s.length);
-    for (let j = 0; j < s.length; j++) {
+  json(s: string, from = 0, to = s.length): void {
+    this.room(3 * (to - from));
+    for (let j = from; j < to; j++) {
       const c = s.charCodeAt(j);
       if (c < 0x80) this.buf[this.pos++] = c;
       else j = this.wide(s, j, c);

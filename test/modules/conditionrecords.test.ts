@@ -717,7 +717,8 @@ describe('condition records', () => {
       priceUnit: '100',
       currency: 'EUR',
       unitOfMeasure: 'PCE',
-      attribute1: 'a',
+      // (The database sends found items as lines of tab-separated JSON texts: values escape both.)
+      attribute1: 'a\tb\nc',
       attribute30: 'z',
     });
     const mixed = [...tuples.slice(0, 30), ['Ç2 "q"', 'P\\9'], ['C1', 'P1']];

@@ -90,8 +90,11 @@ export function conditionRecordRoutes(app: FastifyInstance): void {
     },
     async (req, reply) => {
       const { setUniqueName } = req.params as { setUniqueName: string };
-      const items = await lookupForClient(app.db, req.principal!, setUniqueName, req.body);
-      return sendJsonArray(req, reply, (out) => out.utf8(items));
+      return sendJsonArray(
+        req,
+        reply,
+        await lookupForClient(app.db, req.principal!, setUniqueName, req.body),
+      );
     },
   );
 

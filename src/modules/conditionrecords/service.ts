@@ -9,6 +9,7 @@ import { validationError } from '../../http/errors.ts';
 import { parseId } from '../../engine/addressing.ts';
 import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
+import type { JsonWrite } from '../../engine/record-json.ts';
 import type { TypeDef } from '../../engine/types.ts';
 import { findConditionRecordsJson } from './lookup.ts';
 import { isObj } from '../../engine/values.ts';
@@ -127,16 +128,29 @@ function idOf(data: Readonly<Obj>): number | null {
   return m ? Number(m[1]) : null;
 }
 
+const isTextKey = (k: unknown) => typeof k !== 'number' && typeof k !== 'boolean';
+
+/**
+ * Key tuples with keys given as JSON numbers or booleans as their text, as a write of an item takes
+ * them (a tuple of text keys as it is: a look-up of thousands copies none).
+ */
+function textKeys(tuples: readonly unknown[]): string[][] {
+  const mapped = tuples.map((t) =>
+    Array.isArray(t) && !t.every(isTextKey) ? t.map((k: unknown) => (isTextKey(k) ? k : String(k))) : t,
+  );
+  return mapped as string[][];
+}
+
 /**
  * `/conditionrecordset.lookup/{set}`: the items valid at `date` for each key tuple (null where none),
- * as the JSON text of the answer's `data`.
+ * as the writer of the answer's `data`.
  */
 export async function lookupForClient(
   db: Db,
   principal: Principal,
   setUniqueName: string,
   body: unknown,
-): Promise<string> {
+): Promise<JsonWrite> {
   // No set name holds NUL (checkValue refuses it), and the database cannot take it as text.
   if (setUniqueName.includes('\u0000'))
     throw validationError('setUniqueName', 'must not contain NUL characters');
@@ -148,12 +162,7 @@ export async function lookupForClient(
   return findConditionRecordsJson(db, {
     partitionId: principal.partitionId,
     setUniqueName,
-    // Keys given as JSON numbers or booleans are their text, as a write of an item takes them.
-    tuples: data.keys.map((t: unknown) =>
-      Array.isArray(t)
-        ? t.map((k: unknown) => (typeof k === 'number' || typeof k === 'boolean' ? String(k) : k))
-        : t,
-    ) as string[][],
+    tuples: textKeys(data.keys),
     date: data.date,
     canView: (g) => inUserGroup(principal, g),
   });
