@@ -9,7 +9,7 @@
 // refused for being many: past the budget they wait for a slot. (Counting every attempt before its
 // check, success or not, refused the 11th of 11 parallel Basic requests of one user: tried, dropped.)
 
-import type { Db } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 
 export interface GuardLimits {
   readonly loginMaxFailures: number;
@@ -112,9 +112,12 @@ async function recordFailure(db: Db, partitionId: number, key: string, lim: Guar
   });
 }
 
-/** A successful login: the failures logged for the login name are forgotten. */
-export async function clearFailures(db: Db, partitionId: number, login: string): Promise<void> {
-  await db.query('DELETE FROM login_failures WHERE partition_id = $1 AND login_key = $2', [
+/**
+ * A successful login, or a password set by an administrator: the failures logged for the login name
+ * are forgotten (its lock-out ends).
+ */
+export async function clearFailures(q: Queryable, partitionId: number, login: string): Promise<void> {
+  await q.query('DELETE FROM login_failures WHERE partition_id = $1 AND login_key = $2', [
     partitionId,
     keyOf(login),
   ]);

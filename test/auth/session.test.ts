@@ -265,6 +265,39 @@ describe('session authentication', () => {
     );
   });
 
+  test('a password an administrator sets (API or CLI) ends the lock-out at once', async () => {
+    const id = await h.newUser('locked1', 'locked1-password');
+    const lockOut = async (user: string) => {
+      for (let i = 0; i < 3; i++)
+        await h.call('/login/extended', { basic: { user, password: 'wrong-password' } });
+      const r = await h.call('/login/extended', { basic: { user, password: `${user}-password` } });
+      assert.equal(r.body.response.status, -6);
+    };
+    await lockOut('locked1');
+    const set = await h.call(`/accountmanager.changepassword/${id}`, {
+      basic: admin,
+      body: { data: { newPassword: 'Brand-new-pass-1' } },
+    });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(
+      (await h.call('/login/extended', { basic: { user: 'locked1', password: 'Brand-new-pass-1' } })).status,
+      200,
+    );
+    // Another user's lock-out stays.
+    await h.newUser('locked2', 'locked2-password');
+    await lockOut('locked2');
+    await setUserPassword(h.db, h.partition, 'locked1', 'Cli-new-pass-1', h.config.scryptCost);
+    const still = await h.call('/login/extended', {
+      basic: { user: 'locked2', password: 'locked2-password' },
+    });
+    assert.equal(still.body.response.status, -6);
+    await setUserPassword(h.db, h.partition, 'LOCKED2', 'Cli-new-pass-2', h.config.scryptCost);
+    assert.equal(
+      (await h.call('/login/extended', { basic: { user: 'locked2', password: 'Cli-new-pass-2' } })).status,
+      200,
+    );
+  });
+
   test('parallel right passwords are never locked out for being many (past the limit they wait)', async () => {
     await h.newUser('busy', 'busy-password');
     const answers = await Promise.all(

@@ -7,7 +7,7 @@
 import { can, type Principal } from '../../access/access.ts';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { verifyPassword, dummyHash, hashPassword } from '../../auth/password.ts';
-import { takeAttempt } from '../../auth/login-guard.ts';
+import { clearFailures, takeAttempt } from '../../auth/login-guard.ts';
 import type { Config } from '../../config.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import {
@@ -322,12 +322,14 @@ async function storePassword(
   id: number,
   loginName: string,
   hash: string,
+  unlock: boolean,
 ): Promise<PasswordChanged> {
   const done = await db.transaction(async (tx) => {
     const version = await store.setPasswordHash(tx, principal.partitionId, id, hash, {
       by: principal.userId,
     });
     if (version === undefined) return false;
+    if (unlock) await clearFailures(tx, principal.partitionId, loginName);
     // Record history keeps the fact of the change, never the secret.
     await recordHistory(tx, principal, [
       {
@@ -345,7 +347,10 @@ async function storePassword(
   return { id, typedId: `${id}.U`, loginName, passwordChanged: true };
 }
 
-/** `changepassword/{userId}`: an administrator sets another user's password (USER_EDIT), not his own. */
+/**
+ * `changepassword/{userId}`: an administrator sets another user's password (USER_EDIT), not his own;
+ * it ends the user's lock-out.
+ */
 export async function changeUserPassword(
   db: Db,
   cfg: PasswordSettings,
@@ -367,7 +372,9 @@ export async function changeUserPassword(
   if (!target) throw notFound(`User ${userText}`);
   await guardAccounts(db, principal, [id]);
   checkPassword(newPassword, target.loginName, 'data.newPassword');
-  return storePassword(db, principal, id, target.loginName, await hashPassword(newPassword, cfg.scryptCost));
+  // A user locked out by failed logins gets in with the password his administrator set.
+  const hash = await hashPassword(newPassword, cfg.scryptCost);
+  return storePassword(db, principal, id, target.loginName, hash, true);
 }
 
 /**
@@ -408,6 +415,7 @@ export async function changeOwnPassword(
     principal.userId,
     me.loginName,
     await hashPassword(data.newPassword, cfg.scryptCost),
+    false,
   );
 }
 

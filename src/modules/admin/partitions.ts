@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { PARTITION_NAME } from '../../config.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { clearFailures } from '../../auth/login-guard.ts';
 import { hashPassword } from '../../auth/password.ts';
 import { historyEnabled } from '../../engine/history.ts';
 
@@ -111,6 +112,8 @@ export async function setUserPassword(
     );
     const user = r.rows[0];
     if (user === undefined) return false;
+    // An operator's password ends the user's lock-out (the way back in for a locked-out admin).
+    await clearFailures(tx, user.pid, user.login);
     if (historyEnabled()) {
       await tx.query(
         `INSERT INTO record_history (partition_id, type_code, record_id, business_key, action, changed_fields,
