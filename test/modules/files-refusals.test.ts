@@ -148,6 +148,15 @@ describe('attachment and upload refusals', () => {
     );
     assert.equal(ok[0].fileName, name);
     assert.equal((await stored(id))!.file_name, name);
+    // A name given longer is refused, not cut.
+    const long = await send(h, `/bdmanager.update/${typedId}`, {
+      body: JSON.stringify({ data: { id, fileName: `${name}x` } }),
+      headers: json,
+    });
+    assertError(long, 400, -4);
+    assert.deepEqual(Object.keys(long.body.response.errors), ['data.fileName']);
+    assert.match(long.body.response.data, /more than 255 characters/);
+    assert.equal((await stored(id))!.file_name, name);
     // The name of an uploaded file is cut at 255 characters, whole ones.
     const slot = await slotWith(h, 'abc', '\u{1f600}'.repeat(300));
     const att = assertOk(await send(h, `/bdmanager.upload/${typedId}/${slot}`))[0];
