@@ -169,6 +169,9 @@ function valueType(
   const { own, ...rest } = t;
   return {
     ...rest,
+    // A value's key names it within its table: its history keeps the table too (`12|A`), so that
+    // values of the same name in two tables are told apart by the key.
+    historyKey: ['lookupTableId', ...t.businessKey],
     fields: [...own, ...VALUE_SYSTEM],
     fixed: NO_TABLE,
     deleteMode: 'hard',

@@ -931,6 +931,27 @@ describe('lookup tables', () => {
     assert.equal(sheetName(`${'a'.repeat(30)}😀`), 'a'.repeat(30));
   });
 
+  test("a value's history names its table beside its key (values of one name in two tables apart)", async () => {
+    const one = await newTable(api, 'hist-one', 'SIMPLE', 'STRING');
+    const two = await newTable(api, 'hist-two', 'MATRIX2');
+    const [a] = okData(await api(`${M}.add/${one}`, [{ data: { name: 'same', value: 'x' } }]));
+    const [b] = okData(
+      await api(`${M}.add/${two}`, [{ data: { key1: 'same', key2: 'k', attribute1: 'y' } }]),
+    );
+    okData(await api(`${M}.update/${one}`, [{ data: { id: a.id, value: 'z' }, oldValues: { version: 0 } }]));
+    const rows = async (typeCode: string, businessKey: string) =>
+      okData(await api('/history.fetch', { data: { typeCode, businessKey }, sortBy: 'id' })).map((r: any) => [
+        r.recordId,
+        r.action,
+      ]);
+    assert.deepEqual(await rows('LTV', `${one}|same`), [
+      [a.id, 'ADD'],
+      [a.id, 'UPDATE'],
+    ]);
+    assert.deepEqual(await rows('MLTV2', `${two}|same|k`), [[b.id, 'ADD']]);
+    assert.deepEqual(await rows('LTV', 'same'), []);
+  });
+
   test('copy makes a new table with every value, in one transaction', async () => {
     const id = await newTable(api, 'original', 'RANGE', 'INT');
     okData(
