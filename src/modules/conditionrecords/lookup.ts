@@ -2,13 +2,14 @@
 // (validity is inclusive at both ends). The logic engine calls `findConditionRecords`; the route
 // `/conditionrecordset.lookup/{set}` serves it to clients. For the logic engine one SQL statement
 // reads the set (its id, key size, wildcards, attribute meta) and answers every tuple; for clients
-// the set comes first and then its found items as lines of JSON texts (the server writes the rest of
-// each item's JSON), in a statement written for the set's attribute types, on one snapshot (a large batch in parts that run at once, on PostgreSQL). For
-// sets without wildcards the tuples travel as one array of key signatures (computed here, exactly as
-// the database's rc_condition_key_sig does), each meets the btree index (partition, set, key
-// signature, validFrom) once, and only found items come back, with the columns the answer needs
-// (keys are the tuple's). Sets with wildcards send the keys too. The items' custom attributes are
-// typed by the set's attribute meta as `/fetch/CRCI` of the set answers them (lookup-attributes.ts).
+// the set comes first and then its found items as lines of JSON texts (the server writes the rest
+// of each item's JSON: lookup-answer.ts), in a statement written for the set's attribute types, on
+// one snapshot (a large batch in parts that run at once, on PostgreSQL). For sets without wildcards
+// the tuples travel as one array of key signatures (computed here, exactly as the database's
+// rc_condition_key_sig does), each meets the btree index (partition, set, key signature, validFrom)
+// once, and only found items come back, with the columns the answer needs (keys are the tuple's).
+// Sets with wildcards send the keys too. The items' custom attributes are typed by the set's
+// attribute meta as `/fetch/CRCI` of the set answers them (lookup-attributes.ts).
 //
 // Wildcard rule (sets with `wildcardKeys` true): an item key `*` matches any value at its position.
 // An exact match always wins; otherwise, of the items matching with wildcards, the most specific
@@ -317,9 +318,9 @@ export async function findConditionRecords(
 
 /**
  * `findConditionRecords`'s answer as the writer of its array's JSON, from the database's lines of
- * JSON texts (itemLine, lookupAnswer; for a set with wildcards, by JSON.stringify): for clients. The set
- * first (SET_SQL), then its items, on one snapshot: a batch of more than PART_TUPLES tuples in parts
- * at once where the database can, else in one read-only transaction.
+ * JSON texts (itemLine, lookupAnswer; for a set with wildcards, by JSON.stringify): for clients. The
+ * set first (SET_SQL), then its items, on one snapshot: a batch of more than PART_TUPLES tuples in
+ * parts at once where the database can, else in one read-only transaction.
  */
 export async function findConditionRecordsJson(
   db: Pick<Db, 'parallelReads' | 'transaction'>,
