@@ -79,16 +79,6 @@ const ITEM_COLUMNS = [
   'version',
 ];
 
-const FOUND_COLUMNS = [
-  'id',
-  'valid_from',
-  'valid_to',
-  'condition_value',
-  'unit_of_measure',
-  'currency',
-  'price_unit',
-  'version',
-];
 /** The set by its unique name with the types of its attribute meta (META_SELECT: `attr_types`). */
 const SET_SELECT = `SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_view_details AS view_group, m.*
       FROM condition_record_sets cs
@@ -102,13 +92,13 @@ const SET_COLUMNS = 's.id AS set_id, s.key_size, s.wildcard_keys, s.view_group, 
 /** The set alone (the row SET_AND_EXACT_SQL's first row has), for the clients' look-up. */
 const SET_SQL = prepared(`SELECT ${SET_COLUMNS} FROM (${SET_SELECT}) s`);
 
-/** The item of signature `q.sig` of set `set` valid on day $4 (alias `c`): one probe of the key index. */
-const probe = (select: string, set: string) => `SELECT ${select} FROM condition_records c
-           WHERE c.partition_id = $1 AND c.condition_record_set_id = ${set} AND c.key_sig = q.sig
-             AND c.valid_from <= $4::date AND c.valid_to >= $4::date
-           -- At most one item is valid on a day: the latest start on or before it.
-           ORDER BY c.valid_from DESC
-           LIMIT 1`;
+/**
+ * The items of set `set` valid on day $4 for signatures $3, one row per signature that has one: its
+ * number `n` and the item's `id`, `valid_from`, `valid_to`, `condition_value`, `unit_of_measure`,
+ * `currency`, `price_unit`, `version` and ATTRS. One probe of the key index per signature, whatever
+ * the statistics (migration 063).
+ */
+const itemsAt = (set: string) => `rc_condition_records_at($1, ${set}, $3::text[], $4::date)`;
 
 /**
  * The set by its unique name and, if it has no wildcards, its items: one probe of the key index per
@@ -120,18 +110,13 @@ const probe = (select: string, set: string) => `SELECT ${select} FROM condition_
 const SET_AND_EXACT_SQL = prepared(`${SET_CTE}
   SELECT ${SET_COLUMNS}, x.*
     FROM s
-    LEFT JOIN LATERAL (
-      SELECT q.n, ${[...FOUND_COLUMNS, ...ATTRS].map((c) => `c.${c}`).join(', ')}
-        FROM unnest($3::text[]) WITH ORDINALITY AS q(sig, n)
-       CROSS JOIN LATERAL (${probe([...FOUND_COLUMNS, ...ATTRS].join(', '), 's.id')}) c
-       WHERE NOT s.wildcard_keys
-    ) x ON true`);
+    LEFT JOIN LATERAL (SELECT c.* FROM ${itemsAt('s.id')} c WHERE NOT s.wildcard_keys) x ON true`);
 
 /** `x` as JSON text (strings escaped), `null` for NULL. */
 const jsonOf = (x: string) => `coalesce(to_json(${x})::text, 'null')`;
 
 /**
- * A found item of `c` for tuple `q.n` as one line of tab-separated JSON texts, for lookupAnswer: the
+ * A found item of `c` for tuple `c.n` as one line of tab-separated JSON texts, for lookupAnswer: the
  * tuple's number, id, validFrom, validTo, conditionValue (a decimal's text), unitOfMeasure, currency,
  * priceUnit, the members of `attributes` (the non-null ones, typed by the set's meta:
  * attributeJsonSql) and version. (JSON text holds no tab or newline: it escapes control characters.)
@@ -139,7 +124,7 @@ const jsonOf = (x: string) => `coalesce(to_json(${x})::text, 'null')`;
  * server's to write: PostgreSQL 15 sends a result in 8 KB writes, which took ~20 ms for the 1.3 MB
  * of 5,000 whole items, against ~5 for these lines (loopback, 2 cores).
  */
-const itemLine = (types: AttributeTypes) => `q.n || E'\t' || c.id
+const itemLine = (types: AttributeTypes) => `c.n || E'\t' || c.id
     || E'\t' || to_json(c.valid_from) || E'\t' || to_json(c.valid_to)
     || E'\t' || ${jsonOf('c.condition_value::text')} || E'\t' || ${jsonOf('c.unit_of_measure')}
     || E'\t' || ${jsonOf('c.currency')} || E'\t' || ${jsonOf('c.price_unit::text')}
@@ -154,9 +139,7 @@ const itemLine = (types: AttributeTypes) => `q.n || E'\t' || c.id
  * choosing each value's type by the meta it reads itself.
  */
 const itemLinesSql = (types: AttributeTypes) =>
-  preparedShape(`SELECT string_agg(c.line, E'\n') AS lines
-    FROM unnest($3::text[]) WITH ORDINALITY AS q(sig, n)
-   CROSS JOIN LATERAL (${probe(`${itemLine(types)} AS line`, '$2::bigint')}) c`);
+  preparedShape(`SELECT string_agg(${itemLine(types)}, E'\n') AS lines FROM ${itemsAt('$2::bigint')} c`);
 
 /**
  * The key signature of a tuple, as the database computes it (rc_condition_key_sig, migration 053):
