@@ -798,6 +798,16 @@ describe('condition records', () => {
       r.map((x) => x?.conditionValue),
       ['4', '2', '3', '1'],
     );
+    // The keys are the matching item's: the tuple's for the exact one, with `*` where a wildcard matched.
+    assert.deepEqual(
+      r.map((x) => x?.keys),
+      [
+        ['C1', 'P1'],
+        ['C1', '*'],
+        ['*', 'P1'],
+        ['*', '*'],
+      ],
+    );
     const served = await call(`/conditionrecordset.lookup/${s.uniqueName}`, {
       data: {
         keys: [

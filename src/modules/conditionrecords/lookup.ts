@@ -65,19 +65,6 @@ const PART_TUPLES = 2_500;
 const MAX_PARTS = 4;
 
 const KEYS = Array.from({ length: MAX_KEY_SIZE }, (_, i) => `key${i + 1}`);
-const ITEM_COLUMNS = [
-  'id',
-  'condition_record_set_id',
-  ...KEYS,
-  'valid_from',
-  'valid_to',
-  'condition_value',
-  'unit_of_measure',
-  'currency',
-  'price_unit',
-  ...ATTRS,
-  'version',
-];
 
 /** The set by its unique name with the types of its attribute meta (META_SELECT: `attr_types`). */
 const SET_SELECT = `SELECT cs.id, cs.key_size, cs.wildcard_keys, cs.user_group_view_details AS view_group, m.*
@@ -165,28 +152,33 @@ export function conditionKeySig(keys: readonly string[]): string {
   return Array.from(s).slice(0, 300).join('') + hash('md5', s, 'hex');
 }
 
-const tupleKeys = KEYS.map((_, i) => `q.k${i + 1}`).join(', ');
-/** Sets with wildcards: the exact item, else the most specific one matching with `*`. */
+/** The columns of an item an exact match (rc_condition_records_at) and a wildcard match answer. */
+const MATCH_COLUMNS = [
+  'id',
+  'valid_from',
+  'valid_to',
+  'condition_value',
+  'unit_of_measure',
+  'currency',
+  'price_unit',
+  ...ATTRS,
+  'version',
+];
+/**
+ * Sets with wildcards: the exact item (by the tuple's signature $16, as for sets without), else the
+ * most specific one matching with `*`. The keys answered are the tuple's for an exact match.
+ */
 const WILDCARD_SQL = prepared(`
-  WITH s AS (SELECT $2::bigint AS id)
   SELECT q.n, coalesce(e.id, w.id) AS found,
-         ${ITEM_COLUMNS.map((c) => `coalesce(e.${c}, w.${c}) AS ${c}`).join(', ')}
-    FROM s
-   CROSS JOIN unnest(${KEYS.map((_, i) => `$${i + 4}::text[]`).join(', ')})
+         ${KEYS.map((k, i) => `CASE WHEN e.id IS NULL THEN w.${k} ELSE q.k${i + 1} END AS ${k}`).join(', ')},
+         ${MATCH_COLUMNS.map((c) => `coalesce(e.${c}, w.${c}) AS ${c}`).join(', ')}
+    FROM unnest(${KEYS.map((_, i) => `$${i + 4}::text[]`).join(', ')})
          WITH ORDINALITY AS q(${KEYS.map((_, i) => `k${i + 1}`).join(', ')}, n)
+    LEFT JOIN rc_condition_records_at($1, $2::bigint, $16::text[], $3::date) e ON e.n = q.n
     LEFT JOIN LATERAL (
-      SELECT ${ITEM_COLUMNS.join(', ')} FROM condition_records c
-       WHERE c.partition_id = $1 AND c.condition_record_set_id = s.id
-         AND c.key_sig = rc_condition_key_sig(${tupleKeys})
-         AND c.valid_from <= $3::date AND c.valid_to >= $3::date
-       -- At most one item is valid on a day: the latest start on or before it.
-       ORDER BY c.valid_from DESC
-       LIMIT 1
-    ) e ON true
-    LEFT JOIN LATERAL (
-      SELECT ${ITEM_COLUMNS.join(', ')} FROM condition_records c
+      SELECT ${[...KEYS, ...MATCH_COLUMNS].join(', ')} FROM condition_records c
        WHERE e.id IS NULL
-         AND c.partition_id = $1 AND c.condition_record_set_id = s.id
+         AND c.partition_id = $1 AND c.condition_record_set_id = $2::bigint
          AND c.key1 IN (q.k1, '*')
          AND ${KEYS.slice(1)
            .map((k, i) => `(c.${k} IS NOT DISTINCT FROM q.k${i + 2} OR c.${k} = '*')`)
@@ -289,7 +281,7 @@ export async function findConditionRecords(
   const { day, sigs } = checkedRequest(tuples, date);
   const rows = await setAndExact(q, request, day, sigs);
   const set = checkedSet(rows[0], request);
-  if (set.wildcards) return wildcardItems(q, request, set, day);
+  if (set.wildcards) return wildcardItems(q, request, set, day, sigs);
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
   for (const row of rows) {
     if (row.n === null) continue;
@@ -316,7 +308,7 @@ export async function findConditionRecordsJson(
     const row = (await first.query<Row>(SET_SQL, [request.partitionId, request.setUniqueName])).rows[0];
     const set = checkedSet(row, request);
     if (set.wildcards) {
-      const json = JSON.stringify(await wildcardItems(first, request, set, day));
+      const json = JSON.stringify(await wildcardItems(first, request, set, day, sigs));
       return (out) => out.utf8(json);
     }
     // (The server's PostgreSQL connections run without JIT, src/db/pg.ts: a batch of thousands of
@@ -363,11 +355,12 @@ async function wildcardItems(
   { partitionId, tuples }: LookupRequest,
   set: SetOfLookup,
   day: string,
+  sigs: readonly string[],
 ): Promise<(ConditionRecordItem | null)[]> {
   const out: (ConditionRecordItem | null)[] = new Array<ConditionRecordItem | null>(tuples.length).fill(null);
   if (tuples.length === 0) return out;
   const columns: (string | null)[][] = KEYS.map((_, k) => tuples.map((t) => t[k] ?? null));
-  const w = await q.query<Row>(WILDCARD_SQL, [partitionId, set.setId, day, ...columns]);
+  const w = await q.query<Row>(WILDCARD_SQL, [partitionId, set.setId, day, ...columns, sigArray(sigs)]);
   for (const row of w.rows) {
     if (row.found === null) continue;
     const keys = KEYS.slice(0, set.keySize).map((k) => row[k] as string);
