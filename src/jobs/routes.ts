@@ -10,7 +10,7 @@ import { fetchRecords, type FetchBody } from '../engine/crud.ts';
 import { findType } from '../engine/registry.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../http/envelope.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
-import { fetchBodySchema, refuseListAsOf } from '../modules/general/routes.ts';
+import { fetchBodySchema, recordReadBody, refuseListAsOf } from '../modules/general/routes.ts';
 import { requestCancel } from './store.ts';
 
 const JST = findType('JST')!;
@@ -110,7 +110,14 @@ export function jobRoutes(app: FastifyInstance): void {
     '/fetch/JST/:jstId',
     {
       config,
-      schema: { summary: 'One job (own ones unless admin)', tags: ['jobs'], params: jstParams, ...one },
+      // The fetch body of a read of one record, as /fetch/{TC}/{id} takes it.
+      schema: {
+        summary: 'One job (own ones unless admin)',
+        tags: ['jobs'],
+        params: jstParams,
+        body: recordReadBody,
+        ...one,
+      },
     },
     async (req) => {
       // Jobs keep no record history: a job "as it stood" would be the job as it is now.

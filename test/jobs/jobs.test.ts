@@ -118,6 +118,36 @@ describe('jobs', () => {
     }
   });
 
+  test('/fetch/JST/{id} takes the fetch body of a read of one record, as /fetch/{TC}/{id}', async () => {
+    const job = await newJob('TEST_ECHO', { value: 'body' });
+    const json = { 'content-type': 'application/json' };
+    const usual = JSON.stringify({
+      operationType: 'fetch',
+      textMatchStyle: 'exact',
+      startRow: null,
+      endRow: null,
+      oldValues: null,
+      data: {},
+    });
+    assert.equal(
+      assertOk(await send(h, `/fetch/JST/${job.id}`, { body: usual, headers: json }))[0].id,
+      job.id,
+    );
+    // Criteria or a page would be ignored: a -4 naming the field, as for the other types.
+    for (const [body, field] of [
+      ['{"data":{"status":"FAILED"}}', 'data'],
+      ['{"startRow":0,"endRow":75}', 'startRow'],
+      ['{"bogus":1}', 'bogus'],
+    ]) {
+      const r = await send(h, `/fetch/JST/${job.id}`, { body, headers: json });
+      assertError(r, 400, -4);
+      assert.ok(
+        Object.keys(r.body.response.errors).some((k) => k.includes(field!)),
+        JSON.stringify(r.body),
+      );
+    }
+  });
+
   test('a failing job ends FAILED without internals in its record', async () => {
     const job = await newJob('TEST_FAIL');
     const done = await waitForJob(h, job.id);
