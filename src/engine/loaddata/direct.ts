@@ -145,6 +145,8 @@ export async function insertDirectly(
   principal: Principal,
   base: TypeContext,
   check: ChunkCheck,
+  /** LoadLimits' `beforeChunk`, first in the chunk's transaction. */
+  beforeChunk?: (tx: Tx) => Promise<void>,
 ): Promise<DirectOutcome | undefined> {
   const { type } = plan;
   if (plan.missingForInsert !== undefined || type.fixed !== undefined) return undefined;
@@ -194,6 +196,7 @@ export async function insertDirectly(
   const prefix = [principal.partitionId, principal.userId, principal.userId];
   try {
     return await db.transaction(async (tx: Tx) => {
+      await beforeChunk?.(tx);
       const columns = ['partition_id', 'created_by', 'last_update_by', ...plan.header.map((f) => f.column)];
       const ids = loaded ? await drawIds(tx, defaults.idSequence!, check.size) : undefined;
       let next = 0;

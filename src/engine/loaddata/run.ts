@@ -42,6 +42,12 @@ export interface LoadLimits {
   readonly maxErrors?: number;
   /** Told about a chunk whose SQL failed (the route logs it; the answer holds no SQL text). */
   readonly onChunkError?: (err: unknown, firstRow: number, lastRow: number) => void;
+  /**
+   * Run first in each chunk's transaction, before its rows are written: a module's own lock or check
+   * that must hold until the chunk commits (a lookup table's row, lookuptables/load.ts). Throwing
+   * refuses the chunk and the rest of the load (an AppError is the answer); chunks committed stay.
+   */
+  readonly beforeChunk?: (tx: Tx) => Promise<void>;
 }
 
 const CHUNK_ROWS = 10_000;
@@ -180,9 +186,11 @@ async function loadChunks(
       const write = async (): Promise<ChunkOutcome | undefined> => {
         // Both paths check the rows while COPY takes the first ones.
         const direct =
-          plan.join.length === 0 ? await insertDirectly(db, plan, principal, base, check) : undefined;
+          plan.join.length === 0
+            ? await insertDirectly(db, plan, principal, base, check, limits.beforeChunk)
+            : undefined;
         if (direct !== undefined) return direct;
-        return runChunk(db, plan, sql, check);
+        return runChunk(db, plan, sql, check, limits.beforeChunk);
       };
       const outcome = await write().catch((err: unknown): ChunkOutcome | undefined => {
         // Past the request's deadline the whole call stops (503); committed chunks stay whole.
@@ -242,8 +250,15 @@ function reasonOf(err: unknown): string {
  * (or a load and a batch) writing the same keys in other orders can deadlock on PostgreSQL: the
  * chunk PostgreSQL rolls back runs again (batchTransaction; its rows, checked by then, copied anew).
  */
-async function runChunk(db: Db, plan: LoadPlan, sql: MergeSql, check: ChunkCheck): Promise<ChunkOutcome> {
+async function runChunk(
+  db: Db,
+  plan: LoadPlan,
+  sql: MergeSql,
+  check: ChunkCheck,
+  beforeChunk: LoadLimits['beforeChunk'],
+): Promise<ChunkOutcome> {
   return batchTransaction(db, async (tx: Tx) => {
+    await beforeChunk?.(tx);
     await tx.query(sql.create);
     await tx.copyFrom(
       STAGE,

@@ -2,10 +2,9 @@
 // of src/modules/files/loadlookups.ts): rows go to one table or, by a `lookupTable` column, table by
 // table, each through the engine's `loadData` on the table's per-table type. Ranges of a RANGE load
 // that overlap are refused row by row in advance (`rangeClashes`); the trigger of migration 008
-// remains the guarantee. Each chunk of a load holds its table's row (`holdingDb`), as the other
-// writes of values do (tables.ts `writingValues`).
+// remains the guarantee. Each chunk of a load holds its table's row (`holdTable`, the engine's
+// `beforeChunk`), as the other writes of values do (tables.ts `writingValues`).
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
@@ -123,39 +122,6 @@ export async function loadValues(
   return summarise(parts, errors, body.data.length);
 }
 
-/** What each transaction of the load running in this async context does first (loadTable). */
-const holding = new AsyncLocalStorage<(tx: Tx) => Promise<void>>();
-const holdingViews = new WeakMap<Db, Db>();
-
-/**
- * `db` whose transactions first run the hold of the load running in their async context (`holding`):
- * the engine writes a load chunk by chunk, each chunk one transaction of its own, so the table's row
- * lock (writingValues) has to be taken in each. One view per database: the engine keeps the planner
- * statistics of bulk loads per Db (src/engine/statistics.ts), and every load of lookup values goes
- * through this one, as through the database before. (The key-column ANALYZE a load starts holds
- * the table too: harmless.)
- */
-function holdingDb(db: Db): Db {
-  let view = holdingViews.get(db);
-  if (view === undefined) {
-    view = {
-      kind: db.kind,
-      query: (sql, params) => db.query(sql, params),
-      transaction: (fn, opts) => {
-        const hold = holding.getStore();
-        return db.transaction(async (tx) => {
-          await hold?.(tx);
-          return fn(tx);
-        }, opts);
-      },
-      poolStats: () => db.poolStats(),
-      close: () => Promise.reject(new Error('a view of the database cannot be closed')),
-    };
-    holdingViews.set(db, view);
-  }
-  return view;
-}
-
 /**
  * The hold of a load into `table`: its row locked FOR KEY SHARE (a change of its valueType waits for
  * the chunk's commit, updateTables) and still of the valueType the load's rows are checked by. A
@@ -205,8 +171,12 @@ async function loadTable(
       rowIndex = kept.map((i) => index[i]!);
     }
   }
-  const result = await holding.run(holdTable(principal, table), () =>
-    loadData(holdingDb(db), principal, type, { ...body, data: rows }, { ...limits, maxErrors: MAX_ERRORS }),
+  const result = await loadData(
+    db,
+    principal,
+    type,
+    { ...body, data: rows },
+    { ...limits, maxErrors: MAX_ERRORS, beforeChunk: holdTable(principal, table) },
   );
   const errors = result.errors.map((e) => ({ ...e, row: rowIndex[e.row]! }));
   return { result: { ...result, errors }, refused };
