@@ -20,6 +20,11 @@ export interface Proposal {
   readonly values: Obj;
 }
 
+/** The field a proposal named its record by: `typedId` (or `id`), else the last of its key fields. */
+export function addressField(type: TypeDef, p: Proposal): string {
+  return p.id !== undefined ? 'typedId' : (keyFieldsOf(type, p.values).at(-1) ?? 'typedId');
+}
+
 export function parseProposal(type: TypeDef, tc: TypeContext, data: Obj, prefix: string): Proposal {
   const ct = data.changeType ?? 'UPDATE';
   if (typeof ct !== 'string' || !(CHANGE_TYPES as readonly string[]).includes(ct)) {

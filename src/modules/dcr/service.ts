@@ -18,7 +18,7 @@ import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
 import { isConditionRecordItemCode } from '../../engine/registry-dcr.ts';
 import { AppError, prefixed, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
-import { parseProposal, refuseEmptyUpdate, refuseOtherRecord } from './proposal.ts';
+import { addressField, parseProposal, refuseEmptyUpdate, refuseOtherRecord } from './proposal.ts';
 import {
   allowedFields,
   checkProposal,
@@ -221,7 +221,7 @@ export async function addItems(
         throw new AppError(
           'NOT_FOUND',
           `${s.type.label} ${p.id !== undefined ? `${p.id}.${s.type.code}` : keyJson} not found`,
-          { field: prefix + (p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, p.values).at(-1)!) },
+          { field: prefix + addressField(s.type, p) },
         );
       }
       if (!canEdit(s.type, principal, row)) {
@@ -234,8 +234,7 @@ export async function addItems(
       if (p.id !== undefined) refuseOtherRecord(tc, p.values, row, prefix);
       const rowKey = targetKeyOf(s.type, row);
       const k = JSON.stringify(rowKey);
-      // Named by the field the proposal named its record with: typedId/id, or its key field.
-      const addressedBy = p.id !== undefined ? 'typedId' : keyFieldsOf(s.type, row).at(-1)!;
+      const addressedBy = addressField(s.type, p);
       if (seen.has(k))
         throw validationError(prefix + addressedBy, `${row.typedId as string} is proposed twice`);
       seen.add(k);
@@ -260,8 +259,7 @@ export async function addItems(
       const existing = await store.itemIdByKey(tx, principal.partitionId, s.dcr.id, items[at]!.targetKey);
       const what = `${s.type.label} ${JSON.stringify(items[at]!.targetKey)}`;
       // (Items follow the proposals one for one: the field the proposal named its record with.)
-      const p = proposals[at]!;
-      const field = p.id !== undefined ? 'typedId' : (keyFieldsOf(s.type, p.values).at(-1) ?? 'typedId');
+      const field = addressField(s.type, proposals[at]!);
       throw new AppError(
         'CONFLICT',
         `The DCR already has an item for ${what}${existing === undefined ? '' : ` (${existing}.DCRI)`}: update that item instead`,
