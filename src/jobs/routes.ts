@@ -10,7 +10,7 @@ import { fetchRecords, type FetchBody } from '../engine/crud.ts';
 import { findType } from '../engine/registry.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../http/envelope.ts';
 import { AppError, notFound, validationError } from '../http/errors.ts';
-import { fetchBodySchema, recordReadBody, refuseListAsOf } from '../modules/general/routes.ts';
+import { fetchBodySchema, recordReadBody, refuseAsOf, refuseListAsOf } from '../modules/general/routes.ts';
 import { requestCancel } from './store.ts';
 
 const JST = findType('JST')!;
@@ -121,8 +121,7 @@ export function jobRoutes(app: FastifyInstance): void {
     },
     async (req) => {
       // Jobs keep no record history: a job "as it stood" would be the job as it is now.
-      if ((req.query as { asOf?: unknown } | undefined)?.asOf !== undefined)
-        throw validationError('asOf', 'jobs keep no record history');
+      refuseAsOf(req, 'jobs keep no record history');
       return handler(req);
     },
   );

@@ -163,11 +163,14 @@ export function typeOf(req: FastifyRequest, use: 'fetch' | 'write' = 'write'): T
  * body's `operationType` and `oldValues`, checked where an operation uses it); any other is a -4.
  */
 const WRAPPER_KEYS: ReadonlySet<string> = new Set(['data', 'operation', 'operationType', 'oldValues']);
-/** `?asOf=` reads one record as it stood (`/fetch/{TC}/{id}`); on a list it was ignored in silence. */
-export function refuseListAsOf(req: FastifyRequest): void {
-  if ((req.query as { asOf?: unknown } | undefined)?.asOf !== undefined)
-    throw validationError('asOf', 'reads one record as it stood: /fetch/{TypeCode}/{id}?asOf=<date-time>');
+/** `?asOf=` where no record history answers it: a -4 saying `why` (it was ignored in silence). */
+export function refuseAsOf(req: FastifyRequest, why: string): void {
+  if ((req.query as { asOf?: unknown } | undefined)?.asOf !== undefined) throw validationError('asOf', why);
 }
+
+/** `?asOf=` reads one record as it stood (`/fetch/{TC}/{id}`), never a list. */
+export const refuseListAsOf = (req: FastifyRequest): void =>
+  refuseAsOf(req, 'reads one record as it stood: /fetch/{TypeCode}/{id}?asOf=<date-time>');
 
 function refuseUnknownKeys(e: unknown, at = ''): void {
   if (!isObj(e)) return;
