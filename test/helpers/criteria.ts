@@ -1,6 +1,6 @@
 // Criteria bodies the suites send: an AdvancedCriteria of all given criteria, an `equals` leaf, a
 // leaf of any operator (no `value` member when none is given; `extra` for start/end and the like),
-// and the fetch body with every field null.
+// the fetch body with every field null, and the body a client sends to read one record.
 
 export const adv = (...criteria: object[]) => ({
   _constructor: 'AdvancedCriteria',
@@ -30,4 +30,14 @@ export const NULL_FETCH_BODY = {
   componentId: null,
   dataSource: null,
   operationId: null,
+} as const;
+
+/** What a client sends to every fetch-style operation, for a read of one record: nothing to page. */
+export const CLIENT_READ_BODY = {
+  operationType: 'fetch',
+  textMatchStyle: 'exact',
+  startRow: null,
+  endRow: null,
+  oldValues: null,
+  data: {},
 } as const;

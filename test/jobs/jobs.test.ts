@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from '../helpers/app.ts';
+import { CLIENT_READ_BODY } from '../helpers/criteria.ts';
 import { assertError, assertOk, runnerFor, send, slotWith, waitForJob } from './helpers.ts';
 import type { JobKinds, JobRunner } from '../../src/jobs/runner.ts';
 import { createJob } from '../../src/jobs/store.ts';
@@ -121,14 +122,7 @@ describe('jobs', () => {
   test('/fetch/JST/{id} takes the fetch body of a read of one record, as /fetch/{TC}/{id}', async () => {
     const job = await newJob('TEST_ECHO', { value: 'body' });
     const json = { 'content-type': 'application/json' };
-    const usual = JSON.stringify({
-      operationType: 'fetch',
-      textMatchStyle: 'exact',
-      startRow: null,
-      endRow: null,
-      oldValues: null,
-      data: {},
-    });
+    const usual = JSON.stringify(CLIENT_READ_BODY);
     assert.equal(
       assertOk(await send(h, `/fetch/JST/${job.id}`, { body: usual, headers: json }))[0].id,
       job.id,

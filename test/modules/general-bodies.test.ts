@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clientOf, startHarness, type Client, type Harness } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
-import { NULL_FETCH_BODY } from '../helpers/criteria.ts';
+import { CLIENT_READ_BODY, NULL_FETCH_BODY } from '../helpers/criteria.ts';
 
 const M = '/lookuptablemanager';
 
@@ -201,16 +201,7 @@ describe('general bodies', () => {
       [h.partitionId],
     );
     const audit = `/accountmanager.audit/U/${rows[0]!.id}`;
-    const [report] = okData(
-      await api(audit, {
-        operationType: 'fetch',
-        textMatchStyle: 'exact',
-        startRow: null,
-        endRow: null,
-        oldValues: null,
-        data: {},
-      }),
-    );
+    const [report] = okData(await api(audit, CLIENT_READ_BODY));
     assert.equal(report.user.loginName, 'admin');
     okData(await api(audit));
     expectError(await api(audit, { bogus: 1 }), 400, -4, 'bogus');
