@@ -236,13 +236,14 @@ function itemType(
  * Items of a CRCI write that name neither id nor typedId are addressed by their business key (set,
  * keys, validFrom): that of the sized type of their set's key size, which then writes the batch (its
  * elements with a typedId too: CRCIn takes `<id>.CRCI`). One key size a batch; the set is checked
- * (visible, editable) by the sized type's own guard.
+ * (visible, editable) by the sized type's own guard. The elements go without the keys past that
+ * size, which as CRCI they may name empty (`""` or null: a record as `/fetch/CRCI` answers it).
  */
 async function keyedItemType(
   q: Queryable,
   principal: Principal,
   items: readonly Readonly<Record<string, unknown>>[],
-): Promise<TypeDef | undefined> {
+): Promise<{ type: TypeDef; items: Record<string, unknown>[] } | undefined> {
   const byKey = items.filter((d) => d.id === undefined && d.typedId === undefined);
   if (byKey.length === 0) return undefined;
   const ids = byKey.map((d) => Number(d.conditionRecordSetId));
@@ -264,13 +265,54 @@ async function keyedItemType(
   const missing = ids.find((id) => !r.rows.some((x) => Number(x.id) === id));
   if (missing !== undefined)
     throw validationError('conditionRecordSetId', `there is no condition record set ${missing}`);
-  if (sizes.size > 1) {
-    throw validationError(
-      'conditionRecordSetId',
-      'items addressed by their keys in one batch name sets of one key size (or write each size with CRCI<n>)',
-    );
+  const oneSize =
+    'items addressed by their keys in one batch name sets of one key size (or write each size with CRCI<n>)';
+  if (sizes.size > 1) throw validationError('conditionRecordSetId', oneSize);
+  const n = [...sizes][0]!;
+  const field = (i: number, name: string) => (items.length > 1 ? `${i}.${name}` : name);
+  await refuseOtherSizes(q, principal, items, n, (i) => validationError(field(i, 'typedId'), oneSize));
+  return {
+    type: sizedItemType(n),
+    items: items.map((d, i) => {
+      const out = { ...d };
+      for (let k = n + 1; k <= MAX_KEY_SIZE; k++) {
+        const v = out[`key${k}`];
+        if (v === null || v === '') delete out[`key${k}`];
+        else if (v !== undefined)
+          throw validationError(field(i, `key${k}`), `must be empty (the sets of this batch have ${n} keys)`);
+      }
+      return out;
+    }),
+  };
+}
+
+const idText = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
+
+/**
+ * Elements of a keyed batch that name an item by typedId or id: one of a set of another key size
+ * (that the caller sees) is the batch's error, not a "not found" of CRCI<n>.
+ */
+async function refuseOtherSizes(
+  q: Queryable,
+  principal: Principal,
+  items: readonly Readonly<Record<string, unknown>>[],
+  n: number,
+  refusal: (element: number) => AppError,
+): Promise<void> {
+  const named = items.flatMap((d, i) => {
+    const m = /^\s*(\d{1,15})(?:\.CRCI\d{0,2})?\s*$/.exec(idText(d.typedId ?? d.id));
+    return m ? [{ i, id: Number(m[1]) }] : [];
+  });
+  if (named.length === 0) return;
+  const r = await q.query<{ id: string; key_size_ref: string; user_group_view_details: string | null }>(
+    `SELECT id, key_size_ref, user_group_view_details FROM condition_records
+      WHERE partition_id = $1 AND id = ANY($2::bigint[])`,
+    [principal.partitionId, named.map((x) => x.id)],
+  );
+  for (const row of r.rows) {
+    if (Number(row.key_size_ref) === n || !inUserGroup(principal, row.user_group_view_details)) continue;
+    throw refusal(named.find((x) => x.id === Number(row.id))!.i);
   }
-  return sizedItemType([...sizes][0]!);
 }
 
 /** `CRCI`: items of every set; new ones need their set's keys, existing ones are addressed by typedId or by their keys. */

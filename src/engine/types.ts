@@ -240,13 +240,13 @@ export interface TypeDef {
   /**
    * The type whose business key addresses these records when some elements of an update, integrate
    * or delete name neither `id` nor `typedId` (CRCI, keyed by id alone: its sized CRCIn, by the key
-   * size of the sets named); undefined: this type.
+   * size of the sets named) and the elements as that type takes them; undefined: this type.
    */
   readonly keyedType?: (
     q: Queryable,
     principal: Principal,
     items: readonly Readonly<Record<string, unknown>>[],
-  ) => Promise<TypeDef | undefined>;
+  ) => Promise<{ type: TypeDef; items: Record<string, unknown>[] } | undefined>;
   /** Rules across fields of a written record, beyond each field's own type (answers -4 errors). */
   readonly validate?: (data: Readonly<Record<string, unknown>>) => FieldErrors | undefined;
   /**

@@ -208,6 +208,20 @@ async function updateRow(
   return r.rows[0]!;
 }
 
+/**
+ * The type that writes the records and the elements as it takes them: the one named, or the one
+ * whose business key addresses them when they name no id (`keyedType`: CRCI items by set, keys and
+ * validFrom are CRCI<n>'s).
+ */
+async function writer(
+  db: Db,
+  principal: Principal,
+  pathType: TypeDef,
+  items: readonly Obj[],
+): Promise<{ type: TypeDef; items: readonly Obj[] }> {
+  return (await pathType.keyedType?.(db, principal, items)) ?? { type: pathType, items };
+}
+
 export interface UpdateItem {
   readonly data: Obj;
   readonly oldValues?: Obj | null;
@@ -217,20 +231,18 @@ export async function updateRecords(
   db: Db,
   principal: Principal,
   pathType: TypeDef,
-  items: readonly UpdateItem[],
+  given: readonly UpdateItem[],
   returnOld: boolean,
 ): Promise<Row[]> {
   requireWrite(principal, pathType);
-  // The type that writes the records: the one named, or the one whose business key addresses them
-  // when they name no id (`keyedType`: CRCI items by set, keys and validFrom are CRCI<n>'s).
-  const type =
-    (pathType.keyedType &&
-      (await pathType.keyedType(
-        db,
-        principal,
-        items.map((i) => i.data),
-      ))) ||
-    pathType;
+  const keyed = await writer(
+    db,
+    principal,
+    pathType,
+    given.map((i) => i.data),
+  );
+  const type = keyed.type;
+  const items = given.map((item, i) => ({ ...item, data: keyed.items[i]! }));
   return inBatch(
     db,
     principal,
@@ -332,11 +344,11 @@ export async function integrateRecords(
   db: Db,
   principal: Principal,
   pathType: TypeDef,
-  items: readonly Obj[],
+  given: readonly Obj[],
   returnOld: boolean,
 ): Promise<Row[]> {
   requireWrite(principal, pathType);
-  const type = (pathType.keyedType && (await pathType.keyedType(db, principal, items))) || pathType; // as in updateRecords
+  const { type, items } = await writer(db, principal, pathType, given);
   const only = items.length === 1 ? items[0]! : undefined;
   const byKey = only !== undefined && !returnOld ? addressOf(type, only) : undefined;
   // The common case — one complete record by business key, of a type without state rules — is a
@@ -427,11 +439,11 @@ export async function deleteRecords(
   db: Db,
   principal: Principal,
   pathType: TypeDef,
-  items: readonly Obj[],
+  given: readonly Obj[],
   oldValues: readonly (Obj | null)[] = [],
 ): Promise<Row[]> {
   requireWrite(principal, pathType, 'delete');
-  const type = (pathType.keyedType && (await pathType.keyedType(db, principal, items))) || pathType; // as in updateRecords
+  const { type, items } = await writer(db, principal, pathType, given);
   const versions = new Map(items.map((data, i) => [data, oldValues[i] ?? null]));
   return inBatch(db, principal, type, items, async (tx) => {
     const tc = await loadTypeContext(tx, principal, type);

@@ -150,6 +150,51 @@ describe('condition records: addressing items and sets', () => {
     expectError(mixed, 400, -4, 'conditionRecordSetId');
   });
 
+  test('CRCI by keys takes a record as fetched (keys past the set\'s size null or ""); other sizes in a batch are a -4', async () => {
+    const set = await newSet();
+    const byKey = { conditionRecordSetId: set.id, key1: 'K', validFrom: '2026-05-01' };
+    const [added] = okData(await call('/add/CRCI', { data: { ...byKey, key2: '' } }));
+    // The record as /fetch/CRCI answers it (key2..key12 null), sent back without its ids.
+    const [fetched] = okData(await call(`/fetch/CRCI/${added.id}`));
+    assert.equal(fetched.key12, null);
+    const record = { ...fetched };
+    delete record.id;
+    delete record.typedId;
+    const version: number = record.version;
+    delete record.version;
+    const [integrated] = okData(
+      await call('/integrate/CRCI', { data: { ...record, conditionValue: '2', key3: '' } }),
+    );
+    assert.deepEqual([integrated.id, integrated.conditionValue], [added.id, '2']);
+    const [updated] = okData(
+      await call('/update/CRCI', {
+        data: { ...record, unitOfMeasure: 'KG' },
+        oldValues: { version: version + 1 },
+      }),
+    );
+    assert.deepEqual([updated.id, updated.unitOfMeasure], [added.id, 'KG']);
+    // A key past the size that is not empty names that key (the element's, in a batch).
+    const extra = await call('/integrate/CRCI', [{ data: byKey }, { data: { ...byKey, key2: 'X' } }]);
+    expectError(extra, 400, -4, '1.key2');
+    // An item by typedId whose set has another key size, beside items by keys: -4 on its typedId,
+    // not a "not found" of the sized type.
+    const two = await newSet(2);
+    const [other] = okData(
+      await call('/add/CRCI', {
+        data: { conditionRecordSetId: two.id, key1: 'a', key2: 'b', validFrom: '2026-01-01' },
+      }),
+    );
+    const mixed = await call('/update/CRCI', [
+      { data: { typedId: `${other.id}.CRCI`, conditionValue: '0.07' } },
+      { data: { ...byKey, conditionValue: '3' } },
+    ]);
+    expectError(mixed, 400, -4, '0.typedId');
+    okData(await call('/delete/CRCI', { data: { ...record, key12: null } }));
+    assert.deepEqual(await itemsOf(set.id), []);
+    const [kept] = okData(await call(`/fetch/CRCI/${other.id}`));
+    assert.equal(kept.conditionValue, null);
+  });
+
   test('a load row names its set by a uniqueName of digits; one that is also another set’s id is an error', async () => {
     const digits = String(880_000_000 + Math.floor(Math.random() * 1_000_000));
     const numbered = await newSet(1, digits);
