@@ -185,10 +185,16 @@ describe('upload slots', () => {
     )[0];
     const blobs = await blobCount();
     const truncated = '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc';
+    // A whole body whose boundary is longer than the parser searches for (it answered a 500).
+    const wholeWith = (b: string) =>
+      `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc\r\n--${b}--\r\n`;
+    const long = 'b'.repeat(253);
     for (const [body, type] of [
       [truncated, 'multipart/form-data; boundary=XYZ'],
       ['garbage', 'multipart/form-data; boundary=XYZ'],
       [truncated, 'multipart/form-data'],
+      [wholeWith(long), `multipart/form-data; boundary=${long}`],
+      [wholeWith(long), `multipart/form-data; boundary="${long}"; charset=utf-8`],
     ] as const) {
       const r = await send(h, `/uploadmanager.upload/${slotId}`, { body, headers: { 'content-type': type } });
       assertError(r, 400, -4);
@@ -208,11 +214,25 @@ describe('upload slots', () => {
     )[0];
     assert.equal(again.fileVersion, good.fileVersion + 1);
     assert.equal(await blobCount(), blobs);
-    const loaded = await send(h, '/loaddata.file/P', {
-      body: truncated,
-      headers: { 'content-type': 'multipart/form-data; boundary=XYZ' },
-    });
-    assertError(loaded, 400, -4);
+    // A boundary past RFC 2046's 70 characters that the parser can take still works.
+    const longest = 'c'.repeat(250);
+    const taken = assertOk(
+      await send(h, `/uploadmanager.upload/${slotId}`, {
+        body: wholeWith(longest),
+        headers: { 'content-type': `multipart/form-data; boundary=${longest}` },
+      }),
+    )[0];
+    assert.equal(taken.fileVersion, good.fileVersion + 2);
+    for (const [body, boundary] of [
+      [truncated, 'XYZ'],
+      [wholeWith(long), long],
+    ]) {
+      const loaded = await send(h, '/loaddata.file/P', {
+        body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
+      assertError(loaded, 400, -4);
+    }
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 

@@ -94,6 +94,7 @@ export async function readMultipart<T>(
   maxBytes: number,
   onFile: (file: IncomingFile) => Promise<T>,
 ): Promise<MultipartResult<T>> {
+  refuseLongBoundary(req.headers['content-type']);
   const fields: Record<string, string> = {};
   let file: T | undefined;
   let seen = false;
@@ -133,6 +134,24 @@ export async function readMultipart<T>(
   }
   if (!seen) throw validationError(fileFields[0]!, 'the multipart body holds no file in this field');
   return { fields, file };
+}
+
+/** The longest boundary busboy's search takes (its needle, `\r\n--` and the boundary, ≤ 256 bytes). */
+const MAX_BOUNDARY = 250;
+
+/**
+ * A boundary is 1 to 70 characters (RFC 2046 §5.1.1); one past what the parser can search for was
+ * its uncaught error (a 500): a -4 on `body`.
+ */
+function refuseLongBoundary(contentType: string | undefined): void {
+  const m = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
+  const boundary = m?.[1] ?? m?.[2] ?? '';
+  if (Buffer.byteLength(boundary) > MAX_BOUNDARY) {
+    throw validationError(
+      'body',
+      `malformed multipart/form-data: a boundary of ${Buffer.byteLength(boundary)} bytes (RFC 2046 allows 70; at most ${MAX_BOUNDARY} are taken)`,
+    );
+  }
 }
 
 /**
