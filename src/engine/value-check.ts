@@ -1,7 +1,7 @@
 // Value checks of writes: every value against its field (type, length, allowed values, required),
 // custom attributes typed by the partition's attribute meta; all errors of a record in one -4.
 
-import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
+import { AppError, MAX_FIELD_ERRORS, validationError, type FieldErrors } from '../http/errors.ts';
 import type { TypeContext } from './context.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { show } from './criteria/parse.ts';
@@ -16,7 +16,18 @@ export function prepareValues(
   mode: 'add' | 'update',
   movable: readonly string[] = [],
 ): Map<FieldDef, unknown> {
+  // All errors of the record, up to the most an answer names (the others counted).
   const errors: FieldErrors = {};
+  let named = 0;
+  let left = 0;
+  const fail = (name: string, errorMessage: string): void => {
+    if (name in errors) errors[name] = { errorMessage };
+    else if (named === MAX_FIELD_ERRORS) left++;
+    else {
+      errors[name] = { errorMessage };
+      named++;
+    }
+  };
   const out = new Map<FieldDef, unknown>();
   for (const [name, raw] of Object.entries(data)) {
     if (name === 'typedId') continue;
@@ -25,26 +36,26 @@ export function prepareValues(
       // Written as the field it names, which wins when the write names it too.
       if (f.aliasOf in data) {
         const err = raw === null ? undefined : checkValue(f, raw);
-        if (typeof err === 'string') errors[name] = { errorMessage: err };
+        if (typeof err === 'string') fail(name, err);
         continue;
       }
       f = tc.fields.get(f.aliasOf)!;
     }
     if (!f) {
-      errors[name] = { errorMessage: 'unknown field' };
+      fail(name, 'unknown field');
       continue;
     }
     // Fields the server keeps (id, version, audit fields) are not written, but one of the wrong
     // type is no echo of a fetched record: a -4 as for any field.
     if (f.system) {
       const err = raw === null ? undefined : checkValue(f, raw);
-      if (typeof err === 'string') errors[name] = { errorMessage: err };
+      if (typeof err === 'string') fail(name, err);
       continue;
     }
     // Keys address the record; they are not changed, unless the type lets this update move them.
     if (f.key && mode === 'update' && !movable.includes(name)) continue;
     const err = checkValue(f, raw);
-    if (typeof err === 'string') errors[name] = { errorMessage: err };
+    if (typeof err === 'string') fail(name, err);
     else out.set(f, err.value);
   }
   if (mode === 'add') {
@@ -56,14 +67,17 @@ export function prepareValues(
         (out.get(f) === undefined || out.get(f) === null) &&
         !errors[f.name]
       ) {
-        errors[f.name] = { errorMessage: 'is required' };
+        fail(f.name, 'is required');
       }
     }
   }
   const problem = tc.type.validate?.(data);
-  if (problem) Object.assign(errors, problem);
+  for (const [name, e] of Object.entries(problem ?? {})) fail(name, e.errorMessage);
   const first = Object.entries(errors)[0];
-  if (first) throw new AppError('VALIDATION', `${first[0]}: ${first[1].errorMessage}`, { errors });
+  if (first) {
+    const more = left === 0 ? '' : ` (and ${left} more errors left out)`;
+    throw new AppError('VALIDATION', `${first[0]}: ${first[1].errorMessage}${more}`, { errors });
+  }
   return out;
 }
 

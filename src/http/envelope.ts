@@ -2,7 +2,7 @@
 // process can meet (ours, Fastify's, the database's) to one catalogue entry of ./errors.ts.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, namedElement, validationError, type FieldErrors } from './errors.ts';
+import { AppError, firstFieldErrors, namedElement, validationError, type FieldErrors } from './errors.ts';
 import { DeadlineError } from '../db/deadline.ts';
 import { unstorableIn } from '../engine/values.ts';
 import { patternFields } from '../engine/criteria/patterns.ts';
@@ -356,7 +356,7 @@ export function handleError(err: unknown, req: FastifyRequest, reply: FastifyRep
     data: e.code === 'INTERNAL' ? `Internal error (request ${req.id})` : e.message,
     requestId: req.id,
   };
-  if (e.errors) response.errors = e.errors;
+  if (e.errors) response.errors = firstFieldErrors(e.errors);
   void reply.code(e.http);
   return { response };
 }

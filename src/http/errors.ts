@@ -43,6 +43,23 @@ export type ErrorCode = keyof typeof ERRORS;
 /** Per-field messages, as the envelope's `errors` map: `{ field: { errorMessage } }`. */
 export type FieldErrors = Record<string, { errorMessage: string }>;
 
+/**
+ * The most field errors an answer names: a record of a million unknown names answered a million
+ * (43 MB, seconds of the event loop); the first ones say what is wrong.
+ */
+export const MAX_FIELD_ERRORS = 100;
+
+/** `errors` cut to its first MAX_FIELD_ERRORS entries (itself when it has no more). */
+export function firstFieldErrors(errors: FieldErrors): FieldErrors {
+  const out: FieldErrors = {};
+  let n = 0;
+  for (const name in errors) {
+    if (n++ === MAX_FIELD_ERRORS) return out;
+    out[name] = errors[name]!;
+  }
+  return errors;
+}
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly http: number;

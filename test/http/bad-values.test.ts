@@ -296,6 +296,22 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.equal(kept.attribute7, before.attribute7);
   });
 
+  test('a record of thousands of unknown names: a -4 naming the first 100, the others counted', async () => {
+    const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
+    const r = await call('/add/P', { data: { sku: uniqueName('many'), ...many(5000) } });
+    expectError(r, 400, -4, 'k0');
+    assert.equal(Object.keys(r.body.response.errors).length, 100);
+    assert.match(r.body.response.data, /^k0: unknown field \(and 4900 more errors left out\)$/);
+    // The same bound on answers built elsewhere (each unknown name of a workflow step is an error).
+    const steps = [{ approverUsers: ['admin'], ...many(300) }];
+    const wf = await call('/add/WFD', {
+      data: { uniqueName: uniqueName('wf'), approvableType: 'TDOC', steps },
+    });
+    assert.equal(wf.status, 400, wf.text);
+    assert.equal(Object.keys(wf.body.response.errors).length, 100);
+    assert.equal(wf.body.response.errors['steps[0].k0'].errorMessage, 'unknown field');
+  });
+
   test('ids past 2^53 name no set or grid; a body nested thousands of levels deep', async () => {
     expectError(
       await call('/add/CRCI1', {
