@@ -6,6 +6,7 @@
 // per-table TypeDef (`valueTypeOf`): the declaration here plus the table's `fixed` scope, its key
 // and value types, and the permission of the operation.
 
+import { Decimal } from 'decimal.js';
 import { AUTHENTICATED, type Permission } from '../access/catalogue.ts';
 import type { FieldErrors } from '../http/errors.ts';
 import type { FieldDef, TypeDef } from './types.ts';
@@ -153,11 +154,15 @@ function typedText(name: string, column: string, type: FieldType, extra: Partial
   return { ...text(name, column, { maxLength: 4000, ...extra }), type, storedAsText: true, custom: true };
 }
 
-/** lowerBound < upperBound when both are given (a missing bound is unbounded). */
+/**
+ * lowerBound < upperBound when both are given (a missing bound is unbounded), compared exactly: as
+ * doubles, 9007199254740992 < 9007199254740993 was false, and 1e400 < 1e401 (both Infinity).
+ */
 function boundsInOrder(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
   const lower = coerceValue('decimal', data.lowerBound);
   const upper = coerceValue('decimal', data.upperBound);
-  if (lower === undefined || upper === undefined || Number(lower) < Number(upper)) return undefined;
+  if (lower === undefined || upper === undefined || new Decimal(String(lower)).lt(String(upper)))
+    return undefined;
   return { upperBound: { errorMessage: `must be greater than lowerBound (${String(lower)})` } };
 }
 

@@ -562,6 +562,30 @@ describe('lookup tables', () => {
       -1,
     );
     okData(await api(`${M}.add/${id}`, { data: { name: 'high', lowerBound: 100, value: 0.3 } }));
+    // Bounds are compared exactly: beyond a double's precision and range they are still in order.
+    const exact = await newTable(api, 'ranges-exact', 'RANGE', 'REAL');
+    okData(
+      await api(`${M}.add/${exact}`, [
+        { data: { name: 'p', lowerBound: '9007199254740992', upperBound: '9007199254740993', value: 1 } },
+        {
+          data: {
+            name: 'q',
+            lowerBound: '0.10000000000000000001',
+            upperBound: '0.10000000000000000002',
+            value: 1,
+          },
+        },
+        { data: { name: 'r', lowerBound: '1e400', upperBound: '1e401', value: 1 } },
+      ]),
+    );
+    expectError(
+      await api(`${M}.add/${exact}`, {
+        data: { name: 's', lowerBound: '1e401', upperBound: '1e400', value: 1 },
+      }),
+      400,
+      -4,
+      'upperBound',
+    );
     // In a batch, the element is named too (as a value refused there is: `0.lowerBound`); here the
     // first one meets the range from -infinity.
     expectError(
