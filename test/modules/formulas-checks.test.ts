@@ -57,6 +57,10 @@ describe('logics: compile errors, the time limit, filtered customers, the README
       ['1 +\n  round(1, 2, "UP", 4)', 'line 2, column 3: round takes 1 to 3 arguments, got 4'],
       ['1 + abs(1, 2)', 'line 1, column 5: abs takes 1 argument, got 2'],
       ['1 + length(concat())', 'line 1, column 12: concat takes at least 1 argument, got 0'],
+      [
+        `sum(${Array(1001).fill('1').join(', ')})`,
+        'line 1, column 1: sum takes at most 1000 arguments, got 1001',
+      ],
       ['1 + today(1)', 'line 1, column 5: today takes 0 arguments, got 1'],
       ['round(1,\n  "two")', 'line 2, column 3: round: argument 2 must be number, got text'],
       ['lookup(\n  product.sku, 1)', 'line 2, column 3: lookup: argument 1 must be a name in quotes'],

@@ -256,10 +256,17 @@ function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, rea
   if (fn === undefined) throw new ExpressionError(`unknown function ${name}`, pos);
   const n = node.args.length;
   if (n < fn.min || n > fn.max) {
-    const open = fn.max >= 1_000;
-    const want = fn.min === fn.max ? `${fn.min}` : open ? `at least ${fn.min}` : `${fn.min} to ${fn.max}`;
-    // "1 argument", "at least 1 argument", "1 to 3 arguments": the number named last decides.
-    const last = fn.min === fn.max || open ? fn.min : fn.max;
+    // "1 argument", "1 to 3 arguments"; a function of any number of them names the bound missed:
+    // "at least 1 argument", "at most 1000 arguments". The number named last decides the plural.
+    const many = fn.max >= 1_000;
+    const [want, last] =
+      fn.min === fn.max
+        ? [`${fn.min}`, fn.min]
+        : !many
+          ? [`${fn.min} to ${fn.max}`, fn.max]
+          : n < fn.min
+            ? [`at least ${fn.min}`, fn.min]
+            : [`at most ${fn.max}`, fn.max];
     throw new ExpressionError(`${name} takes ${want} argument${last === 1 ? '' : 's'}, got ${n}`, pos);
   }
   const args = node.args.map(c);
