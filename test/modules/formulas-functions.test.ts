@@ -85,6 +85,9 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
       ['RangeEdge', 'lookup("Range", 100)'],
       ['RangeTop', 'lookup("Range", 1000000000)'],
       ['RangeMiss', 'lookup("Range", -5)'],
+      ['RangeRow', 'lookupRow("Range", 150)'],
+      ['RangeLower', 'RangeRow.lowerBound + 1'],
+      ['RangeUpper', 'max(RangeRow.upperBound, 20)'],
       ['M1Hit', 'lookup("M1", "EU")'],
       ['M1Row', 'lookupRow("M1", "EU")'],
       ['M1Third', 'M1Row.attribute3'],
@@ -129,6 +132,9 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
     assert.equal(v.RangeEdge, 0.05, '100 is the lower bound of medium, not in small');
     assert.equal(v.RangeTop, 0.1, 'an open upper bound');
     assert.equal(v.RangeMiss, null, 'no range holds -5');
+    assert.equal(v.RangeLower, 101, "a RANGE row's bounds are numbers to the logic");
+    assert.equal(v.RangeUpper, 1000);
+    assert.equal(r.RangeUpper!.resultType, 'NUMBER');
     assert.equal(v.M1Hit, 1);
     assert.equal(v.M1Third, 3);
     assert.equal(v.M1Miss, null);

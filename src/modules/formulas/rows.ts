@@ -32,7 +32,12 @@ export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
   for (const [col, v] of Object.entries(r)) {
     if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)
       continue;
-    fields[camel(col)] = /^attribute\d+$|^value$/.test(col) ? typedValue(meta.valueType, v) : v;
+    // A RANGE row's bounds are decimals, whatever the table's value type.
+    fields[camel(col)] = /^attribute\d+$|^value$/.test(col)
+      ? typedValue(meta.valueType, v)
+      : col === 'lower_bound' || col === 'upper_bound'
+        ? typedValue('REAL', v)
+        : v;
   }
   const matrix = meta.type.startsWith('MATRIX');
   const code = matrix
