@@ -210,13 +210,16 @@ const FOREIGN_KEYS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * A value too large for a btree entry of an index on its column (54000: "index row size ... for index
- * "rc_products_label""); the field is read off the index's name where it names one (rc_*_label,
- * rc_*_name, rcx_*_attributeN_*). Values of fields with search indexes are checked before writing;
- * this answers the rest, such as an attribute indexed by another partition's meta.
+ * A value past a limit of the database (54000). Mostly one too large for a btree entry of an index on
+ * its column ("index row size ... for index "rc_products_label""): the field is read off the index's
+ * name where it names one (rc_*_label, rc_*_name, rcx_*_attributeN_*). Values of fields with search
+ * indexes are checked before writing; this answers the rest, such as an attribute indexed by another
+ * partition's meta.
  */
-function tooLargeForIndex(fe: PgError & { message?: unknown }): AppError {
+function tooLarge(fe: PgError & { message?: unknown }): AppError {
   const text = typeof fe.message === 'string' ? fe.message : '';
+  // Other limits of the same code (a jsonb value or an array past its most): what was too large.
+  if (!/\bindex row\b/.test(text)) return validationError('data', `is too large to store (${text})`);
   const index = /for index "([a-z0-9_]+)"/.exec(text)?.[1] ?? '';
   const field =
     /_(attribute\d+)_[a-z]+$/.exec(index)?.[1] ?? /_(label|name)(?:_lower)?$/.exec(index)?.[1] ?? 'data';
@@ -284,7 +287,7 @@ function mapError(err: unknown): AppError {
         typeof fe.message === 'string' ? fe.message : 'Refused by a rule of the database',
       );
     case '54000':
-      return tooLargeForIndex(fe);
+      return tooLarge(fe);
     case 'RC409':
       // A state rule of our own triggers (e.g. a locked rebate record group deleted by filter): the
       // message is the trigger's text, written for the client.

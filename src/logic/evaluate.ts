@@ -16,7 +16,16 @@ import {
 } from './env.ts';
 import type { CompiledLogic } from './logic.ts';
 import { applyPolicy } from './rounding.ts';
-import { asDec, RecordValue, toJson, type LogicDate, type Value } from './values.ts';
+import {
+  asDec,
+  listSize,
+  MAX_RESULT_CHARACTERS,
+  MAX_RESULT_VALUES,
+  RecordValue,
+  toJson,
+  type LogicDate,
+  type Value,
+} from './values.ts';
 
 export interface ItemContext {
   readonly inputs: Readonly<Record<string, Value>>;
@@ -79,6 +88,20 @@ function envFor(logic: CompiledLogic, item: ItemContext): MutableEnv {
   return env;
 }
 
+/** Adds an element's result to what the evaluation's results hold; past the bounds, a LimitError. */
+function countResult(size: { characters: number; values: number }, value: Value, element: string): void {
+  if (typeof value === 'string') size.characters += value.length;
+  else if (Array.isArray(value)) {
+    const list = listSize(value as readonly Value[]);
+    size.characters += list.characters;
+    size.values += list.values;
+  } else return;
+  if (size.characters > MAX_RESULT_CHARACTERS || size.values > MAX_RESULT_VALUES)
+    throw new LimitError(
+      `element ${element}: the results hold more than ${MAX_RESULT_CHARACTERS} characters of text or ${MAX_RESULT_VALUES} list values in all`,
+    );
+}
+
 type MutableOutcome = { -readonly [K in keyof ElementOutcome]: ElementOutcome[K] };
 
 /**
@@ -93,6 +116,7 @@ export function evaluateItem(
 ): ElementOutcome[] {
   const env = envFor(logic, item);
   const out = into ?? new Array<ElementOutcome>(logic.elements.length);
+  const size = { characters: 0, values: 0 };
   for (const el of logic.elements) {
     resetElementState(env.element, item.explain);
     let value: Value;
@@ -116,6 +140,7 @@ export function evaluateItem(
       addWarning(env, err.message);
     }
     env.values[el.index] = value;
+    countResult(size, value, el.def.elementName);
     if (item.explain) explainReads(env, el.reads, logic);
     const kept: MutableOutcome | undefined = into?.[el.index];
     if (kept !== undefined) {

@@ -393,6 +393,13 @@ export const MAX_LIST_VALUES = 100_000;
 /** The longest text an expression may build. */
 export const MAX_TEXT = 100_000;
 export const MAX_LIST_CHARACTERS = 10_000_000;
+/**
+ * What all element results of one evaluation may hold together (texts, and lists counted as
+ * listSize counts them): each element is bounded above, but seventy elements naming one list of
+ * 8.7 million characters made an answer no string holds (a 500 after seconds of the event loop).
+ */
+export const MAX_RESULT_CHARACTERS = 50_000_000;
+export const MAX_RESULT_VALUES = 1_000_000;
 /** Lists in lists: as deep as one expression may nest them (elements naming lists nest them further). */
 export const MAX_LIST_DEPTH = 64;
 

@@ -229,6 +229,17 @@ describe('envelope and errors', () => {
     );
   });
 
+  test('a limit of the database other than an index entry is a -4 saying what was too large', async () => {
+    const err = await h.db.query('SELECT array_fill(1, ARRAY[20000, 20000])').then(
+      () => assert.fail('the database took it'),
+      (e: unknown) => e,
+    );
+    const e = toAppError(err);
+    assert.deepEqual([e.http, e.status, Object.keys(e.errors ?? {})], [400, -4, ['data']]);
+    assert.match(e.message, /^data: is too large to store \(array size exceeds the maximum allowed/);
+    assert.doesNotMatch(e.message, /index/);
+  });
+
   test('500/-1 with a request id and no internals', async () => {
     const r = await h.call('/probe.crash', { basic: admin, headers: { 'x-request-id': 'req-42' } });
     assertError(r, 500, -1);

@@ -660,6 +660,23 @@ describe('pricing logics', () => {
       -4,
       /element S\d: step limit of 5000 exceeded/,
     );
+    // Each element within its bounds, all of them together past what one answer holds: a -4 naming
+    // the element that went past (seventy such elements answered a 500 after seconds).
+    const huge = [
+      { elementName: 'E0', expression: `"${'x'.repeat(3990)}"` },
+      ...[1, 2, 3, 4, 5, 6, 7].map((i) => ({
+        elementName: `E${i}`,
+        expression: `[E${i - 1}, E${i - 1}, E${i - 1}]`,
+      })),
+      ...[0, 1, 2, 3, 4, 5].map((i) => ({ elementName: `R${i}`, expression: '[E7]' })),
+    ];
+    okData(await api('/add/F', { data: { uniqueName: 'Huge', validAfter: '2026-01-01', elements: huge } }));
+    expectError(
+      await api('/formulamanager.execute/MB-1/Huge', { data: {} }),
+      400,
+      -4,
+      /element R4: the results hold more than 50000000 characters of text or 1000000 list values in all/,
+    );
     assert.equal(
       (await api('/formulamanager.execute/MB-1/Faults', { data: {} })).status,
       200,
