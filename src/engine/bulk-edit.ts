@@ -14,7 +14,7 @@ import {
   type CriteriaNode,
   type ResolvedCriteria,
 } from './criteria.ts';
-import { loadTypeContext, metaNameIsId, rowScope, type TypeContext } from './context.ts';
+import { loadTypeContext, metaNameIsId, rowScope, selectList, type TypeContext } from './context.ts';
 import { extensionNameOf, type FetchBody } from './fetch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
@@ -152,10 +152,35 @@ export async function deleteByFilter(
       );
     }
     ignored = dropped;
+    await guardEach(tx, tc, principal, criteria);
     await setDeleteActor(tx, principal);
     return { tc, principal, filter: criteria, edits: [] };
   });
   return { count, ignored };
+}
+
+/**
+ * The state rules of a type (beforeChange: a job not ended, a locked rebate record group, the trust
+ * option) hold for each record a delete by filter takes, as for one `/delete`: the matches are read
+ * (locked) and checked first; one refused, nothing is deleted. A job deleted so while it ran left its
+ * load PROCESSING for ever.
+ */
+async function guardEach(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  filter: ResolvedCriteria,
+): Promise<void> {
+  const guard = tc.type.beforeChange;
+  if (guard === undefined) return;
+  const params = new Params();
+  const r = await tx.query<Record<string, unknown>>(
+    `SELECT ${selectList(tc)} FROM ${ident(tc.type.table)} t
+      WHERE ${rowScope(tc, principal, params, 't', { forEdit: true })} AND ${compileCriteria(filter, params, 't')}
+      ORDER BY t.id FOR UPDATE`,
+    params.values,
+  );
+  for (const old of r.rows) await guard(tx, principal, old, undefined);
 }
 
 export interface MassEditBody {

@@ -235,8 +235,8 @@ const ACCOUNT_TYPES: readonly TypeDef[] = [
       validate: advancedConfigRules,
     }),
     beforeInsert: (_q, principal, data) => Promise.resolve(guardTrustOption(principal, data.uniqueName)),
-    beforeChange: (_q, principal, old, data) =>
-      Promise.resolve(data === undefined ? undefined : guardTrustOption(principal, old.uniqueName)),
+    // Deletes too: removing the trust is a change of who may sign in.
+    beforeChange: (_q, principal, old) => Promise.resolve(guardTrustOption(principal, old.uniqueName)),
   },
 ];
 

@@ -249,6 +249,47 @@ describe('jobs', () => {
     );
   });
 
+  test('a job that has not ended is deleted by no path: by filter too it is a 409, nothing deleted', async () => {
+    const json = { 'content-type': 'application/json' };
+    const queued = await newJob('NO_SUCH_KIND'); // no runner takes it
+    const ended = await newJob('TEST_ECHO', { value: 1 });
+    await waitForJob(h, ended.id);
+    const both = {
+      _constructor: 'AdvancedCriteria',
+      operator: 'or',
+      criteria: [
+        { fieldName: 'id', operator: 'equals', value: queued.id },
+        { fieldName: 'id', operator: 'equals', value: ended.id },
+      ],
+    };
+    for (const path of ['/delete/JST/batch', '/delete/JST/batch/forcefilter']) {
+      const r = await send(h, path, { body: JSON.stringify({ data: both }), headers: json });
+      assertError(r, 409, -1);
+      assert.match(
+        r.body.response.data,
+        new RegExp(`Job ${queued.id}.JST is QUEUED_FOR_EXECUTION: cancel it`),
+      );
+    }
+    assertError(
+      await send(h, '/delete/JST', {
+        body: JSON.stringify({ data: { typedId: `${queued.id}.JST` } }),
+        headers: json,
+      }),
+      409,
+      -1,
+    );
+    assert.equal(
+      assertOk(await send(h, `/admin.fetchjst/${ended.id}`))[0].status,
+      'FINISHED',
+      'nothing deleted',
+    );
+    assertOk(await send(h, `/admin.canceljst/${queued.id}`));
+    const deleted = assertOk(
+      await send(h, '/delete/JST/batch/forcefilter', { body: JSON.stringify({ data: both }), headers: json }),
+    )[0];
+    assert.equal(deleted.deletedRecords, 2);
+  });
+
   test('cancel: a queued job at once, a running one between steps, an ended one is a conflict', async () => {
     const queued = await newJob('NO_SUCH_KIND'); // no runner takes it
     const c1 = assertOk(await send(h, `/admin.canceljst/${queued.id}`))[0];

@@ -338,6 +338,22 @@ describe('account manager', () => {
     test('a USERADMIN cannot delete an ADMIN; 403, 401, 404 and isolation', async () => {
       const second = await newUser(h, ['ADMIN']);
       expectError(await call(h, '/delete/U', { data: { typedId: `${second.id}.U` } }, userAdmin), 403, -3);
+      // Named by login beside a null typedId or id (the engine then goes by the login): the same guards.
+      for (const none of [{ typedId: null }, { id: null }]) {
+        const byLogin = { ...none, loginName: second.user };
+        expectError(await call(h, '/delete/U', { data: byLogin }, userAdmin), 403, -3);
+        expectError(await call(h, '/update/U', { data: { ...byLogin, firstName: 'x' } }, userAdmin), 403, -3);
+        const self = { ...none, loginName: userAdmin.user };
+        expectError(await call(h, '/delete/U', { data: self }, userAdmin), 400, -4, 'typedId');
+        expectError(
+          await call(h, '/update/U', { data: { ...self, activated: false } }, userAdmin),
+          400,
+          -4,
+          'activated',
+        );
+      }
+      const [intact] = okData(await call(h, `/fetch/U/${second.id}`));
+      assert.notEqual(intact.firstName, 'x');
       await refused(h, '/delete/U', { data: { typedId: `${second.id}.U` } }, auditor);
       expectError(await call(h, '/delete/U', { data: { typedId: '999999999.U' } }), 404, -1);
       expectError(await call(other, '/delete/U', { data: { typedId: `${second.id}.U` } }), 404, -1);
@@ -715,11 +731,14 @@ describe('account manager', () => {
         -3,
       );
       // Nor deletes it (that would unassign it from him); it stays assigned.
-      expectError(
-        await call(h, '/accountmanager.deletebusinessrole', { data: { typedId: mine.typedId } }, ua),
-        403,
-        -3,
-      );
+      // Named by its unique name beside a null typedId or id (the engine then goes by the name), the same.
+      for (const data of [
+        { typedId: mine.typedId },
+        { typedId: null, uniqueName: mine.uniqueName },
+        { id: null, uniqueName: mine.uniqueName },
+      ]) {
+        expectError(await call(h, '/accountmanager.deletebusinessrole', { data }, ua), 403, -3);
+      }
       const [still] = okData(await call(h, '/fetch/BR', { data: { uniqueName: mine.uniqueName } }));
       assert.equal(still.id, mine.id);
       // Nor a group he is in, directly or through a business role he holds (the delete would
@@ -730,11 +749,9 @@ describe('account manager', () => {
       okData(await call(h, `/accountmanager.assigngroup/${ua.id}`, { data: { groups: [direct.id] } }));
       okData(await call(h, `/accountmanager.assigngroup/BR/${mine.id}`, { data: { groups: [viaRole.id] } }));
       for (const g of [direct, viaRole]) {
-        expectError(
-          await call(h, '/accountmanager.deletegroup', { data: { typedId: g.typedId } }, ua),
-          403,
-          -3,
-        );
+        for (const data of [{ typedId: g.typedId }, { id: null, uniqueName: g.uniqueName }]) {
+          expectError(await call(h, '/accountmanager.deletegroup', { data }, ua), 403, -3);
+        }
         assert.equal(okData(await call(h, '/fetch/UG', { data: { uniqueName: g.uniqueName } })).length, 1);
       }
       okData(await call(h, '/accountmanager.deletegroup', { data: { typedId: other.typedId } }, ua));
@@ -1600,6 +1617,15 @@ describe('account manager', () => {
       });
       expectError(restricted, 403, -3);
       assert.match(restricted.body.response.data, /only an ADMIN, on a credential without restrictions/);
+      // Nor deletes it (by any path); the ADMIN does.
+      for (const [path, data] of [
+        ['/delete/ACO', { typedId: opt.typedId }],
+        ['/delete/ACO', { typedId: null, uniqueName: 'externalJWTConfiguration' }],
+        ['/delete/ACO/batch/forcefilter', { uniqueName: 'externalJWTConfiguration' }],
+      ] as const) {
+        const r = await call(h, path, { data }, woUser);
+        assert.ok([403, 400].includes(r.status), `${path}: ${r.text}`);
+      }
       const [kept] = okData(await call(h, `/fetch/ACO/${opt.id}`));
       assert.equal(kept.value, jwtConfig({}));
       okData(await call(h, '/delete/ACO', { data: { typedId: opt.typedId } }));

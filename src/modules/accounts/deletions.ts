@@ -9,28 +9,12 @@ import { recordHistory } from '../../engine/history.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { assignmentHistory } from './assignments.ts';
 import { guardBusinessRoles, guardNotOwnBusinessRole, guardNotOwnGroup } from './guards.ts';
-import { addressedId } from './refs.ts';
+import { addressedRecordId } from './refs.ts';
 import { BUSINESS_ROLE, GROUP } from './service.ts';
 import * as store from './store.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
-
-/** The id of the group or business role a delete names (typedId, id or uniqueName), if it exists. */
-async function namedIdOf(
-  q: Queryable,
-  principal: Principal,
-  type: TypeDef,
-  data: Obj,
-): Promise<number | undefined> {
-  const id = addressedId(data, type.code);
-  if (id !== undefined) return id;
-  if (data.typedId === undefined && data.id === undefined && typeof data.uniqueName === 'string') {
-    const table = type.code === 'UG' ? 'user_groups' : 'business_roles';
-    return store.idByUniqueName(q, principal.partitionId, table, data.uniqueName);
-  }
-  return undefined;
-}
 
 /** Locks the group or business role being deleted: an assignment of it waits, then finds it gone. */
 async function lockNamed(q: Queryable, principal: Principal, type: TypeDef, id: number): Promise<void> {
@@ -103,7 +87,7 @@ export async function deleteGroups(db: Db, principal: Principal, items: readonly
   return db.transaction(async (tx) => {
     const out: Row[] = [];
     for (const data of items) {
-      const id = await namedIdOf(tx, principal, GROUP, data);
+      const id = await addressedRecordId(tx, principal, GROUP, data);
       let counts = { removedMemberships: 0, removedFromBusinessRoles: 0 };
       if (id !== undefined) {
         await guardNotOwnGroup(tx, principal, id);
@@ -132,7 +116,7 @@ export async function deleteBusinessRoles(
     const pid = principal.partitionId;
     const out: Row[] = [];
     for (const data of items) {
-      const id = await namedIdOf(tx, principal, BUSINESS_ROLE, data);
+      const id = await addressedRecordId(tx, principal, BUSINESS_ROLE, data);
       let counts = { unassignedUsers: 0, removedRoles: 0, removedGroups: 0 };
       if (id !== undefined) {
         await guardBusinessRoles(tx, principal, [id]);

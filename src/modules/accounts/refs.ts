@@ -6,7 +6,11 @@
 
 import { isKnownRole, type Role } from '../../access/catalogue.ts';
 import { notFound, validationError } from '../../http/errors.ts';
+import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
+import { addressOf, selectOne } from '../../engine/addressing.ts';
+import { loadTypeContext } from '../../engine/context.ts';
+import type { TypeDef } from '../../engine/types.ts';
 import { namedByRef, type NamedRow } from './store.ts';
 
 type Obj = Record<string, unknown>;
@@ -33,6 +37,25 @@ export function userIdOf(v: unknown, field: string): number {
 export function userIdsOf(list: readonly unknown[], field: string): number[] {
   if (list.length === 0) throw validationError(field, 'must name at least one user');
   return [...new Set(list.map((v, i) => userIdOf(v, `${field}.${i}`)))];
+}
+
+/**
+ * The id of the record a write's body addresses, found as the engine finds it (addressing.ts: typedId,
+ * id, or the business key; null is absent), so that a guard checks the record the engine writes: a
+ * `"typedId": null` beside a loginName passed every guard of an ADMIN's account by. Undefined when the
+ * body addresses nothing or nothing the principal sees (the engine answers that -4 or 404).
+ */
+export async function addressedRecordId(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  data: Obj,
+): Promise<number | undefined> {
+  const address = addressOf(type, data);
+  if (address === undefined) return undefined;
+  if ('id' in address) return address.id;
+  const row = await selectOne(q, await loadTypeContext(q, principal, type), principal, address, false);
+  return row === undefined ? undefined : Number(row.id);
 }
 
 /** The id a record body addresses (`typedId`, `id`), when it addresses one by id. */

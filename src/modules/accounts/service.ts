@@ -27,7 +27,7 @@ import { AppError, notFound, prefixed, validationError } from '../../http/errors
 import { RELEASE } from '../../release.ts';
 import { guardAccounts, guardBusinessRoles, guardRoles } from './guards.ts';
 import { checkPassword } from './password-policy.ts';
-import { addressedId, userIdOf } from './refs.ts';
+import { addressedId, addressedRecordId, userIdOf } from './refs.ts';
 import * as store from './store.ts';
 import { recordHistory } from '../../engine/history.ts';
 import { workflowTieOf } from '../workflows/store.ts';
@@ -160,16 +160,6 @@ export async function addUsers(
   });
 }
 
-/** The user a record body addresses (typedId, id or loginName), if it exists. */
-async function addressedUser(q: Queryable, principal: Principal, data: Obj): Promise<number | undefined> {
-  const id = addressedId(data, 'U');
-  if (id !== undefined) return id;
-  if (data.typedId === undefined && data.id === undefined && typeof data.loginName === 'string') {
-    return store.userIdByLogin(q, principal.partitionId, data.loginName);
-  }
-  return undefined;
-}
-
 /** `/update/U`: no roles, groups or password through here; nobody deactivates himself. */
 export async function updateUsers(
   db: Db,
@@ -191,7 +181,7 @@ export async function updateUsers(
   return db.transaction(async (tx) => {
     for (const [i, { data }] of items.entries()) {
       await prefixed(at(i), async () => {
-        const id = await addressedUser(tx, principal, data);
+        const id = await addressedRecordId(tx, principal, USER, data);
         if (id === undefined) return; // the engine answers the 404 or -4 of a bad address
         await guardAccounts(tx, principal, [id]);
         if (id === principal.userId && coerceValue('boolean', data.activated) === false) {
@@ -209,7 +199,7 @@ export async function deleteUsers(db: Db, principal: Principal, items: readonly 
   return db.transaction(async (tx) => {
     for (const [i, data] of items.entries()) {
       await prefixed(items.length > 1 ? `${i}.` : '', async () => {
-        const id = await addressedUser(tx, principal, data);
+        const id = await addressedRecordId(tx, principal, USER, data);
         if (id === undefined) return;
         if (id === principal.userId) throw validationError('typedId', 'you cannot delete yourself');
         await guardAccounts(tx, principal, [id]);

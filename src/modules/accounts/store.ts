@@ -299,19 +299,6 @@ export async function usersById(
   return new Map(r.rows.map((u) => [Number(u.id), u]));
 }
 
-/** A user's id by exact login name (as the engine addresses by business key). */
-export async function userIdByLogin(
-  q: Queryable,
-  partitionId: number,
-  loginName: string,
-): Promise<number | undefined> {
-  const r = await q.query<{ id: number }>(
-    'SELECT id FROM users WHERE partition_id = $1 AND lower(login_name) = lower($2)',
-    [partitionId, loginName],
-  );
-  return r.rows[0] === undefined ? undefined : Number(r.rows[0].id);
-}
-
 export async function loginAndHash(
   q: Queryable,
   partitionId: number,
@@ -356,19 +343,6 @@ export async function uniqueNameById(
     [partitionId, id],
   );
   return r.rows[0]?.name;
-}
-
-export async function idByUniqueName(
-  q: Queryable,
-  partitionId: number,
-  table: 'user_groups' | 'business_roles',
-  name: string,
-): Promise<number | undefined> {
-  const r = await q.query<{ id: number }>(
-    `SELECT id FROM ${ident(table)} WHERE partition_id = $1 AND unique_name = $2`,
-    [partitionId, name],
-  );
-  return r.rows[0] === undefined ? undefined : Number(r.rows[0].id);
 }
 
 // ---------------------------------------------------------------------------------------------
