@@ -1304,6 +1304,31 @@ describe('account manager', () => {
       assert.ok(login.roles.includes('ADMIN'));
     });
 
+    test('concurrent assignments to one business role all land (queued, not deadlocked)', async () => {
+      const br = await newNamed(h, 'BR');
+      const roles = [
+        'PRICESHOP_RO',
+        'PRICESHOP_EDIT',
+        'SUPPORT',
+        'PB_CONDITIONRECORDEDITOR',
+        'DATAINTEGRATION',
+      ];
+      const groups = await Promise.all([1, 2, 3].map(() => newNamed(h, 'UG')));
+      const answers = await Promise.all([
+        ...roles.map((r) => call(h, `/accountmanager.assignrole/BR/${br.id}`, { data: { roles: [r] } })),
+        ...groups.map((g) =>
+          call(h, `/accountmanager.assigngroup/BR/${br.id}`, { data: { groups: [g.id] } }),
+        ),
+      ]);
+      for (const a of answers) okData(a);
+      const [after] = okData(await call(h, '/fetch/BR', { data: { uniqueName: br.uniqueName } }));
+      assert.equal(after.version, br.version + roles.length + groups.length);
+      const [{ roles: held }] = okData(
+        await call(h, `/accountmanager.assignrole/BR/${br.id}`, { data: { roles: [roles[0]] } }),
+      );
+      assert.deepEqual([...held].sort(), [...roles].sort());
+    });
+
     test('deletebusinessrole unassigns it and drops its content; /delete/BR is refused', async () => {
       const u = await newUser(h);
       const br = await newNamed(h, 'BR');

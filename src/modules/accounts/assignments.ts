@@ -160,7 +160,7 @@ async function businessRoleOrFail(
   q: Queryable,
   principal: Principal,
   text: string,
-  lock = false,
+  lock: boolean | 'update' = false,
 ): Promise<NamedRow> {
   const id = idOf(text, 'BR');
   if (id === undefined && /^\d{1,15}\.[A-Za-z0-9]+$/.test(text.trim()))
@@ -186,7 +186,8 @@ export async function assignToBusinessRole(
   requireAccess(principal, 'USER_EDIT');
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
-    const br = await businessRoleOrFail(tx, principal, businessRoleText, true);
+    // Locked for update: its version is bumped below (concurrent assignments queue, not deadlock).
+    const br = await businessRoleOrFail(tx, principal, businessRoleText, 'update');
     await guardNotOwnBusinessRole(tx, principal, br.id);
     const m = await resolveMembers(tx, principal, kind, lists);
     // Adding ADMIN to a business role grants it to every holder; so is removing it a revocation.

@@ -313,7 +313,8 @@ export async function loginAndHash(
 
 /**
  * Groups or business roles by id or unique name; `lock` (in a transaction: FOR SHARE) keeps them from
- * being deleted while they are being assigned.
+ * being deleted while they are being assigned; `'update'` (FOR UPDATE) for a row the transaction
+ * then changes itself — two holders of a share lock both upgrading it deadlock.
  */
 export async function namedByRef(
   q: Queryable,
@@ -321,11 +322,11 @@ export async function namedByRef(
   table: 'user_groups' | 'business_roles',
   ids: readonly number[],
   names: readonly string[],
-  lock = false,
+  lock: boolean | 'update' = false,
 ): Promise<NamedRow[]> {
   const r = await q.query<NamedRow>(
     `SELECT id, id::text || '.${CODE_OF[table]}' AS "typedId", unique_name AS "uniqueName", label FROM ${ident(table)}
-      WHERE partition_id = $1 AND (id = ANY($2::bigint[]) OR unique_name = ANY($3::text[]))${lock ? ' FOR SHARE' : ''}`,
+      WHERE partition_id = $1 AND (id = ANY($2::bigint[]) OR unique_name = ANY($3::text[]))${lock === 'update' ? ' FOR UPDATE' : lock ? ' FOR SHARE' : ''}`,
     [partitionId, ids, names],
   );
   return r.rows.map((row) => ({ ...row, id: Number(row.id) }));
