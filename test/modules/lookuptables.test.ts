@@ -1369,6 +1369,47 @@ describe('lookup tables', () => {
       }),
     )[0];
     assert.deepEqual([moved.updated, moved.invalid], [1, 0]);
+    // A join on name updates only the header's columns: a stored range keeps the bounds the header
+    // leaves out (they are not unbounded), so changing its value alone, or one bound, is no overlap.
+    for (const [header, row] of [
+      [
+        ['name', 'value'],
+        ['stored', '7'],
+      ],
+      [
+        ['name', 'upperBound'],
+        ['stored', '180'],
+      ],
+    ]) {
+      const partial = okData(
+        await api(`${M}.loaddata/LTV?tableId=${range}`, {
+          data: { header, data: [row], options: { detectJoinFields: true } },
+        }),
+      )[0];
+      assert.deepEqual([partial.updated, partial.invalid], [1, 0], JSON.stringify(partial));
+    }
+    const [kept] = okData(await api(`${M}.fetch/${range}`, { data: { name: 'stored' } }));
+    assert.deepEqual([Number(kept.lowerBound), Number(kept.upperBound), Number(kept.value)], [110, 180, 7]);
+    // Bounds past a double's precision: the overlap is told exactly, row by row (the others loaded).
+    const exact = await newTable(api, 'load-range-exact', 'RANGE', 'REAL');
+    const fine = okData(
+      await api(`${M}.loaddata/LTV?tableId=${exact}`, {
+        data: {
+          header: ['name', 'lowerBound', 'upperBound', 'value'],
+          data: [
+            ['ok', '5', '6', '1'],
+            ['a', '0', '0.10000000000000000001', '1'],
+            ['b', '0.1', '1', '2'], // overlaps a by 0.00000000000000000001
+            ['c', '0.10000000000000000001', '1', '2'],
+          ],
+        },
+      }),
+    )[0];
+    assert.deepEqual([fine.inserted, fine.invalid], [3, 1], JSON.stringify(fine));
+    assert.deepEqual(
+      fine.errors.map((e: any) => [e.row, e.field]),
+      [[2, 'lowerBound']],
+    );
   });
 
   test('the general operations refuse lookup values and writes of tables, pointing to the manager', async () => {

@@ -5,6 +5,7 @@
 // remains the guarantee. Each chunk of a load holds its table's row (`holdTable`, the engine's
 // `beforeChunk`), as the other writes of values do (tables.ts `writingValues`).
 
+import { Decimal } from 'decimal.js';
 import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
@@ -197,21 +198,29 @@ function summarise(parts: readonly LoadPart[], errors: readonly RowError[], tota
   };
 }
 
+/** A range's bounds, exact (decimals past a double's precision and range), ±Infinity when open. */
 interface Interval {
-  readonly lo: number;
-  readonly hi: number;
+  readonly lo: Decimal;
+  readonly hi: Decimal;
   readonly name: string;
   /** Position in the load (undefined: a stored range). */
   readonly at?: number;
 }
 
+const LOWEST = new Decimal(-Infinity);
+const HIGHEST = new Decimal(Infinity);
+const boundOf = (v: unknown, open: Decimal): Decimal => {
+  const d = v === null || v === undefined ? undefined : coerceValue('decimal', v);
+  return d === undefined ? open : new Decimal(String(d));
+};
 const show = (iv: Interval) =>
-  `[${iv.lo === -Infinity ? '-inf' : iv.lo}, ${iv.hi === Infinity ? 'inf' : iv.hi}) of ${iv.name}`;
+  `[${iv.lo.isFinite() ? iv.lo.toString() : '-inf'}, ${iv.hi.isFinite() ? iv.hi.toString() : 'inf'}) of ${iv.name}`;
 
 /**
  * The rows of a RANGE load whose range overlaps a stored range or an earlier-starting range of the
  * load, as per-row errors (by position in `body.data`). Only rows the engine would accept are
- * considered, and stored ranges that the load replaces by name (join on name) are left out. The
+ * considered, and stored ranges that the load replaces by name (join on name) are left out; such a
+ * row keeps the stored bound its header leaves out (a join updates only the header's columns). The
  * trigger of migration 008 remains the guarantee; this gives each refused row its own reason.
  */
 async function rangeClashes(
@@ -226,28 +235,31 @@ async function rangeClashes(
   const [nameAt, loAt, hiAt] = [pos('name'), pos('lowerBound'), pos('upperBound')];
   const options = body.options ?? {};
   const joinsOnName = options.detectJoinFields === true || (options.joinFields ?? []).includes('name');
+  const storedRows = await store.rangesOf(db, principal, table);
+  const storedByName = new Map(storedRows.map((r) => [r.name, r]));
 
   const loaded: Interval[] = [];
   body.data.forEach((raw, at) => {
     if (!Array.isArray(raw) || raw.length !== fields.length || nameAt < 0) return;
     if (fields.some((f, i) => f === undefined || f.system || typeof checkValue(f, raw[i]) === 'string'))
       return;
-    const bound = (i: number, open: number) => {
-      const v = i < 0 ? undefined : coerceValue('decimal', raw[i]);
-      return v === undefined ? open : Number(v);
+    const name = String(raw[nameAt]);
+    const kept = joinsOnName ? storedByName.get(name) : undefined;
+    const bound = (i: number, storedBound: unknown, open: Decimal) =>
+      boundOf(i < 0 ? storedBound : raw[i], open);
+    const iv = {
+      lo: bound(loAt, kept?.lowerBound, LOWEST),
+      hi: bound(hiAt, kept?.upperBound, HIGHEST),
+      name,
+      at,
     };
-    const iv = { lo: bound(loAt, -Infinity), hi: bound(hiAt, Infinity), name: String(raw[nameAt]), at };
-    if (iv.lo < iv.hi) loaded.push(iv);
+    if (iv.lo.lt(iv.hi)) loaded.push(iv);
   });
   if (loaded.length === 0) return new Map();
   const replaced = joinsOnName ? new Set(loaded.map((iv) => iv.name)) : new Set<string>();
-  const stored: Interval[] = (await store.rangesOf(db, principal, table))
+  const stored: Interval[] = storedRows
     .filter((r) => !replaced.has(r.name))
-    .map((r) => ({
-      lo: r.lowerBound === null ? -Infinity : Number(r.lowerBound),
-      hi: r.upperBound === null ? Infinity : Number(r.upperBound),
-      name: r.name,
-    }));
+    .map((r) => ({ lo: boundOf(r.lowerBound, LOWEST), hi: boundOf(r.upperBound, HIGHEST), name: r.name }));
 
   const clashes = new Map<number, Omit<RowError, 'row'>>();
   // Against the stored ranges (disjoint, sorted by lo): only the last one starting before iv.hi can
@@ -257,13 +269,13 @@ async function rangeClashes(
     let hi = stored.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (stored[mid]!.lo < iv.hi) lo = mid + 1;
+      if (stored[mid]!.lo.lt(iv.hi)) lo = mid + 1;
       else hi = mid;
     }
     const candidate = stored[lo - 1];
-    if (candidate !== undefined && candidate.hi > iv.lo) {
+    if (candidate !== undefined && candidate.hi.gt(iv.lo)) {
       clashes.set(iv.at!, {
-        field: candidate.lo <= iv.lo ? 'lowerBound' : 'upperBound',
+        field: candidate.lo.lte(iv.lo) ? 'lowerBound' : 'upperBound',
         message: `the range ${show(iv)} overlaps the stored range ${show(candidate)}`,
       });
     }
@@ -272,8 +284,8 @@ async function rangeClashes(
   let last: Interval | undefined;
   for (const iv of loaded
     .filter((i) => !clashes.has(i.at!))
-    .sort((a, b) => a.lo - b.lo || a.hi - b.hi || a.at! - b.at!)) {
-    if (last !== undefined && iv.lo < last.hi) {
+    .sort((a, b) => a.lo.cmp(b.lo) || a.hi.cmp(b.hi) || a.at! - b.at!)) {
+    if (last !== undefined && iv.lo.lt(last.hi)) {
       clashes.set(iv.at!, {
         field: 'lowerBound',
         message: `the range ${show(iv)} overlaps the range ${show(last)} of row ${last.at!}`,
