@@ -919,12 +919,13 @@ describe('lookup tables', () => {
         body: JSON.stringify({ resultFields: ['name', 'value'], sortBy: 'name' }),
       });
       assert.equal(res.status, 200);
+      const bytes = await res.arrayBuffer();
       const workbook = new ExcelJS.Workbook();
-      await workbook.xlsx.load(await res.arrayBuffer());
+      await workbook.xlsx.load(bytes);
       const sheet = workbook.worksheets[0]!;
       const rows: unknown[][] = [];
       sheet.eachRow((row) => rows.push((row.values as unknown[]).slice(1)));
-      return { name: sheet.name, rows: rows.slice(1) };
+      return { name: sheet.name, rows: rows.slice(1), bytes };
     };
     const id = await newTable(api, "'Q3'", 'SIMPLE', 'REAL');
     okData(
@@ -947,12 +948,52 @@ describe('lookup tables', () => {
     ]);
     const history = await newTable(api, 'History', 'SIMPLE', 'REAL');
     okData(await api(`${M}.add/${history}`, [{ data: { name: 'x', value: 1 } }]));
-    assert.deepEqual(await exported(history), { name: 'History_', rows: [['x', 1]] });
+    const historySheet = await exported(history);
+    assert.deepEqual([historySheet.name, historySheet.rows], ['History_', [['x', 1]]]);
     // 31 UTF-16 units at most, cut between characters: 16 emoji (32 units) keep 15.
     const emoji = await newTable(api, '😀'.repeat(16), 'SIMPLE', 'REAL');
     okData(await api(`${M}.add/${emoji}`, [{ data: { name: 'x', value: 1 } }]));
     assert.equal((await exported(emoji)).name, '😀'.repeat(15));
     assert.equal(sheetName(`${'a'.repeat(30)}😀`), 'a'.repeat(30));
+    // A JSON table's values are JSON text, whatever they are: loaded back, each is the same value.
+    const json = await newTable(api, 'json-export', 'JSON');
+    const values: [string, unknown][] = [
+      ['a', 'hello'],
+      ['b', '42'],
+      ['c', 42],
+      ['d', true],
+      ['e', { y: 2 }],
+      ['f', '{"y":2}'],
+    ];
+    okData(
+      await api(
+        `${M}.add/${json}`,
+        values.map(([name, value]) => ({ data: { name, value } })),
+      ),
+    );
+    const sheet = await exported(json);
+    assert.deepEqual(
+      sheet.rows,
+      values.map(([name, value]) => [name, JSON.stringify(value)]),
+    );
+    const copy = await newTable(api, 'json-import', 'JSON');
+    const form = new FormData();
+    form.append('fileName', new Blob([sheet.bytes]), 'json-export.xlsx');
+    const res = await fetch(
+      `${h.url}${h.config.basePath}/${h.partition}/loaddata.file/JLTV?tableId=${copy}`,
+      {
+        method: 'POST',
+        headers: { 'X-Ratecard-jwt': token },
+        body: form,
+      },
+    );
+    const loaded = ((await res.json()) as { response: { data: any[] } }).response.data[0];
+    assert.deepEqual([res.status, loaded.loadedRecords, loaded.invalidRecords], [200, values.length, 0]);
+    const back = okData(await api(`${M}.fetch/${copy}`, { sortBy: 'name' }));
+    assert.deepEqual(
+      back.map((v: any) => [v.name, v.value]),
+      values,
+    );
   });
 
   test("a value's history names its table beside its key (values of one name in two tables apart)", async () => {

@@ -78,6 +78,9 @@ export async function exportValues(
  */
 function cell(f: FieldDef, v: unknown): unknown {
   if (v === null || v === undefined) return null;
+  // Every JSON value as its text, strings and numbers too (`"hello"`, `"42"`): the cell a JSON
+  // table's load reads back as the same value (a bare `hello` is no JSON; `42` would be a number).
+  if (f.type === 'json') return JSON.stringify(v);
   if ((f.type === 'decimal' || f.type === 'integer') && typeof v === 'string') {
     const n = Number(v);
     return Number.isFinite(n) && holdsExactly(v, n) ? n : v;
