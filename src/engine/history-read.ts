@@ -10,7 +10,7 @@ import { Params, ident } from '../db/sql.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { loadTypeContext, metaNameIsId, metaNameText, rowScope, selectList, toRecord } from './context.ts';
 import { hasAccess, requireAccess } from './access-check.ts';
-import { parseId } from './addressing.ts';
+import { pathAddress, selectOne } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 import { presentChanges, rowJsonSql } from './history.ts';
 import { isLookupValueCode } from './registry-dcr.ts';
@@ -143,6 +143,34 @@ async function hasVisibleHistory(
   return r.rows.length > 0;
 }
 
+/**
+ * The record a path names, as `/fetch/{TC}/{id}` reads it (pathAddress: an id or typedId, or the
+ * business key of a type keyed by one text field): by key, the stored record (soft-deleted too), else
+ * the record its history last names by that key (a hard-deleted one). An unknown key is a 404.
+ */
+async function pathRecordId(
+  q: Queryable,
+  principal: Principal,
+  type: TypeDef,
+  idText: string,
+): Promise<number> {
+  const address = pathAddress(type, idText, 'id');
+  if ('id' in address) return address.id;
+  const row = await selectOne(q, await loadTypeContext(q, principal, type), principal, address, false, true);
+  if (row !== undefined) return Number(row.id);
+  const r =
+    type.historyKey === undefined
+      ? await q.query<{ id: string }>(
+          `SELECT record_id AS id FROM record_history
+            WHERE partition_id = $1 AND type_code = ANY($2::text[]) AND business_key = $3 ORDER BY id DESC LIMIT 1`,
+          [principal.partitionId, historyCodesOf(type), idText],
+        )
+      : { rows: [] };
+  const found = r.rows[0];
+  if (found === undefined) throw notFound(`${type.label} ${idText}`);
+  return Number(found.id);
+}
+
 /** `/fetch/{TC}/{id}/history`: the record's history rows, oldest first unless sorted otherwise. */
 export async function fetchRecordHistory(
   q: Queryable,
@@ -153,7 +181,7 @@ export async function fetchRecordHistory(
   maxPageSize: number,
 ): Promise<FetchResult> {
   requireAccess(principal, type.access.fetch);
-  const id = parseId(type, idText, 'id');
+  const id = await pathRecordId(q, principal, type, idText);
   const { hidden, row } = await currentRecord(q, principal, type, id);
   // An unknown id is a 404; so is a hidden record (the same answer: a different one would tell it
   // exists), and another partition's. A hard-deleted record has history when its rows are visible.
@@ -338,7 +366,7 @@ export async function fetchOneAsOf(
   asOfText: string,
 ): Promise<Row> {
   requireAccess(principal, type.access.fetch);
-  const id = parseId(type, idText, 'id');
+  const id = await pathRecordId(q, principal, type, idText);
   const asOf = coerceValue('datetime', asOfText);
   if (typeof asOf !== 'string')
     throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);

@@ -125,7 +125,9 @@ describe('record history', () => {
       -4,
       'colour',
     );
-    expectError(await api('/fetch/P/abc/history'), 400, -4, 'id');
+    // A text that is no id names a product by its sku (as /fetch/P/abc does): none, a 404.
+    expectError(await api('/fetch/P/abc/history'), 404, -1);
+    expectError(await api('/fetch/P/1.X/history'), 400, -4, 'id');
     expectError(await api('/fetch/NOPE/1/history'), 404, -1);
     // The general operations do not serve the history type.
     expectError(await api('/fetch/RH'), 400, -4, 'typeCode');
@@ -512,6 +514,16 @@ describe('record history', () => {
     // Deleted now: not found now, found as of before the delete.
     expectError(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(new Date().toISOString())}`), 404, -1);
     expectError(await api(`/fetch/P/${p.id}?asOf=yesterday`), 400, -4, 'asOf');
+    // By its business key, as /fetch/P/<sku> names it, though deleted: the same answers.
+    const [bySku] = okData(await api(`/fetch/P/HA-1?asOf=${encodeURIComponent(t2)}`));
+    assert.deepEqual([bySku.id, bySku.label, bySku.version], [p.id, 'second', 1]);
+    const hist = okData(await api('/fetch/P/HA-1/history', {}));
+    assert.deepEqual(
+      hist.map((r: any) => r.action),
+      ['ADD', 'UPDATE', 'UPDATE', 'DELETE'],
+    );
+    expectError(await api('/fetch/P/NO-SUCH-SKU/history', {}), 404, -1);
+    expectError(await api(`/fetch/P/NO-SUCH-SKU?asOf=${encodeURIComponent(t2)}`), 404, -1);
   });
 
   test('asOf after writes that changed no value (no history) answers the stored version', async () => {
