@@ -300,6 +300,13 @@ export function historyCte(name: string, written: string, source: HistorySource)
       ? `LEFT JOIN LATERAL (SELECT * FROM ${ident(type.table)} o
                              WHERE ${oldRowIf === undefined ? '' : `${oldRowIf} AND `}o.partition_id = w.partition_id AND o.id = w.id LIMIT 1) o ON true`
       : '';
+  // A row this statement wrote after waiting for a concurrent writer is newer than the snapshot its
+  // old values come from (one version past it, or version 0 when new): else the statement fails as a
+  // serialization failure and runs again (migration 064), rather than record a stale history.
+  const fresh =
+    kind === 'write' && type.fields.some((f) => f.column === 'version')
+      ? `(CASE WHEN (o.id IS NULL AND w.version > 0) OR o.version < w.version - 1 THEN rc_stale_snapshot(w.id) ELSE true END)`
+      : 'true';
   const actor = actorValues(principal, params);
   const typeCode = `${params.add(type.historyCode ?? type.code)}::text`;
   const version = kind === 'delete' ? 'w.version + 1' : 'w.version';
@@ -310,9 +317,10 @@ export function historyCte(name: string, written: string, source: HistorySource)
     SELECT c.partition_id, ${typeCode}, c.id, c.business_key, c.action, c.fields, c.changes, c.version, c.grp,
            ${fieldList}, ${actor.join(', ')}
       FROM (SELECT w.partition_id, w.id, ${keyExpr} AS business_key, ${action} AS action,
-                   ${changed} AS fields, ${changes} AS changes, ${version} AS version, ${group} AS grp
+                   ${changed} AS fields, ${changes} AS changes, ${version} AS version, ${group} AS grp,
+                   ${fresh} AS fresh
               FROM ${ident(written)} w ${join}${kind === 'write' ? ' OFFSET 0' : ''}) c
-     WHERE c.fields <> '{}' OR c.action <> 'UPDATE')`;
+     WHERE c.fresh AND (c.fields <> '{}' OR c.action <> 'UPDATE'))`;
 }
 
 /**

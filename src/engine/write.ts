@@ -339,6 +339,8 @@ async function upsertRefused(
     : notFound(describeAddress(tc.type, { key }));
 }
 
+const STALE: unique symbol = Symbol('stale snapshot');
+
 /** Upsert by typedId or business key; partial: unspecified fields keep their values; no version check. */
 export async function integrateRecords(
   db: Db,
@@ -358,9 +360,16 @@ export async function integrateRecords(
     if (!lacksRequired(tc, only) && !leavesDefaulted(tc, only)) {
       const values = prepareValues(tc, only, 'add');
       await guardInsert(db, principal, type, only);
-      const row = await insertRow(db, tc, principal, values, 'merge');
-      if (!row) throw await upsertRefused(db, tc, principal, byKey.key);
-      return [toRecord(tc, row)];
+      // Refused as a serialization failure (its history read a snapshot older than the row a
+      // concurrent writer left, migration 064): run again below, in a transaction that retries.
+      const row = await insertRow(db, tc, principal, values, 'merge').catch((e: unknown): typeof STALE => {
+        if ((e as { code?: unknown }).code === '40001') return STALE;
+        throw e;
+      });
+      if (row !== STALE) {
+        if (!row) throw await upsertRefused(db, tc, principal, byKey.key);
+        return [toRecord(tc, row)];
+      }
     }
   }
   return inBatch(db, principal, type, items, async (tx) => {

@@ -526,6 +526,48 @@ describe('record history', () => {
     expectError(await api(`/fetch/P/NO-SUCH-SKU?asOf=${encodeURIComponent(t2)}`), 404, -1);
   });
 
+  test('a write that waited for a concurrent change of its row records the values that change left', async () => {
+    // Another writer's change of the row, uncommitted while the integrate starts: the integrate waits
+    // for it, then changes the newest version. Its history read the row from a snapshot taken before
+    // the other commit (a stale "old"); it runs again instead (migration 064).
+    const [p] = okData(await api('/integrate/P', { data: { sku: `HW-${Date.now()}`, label: 'first' } }));
+    let integrate: Promise<unknown> | undefined;
+    await h.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE products SET label = 'theirs', version = version + 1 WHERE partition_id = $1 AND id = $2`,
+        [h.partitionId, p.id],
+      );
+      integrate = api('/integrate/P', { data: { sku: p.sku, label: 'ours' } });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    const [after] = okData((await integrate) as never);
+    assert.deepEqual([after.label, after.version], ['ours', 2]);
+    const hist = okData(await api(`/fetch/P/${p.id}/history`, { sortBy: 'id' }));
+    assert.deepEqual(
+      hist.map((r: any) => [r.action, r.version, r.changes.label]),
+      [
+        ['ADD', 0, { old: null, new: 'first' }],
+        ['UPDATE', 2, { old: 'theirs', new: 'ours' }],
+      ],
+    );
+    // The same for another writer's insert of the key: the integrate updates that row (not a second ADD).
+    const sku = `HW-${Date.now()}-new`;
+    await h.db.transaction(async (tx) => {
+      await tx.query(`INSERT INTO products (partition_id, sku, label) VALUES ($1, $2, 'theirs')`, [
+        h.partitionId,
+        sku,
+      ]);
+      integrate = api('/integrate/P', { data: { sku, label: 'ours' } });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    const [added] = okData((await integrate) as never);
+    const addedHist = okData(await api(`/fetch/P/${added.id}/history`, { sortBy: 'id' }));
+    assert.deepEqual(
+      addedHist.map((r: any) => [r.action, r.version, r.changes.label]),
+      [['UPDATE', 1, { old: 'theirs', new: 'ours' }]],
+    );
+  });
+
   test('asOf after writes that changed no value (no history) answers the stored version', async () => {
     const [p] = okData(await api('/integrate/P', { data: { sku: 'HNV-1', label: 'x' } }));
     await pause();
