@@ -271,6 +271,9 @@ async function runChunk(
     let left = rows.map((r) => r.row);
     let updated = 0;
     if (sql.update) {
+      // (PGlite runs one transaction at a time: nothing to queue behind.)
+      if (sql.lockMatches && db.kind === 'postgres')
+        await tx.query(sql.lockMatches.sql, sql.lockMatches.params);
       const r = await tx.query<{ rownum: number }>(sql.update.sql, sql.update.params);
       // A row whose join fields match several records updates them all; it counts once.
       const done = new Set(r.rows.map((u) => u.rownum));
