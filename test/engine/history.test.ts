@@ -568,6 +568,51 @@ describe('record history', () => {
     );
   });
 
+  test('a date-time as answered finds what it stamps: asOf, lastUpdateDate and changedAt filters', async () => {
+    const [p] = okData(await api('/integrate/P', { data: { sku: `HT-${Date.now()}`, label: 'v0' } }));
+    await pause();
+    const [v1] = okData(await api('/update/P', { data: { typedId: p.typedId, label: 'v1' } }));
+    const [hist] = okData(
+      await api(`/fetch/P/${p.id}/history`, {
+        data: adv({ fieldName: 'version', operator: 'equals', value: 1 }),
+      }),
+    );
+    assert.equal(hist.changedAt, v1.lastUpdateDate);
+    // As of the moment the change answered, the record is as that change left it.
+    const [asOf] = okData(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(v1.lastUpdateDate)}`));
+    assert.deepEqual([asOf.label, asOf.version], ['v1', 1]);
+    const [first] = okData(await api(`/fetch/P/${p.id}?asOf=${encodeURIComponent(p.lastUpdateDate)}`));
+    assert.deepEqual([first.label, first.version], ['v0', 0]);
+    // Filters with the answered value: equals and lessOrEqual find the record, greaterThan does not.
+    const count = async (operator: string) =>
+      (
+        await api('/fetch/P', {
+          endRow: 0,
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [
+              { fieldName: 'sku', operator: 'equals', value: p.sku },
+              { fieldName: 'lastUpdateDate', operator, value: v1.lastUpdateDate },
+            ],
+          },
+        })
+      ).body.response.totalRows;
+    assert.deepEqual(
+      [await count('equals'), await count('lessOrEqual'), await count('greaterThan')],
+      [1, 1, 0],
+    );
+    const stamped = okData(
+      await api(`/fetch/P/${p.id}/history`, {
+        data: adv({ fieldName: 'changedAt', operator: 'equals', value: hist.changedAt }),
+      }),
+    );
+    assert.deepEqual(
+      stamped.map((r: any) => r.version),
+      [1],
+    );
+  });
+
   test('asOf after writes that changed no value (no history) answers the stored version', async () => {
     const [p] = okData(await api('/integrate/P', { data: { sku: 'HNV-1', label: 'x' } }));
     await pause();
