@@ -928,7 +928,8 @@ describe('rebate record groups', () => {
       400,
       -4,
     );
-    // A delete by filter is refused by the database as a whole: the unlocked group survives too.
+    // A delete by filter is refused as a whole (each match's rules checked as one /delete checks
+    // them; the database's guard stays behind them): the unlocked group survives too.
     const free = await newGroup();
     const r = await call('/delete/RRG/batch/forcefilter', {
       data: {
@@ -941,7 +942,7 @@ describe('rebate record groups', () => {
       },
     });
     expectError(r, 409, -1);
-    assert.match(r.body.response.data, new RegExp(`${g.uniqueName} is locked`));
+    assert.match(r.body.response.data, new RegExp(`${g.typedId} is locked: unlock it to delete it`));
     assert.equal((await groupById(free.id)).id, free.id);
     const after = await groupById(g.id);
     assert.equal(after.label, g.label);
