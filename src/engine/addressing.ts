@@ -6,6 +6,7 @@ import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { validationError } from '../http/errors.ts';
+import { parseId } from './record-id.ts';
 import { notOfType } from './values.ts';
 import { checkValue } from './value-check.ts';
 import { rowScope, selectList, type TypeContext } from './context.ts';
@@ -16,14 +17,7 @@ type Row = Record<string, unknown>;
 
 export type Address = { readonly id: number } | { readonly key: readonly unknown[] };
 
-export function parseId(type: TypeDef, v: unknown, field: string): number {
-  const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : '';
-  const m = /^(\d{1,15})(?:\.([A-Za-z0-9]+))?$/.exec(text);
-  if (!m || (m[2] !== undefined && m[2] !== type.code && !type.typedIdAliases?.includes(m[2]))) {
-    throw validationError(field, `${JSON.stringify(v)} is not an id or typedId of type ${type.code}`);
-  }
-  return Number(m[1]);
-}
+export { parseId } from './record-id.ts';
 
 /**
  * The record a path names (`/fetch/{TypeCode}/{id}`): its id or typedId, or — the interface lets an

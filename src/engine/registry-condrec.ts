@@ -8,6 +8,7 @@ import { inUserGroup, type Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
 import { SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
+import { parseId } from './record-id.ts';
 import { coerceValue } from './values.ts';
 import type { FieldDef, TypeDef } from './types.ts';
 
@@ -286,8 +287,6 @@ async function keyedItemType(
   };
 }
 
-const idText = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
-
 /**
  * Elements of a keyed batch that name an item by typedId or id: one of a set of another key size
  * (that the caller sees) is the batch's error, not a "not found" of CRCI<n>.
@@ -299,9 +298,15 @@ async function refuseOtherSizes(
   n: number,
   refusal: (element: number) => AppError,
 ): Promise<void> {
+  // Read as the engine reads them (a malformed one is its -4, named by the element, later).
   const named = items.flatMap((d, i) => {
-    const m = /^\s*(\d{1,15})(?:\.CRCI\d{0,2})?\s*$/.exec(idText(d.typedId ?? d.id));
-    return m ? [{ i, id: Number(m[1]) }] : [];
+    const given = d.typedId ?? d.id;
+    if (given === undefined || given === null) return [];
+    try {
+      return [{ i, id: parseId(ITEM_TYPE, given, 'typedId') }];
+    } catch {
+      return [];
+    }
   });
   if (named.length === 0) return;
   const r = await q.query<{ id: string; key_size_ref: string; user_group_view_details: string | null }>(

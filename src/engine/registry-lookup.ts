@@ -154,16 +154,25 @@ function typedText(name: string, column: string, type: FieldType, extra: Partial
   return { ...text(name, column, { maxLength: 4000, ...extra }), type, storedAsText: true, custom: true };
 }
 
+/** The open ends of a range: a missing lower bound is -infinity, a missing upper one +infinity. */
+export const LOWEST_BOUND = new Decimal(-Infinity);
+export const HIGHEST_BOUND = new Decimal(Infinity);
+
 /**
- * lowerBound < upperBound when both are given (a missing bound is unbounded), compared exactly: as
- * doubles, 9007199254740992 < 9007199254740993 was false, and 1e400 < 1e401 (both Infinity).
+ * A RANGE bound as an exact decimal (as doubles, 9007199254740992 < 9007199254740993 was false, and
+ * 1e400 < 1e401: both Infinity); `open` when not given (or no number: its field check refuses it).
  */
+export function rangeBound(v: unknown, open: Decimal): Decimal {
+  const d = v === null || v === undefined ? undefined : coerceValue('decimal', v);
+  return d === undefined ? open : new Decimal(String(d));
+}
+
+/** lowerBound < upperBound (a missing bound is unbounded). */
 function boundsInOrder(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
-  const lower = coerceValue('decimal', data.lowerBound);
-  const upper = coerceValue('decimal', data.upperBound);
-  if (lower === undefined || upper === undefined || new Decimal(String(lower)).lt(String(upper)))
+  if (rangeBound(data.lowerBound, LOWEST_BOUND).lt(rangeBound(data.upperBound, HIGHEST_BOUND)))
     return undefined;
-  return { upperBound: { errorMessage: `must be greater than lowerBound (${String(lower)})` } };
+  const lower = String(coerceValue('decimal', data.lowerBound));
+  return { upperBound: { errorMessage: `must be greater than lowerBound (${lower})` } };
 }
 
 function valueType(

@@ -21,6 +21,9 @@ import {
 } from '../../engine/loaddata.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import {
+  HIGHEST_BOUND,
+  LOWEST_BOUND,
+  rangeBound,
   valueCodeOf,
   valueDeclaration,
   valueTypeOf,
@@ -207,12 +210,6 @@ interface Interval {
   readonly at?: number;
 }
 
-const LOWEST = new Decimal(-Infinity);
-const HIGHEST = new Decimal(Infinity);
-const boundOf = (v: unknown, open: Decimal): Decimal => {
-  const d = v === null || v === undefined ? undefined : coerceValue('decimal', v);
-  return d === undefined ? open : new Decimal(String(d));
-};
 const show = (iv: Interval) =>
   `[${iv.lo.isFinite() ? iv.lo.toString() : '-inf'}, ${iv.hi.isFinite() ? iv.hi.toString() : 'inf'}) of ${iv.name}`;
 
@@ -246,10 +243,10 @@ async function rangeClashes(
     const name = String(raw[nameAt]);
     const kept = joinsOnName ? storedByName.get(name) : undefined;
     const bound = (i: number, storedBound: unknown, open: Decimal) =>
-      boundOf(i < 0 ? storedBound : raw[i], open);
+      rangeBound(i < 0 ? storedBound : raw[i], open);
     const iv = {
-      lo: bound(loAt, kept?.lowerBound, LOWEST),
-      hi: bound(hiAt, kept?.upperBound, HIGHEST),
+      lo: bound(loAt, kept?.lowerBound, LOWEST_BOUND),
+      hi: bound(hiAt, kept?.upperBound, HIGHEST_BOUND),
       name,
       at,
     };
@@ -259,7 +256,11 @@ async function rangeClashes(
   const replaced = joinsOnName ? new Set(loaded.map((iv) => iv.name)) : new Set<string>();
   const stored: Interval[] = storedRows
     .filter((r) => !replaced.has(r.name))
-    .map((r) => ({ lo: boundOf(r.lowerBound, LOWEST), hi: boundOf(r.upperBound, HIGHEST), name: r.name }));
+    .map((r) => ({
+      lo: rangeBound(r.lowerBound, LOWEST_BOUND),
+      hi: rangeBound(r.upperBound, HIGHEST_BOUND),
+      name: r.name,
+    }));
 
   const clashes = new Map<number, Omit<RowError, 'row'>>();
   // Against the stored ranges (disjoint, sorted by lo): only the last one starting before iv.hi can
