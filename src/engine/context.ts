@@ -277,11 +277,14 @@ export async function requireParentEditable(
 ): Promise<void> {
   const by = type.scopedBy;
   if (!by) return;
-  const value = data[type.fields.find((f) => f.column === by.column)!.name];
+  const field = type.fields.find((f) => f.column === by.column)!.name;
+  const value = data[field];
   if (!(await parentsEditable(q, principal, type, [value]))) {
+    // Named by the field that names the parent (`sku`), as a load's row error is.
     throw new AppError(
       'FORBIDDEN',
       `Not allowed to change the record ${JSON.stringify(value)} this ${type.label} describes (user group)`,
+      { field },
     );
   }
 }

@@ -4,6 +4,7 @@
 
 import type { Principal } from '../access/access.ts';
 import { batchTransaction, type Db, type Queryable, type Tx } from '../db/db.ts';
+import { runsInTransaction } from '../db/views.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, elementError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
@@ -361,9 +362,11 @@ export async function integrateRecords(
       const values = prepareValues(tc, only, 'add');
       await guardInsert(db, principal, type, only);
       // Refused as a serialization failure (its history read a snapshot older than the row a
-      // concurrent writer left, migration 064): run again below, in a transaction that retries.
+      // concurrent writer left, migration 064): run again below, in a transaction that retries —
+      // unless this runs inside a caller's transaction, which the failure has aborted: then the
+      // failure ends it, and the caller's transaction is retried whole (src/db/pg.ts).
       const row = await insertRow(db, tc, principal, values, 'merge').catch((e: unknown): typeof STALE => {
-        if ((e as { code?: unknown }).code === '40001') return STALE;
+        if ((e as { code?: unknown }).code === '40001' && !runsInTransaction(db)) return STALE;
         throw e;
       });
       if (row !== STALE) {

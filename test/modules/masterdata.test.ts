@@ -1060,6 +1060,36 @@ describe('master-data manager operations', () => {
       // CP-4's row follows its product, hidden from the reader by its user group.
       assert.equal(okData(await fetchAll({}, shopReader)).length, 4);
       assert.deepEqual(okData(await importRows(row, integrator)), [counts(1, 0)]);
+      // A row of a product hidden from the importer is his row's error, naming the field (sku).
+      const hidden = okData(
+        await importRows(
+          [{ data: { sku: 'CP-4', competitor: 'HIDDEN', competitionDate: '2024-01-01', price: 1 } }],
+          integrator,
+        ),
+      )[0];
+      assert.deepEqual(
+        hidden.errors.map((e: any) => [e.row, e.field]),
+        [[0, 'sku']],
+      );
+    });
+
+    test('imports racing on one new key all succeed, and write it once', async () => {
+      for (let round = 0; round < 4; round++) {
+        const competitor = `RACE-${round}`;
+        const replies = await Promise.all(
+          [1, 2, 3, 4, 5, 6].map((price) =>
+            importRows([{ data: { sku: 'CP-3', competitor, competitionDate: '2024-05-01', price } }]),
+          ),
+        );
+        for (const r of replies) assert.equal(okData(r)[0].failedRecords, 0);
+        const rows = okData(await fetchAll({ data: { competitor }, valueFields: ['sku', 'version'] }));
+        assert.equal(rows.length, 1);
+        assert.equal(rows[0][1], 5, 'six writes of one record: versions 0..5');
+      }
+      for (const r of okData(
+        await fetchAll({ data: { competitor: ['RACE-0', 'RACE-1', 'RACE-2', 'RACE-3'] } }),
+      ))
+        okData(await call(h, '/delete/PCOMP', { data: { typedId: r.typedId } }));
     });
 
     test("another partition's competition rows and products never show up", async () => {

@@ -5,7 +5,7 @@
 // the engine does not cover (the assignment link table, the recursive BOM walk).
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { inSavepoint } from '../../db/savepoint.ts';
 import { inTransaction } from '../../db/views.ts';
 import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
@@ -370,7 +370,9 @@ export async function importProductCompetition(
   items: readonly Obj[],
 ): Promise<ImportResult> {
   requireAccess(principal, COMPETITION.access.write);
-  return db.transaction(async (tx) => {
+  // Run again whole when a row's upsert met a concurrent writer of the same key (a deadlock, or a
+  // serialization failure of its history: src/db/pg.ts), as the engine's own batches are.
+  return batchTransaction(db, async (tx) => {
     // The engine's integrate runs on this transaction (each row behind its savepoint).
     const inner = inTransaction(db, tx);
     let inserted = 0;
