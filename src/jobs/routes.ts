@@ -57,7 +57,7 @@ export function jobRoutes(app: FastifyInstance): void {
     ok(req, [await findJobOrFail(app, req.principal!, (req.params as { jstId: string }).jstId)]);
   app.post(
     '/admin.fetchjst/:jstId',
-    { ...fetchjst, schema: { ...fetchjst.schema, body: noArgumentsBody } },
+    { ...fetchjst, schema: { ...fetchjst.schema, body: recordReadBody } },
     handler,
   );
   app.get('/admin.fetchjst/:jstId', fetchjst, handler);

@@ -70,7 +70,7 @@ describe('/metadata.describe of an extension table', () => {
     expectError(await call('/metadata.describe/PX', { data: { bogus: 1 } }), 400, -4, 'data.bogus');
   });
 
-  test('a fetch body is taken, null meaning absent; list-only fields only as null', async () => {
+  test('a fetch body is taken, null meaning absent, paging only as its first page; sort and pick fields only as null', async () => {
     const nulls = NULL_FETCH_BODY;
     assert.deepEqual(types(await call('/metadata.describe/PX', nulls)), untyped);
     assert.deepEqual(
@@ -87,6 +87,8 @@ describe('/metadata.describe of an extension table', () => {
       types(await call('/metadata.describe', { ...nulls, typeCode: 'PX', name: 'Costs' })),
       costs,
     );
-    expectError(await call('/metadata.describe/PX', { startRow: 0 }), 400, -4, 'startRow');
+    assert.deepEqual(types(await call('/metadata.describe/PX', { startRow: 0, endRow: 300 })), untyped);
+    expectError(await call('/metadata.describe/PX', { startRow: 1 }), 400, -4, 'startRow');
+    expectError(await call('/metadata.describe/PX', { sortBy: 'name' }), 400, -4, 'sortBy');
   });
 });

@@ -122,23 +122,25 @@ describe('jobs', () => {
   test('/fetch/JST/{id} takes the fetch body of a read of one record, as /fetch/{TC}/{id}', async () => {
     const job = await newJob('TEST_ECHO', { value: 'body' });
     const json = { 'content-type': 'application/json' };
-    const usual = JSON.stringify(CLIENT_READ_BODY);
-    assert.equal(
-      assertOk(await send(h, `/fetch/JST/${job.id}`, { body: usual, headers: json }))[0].id,
-      job.id,
-    );
-    // Criteria or a page would be ignored: a -4 naming the field, as for the other types.
-    for (const [body, field] of [
-      ['{"data":{"status":"FAILED"}}', 'data'],
-      ['{"startRow":0,"endRow":75}', 'startRow'],
-      ['{"bogus":1}', 'bogus'],
-    ]) {
-      const r = await send(h, `/fetch/JST/${job.id}`, { body, headers: json });
-      assertError(r, 400, -4);
-      assert.ok(
-        Object.keys(r.body.response.errors).some((k) => k.includes(field!)),
-        JSON.stringify(r.body),
-      );
+    // /admin.fetchjst/{id}, the interface's read of a job, takes the same bodies.
+    for (const path of [`/fetch/JST/${job.id}`, `/admin.fetchjst/${job.id}`]) {
+      for (const usual of [CLIENT_READ_BODY, { startRow: 0, endRow: 75 }]) {
+        const r = await send(h, path, { body: JSON.stringify(usual), headers: json });
+        assert.equal(assertOk(r)[0].id, job.id, path);
+      }
+      // Criteria or a page past the record would be ignored: a -4 naming the field, as for the other types.
+      for (const [body, field] of [
+        ['{"data":{"status":"FAILED"}}', 'data'],
+        ['{"startRow":1,"endRow":75}', 'startRow'],
+        ['{"bogus":1}', 'bogus'],
+      ]) {
+        const r = await send(h, path, { body, headers: json });
+        assertError(r, 400, -4);
+        assert.ok(
+          Object.keys(r.body.response.errors).some((k) => k.includes(field!)),
+          JSON.stringify(r.body),
+        );
+      }
     }
   });
 

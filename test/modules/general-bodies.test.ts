@@ -82,18 +82,23 @@ describe('general bodies', () => {
     assert.equal(okData(await api(`${M}.fetch/${t.id}`)).length, 0);
   });
 
-  test('fetch by id takes the fetch body a client sends everywhere, with nulls; a value or unknown field is a -4', async () => {
+  test('fetch by id takes the fetch body a client sends everywhere, with nulls or its first page; another page, a value or unknown field is a -4', async () => {
     const [p] = okData(await api('/add/P', { data: { sku: 'ONE-1', label: 'one' } }));
     const nulls = { ...NULL_FETCH_BODY, operationType: 'fetch' };
     for (const body of [
       nulls,
       { ...nulls, textMatchStyle: 'exact', oldValues: {}, data: {} },
       { oldValues: null },
+      { startRow: 0, endRow: 300 },
+      { operationType: 'fetch', startRow: 0, endRow: 75, textMatchStyle: 'exact', data: {}, oldValues: null },
+      { startRow: 0 },
     ]) {
       const [got] = okData(await api(`/fetch/P/${p.id}`, body));
-      assert.equal(got.sku, 'ONE-1');
+      assert.equal(got.sku, 'ONE-1', JSON.stringify(body));
     }
     expectError(await api(`/fetch/P/${p.id}`, { startRow: 5 }), 400, -4, 'startRow');
+    expectError(await api(`/fetch/P/${p.id}`, { startRow: 0, endRow: 0 }), 400, -4, 'endRow');
+    expectError(await api(`/fetch/P/${p.id}`, { sortBy: 'sku' }), 400, -4, 'sortBy');
     expectError(await api(`/fetch/P/${p.id}`, { data: { sku: 'x' } }), 400, -4, 'data');
     expectError(await api(`/fetch/P/${p.id}`, { bogus: 1 }), 400, -4, 'bogus');
   });

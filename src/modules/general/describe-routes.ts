@@ -4,7 +4,7 @@
 // describe may name the table — `data.name` in the body or `?name=` — and then answers that table's
 // types (an unknown table is a 404 naming it). The body may be a client's usual fetch body, as for
 // every read of one record (`recordReadBody`): its fields are taken and ignored, `null` meaning
-// absent; the list-only ones (paging, sort, result shape) as `null` alone.
+// absent; paging only as its first page, the sort and result shape as `null` alone.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';

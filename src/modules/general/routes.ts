@@ -98,15 +98,21 @@ export const pagedListBody = {
 } as const;
 
 /**
- * Operations that read one record named by their path (`/fetch/{TC}/{id}`, `/accountmanager.audit`):
- * the fetch body a client sends to every operation (interface.md "Filter and paging body"), with
- * nothing to filter (`data` empty) and nothing to page, sort or pick: those fields are accepted as
- * `null` (not given, issue 19), a value is a -4 naming the field. `oldValues` means nothing here.
+ * Operations that read one record named by their path (`/fetch/{TC}/{id}`, `/accountmanager.audit`,
+ * `/admin.fetchjst/{id}`): the fetch body a client sends to every operation (interface.md "Filter and
+ * paging body"), with nothing to filter (`data` empty) and nothing to sort or pick (those fields only
+ * as `null`, issue 19; a value is a -4 naming the field). Its paging may name the first page —
+ * `startRow` 0 (the default) and any `endRow` past it, which holds the one record; another page is a
+ * -4 naming the field. `oldValues` means nothing here.
  */
 export const recordReadBody = {
   type: ['object', 'null'],
   additionalProperties: false,
-  properties: UNPAGED_BODY_FIELDS,
+  properties: {
+    ...UNPAGED_BODY_FIELDS,
+    startRow: { type: ['integer', 'null'], minimum: 0, maximum: 0 },
+    endRow: { type: ['integer', 'null'], minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+  },
 } as const;
 
 /**
