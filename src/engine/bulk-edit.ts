@@ -14,8 +14,9 @@ import {
   type CriteriaNode,
   type ResolvedCriteria,
 } from './criteria.ts';
-import { loadTypeContext, metaNameIsId, rowScope, selectList, type TypeContext } from './context.ts';
-import { extensionNameOf, type FetchBody } from './fetch.ts';
+import { loadTypeContext, rowScope, selectList, type TypeContext } from './context.ts';
+import type { FetchBody } from './fetch.ts';
+import { filterMetaName } from './meta-name.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
 import { MAX_DECIMAL_TEXT, coerceValue } from './values.ts';
@@ -135,7 +136,7 @@ export async function deleteByFilter(
       tx,
       principal,
       type,
-      extensionNameOf(body.data, type.metaNameField, metaNameIsId(type)),
+      await filterMetaName(tx, principal, type, body.data, body.textMatchStyle),
     );
     const tree = parseCriteria(
       body.data,
@@ -249,8 +250,8 @@ export async function massEdit(
   // edit everything — `{}` is. (A lookup table's massedit without them edited every value.)
   if (body.filterCriteria === undefined || body.filterCriteria === null)
     throw validationError('filterCriteria', 'is required ({} edits every record)');
-  const name = extensionNameOf(body.filterCriteria, type.metaNameField, metaNameIsId(type));
   return runBulk(db, async (tx) => {
+    const name = await filterMetaName(tx, principal, type, body.filterCriteria, body.textMatchStyle);
     const tc = await loadTypeContext(tx, principal, type, name);
     const edits = planEdits(tc, body);
     // Custom attributes of a type with attribute meta per table (extension rows) or per set
@@ -260,7 +261,7 @@ export async function massEdit(
       const field = type.metaNameField ?? 'name';
       throw validationError(
         'filterCriteria',
-        `name one ${field} (${field} equals ..., alone or in a top-level and) to edit custom attributes of ${type.code}: its attribute meta types them`,
+        `name one ${field} (${field} equals ..., alone or in a top-level and; case-insensitively or in part only when one ${field} with attribute meta matches) to edit custom attributes of ${type.code}: its attribute meta types them`,
       );
     }
     const style = body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle };

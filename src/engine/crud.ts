@@ -8,7 +8,7 @@
 export { canEdit, requireAccess } from './access-check.ts';
 export { parseId } from './addressing.ts';
 export { checkValue } from './value-check.ts';
-export { extensionNameOf, fetchOne, fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
+export { fetchOne, fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
 export {
   addRecords,
   deleteRecords,

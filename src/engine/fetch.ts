@@ -21,9 +21,7 @@ import {
 } from './criteria.ts';
 import {
   loadTypeContext,
-  metaNameIsId,
   metaNameOf,
-  metaNameText,
   rowContexts,
   typedPerRow,
   rowScope,
@@ -31,8 +29,8 @@ import {
   toRecord,
   type TypeContext,
 } from './context.ts';
+import { filterMetaName } from './meta-name.ts';
 import type { TypeDef } from './registry.ts';
-import { isObj } from './values.ts';
 
 type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -53,25 +51,6 @@ export interface FetchResult {
   readonly startRow: number;
   readonly endRow: number;
   readonly totalRows: number;
-}
-
-/** The extension table a request is about: `name` in simple criteria or a top-level `name equals`. */
-export function extensionNameOf(criteria: unknown, field = 'name', integer = false): string | undefined {
-  if (!isObj(criteria)) return undefined;
-  // Text, or for meta named by an id (condition record items: conditionRecordSetId) a number.
-  const simple = metaNameText(criteria[field], integer);
-  if (simple !== undefined) return simple;
-  if (criteria.fieldName === field && criteria.operator === 'equals') {
-    const v = metaNameText(criteria.value, integer);
-    if (v !== undefined) return v;
-  }
-  if (criteria.operator === 'and' && Array.isArray(criteria.criteria)) {
-    for (const c of criteria.criteria) {
-      const n = extensionNameOf(c, field, integer);
-      if (n !== undefined) return n;
-    }
-  }
-  return undefined;
 }
 
 function outputFields(
@@ -387,9 +366,10 @@ export async function prepareFetch(
   restrict?: Obj,
 ): Promise<FetchPlan> {
   requireAccess(principal, type.access.fetch);
-  const field = type.metaNameField ?? 'name';
-  const id = metaNameIsId(type);
-  const extName = extensionNameOf(restrict, field, id) ?? extensionNameOf(body.data, field, id);
+  // A restriction of the route (the seller manager's table) names its table exactly.
+  const extName =
+    (await filterMetaName(db, principal, type, restrict, 'exactCase')) ??
+    (await filterMetaName(db, principal, type, body.data, body.textMatchStyle));
   const tc = await loadTypeContext(db, principal, type, extName);
   return planFetch(tc, principal, body, maxPageSize, restrict);
 }

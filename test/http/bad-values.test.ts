@@ -256,6 +256,67 @@ describe('bad values: a -4 naming the field, never a 500', () => {
     assert.equal(Number(after.attribute1), 7);
   });
 
+  test('a filter naming the table case-insensitively or in part types by the one table with meta it matches, else by none', async () => {
+    // Two tables whose names differ in case only: each its own types.
+    const base = uniqueName('Costs');
+    const [numeric, text] = [base, base.toUpperCase()];
+    const sku = uniqueName('px');
+    okData(
+      await call('/add/PXAM', { data: { name: numeric, fieldName: 'attribute1', fieldType: 'NUMERIC' } }),
+    );
+    okData(await call('/add/PXAM', { data: { name: text, fieldName: 'attribute1', fieldType: 'TEXT' } }));
+    okData(await call('/add/PX', { data: { name: numeric, sku, attribute1: '5' } }));
+    okData(await call('/add/PX', { data: { name: text, sku, attribute1: 'hello' } }));
+    const edit = (filterCriteria: unknown, fieldValue: string, textMatchStyle?: string) =>
+      call('/massedit/PX', {
+        filterCriteria,
+        ...(textMatchStyle === undefined ? {} : { textMatchStyle }),
+        massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '=', fieldValue }],
+      });
+    // Case-insensitive (the default style) or in part, the filter matches both tables: refused,
+    // nothing written (the text would have gone into the NUMERIC table's row).
+    expectError(await edit({ name: text, sku }, 'abc'), 400, -4, 'filterCriteria');
+    expectError(await edit({ name: base.slice(1), sku }, 'abc', 'substring'), 400, -4, 'filterCriteria');
+    expectError(await edit({ name: base.slice(0, 4), sku }, 'abc', 'startsWith'), 400, -4, 'filterCriteria');
+    const values = async (body: object) =>
+      okData(await call('/fetch/PX', { ...body, valueFields: ['name', 'attribute1'], sortBy: 'name' }));
+    assert.deepEqual(await values({ data: { sku } }), [
+      [text, 'hello'],
+      [numeric, 5],
+    ]);
+    // Named exactly, each table's meta checks and types its own rows.
+    okData(await edit({ name: text, sku }, 'abc', 'exactCase'));
+    expectError(
+      await edit({ name: numeric, sku }, 'abc', 'exactCase'),
+      400,
+      -4,
+      'massEditRecords.0.fieldValue',
+    );
+    // Whatever the spelling, rows come back typed by their own table.
+    for (const body of [
+      { data: { name: numeric.toLowerCase(), sku } },
+      { data: { name: base.slice(0, 4), sku }, textMatchStyle: 'startsWith' },
+      { data: { name: numeric, sku }, textMatchStyle: 'substring' },
+    ]) {
+      assert.deepEqual(await values(body), [
+        [text, 'abc'],
+        [numeric, 5],
+      ]);
+    }
+    // One table with meta matched (the other has none): its meta types the edit, in any spelling.
+    const only = uniqueName('Rates');
+    okData(await call('/add/PXAM', { data: { name: only, fieldName: 'attribute1', fieldType: 'NUMERIC' } }));
+    okData(await call('/add/PX', { data: { name: only, sku, attribute1: '1' } }));
+    expectError(
+      await edit({ name: only.toLowerCase(), sku }, 'abc'),
+      400,
+      -4,
+      'massEditRecords.0.fieldValue',
+    );
+    okData(await edit({ name: only.toLowerCase(), sku }, '2'));
+    assert.deepEqual(await values({ data: { name: only.toUpperCase(), sku } }), [[only, 2]]);
+  });
+
   test('page numbers, decimals and divisors beyond what the database takes are -4s naming them', async () => {
     expectError(await call('/fetch/P', { startRow: 1e20 }), 400, -4, 'startRow');
     expectError(await call('/fetch/P', { startRow: 0, endRow: 2 ** 63 }), 400, -4, 'endRow');
