@@ -203,6 +203,18 @@ describe('attachment and upload refusals', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assertError(text, 415, -4);
+    assert.ok(text.body.response.errors['Content-Type'], JSON.stringify(text.body));
+    // bdmanager.update too: a 415 naming the header, not "body: must be object".
+    const xml = await send(h, `/bdmanager.update/${typedId}`, {
+      body: 'hello',
+      headers: { 'content-type': 'application/xml' },
+    });
+    assertError(xml, 415, -4);
+    assert.ok(xml.body.response.errors['Content-Type'], JSON.stringify(xml.body));
+    // A file load sent as JSON: a 415 naming the header.
+    const asJson = await send(h, '/loaddata.file/P', { body: '{}', headers: json });
+    assertError(asJson, 415, -4);
+    assert.ok(asJson.body.response.errors['Content-Type'], JSON.stringify(asJson.body));
     assert.equal(await count(), before, 'nothing attached or deleted');
     assert.equal((await stored(id))!.version, 0, 'nor replaced');
     assert.equal(assertOk(await send(h, `/uploadmanager.progress/${slot}`))[0].status, 'FINISHED');

@@ -187,6 +187,8 @@ export function binaryRoutes(app: FastifyInstance, blobs: BlobStore): void {
     '/bdmanager.update/:typedId',
     {
       config,
+      // A body of another content type than JSON is a 415, as on the JSON-only routes.
+      preValidation: noUnreadBody,
       schema: {
         summary: 'Change the file name or metadata of an attachment',
         tags,

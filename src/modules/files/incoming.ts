@@ -47,7 +47,9 @@ export function carriesBody(req: FastifyRequest): boolean {
  */
 export function refuseUnreadBody(req: FastifyRequest): void {
   if (req.body === undefined && carriesBody(req)) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json');
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type: send application/json', {
+      field: 'Content-Type',
+    });
   }
 }
 

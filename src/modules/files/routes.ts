@@ -271,7 +271,9 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
     requireFileLoadAccess(principal, type);
     refuseOversized(req, cfg.maxUploadBytes);
     if (!req.isMultipart()) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field fileName)');
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field fileName)', {
+        field: 'Content-Type',
+      });
     }
     const query = req.query as { name?: string; tableId?: string; delimiter?: string };
     const key = blobs.newKey();
