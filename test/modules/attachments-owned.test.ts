@@ -67,6 +67,29 @@ describe('attachments of notifications, delegations and workflows', () => {
     return `${n.id}.NTF`;
   }
 
+  test("a condition record item's files are one list, whether its CRCI or its sized typedId addresses it", async () => {
+    const [set] = assertOk(
+      await call(admin, '/add/CRCS', { data: { uniqueName: 'ATT-SET', label: 's', keySize: 2 } }),
+    );
+    const [item] = assertOk(
+      await call(admin, '/add/CRCI', {
+        data: { conditionRecordSetId: set.id, key1: 'A', key2: 'B', validFrom: '2026-01-01' },
+      }),
+    );
+    const [plain, sized] = [`${item.id}.CRCI`, `${item.id}.CRCI2`];
+    const viaSized = await attach(admin, sized);
+    const viaPlain = await attach(admin, plain);
+    for (const typedId of [plain, sized]) {
+      const ids = assertOk(await call(admin, `/bdmanager.list/${typedId}`, { sortBy: 'id' })).map(
+        (a: { id: number }) => Number(a.id),
+      );
+      assert.deepEqual(ids, [viaSized, viaPlain], typedId);
+      for (const id of [viaSized, viaPlain]) assert.equal(await sees(admin, typedId, id), true);
+    }
+    // Another key size's code names no such item: its files are not found there.
+    assertError(await call(admin, `/bdmanager.list/${item.id}.CRCI3`), 404, -1);
+  });
+
   test('record history rows take no attachments (their files were readable by anyone reading history)', async () => {
     assertOk(await call(admin, '/add/P', { data: { sku: 'RH-OWNER' } })); // a history row
     const r = await h.db.query<{ id: number }>(

@@ -35,7 +35,7 @@ function attachmentsOf(owner: Owner): TypeDef {
     userGroups: false,
     access: { fetch: AUTHENTICATED, write: owner.type.access.write },
     ownedRows: (_principal, add, alias) =>
-      `${qualified(alias, 'owner_type')} = ${add(owner.type.code)} AND ${qualified(alias, 'owner_id')} = ${add(owner.id)}`,
+      `${qualified(alias, 'owner_type')} = ${add(owner.code)} AND ${qualified(alias, 'owner_id')} = ${add(owner.id)}`,
     managerOnly: '/bdmanager.list/{typedId} and the other bdmanager operations',
   };
 }

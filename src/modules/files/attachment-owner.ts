@@ -14,6 +14,11 @@ import { AppError, notFound, validationError } from '../../http/errors.ts';
 export interface Owner {
   readonly type: TypeDef;
   readonly id: number;
+  /**
+   * The type code its attachments are kept under: one per record, whichever code addresses it (an
+   * item's `CRCI2` and `CRCI` typedIds name one item and one list of files).
+   */
+  readonly code: string;
 }
 
 /** `<id>.<TypeCode>` of a registered type. */
@@ -24,7 +29,7 @@ export function parseOwner(typedId: string): Owner {
   if (!type) throw notFound(`Type ${m[2]}`);
   if (type.noAttachments)
     throw validationError('typedId', `${type.label} records (${type.code}) take no attachments`);
-  return { type, id: Number(m[1]) };
+  return { type, id: Number(m[1]), code: type.historyCode ?? type.code };
 }
 
 /** View rights on the owner: the engine's fetchOne (404 when invisible). */

@@ -126,7 +126,7 @@ async function findAttachment(
     id,
   ]);
   const a = r.rows[0];
-  if (!a || (owner && (a.owner_type !== owner.type.code || Number(a.owner_id) !== owner.id))) {
+  if (!a || (owner && (a.owner_type !== owner.code || Number(a.owner_id) !== owner.id))) {
     throw notFound(`Attachment ${id}`);
   }
   return a;
@@ -149,7 +149,7 @@ export async function attach(
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
       [
         principal.partitionId,
-        owner.type.code,
+        owner.code,
         owner.id,
         slot.file_name,
         slot.content_type ?? 'application/octet-stream',
@@ -183,7 +183,7 @@ export async function readableAttachment(
   // Named by its id alone, an attachment whose owner the principal may not see is answered as one
   // that does not exist: neither the owner's typedId nor a permission error may tell it exists.
   try {
-    await requireView(db, principal, { type, id: Number(a.owner_id) });
+    await requireView(db, principal, { type, id: Number(a.owner_id), code: a.owner_type });
   } catch (e) {
     if (e instanceof AppError && (e.code === 'NOT_FOUND' || e.code === 'FORBIDDEN')) {
       throw notFound(`Attachment ${idText}`);
