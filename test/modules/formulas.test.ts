@@ -1200,3 +1200,49 @@ describe('pricing logics', () => {
     }
   });
 });
+
+describe('recommend over more candidates than a page', () => {
+  let h: Harness;
+  let api: Client;
+  before(async () => {
+    // Pages of 3: candidates are read and scored 3 at a time.
+    h = await startHarness({ env: { MAX_PAGE_SIZE: '3' } });
+    api = await clientOf(h);
+  });
+  after(() => h.close());
+
+  test('every candidate is scored, the best on the last page included; an unknown anchor sku is a 404', async () => {
+    const scores = [5, 1, 7, 2, 2, 9, 3, 4, 100, 6];
+    for (const [i, score] of scores.entries())
+      okData(await api('/add/P', { data: { sku: `R-${i}`, label: 'cand', attribute1: String(score) } }));
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'Rank',
+          validAfter: '2026-01-01',
+          nature: 'RECOMMENDATION',
+          elements: [{ elementName: 'Score', expression: 'product.attribute1 * 1' }],
+        },
+      }),
+    );
+    okData(await api('/add/ACO', { data: { uniqueName: 'recommendationLogic', value: 'Rank' } }));
+    const top = (body: object) =>
+      api('/recommendations.recommend', { data: { segment: 'x', filter: { label: 'cand' }, ...body } });
+    assert.deepEqual(
+      okData(await top({ limit: 3 })).map((r: any) => [r.sku, r.score]),
+      [
+        ['R-8', 100],
+        ['R-5', 9],
+        ['R-2', 7],
+      ],
+    );
+    // Anchored on a product: it is left out, wherever its page.
+    assert.deepEqual(
+      okData(await top({ sku: 'R-8', limit: 2 })).map((r: any) => r.sku),
+      ['R-5', 'R-2'],
+    );
+    const unknown = await top({ sku: 'NOPE' });
+    expectError(unknown, 404, -1, /product NOPE not found/);
+    assert.ok(unknown.body.response.errors.sku, unknown.text);
+  });
+});

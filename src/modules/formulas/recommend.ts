@@ -10,6 +10,8 @@ import { fetchRecords } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import type { LogicLimits } from '../../logic/env.ts';
+import type { CompiledLogic } from '../../logic/logic.ts';
+import type { LogicDate } from '../../logic/values.ts';
 import { evaluateBulk, type BulkItem } from './bulk.ts';
 import { filterCriteriaOf, loadLogic, targetDateOf } from './service.ts';
 
@@ -17,6 +19,7 @@ export const RECOMMENDATION_OPTION = 'recommendationLogic';
 /** The advanced configuration option naming the FILTER logic that a quote's typedId triggers. */
 export const QUOTE_FILTER_OPTION = 'quoteProductFilterLogic';
 const QUOTE_TYPED_ID = /^[1-9]\d{0,14}\.Q$/;
+/** Candidates read and scored at a time. */
 const MAX_CANDIDATES = 10_000;
 
 export interface RecommendData {
@@ -76,6 +79,18 @@ export async function recommend(
   const option = (key: string) => options.rows.find((o) => o.unique_name === key)?.value?.trim() || undefined;
   const name = option(RECOMMENDATION_OPTION);
   if (!name) throw howToConfigure('no recommendation logic is configured');
+  // The anchor product is one the caller sees, as the customer is: else a 404 naming it.
+  if (data.sku !== undefined) {
+    const anchor = await fetchRecords(
+      db,
+      principal,
+      findType('P')!,
+      { data: { sku: data.sku }, textMatchStyle: 'exactCase', startRow: 0, endRow: 1, resultFields: ['sku'] },
+      maxPageSize,
+    );
+    if (anchor.rows.length === 0)
+      throw new AppError('NOT_FOUND', `product ${data.sku} not found`, { field: 'sku' });
+  }
   const targetDate = targetDateOf(data.targetDate);
   const { row, logic } = await loadLogic(db, principal.partitionId, name, targetDate);
   if (row.nature !== 'RECOMMENDATION') throw howToConfigure(`logic ${name} is a ${row.nature} logic`);
@@ -98,28 +113,73 @@ export async function recommend(
           implicit: { QuoteTypedId: data.typedId },
         });
 
-  const candidates = await fetchRecords(
-    db,
-    principal,
-    findType('P')!,
-    {
-      data: data.filter ?? {},
-      startRow: 0,
-      endRow: Math.min(MAX_CANDIDATES, maxPageSize),
-      resultFields: ['sku', 'label'],
-    },
-    maxPageSize,
-    quoteCriteria,
-  );
-  const products = (candidates.rows as { sku: string; label: unknown }[]).filter((p) => p.sku !== data.sku);
+  // Every candidate is scored: read in pages by id (each page after the last id read), scored page
+  // by page, the best `limit` kept — the memory of one page, whatever the catalogue's size (the
+  // request's time-out bounds the time).
+  const pageSize = Math.min(MAX_CANDIDATES, maxPageSize);
+  let best: Recommendation[] = [];
+  for (let after = 0; ;) {
+    const next = { fieldName: 'id', operator: 'greaterThan', value: after };
+    const page = await fetchRecords(
+      db,
+      principal,
+      findType('P')!,
+      {
+        data: data.filter ?? {},
+        startRow: 0,
+        endRow: pageSize,
+        sortBy: ['id'],
+        resultFields: ['id', 'sku', 'label'],
+      },
+      maxPageSize,
+      quoteCriteria === undefined
+        ? next
+        : { _constructor: 'AdvancedCriteria', operator: 'and', criteria: [quoteCriteria, next] },
+    );
+    const rows = page.rows as { id: number; sku: string; label: unknown }[];
+    best = await scorePage(
+      db,
+      principal,
+      logic,
+      rows.filter((p) => p.sku !== data.sku),
+      best,
+      {
+        customerId: data.customerId,
+        inputs,
+        targetDate,
+        limits,
+        limit,
+      },
+    );
+    if (rows.length < pageSize) return best;
+    after = Number(rows.at(-1)!.id);
+  }
+}
+
+/** `best` with the page's candidates scored by the logic: the `limit` best, highest score first. */
+async function scorePage(
+  db: Db,
+  principal: Principal,
+  logic: CompiledLogic,
+  products: readonly { sku: string; label: unknown }[],
+  best: readonly Recommendation[],
+  run: {
+    customerId: string | undefined;
+    inputs: Record<string, unknown>;
+    targetDate: LogicDate;
+    limits: LogicLimits;
+    limit: number;
+  },
+): Promise<Recommendation[]> {
   const items: BulkItem[] = products.map((p) => ({
     sku: p.sku,
-    ...(data.customerId === undefined ? {} : { customerId: data.customerId }),
-    inputs,
+    ...(run.customerId === undefined ? {} : { customerId: run.customerId }),
+    inputs: run.inputs,
   }));
-  const scored: Recommendation[] = [];
+  const scored: Recommendation[] = [...best];
   let i = 0;
-  for await (const batch of evaluateBulk(db, principal, logic, items, { targetDate, limits })) {
+  const opts = { targetDate: run.targetDate, limits: run.limits };
+  for await (const batch of evaluateBulk(db, principal, logic, items, opts)) {
     for (const r of batch) {
       const p = products[i++]!;
       if (r.error !== null) {
@@ -135,5 +195,5 @@ export async function recommend(
     }
   }
   scored.sort((a, b) => Number(b.score) - Number(a.score) || (a.sku < b.sku ? -1 : 1));
-  return scored.slice(0, limit);
+  return scored.slice(0, run.limit);
 }

@@ -45,14 +45,17 @@ export interface ExecuteAnswer {
   };
 }
 
-// ---- compiled logics, by partition, id and version (a version is never reused) ----
+// ---- compiled logics, by partition, id and version (a version is never reused), with the name and
+// start they were stored under: a database other than the one the entry was compiled from (one
+// restored from a backup, a test's second database in the same process) may hold another logic
+// under the same id and version ----
 const CACHE_SIZE = 500;
 const cache = new Map<string, CompiledLogic>();
 /** The logic last run by execute per partition and name ('' for the product's own): see executeLogic. */
 const hints = new Map<string, CompiledLogic>();
 
 export function compiledLogic(partitionId: number, row: LogicRow): CompiledLogic {
-  const key = `${partitionId}:${row.id}:${row.version}`;
+  const key = `${partitionId}:${row.id}:${row.version}:${row.validAfter}:${row.uniqueName}`;
   let c = cache.get(key);
   if (c === undefined) {
     c = compileLogic(row.inputs, row.elements, LOGIC_FUNCTIONS);
