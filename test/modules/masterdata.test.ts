@@ -974,8 +974,38 @@ describe('master-data manager operations', () => {
         shopReader,
       );
       assert.deepEqual(okData(forReader), [['CP-1'], ['CP-1'], ['CP-2']]);
-      assert.deepEqual(okData(await call(h, '/productmanager.fetchproductsetcompetition/set%20a')), []);
-      assert.deepEqual(okData(await call(h, '/productmanager.fetchproductsetcompetition/Set%20C')), []);
+      // A label no visible product has names no set (case-sensitive): a 404 naming it.
+      for (const unknown of ['set%20a', 'Set%20C'])
+        expectError(await call(h, `/productmanager.fetchproductsetcompetition/${unknown}`), 404, -1, 'label');
+    });
+
+    test('/fetch/PCOMPCO lists the product sets: the labels of the visible products, paged and filtered', async () => {
+      const sets = (body: object, who: Who = admin) =>
+        call(
+          h,
+          '/fetch/PCOMPCO',
+          {
+            data: {
+              _constructor: 'AdvancedCriteria',
+              operator: 'and',
+              criteria: [{ fieldName: 'label', operator: 'startsWith', value: 'Set ' }],
+            },
+            ...body,
+          },
+          who,
+        );
+      const all = await sets({});
+      assert.deepEqual(okData(all), [{ label: 'Set A' }, { label: 'Set B' }]);
+      assert.equal(all.body.response.totalRows, 2);
+      assert.deepEqual(okData(await sets({ valueFields: ['label'], sortBy: '-label', startRow: 1 })), [
+        ['Set A'],
+      ]);
+      // Each label names a set that fetchproductsetcompetition answers.
+      for (const { label } of okData(all))
+        okData(await call(h, `/productmanager.fetchproductsetcompetition/${encodeURIComponent(label)}`));
+      expectError(await sets({ resultFields: ['sku'] }), 400, -4, 'resultFields');
+      expectError(await sets({ sortBy: 'sku' }), 400, -4, 'sortBy');
+      expectError(await sets({}, plain), 403, -3);
     });
 
     test('a bad row is counted as failed with its error, the good rows of the call are written', async () => {

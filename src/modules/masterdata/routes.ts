@@ -16,6 +16,7 @@ import {
   fetchFormulaFiltered,
   fetchProductCompetition,
   fetchProductSetCompetition,
+  fetchProductSets,
   fetchSellerExtensions,
   importProductCompetition,
   quickSearch,
@@ -194,6 +195,15 @@ export function masterdataRoutes(app: FastifyInstance): void {
       ...list,
     }),
     async (req) => page(req, await fetchProductCompetition(db, req.principal!, body(req), max)),
+  );
+
+  app.post(
+    '/fetch/PCOMPCO',
+    opts('products', 'The product sets of the competition data API (the labels of the visible products)', {
+      body: fetchBodySchema,
+      ...list,
+    }),
+    async (req) => page(req, await fetchProductSets(db, req.principal!, body(req), max)),
   );
 
   app.post(

@@ -435,9 +435,44 @@ export async function fetchProductSetCompetition(
   if (label === '') throw validationError('label', 'name the product set');
   const products = await loadTypeContext(db, principal, PRODUCT);
   const skus = await store.skusOfProductSet(db, principal, products, label);
+  // A set no visible product is labelled with is unknown, as a misspelt one (/fetch/PCOMPCO lists them).
+  if (skus.length === 0)
+    throw new AppError('NOT_FOUND', `Product set ${JSON.stringify(label)} not found`, { field: 'label' });
   return fetchRecords(db, principal, COMPETITION, body, maxPageSize, {
     fieldName: 'sku',
     operator: 'inSet',
     value: skus,
   });
+}
+
+/**
+ * `/fetch/PCOMPCO`: the product sets of the competition data API, whose `label` names them in
+ * `/productmanager.fetchproductsetcompetition/{label}` — the labels of the products the caller sees
+ * (blank ones left out), one row each, through the engine's fetch of products: its filter (on product
+ * fields: the sets of the products it matches), paging and sort; the one field is `label`.
+ */
+export function fetchProductSets(
+  db: Db,
+  principal: Principal,
+  body: FetchBody,
+  maxPageSize: number,
+): Promise<FetchResult> {
+  requireAccess(principal, COMPETITION.access.fetch);
+  for (const k of ['resultFields', 'valueFields'] as const) {
+    const names = body[k];
+    if (names !== undefined && names !== null && (names.length !== 1 || names[0] !== 'label'))
+      throw validationError(k, 'a product set has one field: label');
+  }
+  const sort = body.sortBy ?? 'label';
+  if (![sort].flat().every((f) => f === 'label' || f === '-label'))
+    throw validationError('sortBy', 'product sets sort by label');
+  const asArrays = body.valueFields !== undefined && body.valueFields !== null;
+  return fetchRecords(
+    db,
+    principal,
+    PRODUCT,
+    { ...body, [asArrays ? 'valueFields' : 'resultFields']: ['label'], distinctResults: true, sortBy: sort },
+    maxPageSize,
+    { fieldName: 'label', operator: 'notBlank' },
+  );
 }
