@@ -17,8 +17,10 @@ const JST = findType('JST')!;
 
 /** `123` or `123.JST`. */
 export function jobIdOf(text: string): number {
-  const m = /^(\d{1,15})(?:\.JST)?$/.exec(text.trim());
+  const m = /^(\d+)(?:\.JST)?$/.exec(text.trim());
   if (!m) throw validationError('jstId', `${JSON.stringify(text)} is not a job id`);
+  // An id of more digits than any id has names no job, as an unknown record id (404).
+  if (m[1]!.length > 15) throw notFound(`Job ${text}`);
   return Number(m[1]);
 }
 

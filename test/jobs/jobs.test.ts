@@ -312,6 +312,9 @@ describe('jobs', () => {
     assertError(await send(h, `/admin.canceljst/${quick.id}`), 409, -1);
     assertError(await send(h, '/admin.canceljst/999999999'), 404, -1);
     assertError(await send(h, '/admin.fetchjst/abc'), 400, -4);
+    // An id past any id names no job: a 404, as for any record.
+    for (const path of ['/admin.fetchjst/99999999999999999999999', '/fetch/JST/9223372036854775808'])
+      assertError(await send(h, path), 404, -1);
   });
 
   test('a job of a dead node (stale heartbeat) becomes INTERRUPTED and is retried; a non-retried kind fails', async () => {

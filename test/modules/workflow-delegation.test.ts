@@ -212,7 +212,12 @@ describe('workflow delegation', () => {
     assertError(other, 400, -4);
     assert.ok(other.body.response.errors.startDate);
     // ann neither gives nor receives it: to her it does not exist.
-    assertError(await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } }), 404, -1);
+    const unseen = await call(ann, 'update', { data: { typedId: d.typedId, note: 'x' } });
+    assertError(unseen, 404, -1);
+    assert.ok(unseen.body.response.errors.typedId, JSON.stringify(unseen.body));
+    const unknown = await call(dan, 'update', { data: { id: 999_999_999, note: 'x' } });
+    assertError(unknown, 404, -1);
+    assert.ok(unknown.body.response.errors.id, JSON.stringify(unknown.body));
     assertError(await call(cid, 'update', { data: { typedId: d.typedId, note: 'x' } }), 403, -3);
     assertError(await call(dan, 'update', { data: { note: 'x' } }), 400, -4);
     // No note: nothing to change, and the note kept (null clears it).

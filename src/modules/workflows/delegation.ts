@@ -18,7 +18,7 @@ import { recordHistory, type HistoryAction } from '../../engine/history.ts';
 import { checkVersion } from '../../engine/value-check.ts';
 import { coerceValue } from '../../engine/values.ts';
 import { optionalText, refuseUnknownFields } from '../../engine/value-check.ts';
-import { AppError, notFound, validationError, type FieldErrors } from '../../http/errors.ts';
+import { AppError, validationError, type FieldErrors } from '../../http/errors.ts';
 import { userIdByLogin } from './store.ts';
 
 type Obj = Record<string, unknown>;
@@ -268,7 +268,8 @@ export interface TargetBody {
   readonly oldValues?: { readonly version?: unknown } | null;
 }
 
-function idOf(data: Obj): number {
+/** The delegation's id, and the field that gave it (an unknown one is named by it). */
+function idOf(data: Obj): { id: number; field: 'typedId' | 'id' } {
   const given = (['typedId', 'id'] as const).filter((k) => data[k] !== undefined && data[k] !== null);
   const ids = given.map((field) => {
     const v = data[field];
@@ -281,12 +282,12 @@ function idOf(data: Obj): number {
   if (ids.length === 0) throw validationError('typedId', 'give the delegation as typedId (<id>.WFDG) or id');
   if (ids.length === 2 && ids[0] !== ids[1])
     throw validationError('id', 'names another delegation than typedId');
-  return ids[0]!;
+  return { id: ids[0]!, field: given[0]! };
 }
 
 /** The delegation locked for a change by its delegator or a workflow administrator. */
 async function lockForChange(q: Queryable, principal: Principal, body: TargetBody): Promise<Obj> {
-  const id = idOf(body.data);
+  const { id, field } = idOf(body.data);
   const locked = await q.query<{ delegator_id: number; delegate_id: number; version: number }>(
     `SELECT delegator_id, delegate_id, version FROM workflow_delegations
       WHERE partition_id = $1 AND id = $2 FOR UPDATE`,
@@ -297,7 +298,7 @@ async function lockForChange(q: Queryable, principal: Principal, body: TargetBod
   // Seen only by who gives or receives it (or an administrator): to anyone else it does not exist,
   // as in the fetch (a 403 would tell which ids are taken).
   if (!row || (!admin && ![Number(row.delegator_id), Number(row.delegate_id)].includes(principal.userId))) {
-    throw notFound(`Workflow delegation ${id}`);
+    throw new AppError('NOT_FOUND', `Workflow delegation ${id} not found`, { field });
   }
   if (Number(row.delegator_id) !== principal.userId && !admin) {
     throw new AppError('FORBIDDEN', 'Only the delegator or a workflow administrator may change a delegation');
