@@ -137,6 +137,16 @@ describe('upload slots', () => {
       [jsonFile.fileName, jsonFile.size, jsonFile.contentType],
       ['a.json', 8, 'application/json'],
     );
+    // A Content-Type that is no media type says nothing of the file: taken as octet-stream.
+    for (const type of ['a', 'x/', '; charset=utf-8']) {
+      const odd = assertOk(
+        await send(h, `/uploadmanager.upload/${slotId}`, {
+          body: 'abc',
+          headers: { 'content-type': type, 'content-disposition': 'attachment; filename=odd.bin' },
+        }),
+      )[0];
+      assert.deepEqual([odd.fileName, odd.size, odd.contentType], ['odd.bin', 3, 'application/octet-stream']);
+    }
     assertOk(await send(h, `/uploadmanager.deleteslot/${slotId}`));
   });
 

@@ -75,6 +75,9 @@ const loadResult = {
   },
 };
 
+/** A media type (`type/subtype`, parameters after `;`), as RFC 9110 spells its tokens. */
+const MEDIA_TYPE = /^\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*(;.*)?$/;
+
 export function filesRoutes(scope: FastifyInstance): void {
   void scope.register(async function filesScope(app) {
     const cfg = app.config;
@@ -121,6 +124,14 @@ function uploadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   // not a request to parse.
   void app.register(async function rawUploads(sub) {
     sub.removeContentTypeParser('application/json');
+    // Any body is a file here: a Content-Type that is no media type (`a`, `x/`) says nothing of it —
+    // taken as application/octet-stream, not refused as a body the server cannot parse.
+    sub.addHook('onRequest', (req, _reply, done) => {
+      const type = req.headers['content-type'];
+      if (typeof type === 'string' && type.trim() !== '' && !MEDIA_TYPE.test(type))
+        req.headers['content-type'] = 'application/octet-stream';
+      done();
+    });
     sub.post(
       '/uploadmanager.upload/:slotId',
       {
