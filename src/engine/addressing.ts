@@ -5,7 +5,7 @@ import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { validationError } from '../http/errors.ts';
+import { AppError, validationError } from '../http/errors.ts';
 import { parseId } from './record-id.ts';
 import { notOfType } from './values.ts';
 import { checkValue } from './value-check.ts';
@@ -59,6 +59,16 @@ export function addressOf(type: TypeDef, data: Obj): Address | undefined {
 /** How a 404 names the record asked for: its typedId, or its business key. */
 export function describeAddress(type: TypeDef, a: Address): string {
   return 'id' in a ? `${type.label} ${a.id}.${type.code}` : `${type.label} ${JSON.stringify(a.key)}`;
+}
+
+/**
+ * A record a request names that is not there (or hidden from the caller): a 404 naming the field
+ * that named it — `typedId` or `id` as given in `data`, else the business key's first field.
+ */
+export function recordNotFound(type: TypeDef, a: Address, data: Obj = {}): AppError {
+  const given = ['typedId', 'id'].find((k) => data[k] !== undefined && data[k] !== null);
+  const field = given ?? ('id' in a ? 'typedId' : (type.businessKey[0] ?? 'typedId'));
+  return new AppError('NOT_FOUND', `${describeAddress(type, a)} not found`, { field });
 }
 
 export function requireAddress(type: TypeDef, data: Obj): Address {

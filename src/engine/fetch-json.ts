@@ -27,7 +27,7 @@ import type { Queryable } from '../db/db.ts';
 import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, isoUtcSql } from '../db/sql.ts';
 import { preparedPage, preparedShape } from '../db/prepared.ts';
-import { notFound } from '../http/errors.ts';
+import { AppError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
 import { pathAddress } from './addressing.ts';
 import { compileSort } from './criteria.ts';
@@ -282,6 +282,6 @@ export async function fetchOneJson(
     params.values,
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`${type.label} ${idText}`);
+  if (!row) throw new AppError('NOT_FOUND', `${type.label} ${idText} not found`, { field: 'id' });
   return (out) => writeArray(out, [row.j], json.object);
 }

@@ -7,7 +7,7 @@ import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { notNullColumns } from '../db/columns.ts';
 import { Params, ident, qualified } from '../db/sql.ts';
-import { notFound, validationError } from '../http/errors.ts';
+import { AppError, validationError } from '../http/errors.ts';
 import { requireAccess } from './access-check.ts';
 import { parseId, pathAddress, selectOne } from './addressing.ts';
 import { paging } from './paging.ts';
@@ -461,7 +461,7 @@ export async function fetchOne(
   const address = byKey ? pathAddress(type, idText, 'id') : { id: parseId(type, idText, 'id') };
   const tc = await loadTypeContext(db, principal, type);
   const row = await selectOne(db, tc, principal, address, false);
-  if (!row) throw notFound(`${type.label} ${idText}`);
+  if (!row) throw new AppError('NOT_FOUND', `${type.label} ${idText} not found`, { field: 'id' });
   // Extension rows: type the attributes with their own table's meta.
   const name = metaNameOf(type, row);
   if (name !== undefined) {

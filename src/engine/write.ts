@@ -7,9 +7,9 @@ import { batchTransaction, type Db, type Queryable, type Tx } from '../db/db.ts'
 import { runsInTransaction } from '../db/views.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, elementError, markElement, notFound, prefixed, validationError } from '../http/errors.ts';
+import { AppError, elementError, markElement, prefixed, validationError } from '../http/errors.ts';
 import { canEdit, requireWrite } from './access-check.ts';
-import { addressOf, describeAddress, lockBatch, requireAddress, selectOne } from './addressing.ts';
+import { addressOf, lockBatch, recordNotFound, requireAddress, selectOne } from './addressing.ts';
 import {
   loadTypeContext,
   metaNameOf,
@@ -259,7 +259,7 @@ export async function updateRecords(
         const address = requireAddress(type, item.data);
         const base = await loadTypeContext(tx, principal, type);
         const old = await selectOne(tx, base, principal, address, true);
-        if (!old) throw notFound(describeAddress(type, address));
+        if (!old) throw recordNotFound(type, address, item.data);
         const tc = type.metaPerName
           ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
           : base;
@@ -337,7 +337,7 @@ async function upsertRefused(
   const seen = await selectOne(q, tc, principal, { key }, false, true);
   return seen
     ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${JSON.stringify(key)}`)
-    : notFound(describeAddress(tc.type, { key }));
+    : recordNotFound(tc.type, { key });
 }
 
 const STALE: unique symbol = Symbol('stale snapshot');
@@ -433,7 +433,14 @@ export async function integrateRecords(
           const row = await updateRow(tx, tc, principal, Number(old.id), values);
           return withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined);
         }
-        if ('id' in address) throw notFound(`${type.label} ${JSON.stringify(data.typedId ?? data.id)}`);
+        if ('id' in address)
+          throw new AppError(
+            'NOT_FOUND',
+            `${type.label} ${JSON.stringify(data.typedId ?? data.id)} not found`,
+            {
+              field: data.typedId !== undefined && data.typedId !== null ? 'typedId' : 'id',
+            },
+          );
       }
       const tc = await ctx(data);
       const values = prepareValues(tc, data, 'add');
@@ -477,7 +484,7 @@ export async function deleteRecords(
         const field = ['typedId', 'id'].find((k) => k in data) ?? type.businessKey[0]!;
         throw validationError(field, 'names a record an earlier element of the batch deletes');
       }
-      if (!old) throw notFound(describeAddress(type, address));
+      if (!old) throw recordNotFound(type, address, data);
       await requireEditable(tx, principal, tc, old, 'delete');
       checkVersion(versions.get(data), old, false);
       await type.beforeChange?.(tx, principal, old, undefined);

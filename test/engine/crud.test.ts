@@ -353,12 +353,23 @@ describe('generic operations on products', () => {
       await api('/update/P', { data: { sku: 'TOP-1', label: 'x' }, oldValues: { version: 0 } }),
     );
     assert.equal(u.label, 'x');
+    // A record not there: a 404 naming the field that named it (with the element's index in a batch).
     expectError(
       await api('/update/P', [{ data: { sku: 'TOP-1' } }, { data: { sku: 'NOPE-9' } }]),
       404,
       -1,
-      '1.typedId',
+      '1.sku',
     );
+    expectError(await api('/update/P', { data: { sku: 'NOPE-9', label: 'x' } }), 404, -1, 'sku');
+    expectError(await api('/delete/P', { data: { typedId: '99999.P' } }), 404, -1, 'typedId');
+    expectError(await api('/delete/P', { data: { id: 99999 } }), 404, -1, 'id');
+    expectError(
+      await api('/integrate/P', [{ data: { typedId: '99999.P', label: 'x' } }]),
+      404,
+      -1,
+      'typedId',
+    );
+    expectError(await api('/fetch/P/99999', {}), 404, -1, 'id');
     for (const path of ['/massedit/XYZ', '/loaddata/XYZ', '/add/XYZ', '/delete/XYZ/batch']) {
       expectError(await api(path, {}), 404, -1);
     }
