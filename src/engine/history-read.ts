@@ -372,13 +372,16 @@ export async function fetchOneAsOf(
     throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);
   const { hidden, row: current } = await currentRecord(q, principal, type, id);
   if (hidden) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  // Every change of the record is undone, whoever may read its history rows (each keeps the view
+  // group of its time): skipping the ones hidden from the caller rebuilt a record that never was.
+  // Whether the caller may see the record as it stood is asked of that state, below.
   const params = new Params();
-  const visible = rowScope(await loadTypeContext(q, principal, HISTORY_TYPE), principal, params, 'h');
   const entries = await q.query<Entry>(
     `SELECT h.action, ${changedFieldsSql('h')} AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
             h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
        FROM record_history h
-      WHERE ${visible} AND h.type_code = ANY(${params.add(historyCodesOf(type))}::text[]) AND h.record_id = ${params.add(id)}
+      WHERE h.partition_id = ${params.add(principal.partitionId)}
+        AND h.type_code = ANY(${params.add(historyCodesOf(type))}::text[]) AND h.record_id = ${params.add(id)}
       ORDER BY h.id DESC`,
     params.values,
   );
@@ -430,9 +433,19 @@ export async function fetchOneAsOf(
   const stored = type.metaPerName && nameColumn !== undefined ? state[nameColumn] : undefined;
   const name = metaNameText(stored, metaNameIsId(type));
   const tc = await loadTypeContext(q, principal, type, name);
-  const r = await q.query<Row>(
-    `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, $1::jsonb) r`,
-    [JSON.stringify(state)],
+  // Seen by the caller as it stood (its view group then, as the type's rules say): else not found.
+  const scoped = await loadTypeContext(
+    q,
+    principal,
+    isLookupValueCode(type.code) ? { ...type, fixed: undefined } : type,
   );
-  return toRecord(tc, r.rows[0]!);
+  const p = new Params();
+  const record = p.add(JSON.stringify(state));
+  const r = await q.query<Row>(
+    `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, ${record}::jsonb) r
+      WHERE ${rowScope(scoped, principal, p, 'r')}`,
+    p.values,
+  );
+  if (!r.rows[0]) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  return toRecord(tc, r.rows[0]);
 }

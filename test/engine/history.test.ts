@@ -783,6 +783,21 @@ describe('record history', () => {
       -1,
     );
     assert.equal((await historyOf('P', open.id, {}, o)).length, 1);
+    // A record that was in the outsider's sight, then hidden, then back: as it stood is rebuilt from
+    // every change (those made while it was hidden from him included), and a moment it was hidden
+    // from him is not found.
+    const at = (r: { lastUpdateDate: string }) => encodeURIComponent(r.lastUpdateDate);
+    const [v0] = okData(await api('/add/P', { data: { sku: 'HG-3', label: 'a' } }));
+    const [v1] = okData(
+      await api('/update/P', { data: { sku: 'HG-3', label: 'b', userGroupViewDetails: 'hsales' } }),
+    );
+    okData(await api('/update/P', { data: { sku: 'HG-3', label: 'c' } }));
+    okData(await api('/update/P', { data: { sku: 'HG-3', label: 'd', userGroupViewDetails: null } }));
+    const [then] = okData(await o(`/fetch/P/HG-3?asOf=${at(v0)}`));
+    assert.deepEqual([then.label, then.userGroupViewDetails, then.version], ['a', null, 0]);
+    expectError(await o(`/fetch/P/HG-3?asOf=${at(v1)}`), 404, -1);
+    const [seen] = okData(await m(`/fetch/P/HG-3?asOf=${at(v1)}`));
+    assert.deepEqual([seen.label, seen.userGroupViewDetails, seen.version], ['b', 'hsales', 1]);
     // Without HISTORY_FETCH no cross-type reading.
     expectError(await o('/history.fetch', {}), 403, -3);
     // A type the user may not fetch: no history of it either.
