@@ -1015,6 +1015,18 @@ describe('lookup tables', () => {
     ]);
     assert.deepEqual(await rows('MLTV2', `${two}|same|k`), [[b.id, 'ADD']]);
     assert.deepEqual(await rows('LTV', 'same'), []);
+    // Deleting a table deletes its values with their history: a DELETE row each.
+    okData(await api(`${M}.delete`, { data: { typedId: `${one}.LT` } }));
+    okData(await api(`${M}.delete`, { data: { uniqueName: 'hist-two' } }));
+    assert.deepEqual(await rows('LTV', `${one}|same`), [
+      [a.id, 'ADD'],
+      [a.id, 'UPDATE'],
+      [a.id, 'DELETE'],
+    ]);
+    assert.deepEqual(await rows('MLTV2', `${two}|same|k`), [
+      [b.id, 'ADD'],
+      [b.id, 'DELETE'],
+    ]);
   });
 
   test('copy makes a new table with every value, in one transaction', async () => {

@@ -10,9 +10,12 @@ import type { Permission } from '../../access/catalogue.ts';
 import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import { AppError, namedElement, notFound, validationError } from '../../http/errors.ts';
+import { addressOf, selectOne } from '../../engine/addressing.ts';
+import { loadTypeContext } from '../../engine/context.ts';
 import {
   addRecords,
   checkValue,
+  deleteByFilter,
   deleteRecords,
   fetchOne,
   fetchRecords,
@@ -197,9 +200,11 @@ export async function updateTables(
 }
 
 /**
- * Deletes tables named by typedId (or uniqueName); their values go with them (ON DELETE CASCADE).
- * `oldValues[i]` (routes: `deleteOldValuesOf`) holds the version of `items[i]` when given: a stale
- * one is a 409 and deletes nothing, as for the general /delete.
+ * Deletes tables named by typedId (or uniqueName) with their values, in one transaction: the values
+ * first, by the engine's delete by filter, so each leaves its DELETE history row (the foreign key's
+ * ON DELETE CASCADE would leave none), then the tables. `oldValues[i]` (routes: `deleteOldValuesOf`)
+ * holds the version of `items[i]` when given: a stale one is a 409 and deletes nothing, as for the
+ * general /delete.
  */
 export function deleteTables(
   db: Db,
@@ -208,7 +213,20 @@ export function deleteTables(
   oldValues: readonly (Obj | null)[],
 ): Promise<Row[]> {
   requireAccess(principal, 'LOOKUPTABLE_REMOVE');
-  return deleteRecords(db, principal, tableTypeFor('LOOKUPTABLE_REMOVE'), items, oldValues);
+  const type = tableTypeFor('LOOKUPTABLE_REMOVE');
+  return batchTransaction(db, async (tx) => {
+    const within = inTransaction(db, tx);
+    const tc = await loadTypeContext(tx, principal, type);
+    for (const item of items) {
+      const address = addressOf(type, item);
+      // A table not named or not found deletes no value: the delete below refuses it, rolling back.
+      const table = address && (await selectOne(tx, tc, principal, address, true));
+      if (!table) continue;
+      const { type: values } = await valuesOf(tx, principal, Number(table.id), 'LOOKUPTABLE_REMOVE');
+      await deleteByFilter(within, principal, values, { data: {} }, false);
+    }
+    return deleteRecords(within, principal, type, items, oldValues);
+  });
 }
 
 function fieldOf(type: TypeDef, name: string): FieldDef {
