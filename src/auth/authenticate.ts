@@ -185,6 +185,20 @@ function setSessionCookies(
   if (csrf !== undefined) void reply.setCookie(names.csrfCookie, csrf, opts);
 }
 
+/**
+ * Takes back the session this request's Basic credentials issued (header, cookies, `csrfToken`): for
+ * an answer after which it is void — the caller's own password changed, which ends every token made
+ * before. The session cookie is cleared, as the browser's one is revoked too.
+ */
+export function withdrawIssuedSession(req: FastifyRequest, reply: FastifyReply): void {
+  const names = authNames(req.server.config.productToken);
+  if (reply.getHeader(names.header) === undefined) return;
+  void reply.removeHeader(names.header);
+  void reply.clearCookie(names.cookie, { path: '/' });
+  if (req.issuedCsrfToken !== undefined) void reply.clearCookie(names.csrfCookie, { path: '/' });
+  req.issuedCsrfToken = undefined;
+}
+
 async function issueSession(
   req: FastifyRequest,
   reply: FastifyReply,

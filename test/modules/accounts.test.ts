@@ -519,8 +519,21 @@ describe('account manager', () => {
 
     test('changepassword (own) with Basic needs no old password; nothing without credentials', async () => {
       const u = await newUser(h);
-      okData(
-        await call(h, '/accountmanager.changepassword', { data: { newPassword: 'Basic-changed-1' } }, u),
+      const own = await call(
+        h,
+        '/accountmanager.changepassword',
+        { data: { newPassword: 'Basic-changed-1' } },
+        u,
+      );
+      okData(own);
+      // No session from the old password, which the change ended: no token, no csrfToken, the
+      // session cookie cleared.
+      assert.equal(own.headers.get('x-ratecard-jwt'), null);
+      assert.equal(own.body.response.csrfToken, undefined);
+      const cookies = own.headers.getSetCookie().filter((c) => c.startsWith('X-Ratecard-jwt='));
+      assert.ok(
+        cookies.every((c) => /^X-Ratecard-jwt=;/.test(c) && /Expires=Thu, 01 Jan 1970/i.test(c)),
+        cookies.join(),
       );
       okData(await call(h, '/login/extended', undefined, { user: u.user, password: 'Basic-changed-1' }));
       expectError(

@@ -5,6 +5,7 @@
 // the rules live in ./service.ts and ./assignments.ts. Body shapes are documented in docs/permissions.md.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { withdrawIssuedSession } from '../../auth/authenticate.ts';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { ok, envelopeSchema, type Envelope } from '../../http/envelope.ts';
 import { validationError } from '../../http/errors.ts';
@@ -206,8 +207,12 @@ export function accountRoutes(app: FastifyInstance): void {
       body: ownPasswordBody,
       ...answer(passwordChanged),
     }),
-    async (req) =>
-      ok(req, [await changeOwnPassword(db, config, req.principal!, (req.body as OwnPasswordBody).data)]),
+    async (req, reply) => {
+      const changed = await changeOwnPassword(db, config, req.principal!, (req.body as OwnPasswordBody).data);
+      // A session issued to this request's Basic credentials was made before the change ended it.
+      withdrawIssuedSession(req, reply);
+      return ok(req, [changed]);
+    },
   );
   app.post(
     '/accountmanager.changepassword/:userId',
