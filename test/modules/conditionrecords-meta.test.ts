@@ -402,6 +402,17 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       }),
     );
     assert.deepEqual([none.inserted, none.invalid], [1, 0]);
+    // detectJoinFields asks for the server's join fields: the set, keys and validity these loads match by.
+    const [detected] = okData(
+      await call('/loaddata/CRCP', {
+        data: {
+          header,
+          data: [[s.id, 'J', '2026-01-15', '2026-02-15', '2']],
+          options: { detectJoinFields: true, conditionRecords: { splicing: {} } },
+        },
+      }),
+    );
+    assert.deepEqual([detected.inserted, detected.cut, detected.invalid], [1, 1, 0]);
     const crcpJoined = await call('/loaddata/CRCP', {
       data: { header, data: [], options: { joinFields: ['key1'] } },
     });

@@ -45,9 +45,11 @@ export function planCrcp(tc: TypeContext, body: LoadBody, maxBatchRows: number, 
   // load body says when it has no join fields).
   const joinFields =
     Array.isArray(opts.joinFields) && opts.joinFields.length === 0 ? undefined : opts.joinFields;
-  if (joinFields !== undefined || opts.detectJoinFields === true) {
+  // `detectJoinFields` asks for the server's join fields: for items the set, keys and validity, what
+  // these loads match by anyway. Other join fields are refused.
+  if (joinFields !== undefined) {
     throw validationError(
-      joinFields !== undefined ? 'options.joinFields' : 'options.detectJoinFields',
+      'options.joinFields',
       `${via} loads match items by set, keys and validity, not join fields: a row that overlaps ` +
         `existing items is an error, or with ${via === 'CRCP' ? '' : '/loaddata/CRCP and '}` +
         'options.conditionRecords.splicing cuts them to fit',
