@@ -24,7 +24,7 @@ import { countWritten, setDeleteActor } from './write.ts';
 import { written } from './write-rows.ts';
 
 function countLeaves(node: CriteriaNode): number {
-  if (node.kind === 'leaf' || node.kind === 'match') return 1;
+  if (node.kind === 'leaf' || node.kind === 'match' || node.kind === 'invalid') return 1;
   return node.children.reduce((n: number, c) => n + countLeaves(c), 0);
 }
 
@@ -138,10 +138,10 @@ export async function deleteByFilter(
       type,
       await filterMetaName(tx, principal, type, body.data, body.textMatchStyle),
     );
-    const tree = parseCriteria(
-      body.data,
-      body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle },
-    );
+    const tree = parseCriteria(body.data, {
+      lenient,
+      ...(body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle }),
+    });
     const { criteria, dropped } = resolveCriteria(tree, tc.fields, { lenient, typeCode: type.code });
     if (lenient && dropped.length > 0 && dropped.length >= countLeaves(tree.root)) {
       throw new AppError(

@@ -31,7 +31,12 @@ export type CriteriaNode =
       readonly fieldName: string;
       readonly values: readonly Scalar[];
       readonly style: TextMatchStyle;
-    };
+    }
+  /**
+   * A criterion whose operator is no operator, kept (parseCriteria's `lenient`) for the legacy
+   * delete by filter to leave out and list: resolving it is its -4.
+   */
+  | { readonly kind: 'invalid'; readonly fieldName: string; readonly message: string };
 
 export interface LeafNode {
   readonly kind: 'leaf';
@@ -66,14 +71,24 @@ const isTextMatchStyle = (s: string): s is TextMatchStyle =>
   (TEXT_MATCH_STYLES as readonly string[]).includes(s);
 const MATCH_ALL: CriteriaNode = { kind: 'and', children: [] };
 
-export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: string } = {}): CriteriaTree {
+/** What parsing counts (the limits) and whether a criterion of an unknown operator is kept (`invalid`). */
+interface ParseState {
+  nodes: number;
+  groups: number;
+  readonly lenient: boolean;
+}
+
+export function parseCriteria(
+  input: unknown,
+  opts: { readonly textMatchStyle?: string; readonly lenient?: boolean } = {},
+): CriteriaTree {
   const style = opts.textMatchStyle ?? 'exact';
   if (!isTextMatchStyle(style)) {
     throw validationError('textMatchStyle', `must be one of ${TEXT_MATCH_STYLES.join(', ')}`);
   }
   if (isMissing(input)) return { strict: false, root: MATCH_ALL };
   if (!isObj(input)) throw validationError('criteria', 'criteria must be an object');
-  const budget = { nodes: 0, groups: 0 };
+  const budget: ParseState = { nodes: 0, groups: 0, lenient: opts.lenient === true };
   // Simple criteria are `{field: value}`; anything that looks like a criterion is advanced, so a
   // malformed advanced filter is reported instead of being read as fields called "operator" etc.
   const advanced =
@@ -88,7 +103,7 @@ export function parseCriteria(input: unknown, opts: { readonly textMatchStyle?: 
  * Criteria (leaves) count toward the limit; groups have a cap of their own, as many (a filter of
  * 1,000 criteria in one `or` is within "at most 1,000 criteria": its group counted too, it was not).
  */
-function countNode(budget: { nodes: number; groups: number }, group = false): void {
+function countNode(budget: ParseState, group = false): void {
   if (group ? ++budget.groups > MAX_CRITERIA : ++budget.nodes > MAX_CRITERIA) {
     throw validationError(
       'criteria',
@@ -99,7 +114,7 @@ function countNode(budget: { nodes: number; groups: number }, group = false): vo
   }
 }
 
-function parseNode(obj: Obj, depth: number, budget: { nodes: number; groups: number }): CriteriaNode {
+function parseNode(obj: Obj, depth: number, budget: ParseState): CriteriaNode {
   if (depth > MAX_CRITERIA_DEPTH) {
     throw validationError('criteria', `criteria nested too deeply (at most ${MAX_CRITERIA_DEPTH} levels)`);
   }
@@ -110,7 +125,7 @@ function parseNode(obj: Obj, depth: number, budget: { nodes: number; groups: num
   // strictSQLFiltering on a nested criteria holds for that subtree (the top level's for all).
   const strict = depth > 1 ? strictOf(obj) : undefined;
   if (!Object.hasOwn(obj, 'criteria')) {
-    const leaf = parseLeaf(obj);
+    const leaf = parseLeaf(obj, budget.lenient);
     return strict === undefined ? leaf : { kind: 'and', children: [leaf], strict };
   }
   knownProperties(obj, GROUP_PROPERTIES, 'criteria');
@@ -133,14 +148,22 @@ function strictOf(obj: Obj): boolean | undefined {
   return strict;
 }
 
-function parseLeaf(obj: Obj): LeafNode {
+function parseLeaf(
+  obj: Obj,
+  lenient: boolean,
+): LeafNode | { kind: 'invalid'; fieldName: string; message: string } {
   const { fieldName, operator } = obj;
   if (typeof fieldName !== 'string' || fieldName === '') {
     throw validationError('criteria', 'a criterion needs a "fieldName", or "criteria" for a group');
   }
-  if (typeof operator !== 'string') throw validationError(fieldName, '"operator" must be a string');
-  if (!isOperator(operator)) throw validationError(fieldName, `unknown operator ${show(operator)}`);
+  // (A misspelt property is refused even so: a `between` whose bounds were left out matched all.)
   knownProperties(obj, LEAF_PROPERTIES, fieldName);
+  if (typeof operator !== 'string' || !isOperator(operator)) {
+    const message =
+      typeof operator !== 'string' ? '"operator" must be a string' : `unknown operator ${show(operator)}`;
+    if (lenient) return { kind: 'invalid', fieldName, message };
+    throw validationError(fieldName, message);
+  }
   return { kind: 'leaf', fieldName, operator, value: obj.value, start: obj.start, end: obj.end };
 }
 
@@ -166,11 +189,7 @@ function knownProperties(obj: Obj, known: ReadonlySet<string>, at: string): void
   }
 }
 
-function parseSimple(
-  obj: Obj,
-  style: TextMatchStyle,
-  budget: { nodes: number; groups: number },
-): CriteriaNode {
+function parseSimple(obj: Obj, style: TextMatchStyle, budget: ParseState): CriteriaNode {
   const children = Object.entries(obj).map(([fieldName, value]): CriteriaNode => {
     countNode(budget);
     const values = isArray(value) ? value : [value];

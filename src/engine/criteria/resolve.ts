@@ -132,6 +132,11 @@ export function resolveCriteria(
           if (expanded.kind === 'ciSet') return { ...(resolveOne(expanded.leaf) as SetLeaf), ci: true };
           return { kind: 'or', children: expanded.children.map(resolveOne) };
         });
+      case 'invalid':
+        // Left out (and listed) in lenient mode, else the request's -4.
+        return leaf(node.fieldName, () => {
+          throw validationError(node.fieldName, node.message);
+        });
       default:
         return unreachable(node);
     }
