@@ -1062,6 +1062,56 @@ describe('calculation grids', () => {
     expectError(await call(`/calculationgridmanager.calculate/${g.id}`, {}), 404, -1);
   });
 
+  test('an override of an element no longer overridable is inert at a recalculation, and removed by null', async () => {
+    const logic = (overridable: boolean) => ({
+      inputs: [],
+      elements: [
+        { elementName: 'X', expression: '2', overridable },
+        { elementName: 'Y', expression: 'X * 3' },
+      ],
+    });
+    const [f] = okData(
+      await call('/add/F', {
+        data: { uniqueName: 'GridO', validAfter: '2026-01-01', nature: 'CALCULATIONGRID', ...logic(true) },
+      }),
+    );
+    const setOverridable = async (overridable: boolean) =>
+      okData(await call('/update/F', { data: { id: f.id, ...logic(overridable) } }));
+    const [g] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: {
+          formulaName: 'GridO',
+          keySources: [{ type: 'products', filter: { fieldName: 'sku', operator: 'equals', value: 'R-01' } }],
+        },
+      }),
+    );
+    const first = await waitJob((await calculate(g.id)).jstId);
+    assert.equal(first.status, 'FINISHED', JSON.stringify(first));
+    const [item] = await items('CGI1', g.id);
+    const override = (overrides: object) =>
+      call(`/calculationgridmanager.update/${item.typedId}`, { data: { overrides } });
+    const current = async () => (await items('CGI1', g.id))[0];
+    okData(await override({ X: 5 }));
+    assert.equal(resultsOf(await current()).Y.result, 15);
+    // X made not overridable: its held override is removed by null; a new one is refused.
+    await setOverridable(false);
+    expectError(await override({ X: 7 }), 400, -4);
+    okData(await override({ X: null }));
+    let res = resultsOf(await current());
+    assert.deepEqual([res.X.result, res.X.overridden ?? false, res.Y.result], [2, false, 6]);
+    // Held when the logic changed, it does not apply at the next recalculation (the item keeps it
+    // until removed).
+    await setOverridable(true);
+    okData(await override({ X: 5 }));
+    await setOverridable(false);
+    const again = await waitJob((await calculate(g.id)).jstId);
+    assert.equal(again.status, 'FINISHED', JSON.stringify(again.messages));
+    res = resultsOf(await current());
+    assert.deepEqual([res.X.result, res.X.overridden ?? false, res.Y.result], [2, false, 6]);
+    okData(await override({ X: null }));
+    assert.deepEqual((await current()).overrides ?? {}, {});
+  });
+
   test('a recalculation after the products change computes every item again; an override stays', async () => {
     okData(
       await call('/add/F', {

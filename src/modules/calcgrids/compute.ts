@@ -94,8 +94,6 @@ async function evaluate(
   return out;
 }
 
-const hasOverrides = (p: Pending) => Object.keys(p.overrides).length > 0;
-
 /** Evaluates the pending items (in order) and answers their stored rows. */
 export async function computeItems(
   q: Queryable,
@@ -111,20 +109,28 @@ export async function computeItems(
     pending.map((p) => p.item),
     opts,
   );
-  const overridden = pending.filter(hasOverrides);
+  // Only overrides of elements the logic (still) declares overridable apply: one held for an element
+  // since made not overridable, or gone, is inert (kept on the item until removed by null).
+  const allowed = new Set(
+    logic.elements.filter((e) => e.def.overridable === true).map((e) => e.def.elementName),
+  );
+  const applied = new Map(
+    pending.map((p) => [p, Object.fromEntries(Object.entries(p.overrides).filter(([n]) => allowed.has(n)))]),
+  );
+  const overridden = pending.filter((p) => Object.keys(applied.get(p)!).length > 0);
   const types = resultTypesOf(logic);
   const fixedRuns = await evaluate(
     q,
     principal,
     logic,
-    overridden.map((p) => ({ ...p.item, fixed: fixedValues(p.overrides, types) })),
+    overridden.map((p) => ({ ...p.item, fixed: fixedValues(applied.get(p)!, types) })),
     opts,
   );
   const fixedOf = new Map(overridden.map((p, i) => [p, fixedRuns[i]!]));
   const metaFormats = new Set(
     logic.elements.filter((e) => e.def.formatType !== undefined).map((e) => e.def.elementName),
   );
-  return pending.map((p, i) => rowOf(p, normal[i]!, fixedOf.get(p), metaFormats));
+  return pending.map((p, i) => rowOf(p, applied.get(p)!, normal[i]!, fixedOf.get(p), metaFormats));
 }
 
 /** Overrides as element values: a numeric element's text (a decimal past a double) as its decimal. */
@@ -140,6 +146,7 @@ function fixedValues(
 
 function rowOf(
   p: Pending,
+  applied: Readonly<Record<string, unknown>>,
   normal: BulkResult,
   fixed: BulkResult | undefined,
   metaFormats: ReadonlySet<string>,
@@ -174,7 +181,7 @@ function rowOf(
       o.alertMessage = r.alertMessage;
       alerts.push({ resultName: r.resultName, alertType: r.alertType, alertMessage: r.alertMessage });
     }
-    if (fixed && Object.hasOwn(p.overrides, r.resultName)) {
+    if (fixed && Object.hasOwn(applied, r.resultName)) {
       o.overridden = true;
       o.computedResult = computed?.get(r.resultName) ?? null;
     }

@@ -286,6 +286,11 @@ export async function overrideItem(
     const overrides: Obj = { ...item.overrides };
     for (const [name, v] of Object.entries(given)) {
       const field = `data.overrides.${name}`;
+      // An override held is removed by null, whatever its element has become since.
+      if (v === null && Object.hasOwn(overrides, name)) {
+        delete overrides[name];
+        continue;
+      }
       const el = logic.elements.find((e) => e.def.elementName === name);
       if (!el) throw validationError(field, `${grid.formula_name} has no element ${name}`);
       if (el.def.overridable !== true) throw validationError(field, `element ${name} is not overridable`);
