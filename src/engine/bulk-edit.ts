@@ -142,7 +142,11 @@ export async function deleteByFilter(
       lenient,
       ...(body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle }),
     });
-    const { criteria, dropped } = resolveCriteria(tree, tc.fields, { lenient, typeCode: type.code });
+    const { criteria, dropped } = resolveCriteria(tree, tc.fields, {
+      lenient,
+      typeCode: type.code,
+      typedIdAliases: type.typedIdAliases,
+    });
     if (lenient && dropped.length > 0 && dropped.length >= countLeaves(tree.root)) {
       throw new AppError(
         'VALIDATION',
@@ -267,6 +271,7 @@ export async function massEdit(
     const style = body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle };
     const filter = resolveCriteria(parseCriteria(body.filterCriteria, style), tc.fields, {
       typeCode: type.code,
+      typedIdAliases: type.typedIdAliases,
     }).criteria;
     return { tc, principal, filter, edits };
   });

@@ -92,7 +92,10 @@ export interface CompiledFetch {
 
 function resolveFilter(tc: TypeContext, data: unknown, textMatchStyle?: string): ResolvedCriteria {
   const tree = parseCriteria(data, textMatchStyle === undefined ? {} : { textMatchStyle });
-  return resolveCriteria(tree, tc.fields, { typeCode: tc.type.code }).criteria;
+  return resolveCriteria(tree, tc.fields, {
+    typeCode: tc.type.code,
+    typedIdAliases: tc.type.typedIdAliases,
+  }).criteria;
 }
 
 /**

@@ -73,6 +73,8 @@ export interface FieldSpec {
    * values given as `<id>.<typeCode>` of this type code (any code when empty) or as plain ids.
    */
   readonly typedIdOf?: string;
+  /** Other codes whose typedIds name the same records (`CRCI2` items are `CRCI` items): taken too. */
+  readonly typedIdAliases?: readonly string[];
 }
 
 export interface FieldDef extends FieldSpec {

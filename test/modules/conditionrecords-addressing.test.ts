@@ -96,9 +96,35 @@ describe('condition records: addressing items and sets', () => {
       data: { typedId: `${item.id}.CRCI`, conditionValue: 3 },
     });
     assert.equal(wrongSize.status, 404, wrongSize.text);
-    const notItem = await call('/update/CRCI', { data: { typedId: `${item.id}.CRCS`, conditionValue: 3 } });
+    const notItem = await call('/update/CRCI', {
+      data: { typedId: `${item.id}.CRCI`.replace('CRCI', 'CRCS'), conditionValue: 3 },
+    });
     assert.equal(notItem.status, 400, notItem.text);
-    okData(await call('/delete/CRCI', { data: { typedId: `${item.id}.CRCI2` } }));
+    // In filters too: a fetch, a massedit and a delete by filter take either form.
+    for (const [path, typedId] of [
+      ['/fetch/CRCI', `${item.id}.CRCI2`],
+      ['/fetch/CRCI2', `${item.id}.CRCI`],
+    ] as const) {
+      assert.deepEqual(
+        okData(await call(path, { data: { typedId }, valueFields: ['id'] })),
+        [[item.id]],
+        path,
+      );
+    }
+    assert.deepEqual(okData(await call('/fetch/CRCI3', { data: { typedId: `${item.id}.CRCI` } })), []);
+    const [edited] = okData(
+      await call('/massedit/CRCI', {
+        filterCriteria: { typedId: `${item.id}.CRCI2` },
+        massEditRecords: [{ fieldName: 'conditionValue', massEditOperator: '=', fieldValue: 4 }],
+      }),
+    );
+    assert.equal(edited.updatedRecords, 1);
+    const filterCrcs = await call('/fetch/CRCI', { data: { typedId: `${item.id}.CRCS` } });
+    assert.equal(filterCrcs.status, 400, filterCrcs.text);
+    const [gone] = okData(
+      await call('/delete/CRCI2/batch/forcefilter', { data: { typedId: `${item.id}.CRCI` } }),
+    );
+    assert.equal(gone.deletedRecords, 1);
     assert.equal((await call(`/fetch/CRCI2/${item.id}`)).status, 404);
   });
 

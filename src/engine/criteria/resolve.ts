@@ -89,7 +89,12 @@ export interface Resolution {
 export function resolveCriteria(
   tree: CriteriaTree,
   fields: ReadonlyMap<string, FieldSpec>,
-  opts: { readonly lenient?: boolean; readonly typeCode?: string } = {},
+  opts: {
+    readonly lenient?: boolean;
+    readonly typeCode?: string;
+    /** Other codes whose typedIds the type takes (its `typedIdAliases`). */
+    readonly typedIdAliases?: readonly string[];
+  } = {},
 ): Resolution {
   const dropped: DroppedCriterion[] = [];
   let leaves = 0;
@@ -111,7 +116,7 @@ export function resolveCriteria(
     if (++leaves > MAX_CRITERIA) {
       throw validationError('criteria', `too many criteria (at most ${MAX_CRITERIA})`);
     }
-    return resolveLeaf(node, fields, opts.typeCode);
+    return resolveLeaf(node, fields, opts.typeCode, opts.typedIdAliases);
   };
   const visit = (node: CriteriaNode): ResolvedNode[] => {
     switch (node.kind) {
@@ -127,7 +132,10 @@ export function resolveCriteria(
         return leaf(node.fieldName, () => resolveOne(node));
       case 'match':
         return leaf(node.fieldName, () => {
-          const expanded = expandMatch(node, lookup(fields, node.fieldName, opts.typeCode));
+          const expanded = expandMatch(
+            node,
+            lookup(fields, node.fieldName, opts.typeCode, opts.typedIdAliases),
+          );
           if (expanded.kind === 'leaf') return resolveOne(expanded);
           if (expanded.kind === 'ciSet') return { ...(resolveOne(expanded.leaf) as SetLeaf), ci: true };
           return { kind: 'or', children: expanded.children.map(resolveOne) };
@@ -216,10 +224,11 @@ function resolveLeaf(
   node: LeafNode,
   fields: ReadonlyMap<string, FieldSpec>,
   typeCode: string | undefined,
+  aliases: readonly string[] | undefined,
 ): ResolvedNode {
   const { fieldName: name, operator } = node;
   const { test, ci: caseless, negate, field: byField } = OPERATORS[operator];
-  const field = lookup(fields, name, typeCode);
+  const field = lookup(fields, name, typeCode, aliases);
   // Only text has case: `iEquals`, `iBetween`, ... on numbers, dates and booleans compare as
   // `equals`, `between`, ... (the text-only operators stay refused on them below).
   const ci = caseless && field.type === 'string';
@@ -320,16 +329,28 @@ function resolveLeaf(
   }
 }
 
-function lookup(fields: ReadonlyMap<string, FieldSpec>, name: string, typeCode?: string): FieldSpec {
-  const field = fields.get(name) ?? (name === 'typedId' ? typedIdField(fields, typeCode) : undefined);
+function lookup(
+  fields: ReadonlyMap<string, FieldSpec>,
+  name: string,
+  typeCode?: string,
+  aliases?: readonly string[],
+): FieldSpec {
+  const field =
+    fields.get(name) ?? (name === 'typedId' ? typedIdField(fields, typeCode, aliases) : undefined);
   if (!field) throw validationError(name, `unknown field ${show(name)}`);
   return field;
 }
 
 /** `typedId` (every record answers it, no type stores it) filters and sorts as the id it names. */
-function typedIdField(fields: ReadonlyMap<string, FieldSpec>, typeCode = ''): FieldSpec | undefined {
+function typedIdField(
+  fields: ReadonlyMap<string, FieldSpec>,
+  typeCode = '',
+  aliases: readonly string[] = [],
+): FieldSpec | undefined {
   const id = fields.get('id');
-  return id === undefined ? undefined : { ...id, name: 'typedId', typedIdOf: typeCode };
+  return id === undefined
+    ? undefined
+    : { ...id, name: 'typedId', typedIdOf: typeCode, typedIdAliases: aliases };
 }
 
 /** Most characters of a `regexp` / `iregexp` pattern. */
@@ -356,7 +377,14 @@ function checkRegexp(name: string, pattern: string): void {
 function coerce(name: string, field: FieldSpec, v: unknown): Value {
   if (field.typedIdOf !== undefined) {
     const m = TYPED_ID.exec(typeof v === 'string' ? v.trim() : typeof v === 'number' ? String(v) : '');
-    if (m && (m[2] === undefined || field.typedIdOf === '' || m[2] === field.typedIdOf)) return Number(m[1]);
+    if (
+      m &&
+      (m[2] === undefined ||
+        field.typedIdOf === '' ||
+        m[2] === field.typedIdOf ||
+        field.typedIdAliases?.includes(m[2]) === true)
+    )
+      return Number(m[1]);
     const of = field.typedIdOf === '' ? '' : ` of type ${field.typedIdOf}`;
     throw validationError(name, `${show(v)} is not an id or typedId${of}`);
   }
