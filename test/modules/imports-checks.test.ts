@@ -171,6 +171,41 @@ describe('imports: checks', () => {
     assert.deepEqual(await changes(im.id), before);
   });
 
+  test("a massedit of changeType gives the change save's shape: a DELETE names no column, an UPDATE needs one", async () => {
+    const im = await newImport();
+    okData(
+      await call(`/importmanager.save/${im.id}`, { data: { targetColumn: 'label', sku: 'K-1', value: 'x' } }),
+    );
+    const toDelete = (extra: object[] = []) =>
+      call(`/importmanager.massedit/${im.id}`, {
+        filterCriteria: {},
+        massEditRecords: [{ fieldName: 'changeType', massEditOperator: '=', fieldValue: 'DELETE' }, ...extra],
+      });
+    expectError(
+      await toDelete([{ fieldName: 'targetColumn', massEditOperator: '=', fieldValue: 'label' }]),
+      400,
+      -4,
+      'massEditRecords.1.fieldName',
+    );
+    okData(await toDelete());
+    const [del] = await changes(im.id);
+    assert.deepEqual([del.changeType, del.targetColumn, del.value], ['DELETE', '', null]);
+    // A DELETE saved again for the record is the same change, not a second one.
+    okData(await call(`/importmanager.save/${im.id}`, { data: { changeType: 'DELETE', sku: 'K-1' } }));
+    assert.equal((await changes(im.id)).length, 1);
+    // Back to UPDATE: it needs its column.
+    const toUpdate = (extra: object[] = []) =>
+      call(`/importmanager.massedit/${im.id}`, {
+        filterCriteria: {},
+        massEditRecords: [{ fieldName: 'changeType', massEditOperator: '=', fieldValue: 'UPDATE' }, ...extra],
+      });
+    expectError(await toUpdate(), 400, -4, 'massEditRecords.0.fieldValue');
+    assert.equal((await changes(im.id))[0].changeType, 'DELETE', 'nothing edited');
+    okData(await toUpdate([{ fieldName: 'targetColumn', massEditOperator: '=', fieldValue: 'label' }]));
+    const [upd] = await changes(im.id);
+    assert.deepEqual([upd.changeType, upd.targetColumn], ['UPDATE', 'label']);
+  });
+
   test('a staged value is only set or emptied: arithmetic is refused, naming the operator', async () => {
     const im = await newImport();
     okData(

@@ -201,17 +201,57 @@ export async function massEditChanges(
   if (body.filterCriteria === undefined || body.filterCriteria === null)
     throw validationError('filterCriteria', 'is required ({} edits every change)');
   const edits = ops as { fieldName: string; massEditOperator: string; fieldValue?: unknown }[];
+  const at = (name: string) => edits.findIndex((e) => e.fieldName === name);
+  const typeAt = at('changeType');
+  const newType = typeAt < 0 ? undefined : edits[typeAt]!.fieldValue;
+  // The shape `save` gives a change: a DELETE names no column and holds no value (set so here); an
+  // ADD or UPDATE names its column (one made from a DELETE needs targetColumn set too).
+  if (newType === 'DELETE' && at('targetColumn') >= 0)
+    throw validationError(
+      `massEditRecords.${at('targetColumn')}.fieldName`,
+      'a DELETE names no targetColumn',
+    );
+  const shape =
+    newType === 'DELETE'
+      ? [
+          { fieldName: 'targetColumn', massEditOperator: '=', fieldValue: '' },
+          { fieldName: 'value', massEditOperator: 'null' },
+        ]
+      : [];
   try {
-    return await changingImport(db, principal, s.im.id, async (within) =>
-      massEdit(within, principal, IMC, {
-        filterCriteria: await withinImport(within, principal, s.im.id, body.filterCriteria, 'filterCriteria'),
+    return await changingImport(db, principal, s.im.id, async (within) => {
+      const filterCriteria = await withinImport(
+        within,
+        principal,
+        s.im.id,
+        body.filterCriteria,
+        'filterCriteria',
+      );
+      if (newType !== undefined && newType !== 'DELETE' && at('targetColumn') < 0) {
+        const columnless = await fetchRecords(
+          within,
+          principal,
+          IMC,
+          { data: { targetColumn: '' }, textMatchStyle: 'exactCase', startRow: 0, endRow: 0 },
+          1,
+          filterCriteria,
+        );
+        if (columnless.totalRows > 0)
+          throw validationError(
+            `massEditRecords.${typeAt}.fieldValue`,
+            `${columnless.totalRows} of the changes are DELETEs, which name no column: set targetColumn too`,
+          );
+      }
+      return massEdit(within, principal, IMC, {
+        filterCriteria,
         massEditRecords: [
           ...edits,
+          ...shape,
           { fieldName: 'validationState', massEditOperator: '=', fieldValue: 'NEW' },
           { fieldName: 'message', massEditOperator: 'null' },
         ],
-      }),
-    );
+      });
+    });
   } catch (e) {
     const duplicate =
       (e as { code?: unknown }).code === '23505' || (e instanceof AppError && e.code === 'DUPLICATE_KEY');
