@@ -207,6 +207,8 @@ const FOREIGN_KEYS: ReadonlyMap<string, string> = new Map([
   ['notifications_partition_id_user_id_fkey', 'recipients'],
   ['workflow_delegations_partition_id_delegate_id_fkey', 'delegate'],
   ['workflow_delegations_partition_id_delegator_id_fkey', 'delegator'],
+  // An item's set (migration 041 keeps the constraint's name): a set deleted (force) while written.
+  ['condition_records_partition_id_condition_record_set_id_key_fkey', 'conditionRecordSetId'],
 ]);
 
 /**

@@ -227,6 +227,25 @@ describe('envelope and errors', () => {
       [set.http, set.status, Object.keys(set.errors ?? {})],
       [404, -1, ['conditionRecordSetId']],
     );
+    // An item whose set is gone (a forced delete of the set meanwhile): the statement-level check of
+    // migration 041 raises the foreign key's error, named by the set, not by an internal column.
+    const item = await h.db
+      .transaction(async (tx) => {
+        await tx.query(`SELECT set_config('rc.crci_checked', 'on', true)`);
+        await tx.query(
+          `INSERT INTO condition_records (partition_id, condition_record_set_id, key_size_ref, key1, valid_from)
+           VALUES ($1, 999999, '1', 'k', '2026-01-01')`,
+          [h.partitionId],
+        );
+      })
+      .then(
+        () => assert.fail('the database took it'),
+        (e: unknown) => toAppError(e),
+      );
+    assert.deepEqual(
+      [item.http, item.status, Object.keys(item.errors ?? {})],
+      [404, -1, ['conditionRecordSetId']],
+    );
   });
 
   test('a limit of the database other than an index entry is a -4 saying what was too large', async () => {

@@ -160,12 +160,19 @@ export async function loadConditionRecords(
         // Only database refusals become row errors; anything else fails the call.
         const sqlState = isObj(err) && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code);
         if (!sqlState) throw err;
-        limits.onChunkError?.(err, chunk[0]!.row, chunk.at(-1)!.row);
+        // A set deleted (force) while the chunk was written: each row's error names its set.
+        const setGone =
+          err.code === '23503' &&
+          err.constraint === 'condition_records_partition_id_condition_record_set_id_key_fkey';
+        if (!setGone) limits.onChunkError?.(err, chunk[0]!.row, chunk.at(-1)!.row);
         const message =
-          isObj(err) && err.code === '23P01'
+          err.code === '23P01'
             ? 'overlaps an item written at the same time by another load (nothing of this chunk was written)'
-            : 'the chunk could not be written (nothing of it was)';
-        for (const r of chunk) errors.push({ row: r.row, message });
+            : setGone
+              ? 'its condition record set was deleted meanwhile (nothing of this chunk was written)'
+              : 'the chunk could not be written (nothing of it was)';
+        for (const r of chunk)
+          errors.push({ row: r.row, ...(setGone ? { field: 'conditionRecordSetId' } : {}), message });
       }
     }
   } finally {
