@@ -419,6 +419,19 @@ describe('data change requests', () => {
       -4,
       'attribute1',
     );
+    // Naming no value to change is no update (the version stays).
+    expectError(
+      await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: item.typedId } }),
+      400,
+      -4,
+      'data',
+    );
+    expectError(
+      await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: item.typedId, sku: 'V-1' } }),
+      400,
+      -4,
+      'data',
+    );
     // Which record and what change are fixed when the item is added: other values are refused,
     // the same ones may be repeated.
     for (const [field, value] of [

@@ -393,6 +393,10 @@ export async function updateItems(
         }
         values[k] = val;
       }
+      // Nothing to change is no update (it bumped the version alone) — except on a FAILED DCR, where
+      // it proposes the item again on its record as it stands (below).
+      if (Object.keys(values).length === 0 && s.dcr.status !== 'FAILED')
+        throw validationError(`${prefix}data`, 'names no field to change');
       // Condition record items name their set first in their key (its attributes are typed per set).
       const tc = await proposalContext(
         tx,
