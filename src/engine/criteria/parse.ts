@@ -32,11 +32,17 @@ export type CriteriaNode =
       readonly values: readonly Scalar[];
       readonly style: TextMatchStyle;
     }
-  /**
-   * A criterion whose operator is no operator, kept (parseCriteria's `lenient`) for the legacy
-   * delete by filter to leave out and list: resolving it is its -4.
-   */
-  | { readonly kind: 'invalid'; readonly fieldName: string; readonly message: string };
+  | InvalidNode;
+
+/**
+ * A criterion whose operator is no operator, kept (parseCriteria's `lenient`) for the legacy delete
+ * by filter to leave out and list: resolving it is its -4.
+ */
+export interface InvalidNode {
+  readonly kind: 'invalid';
+  readonly fieldName: string;
+  readonly message: string;
+}
 
 export interface LeafNode {
   readonly kind: 'leaf';
@@ -148,10 +154,7 @@ function strictOf(obj: Obj): boolean | undefined {
   return strict;
 }
 
-function parseLeaf(
-  obj: Obj,
-  lenient: boolean,
-): LeafNode | { kind: 'invalid'; fieldName: string; message: string } {
+function parseLeaf(obj: Obj, lenient: boolean): LeafNode | InvalidNode {
   const { fieldName, operator } = obj;
   if (typeof fieldName !== 'string' || fieldName === '') {
     throw validationError('criteria', 'a criterion needs a "fieldName", or "criteria" for a group');
