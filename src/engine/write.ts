@@ -363,8 +363,7 @@ export async function integrateRecords(
       await guardInsert(db, principal, type, only);
       // Refused as a serialization failure (its history read a snapshot older than the row a
       // concurrent writer left, migration 064): run again below, in a transaction that retries —
-      // unless this runs inside a caller's transaction, which the failure has aborted: then the
-      // failure ends it, and the caller's transaction is retried whole (src/db/pg.ts).
+      // inside a caller's transaction, aborted by it, the failure ends it (retried whole, pg.ts).
       const row = await insertRow(db, tc, principal, values, 'merge').catch((e: unknown): typeof STALE => {
         if ((e as { code?: unknown }).code === '40001' && !runsInTransaction(db)) return STALE;
         throw e;
@@ -433,14 +432,7 @@ export async function integrateRecords(
           const row = await updateRow(tx, tc, principal, Number(old.id), values);
           return withOld(toRecord(tc, row), returnOld ? (wasDeleted ? {} : toRecord(tc, old)) : undefined);
         }
-        if ('id' in address)
-          throw new AppError(
-            'NOT_FOUND',
-            `${type.label} ${JSON.stringify(data.typedId ?? data.id)} not found`,
-            {
-              field: data.typedId !== undefined && data.typedId !== null ? 'typedId' : 'id',
-            },
-          );
+        if ('id' in address) throw recordNotFound(type, address, data);
       }
       const tc = await ctx(data);
       const values = prepareValues(tc, data, 'add');
