@@ -9,14 +9,8 @@ export { canEdit, requireAccess } from './access-check.ts';
 export { parseId } from './addressing.ts';
 export { checkValue } from './value-check.ts';
 export { fetchOne, fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
-export {
-  addRecords,
-  deleteRecords,
-  integrateRecords,
-  setDeleteActor,
-  updateRecords,
-  type UpdateItem,
-} from './write.ts';
+export { addRecords, integrateRecords, setDeleteActor, updateRecords, type UpdateItem } from './write.ts';
+export { deleteRecords } from './write-delete.ts';
 export {
   deleteByFilter,
   massEdit,

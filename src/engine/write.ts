@@ -1,4 +1,4 @@
-// Writes of records: add, update, integrate (upsert), delete by address. Each validates every value
+// Writes of records: add, update, integrate (upsert); delete by address in write-delete.ts. Each validates every value
 // (value-check.ts), checks edit rights (access-check.ts) and runs as one transaction — or as one
 // statement where that is atomic on its own — with its record history in the same statement.
 
@@ -7,19 +7,12 @@ import { batchTransaction, type Db, type Queryable, type Tx } from '../db/db.ts'
 import { runsInTransaction } from '../db/views.ts';
 import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
-import { AppError, elementError, markElement, prefixed, validationError } from '../http/errors.ts';
+import { AppError, elementError, markElement, validationError } from '../http/errors.ts';
 import { canEdit, requireWrite } from './access-check.ts';
 import { addressOf, lockBatch, recordNotFound, requireAddress, selectOne } from './addressing.ts';
-import {
-  loadTypeContext,
-  metaNameOf,
-  requireParentEditable,
-  toRecord,
-  typedPerRow,
-  type TypeContext,
-} from './context.ts';
+import { loadTypeContext, metaNameOf, requireParentEditable, toRecord, type TypeContext } from './context.ts';
 import { trackedFields } from './history.ts';
-import { deleteAtOnce, updateAtOnce, writeAtOnce } from './write-batch.ts';
+import { updateAtOnce, writeAtOnce } from './write-batch.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import {
   checkVersion,
@@ -34,7 +27,7 @@ type Obj = Record<string, unknown>;
 type Row = Record<string, unknown>;
 
 /** Contexts per extension table name within one request (attribute types differ per table). */
-function contextCache(q: Queryable, principal: Principal, type: TypeDef) {
+export function contextCache(q: Queryable, principal: Principal, type: TypeDef) {
   const cache = new Map<string, Promise<TypeContext>>();
   return (data: Obj): Promise<TypeContext> => {
     const name = metaNameOf(type, data) ?? '';
@@ -71,7 +64,7 @@ export async function countWritten(tx: Queryable, sql: string, params: Params): 
  * The principal may change (or delete) this stored record: its own `userGroupEdit`, and that of the
  * record it describes (`scopedBy`: a condition record set's attribute meta needs the set editable).
  */
-async function requireEditable(
+export async function requireEditable(
   q: Queryable,
   principal: Principal,
   tc: TypeContext,
@@ -130,7 +123,7 @@ async function eachElement<T extends Obj>(
 }
 
 /** Add and integrate may write many records of `type` at once: it asks to, and has no per-record hooks. */
-const atOnce = (type: TypeDef): boolean =>
+export const atOnce = (type: TypeDef): boolean =>
   type.writesAtOnce === true &&
   !type.beforeInsert &&
   !type.beforeChange &&
@@ -214,7 +207,7 @@ async function updateRow(
  * whose business key addresses them when they name no id (`keyedType`: CRCI items by set, keys and
  * validFrom are CRCI<n>'s).
  */
-async function writer(
+export async function writer(
   db: Db,
   principal: Principal,
   pathType: TypeDef,
@@ -305,7 +298,7 @@ export async function updateRecords(
 }
 
 /** A batch's transaction: the records it names locked in one order first (lockBatch), run again after a deadlock. */
-function inBatch<T>(
+export function inBatch<T>(
   db: Db,
   principal: Principal,
   type: TypeDef,
@@ -443,60 +436,5 @@ export async function integrateRecords(
     };
     // A record integrate created is at version 0 (an update of an existing one bumps it).
     return eachElement(type, items, one, (row) => row.version === 0);
-  });
-}
-
-export async function deleteRecords(
-  db: Db,
-  principal: Principal,
-  pathType: TypeDef,
-  given: readonly Obj[],
-  oldValues: readonly (Obj | null)[] = [],
-): Promise<Row[]> {
-  requireWrite(principal, pathType, 'delete');
-  const { type, items } = await writer(db, principal, pathType, given);
-  const versions = new Map(items.map((data, i) => [data, oldValues[i] ?? null]));
-  return inBatch(db, principal, type, items, async (tx) => {
-    const tc = await loadTypeContext(tx, principal, type);
-    // The answer types an extension row by its own table's meta.
-    const typed = contextCache(tx, principal, type);
-    await setDeleteActor(tx, principal);
-    if (items.length > 1 && atOnce(type)) {
-      const rows = await deleteAtOnce(tx, tc, principal, items, oldValues);
-      if (rows) return rows;
-    }
-    // Addresses of the records this batch has deleted: named again, they are repeated, not missing.
-    const gone = new Set<string>();
-    const one = async (data: Obj): Promise<Row> => {
-      const unknown = Object.keys(data).find((k) => k !== 'typedId' && !tc.fields.has(k));
-      if (unknown !== undefined) throw validationError(unknown, 'unknown field');
-      const address = requireAddress(type, data);
-      const old = await selectOne(tx, tc, principal, address, true);
-      if (!old && gone.has(JSON.stringify(address))) {
-        const field = ['typedId', 'id'].find((k) => k in data) ?? type.businessKey[0]!;
-        throw validationError(field, 'names a record an earlier element of the batch deletes');
-      }
-      if (!old) throw recordNotFound(type, address, data);
-      await requireEditable(tx, principal, tc, old, 'delete');
-      checkVersion(versions.get(data), old, false);
-      await type.beforeChange?.(tx, principal, old, undefined);
-      const params = new Params();
-      const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;
-      const stmt =
-        type.deleteMode === 'soft'
-          ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
-                    last_update_by = ${params.add(principal.userId)} WHERE ${match}`
-          : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
-      await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
-      gone.add(JSON.stringify({ id: Number(old.id) }));
-      gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
-      return toRecord(typedPerRow(type) ? await typed(old) : tc, old);
-    };
-    // Errors of a batch's element name it (`1.typedId`); a database rule's field (`force` of a
-    // set that holds items) is the request's, not the element's.
-    const out: Row[] = [];
-    for (const [i, data] of items.entries())
-      out.push(await prefixed(items.length > 1 ? `${i}.` : '', () => one(data)));
-    return out;
   });
 }
