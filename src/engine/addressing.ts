@@ -66,9 +66,15 @@ export function describeAddress(type: TypeDef, a: Address): string {
  * that named it — `typedId` or `id` as given in `data`, else the business key's first field.
  */
 export function recordNotFound(type: TypeDef, a: Address, data: Obj = {}): AppError {
+  return new AppError('NOT_FOUND', `${describeAddress(type, a)} not found`, {
+    field: addressField(type, a, data),
+  });
+}
+
+/** The field of `data` that gave its address `a`: `typedId` or `id` as given, else the business key's first. */
+export function addressField(type: TypeDef, a: Address, data: Obj): string {
   const given = ['typedId', 'id'].find((k) => data[k] !== undefined && data[k] !== null);
-  const field = given ?? ('id' in a ? 'typedId' : (type.businessKey[0] ?? 'typedId'));
-  return new AppError('NOT_FOUND', `${describeAddress(type, a)} not found`, { field });
+  return given ?? ('id' in a ? 'typedId' : (type.businessKey[0] ?? 'typedId'));
 }
 
 export function requireAddress(type: TypeDef, data: Obj): Address {

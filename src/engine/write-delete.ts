@@ -7,7 +7,7 @@ import type { Db } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
 import { prefixed, validationError } from '../http/errors.ts';
 import { requireWrite } from './access-check.ts';
-import { recordNotFound, requireAddress, selectOne } from './addressing.ts';
+import { addressField, recordNotFound, requireAddress, selectOne } from './addressing.ts';
 import { loadTypeContext, toRecord, typedPerRow } from './context.ts';
 import type { TypeDef } from './registry.ts';
 import { checkVersion } from './value-check.ts';
@@ -45,8 +45,10 @@ export async function deleteRecords(
       const address = requireAddress(type, data);
       const old = await selectOne(tx, tc, principal, address, true);
       if (!old && gone.has(JSON.stringify(address))) {
-        const field = ['typedId', 'id'].find((k) => k in data) ?? type.businessKey[0]!;
-        throw validationError(field, 'names a record an earlier element of the batch deletes');
+        throw validationError(
+          addressField(type, address, data),
+          'names a record an earlier element of the batch deletes',
+        );
       }
       if (!old) throw recordNotFound(type, address, data);
       await requireEditable(tx, principal, tc, old, 'delete');
