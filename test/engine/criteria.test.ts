@@ -233,7 +233,6 @@ void describe('resolveCriteria', () => {
     // A range takes start and end, the others value: the wrong one is refused, not ignored (a
     // `between` with `value` had no bound and matched every row).
     rejects(() => compile(leaf('name', 'between', 't1')), 'name', /takes "start" and "end", not "value"/);
-    rejects(() => compile(range('qty', 'between')), 'qty', /needs "start", "end" or both/);
     rejects(() => compile({ ...range('qty', 'equals', 1), value: 1 }), 'qty', /takes "value", not "start"/);
     rejects(() => compile({ ...leaf('qty', 'lessThan', 1), end: 2 }), 'qty', /not "end"/);
     // Unknown or misspelt properties of a criterion or a group.
@@ -244,8 +243,11 @@ void describe('resolveCriteria', () => {
     );
     rejects(() => compile({ ...leaf('qty', 'inSet', [1]), values: [2] }), 'qty', /unknown property "values"/);
     rejects(() => compile({ ...adv('and', leaf('qty', 'equals', 1)), bogus: 1 }), 'criteria', /"bogus"/);
-    // A range with one bound, and null for what does not apply, are fine.
+    // A range with one bound, and null for what does not apply, are fine; with no bound at all,
+    // nothing is checked (conventions: "a missing/null bound is not checked").
     compile(range('qty', 'between', 1));
+    assert.equal(compile(range('qty', 'between')).sql, compile(adv('and')).sql);
+    assert.equal(compile(range('qty', 'iBetweenInclusive', null, null)).sql, compile(adv('and')).sql);
     compile({ ...range('qty', 'between', 1, 2), value: null });
     compile({ ...leaf('qty', 'equals', 1), start: null, end: null, _constructor: 'AdvancedCriteria' });
   });

@@ -28,6 +28,11 @@ const CASES: Case[] = [
     ['OP-1', 'OP-2', 'OP-4'],
   ],
   ['between open end', leaf('attribute3', 'betweenInclusive', undefined, { start: 10 }), ['OP-2', 'OP-4']],
+  [
+    'between without bounds (nothing checked)',
+    leaf('attribute3', 'between', undefined, { start: null, end: null }),
+    ['OP-1', 'OP-2', 'OP-3', 'OP-4'],
+  ],
   ['iBetween', leaf('label', 'iBetween', undefined, { start: 'alpha', end: 'gamma ray' }), ['OP-2']],
   [
     'iBetweenInclusive',

@@ -278,9 +278,6 @@ function resolveLeaf(
     const takes = ranged ? '"start" and "end"' : '"value"';
     throw validationError(name, `operator "${operator}" takes ${takes}, not "${stray}"`);
   }
-  if (ranged && isMissing(node.start) && isMissing(node.end)) {
-    throw validationError(name, `operator "${operator}" needs "start", "end" or both`);
-  }
   switch (test.kind) {
     case 'null':
       return { kind: 'null', field, blank: test.blank, negate };
