@@ -32,9 +32,28 @@ interface PgliteQueryable {
   exec(sql: string): Promise<unknown>;
 }
 
-function wrap(q: PgliteQueryable): Tx {
+/** When the last event loop turn was given (turns, pauseIfLong): shared by every database of the process. */
+let turnGiven = performance.now();
+
+/**
+ * An event loop turn once statements ran back to back for TURN_MS: a transaction's statements
+ * follow each other as promise continuations, which never let the server read what arrives (a
+ * 20,000-record /integrate held the process, /health too, for 100 s).
+ */
+function pauseIfLong(): Promise<void> | undefined {
+  if (performance.now() - turnGiven < TURN_MS) return undefined;
+  return new Promise<void>((r) =>
+    setImmediate(() => {
+      turnGiven = performance.now();
+      r();
+    }),
+  );
+}
+
+function wrap(q: PgliteQueryable, inTransaction = false): Tx {
   return {
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+      if (inTransaction) await pauseIfLong();
       const r = await q.query<R>(sql, [...params]);
       return { rows: r.rows, rowCount: r.affectedRows || r.rows.length };
     },
@@ -72,18 +91,8 @@ export const TURN_MS = 10;
  */
 export function turns(): <T>(fn: () => Promise<T>) => Promise<T> {
   let last: Promise<unknown> = Promise.resolve();
-  let since = performance.now();
-  const hop = () => {
-    if (performance.now() - since < TURN_MS) return undefined;
-    return new Promise<void>((r) =>
-      setImmediate(() => {
-        since = performance.now();
-        r();
-      }),
-    );
-  };
   return <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = last.then(hop).then(fn);
+    const run = last.then(pauseIfLong).then(fn);
     last = run.catch(() => {});
     return run;
   };
@@ -143,7 +152,7 @@ export async function createEmbeddedDb(dataDir: string, image?: Blob): Promise<E
       inTurn(() =>
         pg.transaction(async (tx) => {
           checkDeadline();
-          const result = await fn(wrap(tx));
+          const result = await fn(wrap(tx, true));
           checkDeadline();
           return result;
         }),

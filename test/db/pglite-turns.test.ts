@@ -65,3 +65,21 @@ test('after TURN_MS of statements back to back, what arrived meanwhile runs befo
 test('short statements run back to back, without waiting for a turn each', async () => {
   assert.deepEqual(await twoStatements(0), ['a', 'b', 'arrived']);
 });
+
+test("a long transaction's statements give the event loop its turns too", async () => {
+  const { createEmbeddedDb } = await import('../../src/db/pglite.ts');
+  const db = await createEmbeddedDb(':memory:');
+  try {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    await db.transaction(async (tx) => {
+      const end = performance.now() + 20 * TURN_MS;
+      while (performance.now() < end) await tx.query('SELECT 1');
+    });
+    clearInterval(timer);
+    // Without them, the statements followed each other as promise continuations: no timer ran.
+    assert.ok(ticks >= 5, `${ticks} timer ticks during the transaction`);
+  } finally {
+    await db.close();
+  }
+});
