@@ -141,7 +141,9 @@ export function evaluateItem(
     }
     env.values[el.index] = value;
     countResult(size, value, el.def.elementName);
-    if (item.explain) explainReads(env, el.reads, logic);
+    // The values an explanation repeats count as results do: one list read by 60 elements was
+    // answered 60 times (a 500 past the longest string, hundreds of MB before it).
+    if (item.explain) explainReads(env, el.reads, logic, (v) => countResult(size, v, el.def.elementName));
     const kept: MutableOutcome | undefined = into?.[el.index];
     if (kept !== undefined) {
       kept.value = value;
@@ -190,12 +192,14 @@ function explainReads(
   env: Env,
   reads: CompiledLogic['elements'][number]['reads'],
   logic: CompiledLogic,
+  counted: (value: Value) => void,
 ): void {
   for (const path of reads.fields) {
     const [root, ...rest] = path.split('.') as [string, ...string[]];
     const rec = Object.hasOwn(env.roots, root) ? env.roots[root] : null;
     let v: Value = rec ?? null;
     for (const f of rest) v = v instanceof RecordValue ? v.get(f) : null;
+    counted(v);
     traceEntry(env, {
       kind: 'field',
       record: root,
@@ -205,14 +209,15 @@ function explainReads(
       value: toJson(v),
     });
   }
-  for (const name of reads.inputs)
-    traceEntry(env, {
-      kind: 'input',
-      name,
-      value: toJson(Object.hasOwn(env.inputs, name) ? (env.inputs[name] ?? null) : null),
-    });
+  for (const name of reads.inputs) {
+    const v = Object.hasOwn(env.inputs, name) ? (env.inputs[name] ?? null) : null;
+    counted(v);
+    traceEntry(env, { kind: 'input', name, value: toJson(v) });
+  }
   for (const name of reads.elements) {
     const el = logic.elements.find((e) => e.def.elementName === name);
-    traceEntry(env, { kind: 'element', name, value: toJson(el ? (env.values[el.index] ?? null) : null) });
+    const v = el ? (env.values[el.index] ?? null) : null;
+    counted(v);
+    traceEntry(env, { kind: 'element', name, value: toJson(v) });
   }
 }

@@ -408,6 +408,8 @@ interface ListSize {
   characters: number;
   /** 1 for a list of no lists. */
   depth: number;
+  /** A text in it holds an unpaired UTF-16 surrogate (half of a character). */
+  illFormed: boolean;
 }
 const listSizes = new WeakMap<readonly Value[], ListSize>();
 
@@ -415,14 +417,17 @@ const listSizes = new WeakMap<readonly Value[], ListSize>();
 export function listSize(list: readonly Value[]): ListSize {
   const known = listSizes.get(list);
   if (known !== undefined) return known;
-  const size = { values: list.length, characters: 0, depth: 1 };
+  const size = { values: list.length, characters: 0, depth: 1, illFormed: false };
   for (const v of list) {
     if (size.values > MAX_LIST_VALUES || size.characters > MAX_LIST_CHARACTERS) break;
-    if (typeof v === 'string') size.characters += v.length;
-    else if (Array.isArray(v)) {
+    if (typeof v === 'string') {
+      size.characters += v.length;
+      if (!size.illFormed && !v.isWellFormed()) size.illFormed = true;
+    } else if (Array.isArray(v)) {
       const inner = listSize(v as readonly Value[]);
       size.values += inner.values;
       size.characters += inner.characters;
+      size.illFormed ||= inner.illFormed;
       size.depth = Math.max(size.depth, inner.depth + 1);
     }
   }

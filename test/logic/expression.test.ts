@@ -135,6 +135,8 @@ describe('compile errors name line and column', () => {
     refused('round(1, 2, 3, 4)', /round takes 1 to 3 arguments, got 4/);
     refused('"a" * 2', /\* needs numbers, got text and number/);
     refused('round("x", 2) == 1', /round: argument 1 must be number, got text/);
+    refused('length(123) == 3', /length: argument 1 must be text or list, got number/);
+    refused('length(true) == 3', /length: argument 1 must be text or list, got boolean/);
     refused('1 +', /line 1, column 4: Expected expression after \+/);
     refused('1 == 1 2', /one expression expected/);
     refused('date("2026-02-30") == null', /not a valid YYYY-MM-DD date/);

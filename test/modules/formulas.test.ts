@@ -491,6 +491,9 @@ describe('pricing logics', () => {
     await bad('round(A, 2, "HALF_UP", 4)', /round takes 1 to 3 arguments, got 4/);
     await bad('"text" * A', /\* needs numbers, got text and number/);
     await bad('input.Nope', /unknown input Nope/);
+    await bad('length(123)', /length: argument 1 must be text or list, got number/);
+    await bad('A.x', /A.x: A is number, not a record/);
+    await bad('input.Q.x', /input.Q.x: input.Q is number, not a record/);
     await bad('lookup(product.sku, 1)', /argument 1 must be a name in quotes/);
     await bad('A +', /line 1, column 4/);
     await bad('product.__proto__', /not allowed/);
@@ -631,6 +634,10 @@ describe('pricing logics', () => {
             { elementName: 'After', expression: 'coalesce(Zero, 7)' },
             { elementName: 'NoTable', expression: 'lookup("Nowhere", 1)' },
             { elementName: 'Warn', expression: 'warning("check me", 3)' },
+            // Half of a character: the emoji's first surrogate alone, in a text and in a list.
+            { elementName: 'Half', expression: 'substring("\u{1F600}abc", 1)' },
+            { elementName: 'HalfList', expression: '[substring("x\u{1F600}", 0, 2)]' },
+            { elementName: 'Whole', expression: 'substring("\u{1F600}abc", 2)' },
           ],
         },
       }),
@@ -649,6 +656,12 @@ describe('pricing logics', () => {
     assert.equal(v.Warn.result, 3);
     assert.equal(v.Warn.alertType, 'WARNING');
     assert.deepEqual(v.Warn.warnings, ['check me']);
+    for (const name of ['Half', 'HalfList']) {
+      assert.equal(v[name].result, null, name);
+      assert.equal(v[name].alertType, 'CRITICAL', name);
+      assert.match(v[name].alertMessage, /half of a character/, name);
+    }
+    assert.equal(v.Whole.result, 'abc');
     okData(
       await api('/add/F', {
         data: { uniqueName: 'Loop', validAfter: '2026-01-01', elements: PAST_STEP_LIMIT },
@@ -677,11 +690,29 @@ describe('pricing logics', () => {
       -4,
       /element R4: the results hold more than 50000000 characters of text or 1000000 list values in all/,
     );
+    // An explanation repeats the values each element read: they count as results do (ten elements
+    // counting one 8.7-million-character list answered 109 MB; sixty, a 500).
+    const counts = [
+      ...huge.slice(0, 8),
+      ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({ elementName: `C${i}`, expression: 'count(E7)' })),
+    ];
+    okData(
+      await api('/add/F', { data: { uniqueName: 'Counts', validAfter: '2026-01-01', elements: counts } }),
+    );
+    const plain = await api('/formulamanager.execute/MB-1/Counts', { data: {} });
+    assert.equal(plain.status, 200, plain.text.slice(0, 300));
+    expectError(
+      await api('/formulamanager.execute/MB-1/Counts', { data: { explain: true } }),
+      400,
+      -4,
+      /element C\d: the results hold more than 50000000 characters/,
+    );
     assert.equal(
       (await api('/formulamanager.execute/MB-1/Faults', { data: {} })).status,
       200,
       'the process lives',
     );
+    expectError(await api('/formulamanager.execute/MB-1/', { data: {} }), 400, -4, /is empty: name a logic/);
   });
 
   test('formula-filtered products and customers: the logic runs once, the fetch is one SQL statement', async () => {

@@ -200,6 +200,7 @@ function checkName(path: readonly string[], pos: number, scope: CheckScope, read
     const type = scope.inputs?.get(name);
     if (type === undefined) throw new ExpressionError(`unknown input ${name}`, pos);
     reads.inputs.add(name);
+    if (rest.length > 1) notARecord(`input.${name}`, type, rest[1]!, pos);
     return { k: 'input', name, rest: rest.slice(1), type: rest.length > 1 ? 'any' : type };
   }
   if (head === 'out') {
@@ -218,6 +219,12 @@ function checkName(path: readonly string[], pos: number, scope: CheckScope, read
   return elementRef(head, rest, pos, scope, reads);
 }
 
+/** `.field` of a value known not to be a record (text, number, list, ...): refused when saved. */
+function notARecord(what: string, type: StaticType, field: string, pos: number): void {
+  if (type !== 'record' && type !== 'any' && type !== 'null')
+    throw new ExpressionError(`${what}.${field.slice(0, 100)}: ${what} is ${type}, not a record`, pos);
+}
+
 function elementRef(
   name: string,
   rest: readonly string[],
@@ -228,6 +235,7 @@ function elementRef(
   const el = scope.elements?.get(name);
   if (el !== undefined) {
     reads.elements.add(name);
+    if (rest.length > 0) notARecord(name, el.type, rest[0]!, pos);
     return { k: 'element', index: el.index, name, rest, type: rest.length > 0 ? 'any' : el.type };
   }
   if (name === scope.currentElement) throw new ExpressionError(`element ${name} refers to itself`, pos);
@@ -273,9 +281,10 @@ function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, rea
   const literals = node.args.map((a) => (a.kind === 'str' ? a.value : undefined));
   args.forEach((a, i) => {
     const want = fn.params[Math.min(i, fn.params.length - 1)] ?? 'any';
-    if (!fits(a.type, want))
+    const wanted = typeof want === 'string' ? [want] : want;
+    if (!wanted.some((w) => fits(a.type, w)))
       throw new ExpressionError(
-        `${name}: argument ${i + 1} must be ${want}, got ${a.type}`,
+        `${name}: argument ${i + 1} must be ${wanted.join(' or ')}, got ${a.type}`,
         node.args[i]?.pos ?? pos,
       );
   });

@@ -42,6 +42,9 @@ function dig(v: Value, rest: readonly string[]): Value {
  * at most MAX_TEXT characters, a number within the decimals' exponents (a sum past them is Infinity
  * in decimal.js) — else the element's CRITICAL alert.
  */
+const HALF_CHARACTER =
+  'the text would hold half of a character (an unpaired UTF-16 surrogate): cut it elsewhere';
+
 function bounded(v: Value, what: string): Value {
   if (Array.isArray(v)) {
     const size = listSize(v as readonly Value[]);
@@ -52,8 +55,12 @@ function bounded(v: Value, what: string): Value {
     // Deeper, the answer's writer (and ==) would run out of stack: the request was refused as "nested too deeply".
     if (size.depth > MAX_LIST_DEPTH)
       throw new EvalError(`${what}: lists nested deeper than ${MAX_LIST_DEPTH} levels`);
+    if (size.illFormed) throw new EvalError(`${what}: ${HALF_CHARACTER}`);
   } else if (typeof v === 'string') {
     if (v.length > MAX_TEXT) throw new EvalError(`${what}: result longer than ${MAX_TEXT} characters`);
+    // Half of a character (`substring` through an emoji): no answer, grid item or rebate row can
+    // store it (PostgreSQL refused the whole grid job's items as invalid JSON).
+    if (!v.isWellFormed()) throw new EvalError(`${what}: ${HALF_CHARACTER}`);
   } else if (v instanceof D && !v.isFinite()) throw new EvalError(`${what}: result out of range`);
   return v;
 }

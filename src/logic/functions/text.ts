@@ -65,7 +65,7 @@ export const TEXT: readonly FnDef[] = [
     name: 'length',
     min: 1,
     max: 1,
-    params: ['any'],
+    params: [['text', 'list']],
     returns: 'number',
     doc: 'Number of characters of a text, or of items of a list.',
     example: 'length("abc") = 3',

@@ -15,8 +15,11 @@ export interface FnDef {
   readonly name: string;
   readonly min: number;
   readonly max: number;
-  /** Expected static type by position; the last one repeats for variadic functions. */
-  readonly params: readonly StaticType[];
+  /**
+   * Expected static type by position (a list: any of those types); the last one repeats for
+   * variadic functions.
+   */
+  readonly params: readonly (StaticType | readonly StaticType[])[];
   readonly returns: StaticType | ((args: readonly StaticType[]) => StaticType);
   /** Positions that must be text literals. */
   readonly literal?: readonly number[];

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { validationError } from '../../http/errors.ts';
 import { executeLogic, type ExecuteData } from './service.ts';
 import { recommend, type RecommendData } from './recommend.ts';
 
@@ -83,6 +84,12 @@ export function formulaRoutes(app: FastifyInstance): void {
     },
     async (req) => {
       const { sku, uniqueName } = req.params as { sku: string; uniqueName: string };
+      // `.../MB-1/` named no logic, and was answered as if the product had none assigned.
+      if (uniqueName === '')
+        throw validationError(
+          'uniqueName',
+          "is empty: name a logic, or leave the segment out for the product's own",
+        );
       const answer = await run(req, sku, uniqueName);
       const envelope = ok(req, answer.results);
       return { response: { ...envelope.response, logic: answer.logic } };
