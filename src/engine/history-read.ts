@@ -69,8 +69,8 @@ async function currentRecord(
     params.values,
   );
   const found = r.rows[0];
-  if (found && !found.visible) return { hidden: true, row: undefined };
-  return { hidden: false, row: found?.row };
+  // The row even when hidden: `?asOf` rebuilds from it, and asks visibility of the rebuilt state.
+  return { hidden: found !== undefined && !found.visible, row: found?.row };
 }
 
 /**
@@ -167,7 +167,7 @@ async function pathRecordId(
         )
       : { rows: [] };
   const found = r.rows[0];
-  if (found === undefined) throw notFound(`${type.label} ${idText}`);
+  if (found === undefined) throw notFound(`${type.label} ${idText}`, 'id');
   return Number(found.id);
 }
 
@@ -186,7 +186,7 @@ export async function fetchRecordHistory(
   // An unknown id is a 404; so is a hidden record (the same answer: a different one would tell it
   // exists), and another partition's. A hard-deleted record has history when its rows are visible.
   if (hidden || (row === undefined && !(await hasVisibleHistory(q, principal, type, id))))
-    throw notFound(`${type.label} ${idText}`);
+    throw notFound(`${type.label} ${idText}`, 'id');
   const restrict = {
     _constructor: 'AdvancedCriteria',
     operator: 'and',
@@ -255,7 +255,13 @@ async function present(q: Queryable, principal: Principal, rows: Row[]): Promise
       ? rec.field.map(String)
       : [...new Set([...Object.keys(stored?.old ?? {}), ...Object.keys(stored?.new ?? {})])].sort();
     const values = after.get(rec);
-    rec.changes = presentChanges(fields, values === undefined ? stored : { ...stored, new: values });
+    const changes = presentChanges(fields, values === undefined ? stored : { ...stored, new: values });
+    // The change that brought the record into the caller's sight: what it held before, while hidden
+    // from them, is not told (its own rows are hidden, and so is that state as of then).
+    const group = changes.userGroupViewDetails?.old;
+    if (!principal.admin && typeof group === 'string' && group !== '' && !principal.groups.includes(group))
+      for (const change of Object.values(changes)) change.old = null;
+    rec.changes = changes;
   }
 }
 
@@ -370,8 +376,9 @@ export async function fetchOneAsOf(
   const asOf = coerceValue('datetime', asOfText);
   if (typeof asOf !== 'string')
     throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);
-  const { hidden, row: current } = await currentRecord(q, principal, type, id);
-  if (hidden) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  // Hidden from the caller now or not, the record is rebuilt: what decides is whether they may see
+  // it as it stood (below) — a record hidden since was answered as never there.
+  const { row: current } = await currentRecord(q, principal, type, id);
   // Every change of the record is undone, whoever may read its history rows (each keeps the view
   // group of its time): skipping the ones hidden from the caller rebuilt a record that never was.
   // Whether the caller may see the record as it stood is asked of that state, below.
@@ -406,9 +413,9 @@ export async function fetchOneAsOf(
     if (e.action === 'DELETE') exists = true;
     if (e.action === 'RESTORE') exists = false;
   }
-  if (!exists || state === undefined) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  if (!exists || state === undefined) throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
   if (last === undefined && new Date(String(state.created_at)) > new Date(asOf)) {
-    throw notFound(`${type.label} ${idText} at ${asOf}`);
+    throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
   }
   const added = entries.rows.at(-1);
   if (current === undefined && added?.action === 'ADD') {
@@ -446,6 +453,6 @@ export async function fetchOneAsOf(
       WHERE ${rowScope(scoped, principal, p, 'r')}`,
     p.values,
   );
-  if (!r.rows[0]) throw notFound(`${type.label} ${idText} at ${asOf}`);
+  if (!r.rows[0]) throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
   return toRecord(tc, r.rows[0]);
 }

@@ -139,8 +139,9 @@ export function namedElement(err: unknown, e: AppError): AppError {
   return name === undefined ? e : name(e);
 }
 
-export function notFound(what: string): AppError {
-  return new AppError('NOT_FOUND', `${what} not found`);
+/** A 404 naming the field of the request (path parameter or body field) that named what is missing. */
+export function notFound(what: string, field: string): AppError {
+  return new AppError('NOT_FOUND', `${what} not found`, { field });
 }
 
 export function forbidden(message = ERRORS.FORBIDDEN.message): AppError {

@@ -20,7 +20,7 @@ export function jobIdOf(text: string): number {
   const m = /^(\d+)(?:\.JST)?$/.exec(text.trim());
   if (!m) throw validationError('jstId', `${JSON.stringify(text)} is not a job id`);
   // An id of more digits than any id has names no job, as an unknown record id (404).
-  if (m[1]!.length > 15) throw notFound(`Job ${text}`);
+  if (m[1]!.length > 15) throw notFound(`Job ${text}`, 'jstId');
   return Number(m[1]);
 }
 
@@ -37,7 +37,7 @@ export async function findJobOrFail(
     criteria: [{ fieldName: 'id', operator: 'equals', value: id }],
   };
   const r = await fetchRecords(app.db, principal, JST, {}, 1, restrict);
-  if (r.rows.length === 0) throw notFound(`Job ${idText}`);
+  if (r.rows.length === 0) throw notFound(`Job ${idText}`, 'jstId');
   return r.rows[0] as Record<string, unknown>;
 }
 
@@ -85,7 +85,7 @@ export function jobRoutes(app: FastifyInstance): void {
         jobIdOf(idText),
         principal.admin ? undefined : principal.userId,
       );
-      if (!changed) throw notFound(`Job ${idText}`);
+      if (!changed) throw notFound(`Job ${idText}`, 'jstId');
       if (!changed.cancel_requested && changed.status !== 'CANCELLED') {
         throw new AppError('CONFLICT', `Job ${idText} has ended already (${changed.status})`);
       }

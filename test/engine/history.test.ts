@@ -798,6 +798,23 @@ describe('record history', () => {
     expectError(await o(`/fetch/P/HG-3?asOf=${at(v1)}`), 404, -1);
     const [seen] = okData(await m(`/fetch/P/HG-3?asOf=${at(v1)}`));
     assert.deepEqual([seen.label, seen.userGroupViewDetails, seen.version], ['b', 'hsales', 1]);
+    // Hidden from him now, in his sight then: as it stood then.
+    const [w0] = okData(await api('/add/P', { data: { sku: 'HG-4', label: 'open' } }));
+    okData(
+      await api('/update/P', { data: { sku: 'HG-4', label: 'secret', userGroupViewDetails: 'hsales' } }),
+    );
+    expectError(await o('/fetch/P/HG-4'), 404, -1);
+    for (const path of ['HG-4', String(w0.id)]) {
+      const [before] = okData(await o(`/fetch/P/${path}?asOf=${at(w0)}`));
+      assert.deepEqual([before.label, before.userGroupViewDetails], ['open', null]);
+    }
+    // The change that brought HG-3 back into his sight does not tell what it held while hidden.
+    const back = (rows: any[]) => rows.find((r) => r.changes.label?.new === 'd').changes;
+    assert.deepEqual(back(await historyOf('P', v0.id, {}, o)), {
+      label: { old: null, new: 'd' },
+      userGroupViewDetails: { old: null, new: null },
+    });
+    assert.deepEqual(back(await historyOf('P', v0.id, {}, m)).label, { old: 'c', new: 'd' });
     // Without HISTORY_FETCH no cross-type reading.
     expectError(await o('/history.fetch', {}), 403, -3);
     // A type the user may not fetch: no history of it either.

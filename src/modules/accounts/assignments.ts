@@ -77,15 +77,20 @@ async function resolveMembers(
   return resolved;
 }
 
+/** `<field>.<i>`: the entry of a list of user ids (userIdsOf, checked already) that names `id`. */
+const listField = (field: string, list: readonly unknown[], id: number): string =>
+  `${field}.${list.findIndex((v, i) => userIdOf(v, `${field}.${i}`) === id)}`;
+
 /** The users, locked for the caller's transaction; a missing one is a 404. */
 async function usersOrFail(
   q: Queryable,
   principal: Principal,
   ids: readonly number[],
+  fieldOf: (id: number) => string,
 ): Promise<Map<number, UserRow>> {
   const users = await store.usersById(q, principal.partitionId, ids, true);
   const missing = ids.find((id) => !users.has(id));
-  if (missing !== undefined) throw notFound(`User ${missing}`);
+  if (missing !== undefined) throw notFound(`User ${missing}`, fieldOf(missing));
   return users;
 }
 
@@ -136,7 +141,9 @@ export async function assignToUsers(
   guardNotSelf(principal, ids);
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
-    const found = await usersOrFail(tx, principal, ids);
+    const found = await usersOrFail(tx, principal, ids, (id) =>
+      users.path ? users.field : listField(users.field, users.ids, id),
+    );
     const m = await resolveMembers(tx, principal, kind, lists);
     const link = USER_LINK[kind];
     const before = await currentOf(tx, pid, kind, ids);
@@ -169,7 +176,7 @@ async function businessRoleOrFail(
     id === undefined
       ? await store.namedByRef(q, principal.partitionId, 'business_roles', [], [text], lock)
       : await store.namedByRef(q, principal.partitionId, 'business_roles', [id], [], lock);
-  if (!row) throw notFound(`Business role ${text}`);
+  if (!row) throw notFound(`Business role ${text}`, 'businessroleId');
   return row;
 }
 
@@ -233,7 +240,9 @@ export async function copyRoles(
   guardNotSelf(principal, to);
   const pid = principal.partitionId;
   return db.transaction(async (tx) => {
-    const found = await usersOrFail(tx, principal, [from, ...to]);
+    const found = await usersOrFail(tx, principal, [from, ...to], (id) =>
+      id === from ? 'data.fromUserId' : listField('data.toUserIds', data.toUserIds, id),
+    );
     guardRoles(principal, (await store.rolesOf(tx, pid, 'userRoles', [from])).get(from) ?? []);
     const before = await store.rolesOf(tx, pid, 'userRoles', to);
     const changed = await store.copyLinks(
@@ -321,7 +330,8 @@ async function readableUser(
 ): Promise<number> {
   const id = userIdOf(text, 'userId');
   if (permission !== null && id !== principal.userId) requireAccess(principal, permission);
-  if (!(await store.usersById(q, principal.partitionId, [id])).has(id)) throw notFound(`User ${text}`);
+  if (!(await store.usersById(q, principal.partitionId, [id])).has(id))
+    throw notFound(`User ${text}`, 'userId');
   return id;
 }
 
@@ -426,6 +436,7 @@ export async function audit(
       permissions: permissionSources(roles),
     };
   }
-  if (!findType(typeCode)) throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`);
+  if (!findType(typeCode))
+    throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`, { field: 'typeCode' });
   throw validationError('typeCode', `audit reports cover U and BR, not ${typeCode}`);
 }

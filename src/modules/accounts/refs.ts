@@ -113,9 +113,9 @@ export async function namedRefsOf(
   if (wanted.length === 0) return [];
   const rows = await namedByRef(q, partitionId, TABLE[code], ids, names, true);
   const out = new Map<number, NamedRow>();
-  for (const w of wanted) {
+  for (const [i, w] of wanted.entries()) {
     const row = rows.find((r) => ('id' in w ? r.id === w.id : r.uniqueName === w.name));
-    if (!row) throw notFound(`${LABEL[code]} ${JSON.stringify('id' in w ? w.id : w.name)}`);
+    if (!row) throw notFound(`${LABEL[code]} ${JSON.stringify('id' in w ? w.id : w.name)}`, `${field}.${i}`);
     out.set(row.id, row);
   }
   return [...out.values()];

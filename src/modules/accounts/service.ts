@@ -75,7 +75,7 @@ export async function loginInfo(db: Db, principal: Principal, interfaceRelease: 
     [principal.partitionId, principal.userId],
   );
   const user = r.rows[0];
-  if (!user) throw notFound('User');
+  if (!user) throw notFound('User', 'userId');
   return {
     ...user,
     typedId: `${user.id}.U`,
@@ -247,7 +247,7 @@ export async function copyUser(
   return db.transaction(async (tx) => {
     const pid = principal.partitionId;
     const source = (await store.usersById(tx, pid, [sourceId], true)).get(sourceId);
-    if (!source) throw notFound(`User ${sourceText}`);
+    if (!source) throw notFound(`User ${sourceText}`, 'userId');
     // A copy of an administrator would be one: copying grants ADMIN.
     if (!principal.admin && (await store.administrators(tx, pid, [sourceId])).length > 0) {
       throw new AppError('FORBIDDEN', 'Only an ADMIN may copy a user who holds ADMIN');
@@ -333,7 +333,7 @@ async function storePassword(
     ]);
     return true;
   });
-  if (!done) throw notFound(`User ${id}`);
+  if (!done) throw notFound(`User ${id}`, 'userId');
   return { id, typedId: `${id}.U`, loginName, passwordChanged: true };
 }
 
@@ -359,7 +359,7 @@ export async function changeUserPassword(
     );
   }
   const target = await store.loginAndHash(db, principal.partitionId, id);
-  if (!target) throw notFound(`User ${userText}`);
+  if (!target) throw notFound(`User ${userText}`, 'userId');
   await guardAccounts(db, principal, [id]);
   checkPassword(newPassword, target.loginName, 'data.newPassword');
   // A user locked out by failed logins gets in with the password his administrator set.
@@ -380,7 +380,7 @@ export async function changeOwnPassword(
 ): Promise<PasswordChanged> {
   const pid = principal.partitionId;
   const me = await store.loginAndHash(db, pid, principal.userId);
-  if (!me) throw notFound('User');
+  if (!me) throw notFound('User', 'userId');
   if (data.oldPassword === undefined && principal.via !== 'basic') {
     throw validationError(
       'data.oldPassword',

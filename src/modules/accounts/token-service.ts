@@ -88,10 +88,12 @@ export async function listTokens(db: Db, principal: Principal) {
 export async function revokeToken(db: Db, principal: Principal, id: number) {
   const owner = await apiTokenOwner(db, principal.partitionId, id);
   const mine = owner === principal.userId;
-  if (owner === undefined || (!mine && !can(principal, 'USER_EDIT'))) throw notFound(`Token ${id}`);
+  if (owner === undefined || (!mine && !can(principal, 'USER_EDIT')))
+    throw notFound(`Token ${id}`, 'tokenId');
   // An administrator's tokens are his account: only an ADMIN ends them.
   if (!mine) await guardAccounts(db, principal, [owner]);
-  if (!(await revokeApiToken(db, principal.partitionId, id, principal.userId))) throw notFound(`Token ${id}`);
+  if (!(await revokeApiToken(db, principal.partitionId, id, principal.userId)))
+    throw notFound(`Token ${id}`, 'tokenId');
   return { tokenId: id, revoked: true };
 }
 

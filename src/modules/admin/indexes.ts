@@ -89,7 +89,7 @@ export function adminIndexRoutes(app: FastifyInstance): void {
     async (req) => {
       const code = (req.params as { typeCode: string }).typeCode;
       const type = findType(code);
-      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
       // The table's own indexes, and of the managed ones those this partition's meta asks for: another
       // partition's indexed attributes (and so its typing of them) are not this one's to see.
       const mine = attributeTables().has(type.table)

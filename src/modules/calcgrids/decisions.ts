@@ -44,6 +44,7 @@ async function selectItems(
           if (ref.keyNumber !== undefined && ref.keyNumber !== grid.key_number)
             throw notFound(
               `Item ${String(v)} of calculation grid ${grid.id} (its items are CGI${grid.key_number})`,
+              `data.items.${i}`,
             );
           return ref.id;
         }),
@@ -55,7 +56,10 @@ async function selectItems(
     );
     const found = new Set(r.rows.map((x) => Number(x.id)));
     const missing = ids.find((id) => !found.has(id));
-    if (missing !== undefined) throw notFound(`Item ${missing} of calculation grid ${grid.id}`);
+    if (missing !== undefined) {
+      const at = data.items.findIndex((v) => itemIdOf(v, 'data.items').id === missing);
+      throw notFound(`Item ${missing} of calculation grid ${grid.id}`, `data.items.${at}`);
+    }
     return ids;
   }
   const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number));

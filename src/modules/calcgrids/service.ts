@@ -153,7 +153,7 @@ export async function gridOrFail(
   lock: boolean | 'key share' = false,
 ) {
   const grid = await store.gridById(q, principal.partitionId, gridIdOf(idText), lock);
-  if (!grid) throw notFound(`Calculation grid ${idText}`);
+  if (!grid) throw notFound(`Calculation grid ${idText}`, 'id');
   return grid;
 }
 
@@ -270,7 +270,7 @@ export async function overrideItem(
     );
     const item = r.rows[0];
     if (!item || (ref.keyNumber !== undefined && ref.keyNumber !== item.key_number))
-      throw notFound(`Calculation grid item ${idText}`);
+      throw notFound(`Calculation grid item ${idText}`, 'id');
     checkVersion(oldValues, { typedId: `${item.id}.CGI${item.key_number}`, version: item.version }, false);
     // Under review, an item's values stay as submitted; decided (approved or denied), an override
     // makes it a new proposal: back to DRAFT / NOT_APPROVED, to be accepted again.

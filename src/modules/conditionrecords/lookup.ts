@@ -249,7 +249,7 @@ interface SetOfLookup {
  */
 function checkedSet(row: Row | undefined, { setUniqueName, tuples, canView }: LookupRequest): SetOfLookup {
   if (!row || (canView !== undefined && !canView((row.view_group as string | null) ?? null)))
-    throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`);
+    throw notFound(`Condition record set ${JSON.stringify(setUniqueName)}`, 'setUniqueName');
   const keySize = Number(row.key_size);
   const wrong = tuples.findIndex((t) => t.length !== keySize);
   if (wrong >= 0) {

@@ -121,12 +121,16 @@ export async function updateMassOps(
         throw validationError(prefix + 'typedId', 'names the mass change (…DCRM)');
       const id = store.parseDcrId(ref, 'DCRM', prefix + 'typedId');
       const [old] = await store.massOpsOf(tx, principal.partitionId, s.dcr.id, [id]);
-      if (!old) throw new AppError('NOT_FOUND', `Mass change ${id}.DCRM of ${s.dcr.unique_name} not found`);
+      if (!old)
+        throw new AppError('NOT_FOUND', `Mass change ${id}.DCRM of ${s.dcr.unique_name} not found`, {
+          field: prefix + 'typedId',
+        });
       const v = e.oldValues?.version;
       if (v !== undefined && v !== null && v !== old.version) {
         throw new AppError(
           'VERSION_CONFLICT',
           `Mass change ${id}.DCRM is at version ${old.version}, not ${JSON.stringify(v)}`,
+          { field: `${prefix}oldValues.version` },
         );
       }
       for (const k of Object.keys(e.data))
@@ -169,7 +173,10 @@ export async function deleteMassOps(
     const views = await massOpViews(tx, principal, s.dcr.id, ids);
     const gone = await store.deleteRows(tx, 'dcr_massops', principal.partitionId, s.dcr.id, ids);
     const missing = ids.find((w) => !gone.includes(w));
-    if (missing !== undefined) throw new AppError('NOT_FOUND', `Mass change ${missing}.DCRM not found`);
+    if (missing !== undefined) {
+      const at = list.length > 1 ? `${ids.indexOf(missing)}.` : '';
+      throw new AppError('NOT_FOUND', `Mass change ${missing}.DCRM not found`, { field: `${at}typedId` });
+    }
     return views;
   });
 }

@@ -355,7 +355,9 @@ export async function updateItems(
       const prefix = batch ? `${i}.` : '';
       const item = rows.get(wanted[i]!);
       if (!item || (item.target_id !== null && hidden.has(Number(item.target_id))))
-        throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`);
+        throw new AppError('NOT_FOUND', `Item ${wanted[i]}.DCRI of ${s.dcr.unique_name} not found`, {
+          field: prefix + 'typedId',
+        });
       const target = item.target_id === null ? undefined : targets.get(Number(item.target_id));
       if (target !== undefined && !canEdit(s.type, principal, target)) {
         throw new AppError(
@@ -370,6 +372,7 @@ export async function updateItems(
         throw new AppError(
           'VERSION_CONFLICT',
           `Item ${item.id}.DCRI is at version ${item.version}, not ${JSON.stringify(v)}`,
+          { field: `${prefix}oldValues.version` },
         );
       }
       if (item.change_type === 'DELETE')
@@ -463,12 +466,22 @@ export async function deleteItems(
     const views = await itemViews(tx, principal, s, wanted);
     const hidden = new Set(await hiddenTargetIds(tx, principal, s.tc, s.dcr.id));
     const unseen = views.find((v) => typeof v.targetId === 'number' && hidden.has(v.targetId));
-    if (unseen !== undefined)
-      throw new AppError('NOT_FOUND', `Item ${String(unseen.id)}.DCRI of ${s.dcr.unique_name} not found`);
+    // The element that named it: `typedId`, or `<i>.typedId` in a batch.
+    const named = (id: number) => ({
+      field: `${list.length > 1 ? `${wanted.indexOf(id)}.` : ''}typedId`,
+    });
+    if (unseen !== undefined) {
+      const id = Number(unseen.id);
+      throw new AppError('NOT_FOUND', `Item ${id}.DCRI of ${s.dcr.unique_name} not found`, named(id));
+    }
     const gone = await store.deleteRows(tx, 'dcr_items', principal.partitionId, s.dcr.id, wanted);
     const missing = wanted.find((w) => !gone.includes(w));
     if (missing !== undefined)
-      throw new AppError('NOT_FOUND', `Item ${missing}.DCRI of ${s.dcr.unique_name} not found`);
+      throw new AppError(
+        'NOT_FOUND',
+        `Item ${missing}.DCRI of ${s.dcr.unique_name} not found`,
+        named(missing),
+      );
     return views;
   });
 }

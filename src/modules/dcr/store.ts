@@ -101,7 +101,7 @@ export async function findDcrOrFail(
     [partitionId, id],
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`DCR ${id}`);
+  if (!row) throw notFound(`DCR ${id}`, 'id');
   return row;
 }
 

@@ -26,7 +26,7 @@ export function parseOwner(typedId: string): Owner {
   const m = /^(\d{1,15})\.([A-Za-z][A-Za-z0-9]*)$/.exec(typedId.trim());
   if (!m) throw validationError('typedId', `${JSON.stringify(typedId)} is not a typedId (<id>.<TypeCode>)`);
   const type = findType(m[2]!);
-  if (!type) throw notFound(`Type ${m[2]}`);
+  if (!type) throw notFound(`Type ${m[2]}`, 'typedId');
   if (type.noAttachments)
     throw validationError('typedId', `${type.label} records (${type.code}) take no attachments`);
   return { type, id: Number(m[1]), code: type.historyCode ?? type.code };
@@ -49,7 +49,7 @@ export async function requireEdit(q: Queryable, principal: Principal, owner: Own
     `SELECT (${editable}) AS editable FROM ${ident(owner.type.table)} t WHERE ${scope} AND t.id = ${id}`,
     p.values,
   );
-  if (!r.rows[0]) throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`);
+  if (!r.rows[0]) throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`, 'typedId');
   if (!r.rows[0].editable) {
     throw new AppError('FORBIDDEN', `Not allowed to change ${owner.id}.${owner.type.code} (user group)`);
   }

@@ -120,6 +120,7 @@ async function findAttachment(
   principal: Principal,
   id: number,
   owner?: Owner,
+  field = 'binaryDataId',
 ): Promise<AttachmentRow> {
   const r = await q.query<AttachmentRow>('SELECT * FROM attachments WHERE partition_id = $1 AND id = $2', [
     principal.partitionId,
@@ -127,7 +128,7 @@ async function findAttachment(
   ]);
   const a = r.rows[0];
   if (!a || (owner && (a.owner_type !== owner.code || Number(a.owner_id) !== owner.id))) {
-    throw notFound(`Attachment ${id}`);
+    throw notFound(`Attachment ${id}`, field);
   }
   return a;
 }
@@ -179,14 +180,14 @@ export async function readableAttachment(
   }
   const a = await findAttachment(db, principal, id);
   const type = findType(a.owner_type);
-  if (!type) throw notFound(`Attachment ${idText}`);
+  if (!type) throw notFound(`Attachment ${idText}`, 'binaryDataId');
   // Named by its id alone, an attachment whose owner the principal may not see is answered as one
   // that does not exist: neither the owner's typedId nor a permission error may tell it exists.
   try {
     await requireView(db, principal, { type, id: Number(a.owner_id), code: a.owner_type });
   } catch (e) {
     if (e instanceof AppError && (e.code === 'NOT_FOUND' || e.code === 'FORBIDDEN')) {
-      throw notFound(`Attachment ${idText}`);
+      throw notFound(`Attachment ${idText}`, 'binaryDataId');
     }
     throw e;
   }
@@ -252,7 +253,8 @@ export async function updateAttachment(
     throw validationError('fileName', 'must be a file name: no / or \\, quotes or control characters');
   }
   await requireEdit(db, principal, owner);
-  await findAttachment(db, principal, id, owner);
+  const field = change.binaryDataId === undefined ? 'data.id' : 'data.binaryDataId';
+  await findAttachment(db, principal, id, owner, field);
   return db.transaction(async (tx) => {
     // The row, locked: deleted since the look-up above (a delete that held it commits), it is not
     // found; its version is compared here, so a version conflict is one only when a version was sent.
@@ -262,9 +264,11 @@ export async function updateAttachment(
         [principal.partitionId, id],
       )
     ).rows[0];
-    if (!before) throw notFound(`Attachment ${id}`);
+    if (!before) throw notFound(`Attachment ${id}`, field);
     if (version !== undefined && Number(before.version) !== version)
-      throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${version}`);
+      throw new AppError('VERSION_CONFLICT', `Attachment ${id} is not at version ${version}`, {
+        field: 'oldValues.version',
+      });
     const r = await tx.query<AttachmentRow>(
       `UPDATE attachments
         SET file_name = coalesce($3, file_name),
@@ -301,7 +305,7 @@ export async function deleteAttachment(
       'DELETE FROM attachments WHERE partition_id = $1 AND id = $2 RETURNING *',
       [principal.partitionId, a.id],
     );
-    if (!r.rows[0]) throw notFound(`Attachment ${idText}`);
+    if (!r.rows[0]) throw notFound(`Attachment ${idText}`, 'binaryDataId');
     await attachmentHistory(tx, principal, 'DELETE', r.rows[0], undefined);
     return r.rows[0];
   });

@@ -24,7 +24,8 @@ export const FILE_LOAD_CODES: readonly string[] = [
  */
 export function fileLoadType(code: string): TypeDef {
   // A code no type has is unknown (404, as everywhere); a known one the files cannot load is a -4.
-  if (!isLookupFileCode(code) && findType(code) === undefined) throw notFound(`Type code ${code}`);
+  if (!isLookupFileCode(code) && findType(code) === undefined)
+    throw notFound(`Type code ${code}`, 'typeCode');
   if (!FILE_LOAD_CODES.includes(code)) {
     throw validationError('typeCode', `${code} is not a file-load type (${FILE_LOAD_CODES.join(', ')})`);
   }

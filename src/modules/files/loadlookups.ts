@@ -56,10 +56,10 @@ export async function namedTable(
   if (target.tableId !== undefined) {
     const id = parseTableId(target.tableId);
     table = await tables.tableById(db, principal, id);
-    if (!table) throw notFound(`Lookup table ${id}`);
+    if (!table) throw notFound(`Lookup table ${id}`, 'tableId');
   } else if (target.name !== undefined) {
     table = await tables.tableByName(db, principal, target.name);
-    if (!table) throw notFound(`Lookup table ${JSON.stringify(target.name)}`);
+    if (!table) throw notFound(`Lookup table ${JSON.stringify(target.name)}`, 'name');
   } else {
     return undefined;
   }

@@ -94,7 +94,7 @@ async function productIdOf(
     p.values,
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`Product ${sku}`);
+  if (!row) throw notFound(`Product ${sku}`, 'sku');
   if (forEdit && !row.editable)
     throw new AppError('FORBIDDEN', `Not allowed to change product ${sku} (user group)`);
   return row.id;
@@ -158,6 +158,6 @@ export async function productImage(db: Db, principal: Principal, sku: string): P
     'SELECT * FROM product_images WHERE partition_id = $1 AND product_id = $2',
     [principal.partitionId, productId],
   );
-  if (!r.rows[0]) throw notFound(`Image of product ${sku}`);
+  if (!r.rows[0]) throw notFound(`Image of product ${sku}`, 'sku');
   return r.rows[0];
 }

@@ -84,13 +84,13 @@ export async function createSlot(db: Db, principal: Principal, ttlMinutes: numbe
 
 /** The caller's slot, not expired; 404 for anything else (unknown, expired, another user's). */
 export async function findSlotOrFail(q: Queryable, principal: Principal, slotId: string): Promise<SlotRow> {
-  if (!SLOT_ID.test(slotId)) throw notFound(`Upload slot ${slotId}`);
+  if (!SLOT_ID.test(slotId)) throw notFound(`Upload slot ${slotId}`, 'slotId');
   const r = await q.query<SlotRow>(
     `SELECT * FROM upload_slots
       WHERE partition_id = $1 AND id = $2 AND created_by = $3 AND expires_at > now()`,
     [principal.partitionId, slotId, principal.userId],
   );
-  if (!r.rows[0]) throw notFound(`Upload slot ${slotId}`);
+  if (!r.rows[0]) throw notFound(`Upload slot ${slotId}`, 'slotId');
   return r.rows[0];
 }
 
@@ -202,7 +202,7 @@ export async function uploadIntoSlot(
     if (!r.rows[0]) {
       // The slot was deleted while the file arrived: the file has no owner.
       await blobs.delete(principal.partitionId, key);
-      throw notFound(`Upload slot ${slotId}`);
+      throw notFound(`Upload slot ${slotId}`, 'slotId');
     }
     if (kept) await blobs.delete(principal.partitionId, kept.blob_key!);
     return r.rows[0];
@@ -248,7 +248,7 @@ export async function deleteSlot(
     [principal.partitionId, slotId],
   );
   const slot = r.rows[0];
-  if (!slot) throw notFound(`Upload slot ${slotId}`);
+  if (!slot) throw notFound(`Upload slot ${slotId}`, 'slotId');
   if (slot.blob_key !== null) await blobs.delete(principal.partitionId, slot.blob_key);
   return slot;
 }

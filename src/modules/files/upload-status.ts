@@ -88,7 +88,7 @@ export async function findUploadStatusOrFail(
         `SELECT * FROM upload_status WHERE partition_id = $1 AND id = $2 AND ($3::bigint IS NULL OR created_by = $3)`,
         [principal.partitionId, id, principal.admin ? null : principal.userId],
       );
-  if (!r.rows[0]) throw notFound(`Upload status ${idText}`);
+  if (!r.rows[0]) throw notFound(`Upload status ${idText}`, 'uploadStatusId');
   return r.rows[0];
 }
 

@@ -129,7 +129,7 @@ export function limitError(err: LimitError): AppError {
 
 export async function loadLogic(q: Queryable, partitionId: number, uniqueName: string, date: LogicDate) {
   const row = await logicAt(q, partitionId, uniqueName, date.iso);
-  if (!row) throw notFound(`Logic ${uniqueName} valid at ${date.iso}`);
+  if (!row) throw notFound(`Logic ${uniqueName} valid at ${date.iso}`, 'uniqueName');
   return { row, logic: compiledLogic(partitionId, row) };
 }
 
@@ -164,7 +164,7 @@ export async function executeLogic(
       const customerKey =
         data.customerId !== undefined && data.customerId !== null ? String(data.customerId) : undefined;
       const found = await productWithLogic(tx, principal, sku, uniqueName, targetDate.iso, want, customerKey);
-      if (!found) throw notFound(`Product ${sku}`);
+      if (!found) throw notFound(`Product ${sku}`, 'sku');
       const { product } = found;
       const name = uniqueName ?? (product.formula_name as string | null);
       if (!name)
@@ -172,7 +172,7 @@ export async function executeLogic(
           'formulaName',
           `product ${String(product.sku)} has no logic assigned (formulaName)`,
         );
-      if (!found.logic) throw notFound(`Logic ${name} valid at ${targetDate.iso}`);
+      if (!found.logic) throw notFound(`Logic ${name} valid at ${targetDate.iso}`, 'uniqueName');
       const version = found.logic;
       const logic = await compiledVersion(tx, principal.partitionId, version);
       const inputs = checkInputs(logic.inputs, data.inputs);
@@ -181,13 +181,13 @@ export async function executeLogic(
       let customerId: string | undefined;
       if (customerKey !== undefined) {
         const customer = found.customer;
-        if (!customer) throw notFound(`Customer ${customerKey}`);
+        if (!customer) throw notFound(`Customer ${customerKey}`, 'customerId');
         customerId = String(customer.customer_id);
         roots.customer = recordOf('C', customer, await attributeTypesOf(tx, principal, 'C'));
       }
       if (data.sellerId !== undefined && data.sellerId !== null) {
         const seller = await sellerRecord(tx, principal, String(data.sellerId));
-        if (!seller) throw notFound(`Seller ${String(data.sellerId)}`);
+        if (!seller) throw notFound(`Seller ${String(data.sellerId)}`, 'sellerId');
         roots.seller = recordOf('SL', seller, await attributeTypesOf(tx, principal, 'SL'));
       }
       if (hints.size >= CACHE_SIZE) hints.clear();
@@ -238,7 +238,7 @@ async function compiledVersion(q: Queryable, partitionId: number, v: LogicVersio
   const hit = cache.get(`${partitionId}:${v.id}:${v.version}`);
   if (hit) return hit;
   const row = await logicById(q, partitionId, v.id);
-  if (!row) throw notFound(`Logic ${v.uniqueName} valid at ${v.validAfter}`);
+  if (!row) throw notFound(`Logic ${v.uniqueName} valid at ${v.validAfter}`, 'uniqueName');
   return compiledLogic(partitionId, row);
 }
 

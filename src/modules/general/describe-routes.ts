@@ -85,7 +85,7 @@ export function describeRoutes(app: FastifyInstance): void {
   const describe = async (req: FastifyRequest, code: unknown, table: DescribedTable | undefined) => {
     if (typeof code !== 'string' || code === '') throw validationError('typeCode', 'name the type code');
     const type = findType(code);
-    if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+    if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
     return ok(req, [await describeType(app.db, req.principal!, type, table)]);
   };
   app.post(

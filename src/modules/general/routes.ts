@@ -154,7 +154,7 @@ const fetchableTypeCode = requestCheck((req) => typeOf(req, 'fetch'));
 export function typeOf(req: FastifyRequest, use: 'fetch' | 'write' = 'write'): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
   const type = findType(code);
-  if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`);
+  if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
   if (type.managerOnly !== undefined && !(use === 'fetch' && type.generalFetch === true)) {
     throw validationError(
       'typeCode',

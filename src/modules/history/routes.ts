@@ -43,7 +43,7 @@ export function historyRoutes(app: FastifyInstance): void {
       const { typeCode, id } = req.params as { typeCode: string; id: string };
       // Manager-only types (lookup values, ...) have a history too: only the type must exist.
       const type = findType(typeCode);
-      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`);
+      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`, { field: 'typeCode' });
       const r = await fetchRecordHistory(app.db, req.principal!, type, id, req.body ?? {}, cfg.maxPageSize);
       return ok(req, r.rows, r);
     },

@@ -163,10 +163,10 @@ export async function createImport(
     } catch (e) {
       await db.query('DELETE FROM imports WHERE partition_id = $1 AND id = $2', [principal.partitionId, id]);
       // (Deleted meanwhile, with /delete/IM: its changes have no import to go to.)
-      if ((e as { code?: unknown }).code === '23503') throw notFound(`Import ${id}`);
+      if ((e as { code?: unknown }).code === '23503') throw notFound(`Import ${id}`, 'typedId');
       throw e;
     }
-    if (!(await store.markLoaded(db, principal.partitionId, id))) throw notFound(`Import ${id}`);
+    if (!(await store.markLoaded(db, principal.partitionId, id))) throw notFound(`Import ${id}`, 'typedId');
   }
   return importRecord(db, principal, id);
 }

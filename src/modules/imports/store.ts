@@ -90,7 +90,7 @@ export async function findImportOrFail(
       WHERE partition_id = $1 AND id = $2${lock === undefined ? '' : ` ${lock}`}`,
     [partitionId, id],
   );
-  if (!r.rows[0]) throw notFound(`Import ${id}`);
+  if (!r.rows[0]) throw notFound(`Import ${id}`, 'typedId');
   return { ...r.rows[0], id: Number(r.rows[0].id) };
 }
 

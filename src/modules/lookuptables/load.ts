@@ -135,7 +135,7 @@ export async function loadValues(
 function holdTable(principal: Principal, table: LookupTable): (tx: Tx) => Promise<void> {
   return async (tx) => {
     const now = await store.tableById(tx, principal, table.id, 'FOR KEY SHARE');
-    if (!now) throw notFound(`Lookup table ${table.id}`);
+    if (!now) throw notFound(`Lookup table ${table.id}`, 'tableId');
     if (now.valueType !== table.valueType) {
       throw new AppError(
         'CONFLICT',

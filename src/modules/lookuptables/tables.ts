@@ -48,7 +48,7 @@ export function parseTableId(text: string): number {
 
 export async function findTableOrFail(q: Queryable, principal: Principal, id: number): Promise<LookupTable> {
   const table = await store.tableById(q, principal, id);
-  if (!table) throw notFound(`Lookup table ${id}`);
+  if (!table) throw notFound(`Lookup table ${id}`, 'tableId');
   return table;
 }
 
@@ -89,7 +89,7 @@ export async function writingValues<T>(
   requireAccess(principal, write);
   return batchTransaction(db, async (tx) => {
     const table = await store.tableById(tx, principal, id, 'FOR KEY SHARE');
-    if (!table) throw notFound(`Lookup table ${id}`);
+    if (!table) throw notFound(`Lookup table ${id}`, 'tableId');
     return fn(inTransaction(db, tx), valueTypeOf(table, write));
   });
 }
@@ -106,7 +106,7 @@ function translate(err: unknown): unknown {
     return validationError('upperBound', 'must be greater than lowerBound');
   }
   // A value written while its table was being deleted.
-  if (e.code === '23503') return notFound('Lookup table');
+  if (e.code === '23503') return notFound('Lookup table', 'tableId');
   // A table added or copied under a name another transaction took after this one looked.
   if (e.code === '23505' && e.constraint === 'lookup_tables_partition_id_unique_name_key') {
     return new AppError('DUPLICATE_KEY', 'A lookup table with this uniqueName already exists', {
@@ -247,7 +247,7 @@ export async function copyTable(db: Db, principal: Principal, tableId: number, d
     db.transaction(async (tx) => {
       // The original's valueType holds until the copy (which takes it along) commits: writingValues.
       const source = await store.tableById(tx, principal, from.id, 'FOR KEY SHARE');
-      if (!source) throw notFound(`Lookup table ${tableId}`);
+      if (!source) throw notFound(`Lookup table ${tableId}`, 'tableId');
       if (await store.tableByName(tx, principal, uniqueName)) {
         throw new AppError(
           'DUPLICATE_KEY',

@@ -133,7 +133,7 @@ async function ownerOrFail(q: Queryable, principal: Principal, typedId: string):
   const owner = `${Number(m[1])}.${m[2]!}`;
   const type = findType(m[2]!);
   if (type) await fetchOne(q, principal, type, owner);
-  else if (!UNSTORED_OWNER_TYPES.has(m[2]!)) throw notFound(`Type ${m[2]!}`);
+  else if (!UNSTORED_OWNER_TYPES.has(m[2]!)) throw notFound(`Type ${m[2]!}`, 'typedId');
   return owner;
 }
 
@@ -292,7 +292,7 @@ export async function bomTree(db: Db, principal: Principal, sku: string, maxLine
     );
   }
   const product = await store.visibleProduct(db, principal, products, sku);
-  if (lines.length === 0 && !product) throw notFound(`Bill of materials of ${JSON.stringify(sku)}`);
+  if (lines.length === 0 && !product) throw notFound(`Bill of materials of ${JSON.stringify(sku)}`, 'sku');
 
   const root = bomNode(sku, product?.label ?? null, '1', false, false);
   const byPath = new Map<string, BomNode>([[JSON.stringify([sku]), root]]);

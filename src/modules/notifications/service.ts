@@ -267,10 +267,10 @@ export function selectionOf(data: TargetData): Selection {
   }
   if (data.ids !== undefined) {
     if (data.ids.length === 0) throw validationError('data.ids', 'must name at least one notification');
-    return { ids: [...new Set(data.ids.map((v, i) => idOf(v, `data.ids[${i}]`)))] };
+    return { ids: [...new Set(data.ids.map((v, i) => idOf(v, `data.ids[${i}]`)))], field: 'data.ids' };
   }
-  const one = data.id ?? data.typedId;
-  return { ids: [idOf(one, data.id !== undefined ? 'data.id' : 'data.typedId')] };
+  const field = data.id !== undefined ? 'data.id' : 'data.typedId';
+  return { ids: [idOf(data.id ?? data.typedId, field)], field };
 }
 
 async function ownRecords(q: Queryable, principal: Principal, ids: readonly number[]): Promise<unknown[]> {

@@ -22,7 +22,8 @@ export interface CheckedNotification {
   readonly payload: string | null;
 }
 
-export type Selection = { readonly all: true } | { readonly ids: readonly number[] };
+/** `field`: the body field that named the ids (a 404 names it). */
+export type Selection = { readonly all: true } | { readonly ids: readonly number[]; readonly field: string };
 
 /** Inserts one notification per user of the partition among `userIds`; answers how many. */
 export function insertNotifications(
@@ -136,10 +137,12 @@ export async function ownUnreadCount(q: Queryable, partitionId: number, userId: 
   return r.rows[0]!.n;
 }
 
-function missingError(wanted: readonly number[], found: readonly number[]): AppError {
+function missingError(selection: { ids: readonly number[]; field: string }, found: readonly number[]) {
   const have = new Set(found);
-  const missing = wanted.filter((id) => !have.has(id));
-  return new AppError('NOT_FOUND', `Notification(s) ${missing.join(', ')} not found`);
+  const missing = selection.ids.filter((id) => !have.has(id));
+  return new AppError('NOT_FOUND', `Notification(s) ${missing.join(', ')} not found`, {
+    field: selection.field,
+  });
 }
 
 /** Marks the caller's notifications read (or unread); answers the ids changed. 404 if one is not the caller's. */
@@ -161,7 +164,7 @@ export async function markRead(
     [principal.partitionId, principal.userId, read, 'all' in selection ? null : selection.ids],
   );
   const ids = r.rows.map((x) => x.id);
-  if (!('all' in selection) && ids.length !== selection.ids.length) throw missingError(selection.ids, ids);
+  if (!('all' in selection) && ids.length !== selection.ids.length) throw missingError(selection, ids);
   return ids;
 }
 
@@ -184,7 +187,7 @@ export async function removeOwn(q: Queryable, principal: Principal, selection: S
   );
   if (r.rows.length !== selection.ids.length) {
     throw missingError(
-      selection.ids,
+      selection,
       r.rows.map((x) => x.id),
     );
   }

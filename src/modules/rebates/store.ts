@@ -34,7 +34,7 @@ export async function lockGroupOrFail(q: Queryable, principal: Principal, id: nu
     params.values,
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`Rebate record group ${id}`);
+  if (!row) throw notFound(`Rebate record group ${id}`, 'typedId');
   return row;
 }
 

@@ -82,7 +82,7 @@ function approvableOf(code: string): Approvable {
 async function recordOf(q: Queryable, run: Run): Promise<ApprovableRecord> {
   if (run.record) return run.record;
   const rec = await run.approvable.describe(q, refOf(run));
-  if (!rec) throw notFound(`${run.approvable.label} ${run.wf.approvableId}`);
+  if (!rec) throw notFound(`${run.approvable.label} ${run.wf.approvableId}`, 'id');
   run.record = rec;
   return rec;
 }
@@ -211,7 +211,7 @@ export async function submitApprovable(
   const record = await approvable.describe(q, { partitionId: actor.partitionId, id, actor });
   // A typedId names the document by its own type code (12.CGI2) or the approvable's (12.CGI).
   if (!record || (named !== undefined && named !== typeCode && named !== record.typeCode))
-    throw notFound(`${approvable.label} ${id}`);
+    throw notFound(`${approvable.label} ${id}`, 'typedId');
   if (record.workflowStatus === 'APPROVED') {
     throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
   }
@@ -307,7 +307,7 @@ export function parseWorkflowId(text: string): number {
 
 async function lockOrFail(q: Queryable, pid: number, id: number): Promise<WorkflowRow> {
   const wf = await lockWorkflow(q, pid, id);
-  if (!wf) throw notFound(`Workflow ${id}`);
+  if (!wf) throw notFound(`Workflow ${id}`, 'id');
   return { ...wf, id: Number(wf.id), approvableId: Number(wf.approvableId) };
 }
 
@@ -462,7 +462,7 @@ export async function requireParticipant(
     [pid, wf.id, users, principal.userId],
   );
   // The same answer as for an id no workflow has (lockOrFail, workflowRecord).
-  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}`);
+  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}`, 'id');
 }
 
 export async function commentWorkflow(

@@ -28,7 +28,7 @@ export async function workflowRecord(
     `SELECT ${selectList(tc)} FROM workflows_v t WHERE t.partition_id = $1 AND t.id = $2`,
     [principal.partitionId, id],
   );
-  if (!r.rows[0]) throw notFound(`Workflow ${id}`);
+  if (!r.rows[0]) throw notFound(`Workflow ${id}`, 'id');
   return r.rows[0];
 }
 
@@ -70,7 +70,7 @@ export async function fetchActiveOf(
 ): Promise<FetchResult> {
   const pid = principal.partitionId;
   const approver = await userIdByLogin(db, pid, loginName);
-  if (approver === undefined) throw notFound(`User ${loginName}`);
+  if (approver === undefined) throw notFound(`User ${loginName}`, 'loginName');
   let ids = await pendingIds(db, pid, [approver]);
   if (!can(principal, 'WORKFLOW_ADMIN')) {
     const mine = new Set(
