@@ -636,6 +636,33 @@ describe('loaddata', () => {
     assert.equal(byLabel.inserted + byLabel.updated, 0);
     assert.match(byLabel.errors[0].message, /not allowed/);
     assert.equal((await products(['ug-x'])).size, 0);
+    // A record he may not see does not exist for him: non-key join fields never match it (the answer
+    // told whether a hidden record held the values), so a row with a new key is a new record.
+    await loadOk('P', {
+      header: ['sku', 'label', 'attribute1', 'userGroupViewDetails'],
+      data: [['ug-hidden', 'hidden', 'hiddenval', 'g_other']],
+    });
+    const probe = async (value: string) =>
+      (
+        await loadOk(
+          'P',
+          { header: ['attribute1', 'label'], data: [[value, 'x']], options: { joinFields: ['attribute1'] } },
+          editor,
+        )
+      ).errors[0];
+    assert.deepEqual(await probe('hiddenval'), await probe('hiddenvaX'));
+    assert.match((await probe('hiddenval')).message, /no Product matches the join fields/);
+    const beside = await loadOk(
+      'P',
+      {
+        header: ['sku', 'attribute1', 'label'],
+        data: [['ug-seen', 'hiddenval', 'mine']],
+        options: { joinFields: ['attribute1'] },
+      },
+      editor,
+    );
+    assert.equal(beside.inserted, 1, JSON.stringify(beside.errors));
+    assert.equal((await products(['ug-hidden'])).get('ug-hidden')!.label, 'hidden');
     // An extension row of such a record: named by the record's key.
     await loadOk('PX', { header: ['name', 'sku', 'attribute1'], data: [['UgCosts', 'ug-other', '1']] });
     const px = await loadOk(

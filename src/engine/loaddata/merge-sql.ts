@@ -118,9 +118,18 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
       FROM ${table} t WITH NO DATA`;
 
   // A record of the partition matching the join fields, whether or not the principal may edit it.
+  // Joined by other fields than the business key, only the records the principal may see: a hidden
+  // one does not exist for them (else the row's answer told whether a hidden record held the
+  // values, whatever field they were). The business key of a hidden record is taken all the same
+  // (the insert's unique index says so), as on /add and /integrate.
+  const byKey = joinCols.length === keyCols.length && keyCols.every((c) => joinCols.includes(c));
   const matchExists = (p: Params) =>
-    `EXISTS (SELECT 1 FROM ${table} t WHERE t.partition_id = ${p.add(principal.partitionId)}::bigint${
-      type.fixed ? ` AND ${qualified('t', type.fixed.column)} = ${p.add(type.fixed.value)}::text` : ''
+    `EXISTS (SELECT 1 FROM ${table} t WHERE ${
+      byKey
+        ? `t.partition_id = ${p.add(principal.partitionId)}::bigint${
+            type.fixed ? ` AND ${qualified('t', type.fixed.column)} = ${p.add(type.fixed.value)}::text` : ''
+          }`
+        : rowScope(base, principal, p, 't', { includeDeleted: true })
     } AND ${joinMatch})`;
 
   let lockMatches: Stmt | undefined;
