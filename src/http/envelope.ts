@@ -361,7 +361,9 @@ export function handleError(err: unknown, req: FastifyRequest, reply: FastifyRep
     data: e.code === 'INTERNAL' ? `Internal error (request ${req.id})` : e.message,
     requestId: req.id,
   };
-  if (e.errors) response.errors = firstFieldErrors(e.errors);
+  // Always there, as the conventions' envelope shows it: empty when no field is at fault (an unknown
+  // operation or partition, missing credentials, a permission, a state conflict).
+  response.errors = e.errors ? firstFieldErrors(e.errors) : {};
   void reply.code(e.http);
   return { response };
 }

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
+import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness, type Reply } from '../helpers/app.ts';
 import { probeRoutes } from '../helpers/probe.ts';
 import { PARTITION_MODULES } from '../../src/app.ts';
 import { toAppError } from '../../src/http/envelope.ts';
@@ -59,6 +59,18 @@ describe('envelope and errors', () => {
       assert.match(text, new RegExp(`^HTTP/1.1 ${http} `), text);
       const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
       assertError({ status: http, body }, http, -4);
+    }
+  });
+
+  test('errors is in every error envelope: {} where no field is at fault', async () => {
+    const cases: [Reply, number][] = [
+      [await h.call('/no.such.operation', { basic: admin, body: {} }), 404],
+      [await h.call('//service/no-such-partition/fetch/P', { body: {} }), 404],
+      [await h.call('/fetch/P', { body: {} }), 401],
+    ];
+    for (const [r, http] of cases) {
+      assert.equal(r.status, http, r.text);
+      assert.deepEqual(r.body.response.errors, {}, r.text);
     }
   });
 
