@@ -69,12 +69,15 @@ export async function createPartition(
   name: string,
   admin: { login: string; password: string },
   cost: number,
+  /** The admin only with a new partition (start-up): an existing one's users are its admins' business. */
+  adminOfNewOnly = false,
 ): Promise<CreatedPartition> {
   checkPartitionName(name);
   if (admin.login.trim() === '') throw new PartitionError('the admin login name must not be empty');
   return db.transaction(async (tx) => {
     const p = await ensurePartition(tx, name);
-    const adminCreated = await ensureAdmin(tx, p.id, admin.login, admin.password, cost);
+    const adminCreated =
+      adminOfNewOnly && !p.created ? false : await ensureAdmin(tx, p.id, admin.login, admin.password, cost);
     return { id: p.id, partitionCreated: p.created, adminCreated };
   });
 }
@@ -151,7 +154,8 @@ export async function bootstrap(
   for (const name of cfg.bootstrapPartitions) {
     const generated = cfg.bootstrapPassword === undefined ? randomBytes(12).toString('base64url') : undefined;
     const password = cfg.bootstrapPassword ?? generated!;
-    const r = await createPartition(db, name, { login: cfg.bootstrapAdmin, password }, cfg.scryptCost);
+    // Each start: a partition deleted its bootstrap admin (or named another) stays as its admins left it.
+    const r = await createPartition(db, name, { login: cfg.bootstrapAdmin, password }, cfg.scryptCost, true);
     out.push({
       partition: name,
       partitionCreated: r.partitionCreated,
