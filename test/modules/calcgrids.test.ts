@@ -638,6 +638,32 @@ describe('calculation grids', () => {
         ['US', 143],
       ],
     );
+    // A table of that name that is not valid yet at the grid's target date: the job says so.
+    const [later] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: 'Later', type: 'SIMPLE', valueType: 'REAL', validAfter: '2030-01-01' },
+      }),
+    );
+    okData(await call(`/lookuptablemanager.add/${later.id}`, { data: { name: 'EU', value: 1 } }));
+    const [early] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: {
+          formulaName: 'GridRegional',
+          targetDate: '2026-05-01',
+          keySources: [
+            { type: 'products', filter: { fieldName: 'sku', operator: 'equals', value: 'G-03' } },
+            { type: 'customers', filter: { fieldName: 'customerId', operator: 'equals', value: 'C-2' } },
+            { type: 'lookupTable', table: 'Later', input: 'Region' },
+          ],
+        },
+      }),
+    );
+    const failed = await waitJob((await calculate(early.id)).jstId);
+    assert.equal(failed.status, 'FAILED');
+    assert.match(
+      JSON.stringify(failed.messages),
+      /no lookup table Later is valid at the target date 2026-05-01/,
+    );
     // An item added by hand is calculated by the next run.
     okData(
       await call('/add/CGI3', { data: { calculationGridId: g.id, key1: 'G-04', key2: 'C-1', key3: 'EU' } }),

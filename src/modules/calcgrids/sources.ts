@@ -257,7 +257,12 @@ export async function innerKeys(
         [principal.partitionId, source.table, targetDate],
       );
       const table = t.rows[0];
-      if (!table) throw validationError(`${at}.table`, `there is no lookup table ${source.table}`);
+      // (The grid was checked when saved: the table exists, but none of that name is valid yet.)
+      if (!table)
+        throw validationError(
+          `${at}.table`,
+          `no lookup table ${source.table} is valid at the target date ${targetDate} (validAfter)`,
+        );
       const sql = /^MATRIX[2-6]$/.test(table.type)
         ? `SELECT DISTINCT key1 AS k FROM lookup_matrix_values WHERE partition_id = $1 AND table_ref = $2 AND key1 IS NOT NULL`
         : table.type === 'MATRIX'
