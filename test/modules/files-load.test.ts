@@ -10,7 +10,11 @@ import { adminPrincipal, startHarness, uniqueName, type Harness } from '../helpe
 import { admin, assertError, assertOk, form, runnerFor, send, waitForJob } from '../jobs/helpers.ts';
 import { JobStopped, type JobRunner } from '../../src/jobs/runner.ts';
 import { loadFileJobKind } from '../../src/modules/files/loadfile-job.ts';
-import { closeAbandonedLoads } from '../../src/modules/files/upload-status.ts';
+import {
+  closeAbandonedLoads,
+  uploadHeartbeat,
+  type UploadStatusRow,
+} from '../../src/modules/files/upload-status.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 
 const BOM = '\uFEFF';
@@ -319,6 +323,41 @@ describe('file loads', () => {
       key,
     ]);
     assert.equal(left.rows.length, 0);
+  });
+
+  test('maintenance: a synchronous load is abandoned only when silent for twice the time-out', async () => {
+    const blobs = createBlobStore(h.db, h.config.blobStore);
+    const statusOf = async (id: number) => assertOk(await send(h, `/uploadmanager.status/${id}`))[0].status;
+    // Both began 20 minutes ago (time-out 180 s): one's upload is still arriving (touched a moment
+    // ago), the other's process died.
+    const ids: number[] = [];
+    for (const activeAt of ['now()', `now() - interval '20 minutes'`]) {
+      const key = blobs.newKey();
+      await blobs.write(h.partitionId, key, [Buffer.from('sku\nx\n')], { maxBytes: 100 });
+      const r = await h.db.query<{ id: number }>(
+        `INSERT INTO upload_status (partition_id, type_code, status, blob_key, created_at, active_at)
+         VALUES ($1, 'P', 'UPLOADING', $2, now() - interval '20 minutes', ${activeAt}) RETURNING id`,
+        [h.partitionId, key],
+      );
+      ids.push(r.rows[0]!.id);
+    }
+    // The upload's heartbeat (called as bytes arrive) keeps the first one alive.
+    const row = await h.db.query<UploadStatusRow>('SELECT * FROM upload_status WHERE id = $1', [ids[0]]);
+    await h.db.query(`UPDATE upload_status SET active_at = now() - interval '20 minutes' WHERE id = $1`, [
+      ids[0],
+    ]);
+    uploadHeartbeat(h.db, row.rows[0]!, 0)();
+    for (let i = 0; i < 50; i++) {
+      const a = await h.db.query(
+        `SELECT 1 FROM upload_status WHERE id = $1 AND active_at > now() - interval '1 minute'`,
+        [ids[0]],
+      );
+      if (a.rows.length > 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await closeAbandonedLoads(h.db, blobs, 180);
+    assert.equal(await statusOf(ids[0]!), 'UPLOADING');
+    assert.equal(await statusOf(ids[1]!), 'FAILED');
   });
 
   test('an interrupted LOADDATA_FILE job is retried and resumes after its checkpoint', async () => {

@@ -29,6 +29,7 @@ import {
   failUploadStatus,
   findUploadStatusOrFail,
   setStatusFile,
+  uploadHeartbeat,
   uploadStatusView,
 } from './upload-status.ts';
 import {
@@ -271,6 +272,14 @@ function syncDeadline(seconds: number): (done: { rows: number; loaded: number })
   };
 }
 
+/** `source`, calling `beat` as each piece passes. */
+async function* beating(source: AsyncIterable<Uint8Array>, beat: () => void): AsyncIterable<Uint8Array> {
+  for await (const piece of source) {
+    beat();
+    yield piece;
+  }
+}
+
 function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
   const cfg = app.config;
   const config = { access: AUTHENTICATED } as const;
@@ -291,8 +300,11 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
     const target = query.name ?? (query.tableId === undefined ? undefined : `#${query.tableId}`);
     const status = await createUploadStatus(app.db, principal, type.code, target, { blobKey: key });
     try {
+      // Alive while its bytes arrive: maintenance takes a record silent for twice the synchronous
+      // time-out for one whose process died (an upload slower than that lost its file meanwhile).
+      const beat = uploadHeartbeat(app.db, status, (cfg.syncTimeoutSeconds * 1000) / 2);
       const { fields } = await readMultipart(req, ['fileName', 'file'], cfg.maxUploadBytes, async (file) => {
-        const size = await blobs.write(principal.partitionId, key, file.stream, {
+        const size = await blobs.write(principal.partitionId, key, beating(file.stream, beat), {
           maxBytes: cfg.maxUploadBytes,
         });
         await setStatusFile(app.db, status, file.fileName, size);

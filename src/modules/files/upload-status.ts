@@ -99,7 +99,8 @@ export async function setStatusFile(
   size: number,
 ): Promise<void> {
   await db.query(
-    `UPDATE upload_status SET file_name = $3, size = $4, status = 'PROCESSING' WHERE partition_id = $1 AND id = $2`,
+    `UPDATE upload_status SET file_name = $3, size = $4, status = 'PROCESSING', active_at = now()
+      WHERE partition_id = $1 AND id = $2`,
     [s.partition_id, s.id, fileName, size],
   );
 }
@@ -129,9 +130,26 @@ export async function failUploadStatus(
 }
 
 /**
+ * Marks the record alive while its upload arrives (`active_at`, migration 067): called as bytes come,
+ * it writes at most once per `everyMs`. Answers the function to call; errors are the next touch's.
+ */
+export function uploadHeartbeat(db: Db, s: UploadStatusRow, everyMs: number): () => void {
+  let last = Date.now();
+  return () => {
+    if (Date.now() - last < everyMs) return;
+    last = Date.now();
+    db.query('UPDATE upload_status SET active_at = now() WHERE partition_id = $1 AND id = $2', [
+      s.partition_id,
+      s.id,
+    ]).catch(() => {});
+  };
+}
+
+/**
  * Maintenance: status records whose load can no longer end by itself — their job ended without
  * them (cancelled while queued, failed after interruptions), or a synchronous load whose process
- * died (older than twice the synchronous time-out) — are ended, and their files removed.
+ * died (no sign of life — upload bytes, its end — for twice the synchronous time-out) — are ended,
+ * and their files removed.
  */
 export async function closeAbandonedLoads(
   db: Db,
@@ -146,7 +164,7 @@ export async function closeAbandonedLoads(
                FROM upload_status u LEFT JOIN jobs jj ON jj.partition_id = u.partition_id AND jj.id = u.job_id
               WHERE u.status IN ('UPLOADING', 'PROCESSING')
                 AND ((u.job_id IS NOT NULL AND (jj.id IS NULL OR jj.status IN ('FINISHED', 'FAILED', 'CANCELLED')))
-                  OR (u.job_id IS NULL AND u.created_at < now() - make_interval(secs => $1)))) j
+                  OR (u.job_id IS NULL AND coalesce(u.active_at, u.created_at) < now() - make_interval(secs => $1)))) j
       WHERE s.partition_id = j.partition_id AND s.id = j.id
      RETURNING s.partition_id, j.old_key AS blob_key`,
     [syncTimeoutSeconds * 2],
