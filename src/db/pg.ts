@@ -69,7 +69,12 @@ async function rollBack(clients: readonly pg.PoolClient[]): Promise<void> {
 
 function txOf(client: pg.PoolClient): Tx {
   return {
-    query: (sql, params) => run(client, sql, params),
+    // Past the request's deadline no further statement starts (statement_timeout, set at BEGIN,
+    // cuts one statement; a transaction of many short ones ran on to 4× the limit before its COMMIT).
+    query: async (sql, params) => {
+      checkDeadline();
+      return run(client, sql, params);
+    },
     async execScript(sql) {
       await client.query(sql);
     },

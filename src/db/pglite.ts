@@ -53,7 +53,12 @@ function pauseIfLong(): Promise<void> | undefined {
 function wrap(q: PgliteQueryable, inTransaction = false): Tx {
   return {
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-      if (inTransaction) await pauseIfLong();
+      if (inTransaction) {
+        await pauseIfLong();
+        // Past the request's deadline no further statement of its transaction starts (it would only
+        // be rolled back at COMMIT).
+        checkDeadline();
+      }
       const r = await q.query<R>(sql, [...params]);
       return { rows: r.rows, rowCount: r.affectedRows || r.rows.length };
     },

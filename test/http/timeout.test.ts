@@ -41,6 +41,17 @@ function slowRoutes(app: FastifyInstance): void {
     await req.server.db.transaction((tx) => tx.query('SELECT pg_sleep(3)'));
     return ok(req, []);
   });
+  // Many short statements, for longer than the time-out.
+  app.post('/probe.manyshort', opts, async (req) => {
+    await req.server.db.transaction(async (tx) => {
+      const end = Date.now() + 4000;
+      while (Date.now() < end) {
+        await tx.query('SELECT 1');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+    return ok(req, []);
+  });
   app.post('/probe.quick', opts, async (req) => {
     await req.server.db.transaction((tx) => tx.query('SELECT 1'));
     return ok(req, []);
@@ -66,6 +77,14 @@ describe('synchronous time-out', () => {
       [h.partitionId],
     );
     assert.equal(left.rows.length, 0);
+  });
+
+  test('a transaction of many short statements stops at the deadline, not at its COMMIT', async () => {
+    const t0 = Date.now();
+    const r = await h.call('/probe.manyshort', { basic: admin });
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.response.status, -100);
+    assert.ok(Date.now() - t0 < 2500, `answered after ${Date.now() - t0} ms`);
   });
 
   test('within the deadline nothing changes', async () => {
