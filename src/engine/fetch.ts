@@ -378,9 +378,22 @@ export async function prepareFetch(
 }
 
 /**
+ * A typed value kept as text (a custom attribute typed by its meta) as the one text of its value:
+ * `10.50` and `10.5`, `2024-01-15T11:00:00+01:00` and `2024-01-15T10:00:00.000Z`, `TRUE` and `true`
+ * are one value each (NULL for text that is no such value, which is then compared as it is).
+ */
+const CANONICAL_TEXT: Partial<Record<string, (col: string) => string>> = {
+  decimal: (col) => `trim_scale(rc_try_numeric(${col}))::text`,
+  integer: (col) => `trim_scale(rc_try_numeric(${col}))::text`,
+  datetime: (col) =>
+    `to_char(rc_try_timestamptz(${col}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+  date: (col) => `to_char(rc_try_date(${col}), 'YYYY-MM-DD')`,
+  boolean: (col) => `rc_try_boolean(${col})::text`,
+};
+
+/**
  * The stored columns behind the requested fields (typedId is the id), under their own names. A
- * number kept as text (a typed custom attribute) is compared by its value: the canonical text of
- * its numeric (`10.50` and `10.5` are one row), text that is no number as it is.
+ * typed value kept as text is compared by its value (CANONICAL_TEXT).
  */
 function distinctColumns(tc: TypeContext, names: readonly string[]): string {
   const fields = new Map(
@@ -394,9 +407,9 @@ function distinctColumns(tc: TypeContext, names: readonly string[]): string {
       const col = qualified('t', c);
       // A field read through an expression (readSql) is that expression, under its column's name.
       if (f?.readSql !== undefined) return `${f.readSql('t')} AS ${ident(c)}`;
-      return f?.storedAsText && (f.type === 'decimal' || f.type === 'integer') && f.jsonKey === undefined
-        ? `coalesce(trim_scale(rc_try_numeric(${col}))::text, ${col}) AS ${ident(c)}`
-        : col;
+      if (!f?.storedAsText || f.jsonKey !== undefined) return col;
+      const canonical = CANONICAL_TEXT[f.type]?.(col);
+      return canonical === undefined ? col : `coalesce(${canonical}, ${col}) AS ${ident(c)}`;
     })
     .join(', ');
 }
@@ -438,7 +451,13 @@ function distinctSql(
   const outer = names.some((n) => read(n) !== undefined)
     ? new Map([...tc.fields].map(([n, f]) => [n, f.readSql === undefined ? f : { ...f, readSql: undefined }]))
     : tc.fields;
-  const order = [compileSort(requested, outer, 'd', first), ...json].join(', ');
+  // Then every selected column as stored (distinct rows differ in one): ties of the requested sort
+  // (`sortBy` on some of the fields, or values that sort alike) were ordered anyhow, each page its
+  // own way, so that pages overlapped and skipped rows.
+  const stored = [...new Set(names.map((n) => (n === 'typedId' ? 'id' : tc.fields.get(n)!.column)))].map(
+    (c) => `${qualified('d', c)} ASC`,
+  );
+  const order = [compileSort(requested, outer, 'd', first), ...json, ...stored].join(', ');
   const select = names
     .map((n) =>
       read(n) === undefined

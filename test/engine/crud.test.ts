@@ -573,6 +573,58 @@ describe('generic operations on products', () => {
     expectError(await api('/fetch/P', { distinctResults: true }), 400, -4, 'distinctResults');
   });
 
+  test('distinctResults: typed values compared as values; pages sorted by some fields never overlap', async () => {
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute27', label: 'at', fieldType: 'DATETIME' } }));
+    okData(
+      await api('/add/PAM', { data: { fieldName: 'attribute28', label: 'flag', fieldType: 'BOOLEAN' } }),
+    );
+    const rows = Array.from({ length: 60 }, (_, i) => ({
+      data: {
+        sku: `DR-${i}`,
+        currency: `K${(i * 7) % 23}`,
+        attribute28: i % 2 === 0,
+        attribute27: ['2024-01-15T10:00:00Z', '2024-01-15T11:00:00+01:00', '2024-01-15T10:00:00.000Z'][i % 3],
+      },
+    }));
+    okData(await api('/add/P', rows));
+    const filter = adv({ fieldName: 'sku', operator: 'startsWith', value: 'DR-' });
+    const instants = await api('/fetch/P', {
+      data: filter,
+      valueFields: ['attribute27'],
+      distinctResults: true,
+    });
+    assert.equal(instants.body.response.totalRows, 1, instants.text);
+    // 46 distinct (flag, currency) pairs, sorted by the flag alone, read 7 a page.
+    const all = okData(
+      await api('/fetch/P', {
+        data: filter,
+        valueFields: ['attribute28', 'currency'],
+        distinctResults: true,
+      }),
+    );
+    const paged: unknown[] = [];
+    for (let start = 0; start < all.length + 7; start += 7) {
+      paged.push(
+        ...okData(
+          await api('/fetch/P', {
+            data: filter,
+            valueFields: ['attribute28', 'currency'],
+            distinctResults: true,
+            sortBy: 'attribute28',
+            startRow: start,
+            endRow: start + 7,
+          }),
+        ),
+      );
+    }
+    assert.equal(paged.length, all.length);
+    assert.equal(
+      new Set(paged.map((r) => JSON.stringify(r))).size,
+      all.length,
+      'no row twice, none left out',
+    );
+  });
+
   test('a simple criteria list is one criterion however long; the default style ignores case', async () => {
     const many = Array.from({ length: 1_500 }, (_, i) => `rf-${i}`); // RF-1..RF-3 among them, lower case
     const body = { data: { sku: many }, valueFields: ['sku'], sortBy: 'sku' };
