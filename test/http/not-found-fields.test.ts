@@ -12,6 +12,8 @@ describe('404s and 409s name the field at fault', () => {
   let call: Client;
   let dcrId: number;
   let itemTypedId: string;
+  let me: number;
+  let other: number;
 
   before(async () => {
     h = await startHarness();
@@ -28,6 +30,9 @@ describe('404s and 409s name the field at fault', () => {
     });
     assert.equal(item.status, 200, item.text);
     itemTypedId = item.body.response.data[0].typedId;
+    // Ids are unique across partitions: the admin's own, not 1.
+    me = (await call('/fetch/U', { data: { loginName: 'admin' } })).body.response.data[0].id;
+    other = await h.newUser('nf-user', 'nf-user-password-1', ['PRICESHOP_RO']);
   });
   after(() => h.close());
 
@@ -58,12 +63,12 @@ describe('404s and 409s name the field at fault', () => {
     );
     await expect404(
       '/accountmanager.copyroles',
-      { data: { fromUserId: 1, toUserIds: [1, 999] } },
+      { data: { fromUserId: me, toUserIds: [other, 999_999_999] } },
       'data.toUserIds.1',
     );
     await expect404(
       '/accountmanager.copyroles',
-      { data: { fromUserId: 997, toUserIds: [1] } },
+      { data: { fromUserId: 999_999_997, toUserIds: [other] } },
       'data.fromUserId',
     );
     await expect404('/notification.delete', { data: { ids: ['12345.NTF'] } }, 'data.ids');
