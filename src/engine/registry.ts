@@ -474,6 +474,13 @@ export function findType(code: string): TypeDef | undefined {
   return BY_CODE.get(code);
 }
 
+/** The type of a type code a request names (path or body field `typeCode`), else a 404 naming it. */
+export function requireType(code: string): TypeDef {
+  const type = findType(code);
+  if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
+  return type;
+}
+
 export function allTypes(): readonly TypeDef[] {
   return TYPES;
 }

@@ -7,9 +7,9 @@ import { grantingRoles, permissionsOfRoles, type Principal } from '../../access/
 import type { Permission } from '../../access/catalogue.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
-import { findType } from '../../engine/registry.ts';
+import { requireType } from '../../engine/registry.ts';
 import { recordHistory, type HistoryEntry } from '../../engine/history.ts';
-import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { notFound, validationError } from '../../http/errors.ts';
 import { guardBusinessRoles, guardNotOwnBusinessRole, guardNotSelf, guardRoles } from './guards.ts';
 import { idOf, namedRefsOf, roleNamesOf, userIdOf, userIdsOf } from './refs.ts';
 import { BUSINESS_ROLE, USER } from './service.ts';
@@ -436,7 +436,6 @@ export async function audit(
       permissions: permissionSources(roles),
     };
   }
-  if (!findType(typeCode))
-    throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`, { field: 'typeCode' });
+  requireType(typeCode);
   throw validationError('typeCode', `audit reports cover U and BR, not ${typeCode}`);
 }

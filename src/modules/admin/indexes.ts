@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { attributeTables, listIndexes, syncIndexes, wantedIndexes } from '../../engine/indexes.ts';
-import { findType, ownerOfMeta, type TypeDef } from '../../engine/registry.ts';
+import { findType, requireType, ownerOfMeta, type TypeDef } from '../../engine/registry.ts';
 import { envelopeSchema, noArgumentsBody, ok } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import type { JobKind } from '../../jobs/runner.ts';
@@ -88,8 +88,7 @@ export function adminIndexRoutes(app: FastifyInstance): void {
     },
     async (req) => {
       const code = (req.params as { typeCode: string }).typeCode;
-      const type = findType(code);
-      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
+      const type = requireType(code);
       // The table's own indexes, and of the managed ones those this partition's meta asks for: another
       // partition's indexed attributes (and so its typing of them) are not this one's to see.
       const mine = attributeTables().has(type.table)

@@ -9,10 +9,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { describeType, type DescribedTable } from '../../engine/describe.ts';
-import { findType } from '../../engine/registry.ts';
+import { requireType } from '../../engine/registry.ts';
 import { isObj } from '../../engine/values.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { validationError } from '../../http/errors.ts';
 import { recordReadBody } from './routes.ts';
 
 /** The fetch body a describe takes, as every read of one record (`data` is each route's own). */
@@ -84,9 +84,7 @@ function tableOf(req: FastifyRequest, b: Obj): DescribedTable | undefined {
 export function describeRoutes(app: FastifyInstance): void {
   const describe = async (req: FastifyRequest, code: unknown, table: DescribedTable | undefined) => {
     if (typeof code !== 'string' || code === '') throw validationError('typeCode', 'name the type code');
-    const type = findType(code);
-    if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
-    return ok(req, [await describeType(app.db, req.principal!, type, table)]);
+    return ok(req, [await describeType(app.db, req.principal!, requireType(code), table)]);
   };
   app.post(
     '/metadata.describe',

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUTHENTICATED, type RouteAccess } from '../../access/catalogue.ts';
 import { sendJsonArray } from '../../http/answer-bytes.ts';
 import { envelopeSchema, noArgumentsBody, ok, requestCheck } from '../../http/envelope.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { validationError } from '../../http/errors.ts';
 import {
   addRecords,
   deleteByFilter,
@@ -25,7 +25,7 @@ import { listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-read.ts';
 import { UNTAKEN_LIST_FIELDS, pageOfList } from '../../engine/paging.ts';
-import { findType, type TypeDef } from '../../engine/registry.ts';
+import { requireType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
 import { isObj } from '../../engine/values.ts';
 
@@ -153,8 +153,7 @@ const fetchableTypeCode = requestCheck((req) => typeOf(req, 'fetch'));
  */
 export function typeOf(req: FastifyRequest, use: 'fetch' | 'write' = 'write'): TypeDef {
   const code = (req.params as { typeCode: string }).typeCode;
-  const type = findType(code);
-  if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${code}`, { field: 'typeCode' });
+  const type = requireType(code);
   if (type.managerOnly !== undefined && !(use === 'fetch' && type.generalFetch === true)) {
     throw validationError(
       'typeCode',

@@ -8,9 +8,8 @@
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
-import { AppError } from '../../http/errors.ts';
 import { fetchHistory, fetchRecordHistory } from '../../engine/history-read.ts';
-import { findType } from '../../engine/registry.ts';
+import { requireType } from '../../engine/registry.ts';
 import { fetchBodySchema } from '../general/routes.ts';
 
 const list = { response: { 200: envelopeSchema({}, true) } };
@@ -42,8 +41,7 @@ export function historyRoutes(app: FastifyInstance): void {
     async (req) => {
       const { typeCode, id } = req.params as { typeCode: string; id: string };
       // Manager-only types (lookup values, ...) have a history too: only the type must exist.
-      const type = findType(typeCode);
-      if (!type) throw new AppError('NOT_FOUND', `Unknown type code ${typeCode}`, { field: 'typeCode' });
+      const type = requireType(typeCode);
       const r = await fetchRecordHistory(app.db, req.principal!, type, id, req.body ?? {}, cfg.maxPageSize);
       return ok(req, r.rows, r);
     },
