@@ -193,7 +193,9 @@ describe('bulk evaluator: pipeline and passes', () => {
 
   test('a long batch gives way to other work of the process while it is evaluated', async () => {
     // One batch of many items: evaluated without a pause, it held every other request (a timer here)
-    // for its whole length. The largest gap between ticks of a 1 ms timer stays near the 20 ms slice.
+    // for its whole length (measured: the largest gap between ticks of a 1 ms timer was about half the
+    // batch). With a pause every 20 ms slice, it is a small part of the batch even on a loaded machine
+    // (measured: 47-67 ms of 350-590 ms idle, 168 ms of 1,394 ms under CI load), so the bound is relative.
     const items = itemsOf(20_000);
     const ticks: number[] = [];
     const timer = setInterval(() => ticks.push(performance.now()), 1);
@@ -208,7 +210,7 @@ describe('bulk evaluator: pipeline and passes', () => {
     let gap = 0;
     for (let k = 1; k < ticks.length; k++) gap = Math.max(gap, ticks[k]! - ticks[k - 1]!);
     assert.ok(total > 200, `the batch took ${total.toFixed(0)} ms: too short to tell`);
-    assert.ok(gap < 150, `a gap of ${gap.toFixed(0)} ms in ${total.toFixed(0)} ms`);
+    assert.ok(gap < total / 4, `a gap of ${gap.toFixed(0)} ms in ${total.toFixed(0)} ms`);
   });
 
   test('an element result equal to an earlier one is that frozen object; the JSON of unshared results', async () => {
