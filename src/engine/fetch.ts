@@ -257,7 +257,7 @@ export function compileParts(plan: FetchPlan): FetchParts {
   // totalRows: a count of its own, not `count(*) OVER ()` (which builds the whole match set before the
   // first row of the page). It rides along as an uncorrelated scalar subquery — evaluated once, able
   // to use an index-only or bitmap scan — so page and count still take one round trip.
-  const counted = plan.distinct ? `(SELECT DISTINCT ${distinctColumns(tc, names!)} FROM ${from}) c` : from;
+  const counted = plan.distinct ? `(${distinctFrom(tc, names!, from, true)}) c` : from;
   const countSql = `SELECT count(*) AS n FROM ${counted}`;
   const deferred = idsByIndex(plan);
   const parts = { params, countParams, from, limit, countSql };
@@ -392,26 +392,38 @@ const CANONICAL_TEXT: Partial<Record<string, (col: string) => string>> = {
 };
 
 /**
- * The stored columns behind the requested fields (typedId is the id), under their own names. A
- * typed value kept as text is compared by its value (CANONICAL_TEXT).
+ * The inner query of a distinct fetch: the stored columns behind the requested fields (typedId is
+ * the id), under their own names. A typed value kept as text is compared by its value
+ * (CANONICAL_TEXT) but answered as stored: of the texts of one value ("1e400", "1E+400") the first
+ * in text order, never the canonical spelling (401 digits for 1e400).
  */
-function distinctColumns(tc: TypeContext, names: readonly string[]): string {
+function distinctFrom(tc: TypeContext, names: readonly string[], from: string, countOnly = false): string {
   const fields = new Map(
     names.map((n) => {
       const f = n === 'typedId' ? undefined : tc.fields.get(n)!;
       return [f?.column ?? 'id', f] as const;
     }),
   );
-  return [...fields]
-    .map(([c, f]) => {
-      const col = qualified('t', c);
-      // A field read through an expression (readSql) is that expression, under its column's name.
-      if (f?.readSql !== undefined) return `${f.readSql('t')} AS ${ident(c)}`;
-      if (!f?.storedAsText || f.jsonKey !== undefined) return col;
-      const canonical = CANONICAL_TEXT[f.type]?.(col);
-      return canonical === undefined ? col : `coalesce(${canonical}, ${col}) AS ${ident(c)}`;
-    })
-    .join(', ');
+  const keys: string[] = [];
+  const columns: string[] = [];
+  let canonical = false;
+  for (const [c, f] of fields) {
+    const col = qualified('t', c);
+    // A field read through an expression (readSql) is that expression, under its column's name.
+    if (f?.readSql !== undefined) {
+      keys.push(f.readSql('t'));
+      columns.push(`${f.readSql('t')} AS ${ident(c)}`);
+      continue;
+    }
+    const value = f?.storedAsText && f.jsonKey === undefined ? CANONICAL_TEXT[f.type]?.(col) : undefined;
+    canonical ||= value !== undefined;
+    keys.push(value === undefined ? col : `coalesce(${value}, ${col})`);
+    columns.push(col);
+  }
+  if (countOnly) return `SELECT DISTINCT ${keys.join(', ')} FROM ${from}`;
+  if (!canonical) return `SELECT DISTINCT ${columns.join(', ')} FROM ${from}`;
+  return `SELECT DISTINCT ON (${keys.join(', ')}) ${columns.join(', ')} FROM ${from}
+           ORDER BY ${[...keys, ...columns].join(', ')}`;
 }
 
 /**
@@ -466,7 +478,7 @@ function distinctSql(
     )
     .join(', ');
   return `SELECT ${select}, ${total}
-            FROM (SELECT DISTINCT ${distinctColumns(tc, names)} FROM ${from}) d
+            FROM (${distinctFrom(tc, names, from)}) d
            ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
 }
 

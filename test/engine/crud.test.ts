@@ -594,6 +594,26 @@ describe('generic operations on products', () => {
       distinctResults: true,
     });
     assert.equal(instants.body.response.totalRows, 1, instants.text);
+    // A number compared by its value, answered as one of its stored texts (not 401 digits for 1e400).
+    okData(await api('/add/PAM', { data: { fieldName: 'attribute26', label: 'n', fieldType: 'NUMERIC' } }));
+    const texts = ['1e400', '1E+400', '10', '10.0', '1e-400'];
+    okData(
+      await api(
+        '/add/P',
+        texts.map((t, i) => ({ data: { sku: `DN-${i}`, attribute26: t } })),
+      ),
+    );
+    const numbers = await api('/fetch/P', {
+      data: adv({ fieldName: 'sku', operator: 'startsWith', value: 'DN-' }),
+      valueFields: ['attribute26'],
+      distinctResults: true,
+      sortBy: 'attribute26',
+    });
+    assert.equal(numbers.body.response.totalRows, 3, numbers.text);
+    const [tiny, ten, huge] = okData(numbers).map((r: any) => r.attribute26 ?? r[0]);
+    assert.equal(tiny, '1e-400');
+    assert.ok(['10', '10.0'].includes(String(ten)), numbers.text);
+    assert.ok(['1e400', '1E+400'].includes(huge), numbers.text);
     // 46 distinct (flag, currency) pairs, sorted by the flag alone, read 7 a page.
     const all = okData(
       await api('/fetch/P', {
