@@ -113,6 +113,53 @@ describe('user-group-hidden records on side routes', () => {
     );
   });
 
+  test('the attachments of a DCR item of a hidden record do not exist for the user, as the item does not', async () => {
+    const dcrType = uniqueName('hdcrt');
+    okData(await api('/add/DCRT', { data: { uniqueName: dcrType, targetType: 'P', fields: 'label' } }));
+    const [dcr] = okData(await api('/dcrmanager.add', { data: { dcrType, label: 'mixed' } }));
+    const [item] = okData(
+      await api(`/dcrmanager.add/${dcr.id}`, { data: { sku: hidden.sku, label: 'by admin' } }),
+    );
+    const [other] = okData(
+      await api(`/dcrmanager.add/${dcr.id}`, { data: { sku: open.sku, label: 'open' } }),
+    );
+    const upload = async (typedId: string) =>
+      assertOk(await send(h, `/bdmanager.upload/${typedId}/${await slotWith(h, 'd', 'd.txt')}`))[0];
+    const att = await upload(item.typedId);
+    const seen = await upload(other.typedId);
+    const who = auditorWho;
+    const json = { 'content-type': 'application/json' };
+    const rename = (typedId: string, id: number) =>
+      send(h, `/bdmanager.update/${typedId}`, {
+        who,
+        headers: json,
+        body: JSON.stringify({ data: { id, fileName: 'theirs.txt' }, oldValues: { version: 0 } }),
+      });
+    assertError(await send(h, `/bdmanager.list/${item.typedId}`, { who }), 404, -1);
+    assertError(await send(h, `/bdmanager.download/${item.typedId}/${att.binaryDataId}`, { who }), 404, -1);
+    assertError(
+      await send(h, `/bdmanager.downloaddata/${att.binaryDataId}`, { method: 'GET', who }),
+      404,
+      -1,
+    );
+    assert.equal(assertOk(await send(h, `/bdmanager.checkifexists/${att.binaryDataId}`, { who })), false);
+    assertError(await rename(item.typedId, att.id), 404, -1);
+    assertError(await send(h, `/bdmanager.delete/${item.typedId}/${att.binaryDataId}`, { who }), 404, -1);
+    assertError(
+      await send(h, `/bdmanager.upload/${item.typedId}/${await slotWith(h, 'e', 'e.txt', who)}`, { who }),
+      404,
+      -1,
+    );
+    // Nothing changed; the item of a record he sees keeps its attachments open to him.
+    const kept = assertOk(await send(h, `/bdmanager.list/${item.typedId}`));
+    assert.deepEqual(
+      kept.map((a: any) => [a.fileName, a.version]),
+      [['d.txt', 0]],
+    );
+    assert.equal(assertOk(await send(h, `/bdmanager.list/${other.typedId}`, { who })).length, 1);
+    assertOk(await rename(other.typedId, seen.id));
+  });
+
   test("a hidden record's history answers as that of a record that does not exist", async () => {
     const none = 99999999999;
     const list = async (id: number) => {

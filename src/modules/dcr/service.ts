@@ -310,6 +310,21 @@ export async function visibleItems(q: Queryable, principal: Principal, s: DcrSco
       };
 }
 
+/**
+ * Whether an item of a DCR is hidden from the principal (its target record is): then its attachments
+ * do not exist for him either, as the item does not.
+ */
+export async function itemHidden(q: Queryable, principal: Principal, itemId: number): Promise<boolean> {
+  const r = await q.query<{ dcr_id: string | number }>(
+    'SELECT dcr_id FROM dcr_items WHERE partition_id = $1 AND id = $2 AND target_id IS NOT NULL',
+    [principal.partitionId, itemId],
+  );
+  if (r.rows[0] === undefined) return false;
+  const dcr = await store.findDcrOrFail(q, principal.partitionId, Number(r.rows[0].dcr_id));
+  const s = await scopeOf(q, principal, dcr);
+  return (await hiddenTargetIds(q, principal, s.tc, dcr.id, itemId)).length > 0;
+}
+
 export async function fetchItems(
   db: Db,
   principal: Principal,

@@ -142,13 +142,16 @@ export async function hiddenTargetIds(
   principal: Principal,
   tc: TypeContext,
   dcrId: number,
+  /** Only this item's target. */
+  itemId?: number,
 ): Promise<number[]> {
   const params = new Params();
   const scope = rowScope(tc, principal, params, 't', { includeDeleted: true });
+  const one = itemId === undefined ? '' : ` AND i.id = ${params.add(itemId)}`;
   const r = await q.query<{ target_id: string | number }>(
     `SELECT i.target_id FROM dcr_items i
        JOIN ${ident(tc.type.table)} t ON t.partition_id = i.partition_id AND t.id = i.target_id
-      WHERE i.partition_id = ${params.add(principal.partitionId)} AND i.dcr_id = ${params.add(dcrId)}
+      WHERE i.partition_id = ${params.add(principal.partitionId)} AND i.dcr_id = ${params.add(dcrId)}${one}
         AND NOT (${scope})`,
     params.values,
   );

@@ -10,6 +10,7 @@ import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
+import { itemHidden } from '../dcr/service.ts';
 
 export interface Owner {
   readonly type: TypeDef;
@@ -32,9 +33,26 @@ export function parseOwner(typedId: string): Owner {
   return { type, id: Number(m[1]), code: type.historyCode ?? type.code };
 }
 
+/**
+ * Owners hidden by a rule of their module beyond the engine's row scope: a DCR item of a record
+ * hidden from the user does not exist for him (src/modules/dcr), nor do its attachments.
+ */
+const HIDDEN_BY_MODULE: Readonly<
+  Record<string, (q: Queryable, principal: Principal, id: number) => Promise<boolean>>
+> = {
+  DCRI: itemHidden,
+};
+
+async function requireNotHidden(q: Queryable, principal: Principal, owner: Owner): Promise<void> {
+  const hidden = HIDDEN_BY_MODULE[owner.type.code];
+  if (hidden !== undefined && (await hidden(q, principal, owner.id)))
+    throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`, 'typedId');
+}
+
 /** View rights on the owner: the engine's fetchOne (404 when invisible). */
 export async function requireView(db: Db, principal: Principal, owner: Owner): Promise<void> {
   await fetchOne(db, principal, owner.type, String(owner.id));
+  await requireNotHidden(db, principal, owner);
 }
 
 /** Edit rights on the owner: the type's write permission and the engine's row scope for edits. */
@@ -50,6 +68,7 @@ export async function requireEdit(q: Queryable, principal: Principal, owner: Own
     p.values,
   );
   if (!r.rows[0]) throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`, 'typedId');
+  await requireNotHidden(q, principal, owner);
   if (!r.rows[0].editable) {
     throw new AppError('FORBIDDEN', `Not allowed to change ${owner.id}.${owner.type.code} (user group)`);
   }
