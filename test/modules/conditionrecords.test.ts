@@ -539,6 +539,30 @@ describe('condition records', () => {
     assert.ok(okData(await call('/fetch/CRCS', {}, ro)).length > 0);
   });
 
+  test("a deleted set's CRCIH rows keep the set's last groups, not those their items had", async () => {
+    const s = await newSet(1);
+    const item = await addItem('CRCI1', {
+      conditionRecordSetId: s.id,
+      key1: 'GONE-1',
+      validFrom: '2026-01-01',
+    });
+    okData(await call('/delete/CRCI1', { data: { typedId: item.typedId } }));
+    const [hist] = okData(await call('/fetch/CRCIH', { data: { itemId: item.id } }));
+    await h.newUser('crc_gone_out', 'crc-password-8', ['PRICESHOP_RO']);
+    const ro = { user: 'crc_gone_out', password: 'crc-password-8' };
+    okData(
+      await call(`/conditionrecordset.update/${s.id}`, {
+        data: { userGroupViewDetails: 'board' },
+        oldValues: { version: 0 },
+      }),
+    );
+    okData(await call('/delete/CRCS', { data: { typedId: `${s.id}.CRCS` } }));
+    assert.equal(okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } }, ro)).length, 0);
+    expectError(await call(`/fetch/CRCIH/${hist.id}`, undefined, ro), 404, -1);
+    const [kept] = okData(await call('/fetch/CRCIH', { data: { conditionRecordSetId: s.id } }));
+    assert.deepEqual([kept.id, kept.key1, kept.userGroupViewDetails], [hist.id, 'GONE-1', 'board']);
+  });
+
   test("CRCIH and CRCIAM follow the set's current userGroupViewDetails (by id, by filter, queryapi)", async () => {
     const s = await newSet(1);
     const [meta] = okData(
