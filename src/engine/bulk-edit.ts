@@ -107,9 +107,45 @@ function compileBulk(plan: BulkPlan): { sql: string; params: Params } {
 /** Runs a plan's statement in one transaction; answers the number of records changed. */
 async function runBulk(db: Db, load: (tx: Tx) => Promise<BulkPlan>): Promise<number> {
   return batchTransaction(db, async (tx) => {
-    const { sql, params } = compileBulk(await load(tx));
+    const plan = await load(tx);
+    await refuseUneditable(tx, plan.tc, plan.principal, (params) =>
+      compileCriteria(plan.filter, params, 't'),
+    );
+    const { sql, params } = compileBulk(plan);
     return countWritten(tx, sql, params);
   });
+}
+
+/**
+ * A change by filter takes every record the caller sees that matches, or none: one he sees but may
+ * not change (its `userGroupEdit`, or its parent's) is a 403, as for a change of that record alone —
+ * not left out of a change that answers 200 (a delete by filter deleted the others and kept it).
+ */
+async function refuseUneditable(
+  tx: Tx,
+  tc: TypeContext,
+  principal: Principal,
+  filter: (params: Params) => string,
+): Promise<void> {
+  // Only where the edit scope is narrower than the view scope (types with user groups, non-admins).
+  const same =
+    rowScope(tc, principal, new Params(), 't') ===
+    rowScope(tc, principal, new Params(), 't', { forEdit: true });
+  if (same) return;
+  const params = new Params();
+  const r = await tx.query<{ id: string | number }>(
+    `SELECT t.id FROM ${ident(tc.type.table)} t
+      WHERE ${rowScope(tc, principal, params, 't')} AND ${filter(params)}
+        AND NOT (${rowScope(tc, principal, params, 't', { forEdit: true })})
+      ORDER BY t.id LIMIT 1`,
+    params.values,
+  );
+  const id = r.rows[0]?.id;
+  if (id !== undefined)
+    throw new AppError(
+      'FORBIDDEN',
+      `Not allowed to change ${id}.${tc.type.code} (user group): nothing changed`,
+    );
 }
 
 /**
@@ -292,6 +328,7 @@ export async function resetColumn(
   const f = editableField(tc, column, 'columnName');
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
   return batchTransaction(db, async (tx) => {
+    await refuseUneditable(tx, tc, principal, () => `t.${ident(f.column)} IS NOT NULL`);
     const params = new Params();
     const update = `UPDATE ${ident(type.table)} t SET ${ident(f.column)} = NULL, version = t.version + 1, last_update_at = now(),
               last_update_by = ${params.add(principal.userId)}

@@ -801,10 +801,31 @@ describe('extension tables, permissions, user groups and partitions', () => {
     expectError(await o('/update/P', { data: { sku: 'UG-VIEW', label: 'x' } }), 404, -1);
     expectError(await o('/delete/P', { data: { sku: 'UG-EDIT' } }), 403, -3);
     expectError(await o('/integrate/P', [{ data: { sku: 'UG-EDIT', label: 'x' } }]), 403, -3);
-    const [d] = okData(
-      await o('/delete/P/batch/forcefilter', { data: { sku: 'UG-' }, textMatchStyle: 'startsWith' }),
+    // By filter: a match he sees but may not change refuses the whole change (nothing deleted,
+    // edited or reset); what he may not see is no match.
+    const startsWith = { data: { sku: 'UG-' }, textMatchStyle: 'startsWith' };
+    expectError(await o('/delete/P/batch/forcefilter', startsWith), 403, -3);
+    expectError(await o('/delete/P/batch', startsWith), 403, -3);
+    expectError(
+      await o('/massedit/P', {
+        filterCriteria: { sku: 'UG-' },
+        textMatchStyle: 'startsWith',
+        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'x' }],
+      }),
+      403,
+      -3,
     );
-    assert.equal(d.deletedRecords, 1, 'only the open record');
+    okData(await admin('/update/P', { data: { sku: 'UG-EDIT', label: 'set' } }));
+    const reset = await o('/resetcolumn/P/label');
+    expectError(reset, 403, -3);
+    assert.match(reset.body.response.data, /^Not allowed to change \d+\.P \(user group\)/);
+    const labels = okData(await admin('/fetch/P', { data: { sku: ['UG-EDIT', 'UG-OPEN'] }, sortBy: 'sku' }));
+    assert.equal(labels[0].label, 'set', 'nothing reset');
+    assert.deepEqual(await skus(o), ['UG-EDIT', 'UG-OPEN']);
+    const [d] = okData(await m('/delete/P/batch/forcefilter', { data: { sku: ['UG-OPEN', 'UG-VIEW'] } }));
+    assert.equal(d.deletedRecords, 2, 'a member changes both');
+    const [e] = okData(await o('/delete/P/batch/forcefilter', { data: { sku: ['UG-OPEN', 'UG-VIEW'] } }));
+    assert.equal(e.deletedRecords, 0);
     okData(await m('/update/P', { data: { sku: 'UG-EDIT', label: 'ok' } }));
   });
 

@@ -347,15 +347,24 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     expectError(await add('HID-1'), 403, -3);
     expectError(await add('RO-1'), 403, -3);
     okData(await add('OPEN-1'));
-    const massedit = await call(
-      '/massedit/CDESC',
-      {
-        filterCriteria: adv(eq('language', 'de')),
-        massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'changed' }],
-      },
-      integrator,
-    );
-    assert.equal(massedit.status, 200, massedit.text);
+    // A mass edit matching a description he may not change (RO-1) is refused whole; what he does not
+    // see (HID-1) is no match.
+    const massedit = (filterCriteria: unknown) =>
+      call(
+        '/massedit/CDESC',
+        {
+          filterCriteria,
+          massEditRecords: [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'changed' }],
+        },
+        integrator,
+      );
+    expectError(await massedit(adv(eq('language', 'de'))), 403, -3);
+    const edited = await massedit({
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [eq('language', 'de'), { fieldName: 'customerId', operator: 'notEqual', value: 'RO-1' }],
+    });
+    assert.equal(edited.status, 200, edited.text);
     const labels = okData(
       await call('/fetch/CDESC', { data: adv(eq('language', 'de')), sortBy: 'customerId' }),
     );
