@@ -117,6 +117,53 @@ describe('imports: checks', () => {
     assert.equal(await product('K-3'), undefined);
   });
 
+  test('a change the engine refuses when written: the import is FAILED, its change INVALID, named by its typedId', async () => {
+    const table = uniqueName('ranges');
+    const [lt] = okData(
+      await call('/lookuptablemanager.add', {
+        data: { uniqueName: table, type: 'RANGE', valueType: 'REAL' },
+      }),
+    );
+    okData(
+      await call(`/lookuptablemanager.add/${lt.id}`, [
+        { data: { name: 'small', upperBound: 100, value: 0 } },
+        { data: { name: 'big', lowerBound: 100, value: 0.05 } },
+      ]),
+    );
+    const [im] = okData(
+      await call('/importmanager.add', { data: { targetType: 'LTV', lookupTable: table } }),
+    );
+    const [overlap] = okData(
+      await call(`/importmanager.save/${im.id}`, {
+        data: { targetColumn: 'upperBound', name: 'small', value: '150' },
+      }),
+    );
+    const r = await call(`/importmanager.submit/${im.id}`);
+    expectError(r, 400, -4, overlap.typedId);
+    assert.deepEqual(Object.keys(r.body.response.errors), [overlap.typedId], r.text);
+    assert.match(r.body.response.errors[overlap.typedId].errorMessage, /overlap/);
+    const [stored] = okData(await call('/fetch/IM', { data: { id: im.id } }));
+    assert.equal(stored.status, 'FAILED');
+    const marked = (await changes(im.id)).map((c: any) => [c.typedId, c.validationState, c.message !== null]);
+    assert.deepEqual(marked, [[overlap.typedId, 'INVALID', true]]);
+    const values = okData(await call(`/lookuptablemanager.fetch/${lt.id}`, { sortBy: 'name' }));
+    assert.deepEqual(
+      values.map((v: any) => [v.name, Number(v.value)]),
+      [
+        ['big', 0.05],
+        ['small', 0],
+      ],
+      'nothing written',
+    );
+    // Fixed, the import applies; the marks are those of the last submit.
+    okData(
+      await call(`/importmanager.save/${im.id}`, {
+        data: { targetColumn: 'upperBound', name: 'small', value: '90' },
+      }),
+    );
+    assert.equal(okData(await call(`/importmanager.submit/${im.id}`))[0].status, 'APPLIED');
+  });
+
   test('an ADD of a key taken by a record hidden from the importer fails validation', async () => {
     const im = await newImport(importer);
     const [add, update] = okData(

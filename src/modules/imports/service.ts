@@ -9,6 +9,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
+import { inSavepoint } from '../../db/savepoint.ts';
 import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
@@ -297,6 +298,7 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
           ? found
           : await findTargets(tx, principal, tc, { ids: [], keys: addKeys }, false, true);
       const staged: StagedRecord[] = [];
+      const byRef = new Map<string, readonly store.ChangeRow[]>();
       for (const rec of records.values()) {
         const key = JSON.stringify(rec.keys);
         const row = found.byKey.get(key);
@@ -305,8 +307,10 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
           for (const c of rec.changes) invalid.set(c.id, problem);
           continue;
         }
+        const ref = `${rec.changes[0]!.id}.IMC`;
+        byRef.set(ref, rec.changes);
         staged.push({
-          ref: `change ${rec.changes[0]!.id}.IMC`,
+          ref,
           change_type: rec.changeType,
           target_id: row === undefined ? null : Number(row.id),
           target_key: rec.keys,
@@ -322,7 +326,22 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
         return refusal(changes, invalid);
       }
       const within = inTransaction(db, tx, () => ended);
-      const written = await writeItems(within, principal, type, staged, []);
+      let written;
+      try {
+        written = await inSavepoint(tx, 'rc_import_apply', () =>
+          writeItems(within, principal, type, staged, []),
+        );
+      } catch (e) {
+        // Refused by the engine when written (a range overlapping a stored one, a key taken since):
+        // nothing is written, and the import says so, as for a change that failed validation.
+        if (!(e instanceof AppError) || (e.code !== 'VALIDATION' && e.code !== 'CONFLICT')) throw e;
+        const refusedAt = refusedChanges(byRef, e);
+        await store.markValidation(tx, principal.partitionId, im.id, refusedAt);
+        await store.setImportState(tx, principal.partitionId, im.id, principal.userId, 'FAILED', [
+          { level: 'ERROR', text: e.message },
+        ]);
+        return refusedAt.size === 0 ? e : refusal(changes, refusedAt, 'were refused when applied');
+      }
       await store.setImportState(tx, principal.partitionId, im.id, principal.userId, 'APPLIED', [
         { level: 'INFO', text: 'applied', changes: changes.length, ...written },
       ]);
@@ -402,7 +421,28 @@ function refuseDeleteWithOthers(
   }
 }
 
-function refusal(changes: readonly store.ChangeRow[], invalid: ReadonlyMap<number, string>): AppError {
+/** The changes an engine refusal names (by the ref of their record, `<id>.IMC[.<field>]`), with its reasons. */
+function refusedChanges(
+  byRef: ReadonlyMap<string, readonly store.ChangeRow[]>,
+  e: AppError,
+): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const [key, { errorMessage }] of Object.entries(e.errors ?? {})) {
+    const dot = key.indexOf('.IMC');
+    const ref = dot < 0 ? undefined : key.slice(0, dot + 4);
+    const changes = ref === undefined ? undefined : byRef.get(ref);
+    if (changes === undefined) continue;
+    const field = key.slice(ref!.length + 1);
+    for (const c of changes) out.set(c.id, field === '' ? errorMessage : `${field}: ${errorMessage}`);
+  }
+  return out;
+}
+
+function refusal(
+  changes: readonly store.ChangeRow[],
+  invalid: ReadonlyMap<number, string>,
+  what = 'failed validation',
+): AppError {
   const errors: FieldErrors = {};
   for (const c of changes) {
     const reason = invalid.get(c.id);
@@ -414,7 +454,7 @@ function refusal(changes: readonly store.ChangeRow[], invalid: ReadonlyMap<numbe
   }
   return new AppError(
     'VALIDATION',
-    `${invalid.size} of ${changes.length} changes failed validation: nothing written (they are marked INVALID)`,
+    `${invalid.size} of ${changes.length} changes ${what}: nothing written (they are marked INVALID)`,
     { errors },
   );
 }
