@@ -9,6 +9,7 @@ import { Params, ident, qualified } from '../db/sql.ts';
 import { AppError } from '../http/errors.ts';
 import { jsonKeyLiteral } from './criteria.ts';
 import { ATTRIBUTE_TYPES, type FieldDef, type TypeDef } from './registry.ts';
+import { filterIdOf, metaNameText } from './top-equality.ts';
 import type { FieldType } from './types.ts';
 
 export interface TypeContext {
@@ -99,6 +100,8 @@ export async function loadTypeContext(
   owner: ContextOwner,
   type: TypeDef,
   extName?: string,
+  /** The request's criteria: the record they name by id may type the extra fields (extraFields). */
+  criteria?: unknown,
 ): Promise<TypeContext> {
   const typed =
     type.attributeMeta !== undefined && (!type.metaPerName || extName !== undefined)
@@ -114,7 +117,8 @@ export async function loadTypeContext(
     else fields.set(f.name, { ...f, type: t.type });
   }
   if (type.extraFields) {
-    for (const f of await type.extraFields(q, owner.partitionId))
+    const idOf = (field: string) => (criteria === undefined ? undefined : filterIdOf(criteria, field));
+    for (const f of await type.extraFields(q, owner.partitionId, idOf))
       if (!fields.has(f.name)) fields.set(f.name, f);
   }
   return type.metaPerName && extName !== undefined ? { type, fields, metaName: extName } : { type, fields };
@@ -304,15 +308,7 @@ export function metaNameIsId(type: TypeDef): boolean {
   return type.fields.find((f) => f.name === field)?.type === 'integer';
 }
 
-/**
- * A meta name from a value: text as it is; for an id field (condition record items name their set,
- * kept as the set id's digits in the meta's `name`) also a number, and digits normalised.
- */
-export function metaNameText(v: unknown, integer: boolean): string | undefined {
-  if (typeof v === 'number' && integer) return Number.isSafeInteger(v) ? String(v) : undefined;
-  if (typeof v !== 'string') return undefined;
-  return integer && /^\d{1,15}$/.test(v) ? String(Number(v)) : v;
-}
+export { metaNameText } from './top-equality.ts';
 
 const TYPE_CODE = /^[A-Z][A-Z0-9]*$/;
 

@@ -373,7 +373,7 @@ export async function prepareFetch(
   const extName =
     (await filterMetaName(db, principal, type, restrict, 'exactCase')) ??
     (await filterMetaName(db, principal, type, body.data, body.textMatchStyle));
-  const tc = await loadTypeContext(db, principal, type, extName);
+  const tc = await loadTypeContext(db, principal, type, extName, body.data);
   return planFetch(tc, principal, body, maxPageSize, restrict);
 }
 

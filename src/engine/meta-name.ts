@@ -9,53 +9,9 @@
 // tables, each with its own types).
 
 import type { Queryable } from '../db/db.ts';
-import { metaNameIsId, metaNameText, type ContextOwner } from './context.ts';
+import { metaNameIsId, type ContextOwner } from './context.ts';
 import type { TypeDef } from './registry.ts';
-import { isObj } from './values.ts';
-
-type NameMatch = 'equals' | 'iEquals' | 'iContains' | 'iStartsWith';
-
-interface NameCriterion {
-  readonly value: string;
-  readonly match: NameMatch;
-}
-
-const BY_STYLE: Readonly<Record<string, NameMatch>> = {
-  exact: 'iEquals',
-  exactCase: 'equals',
-  substring: 'iContains',
-  startsWith: 'iStartsWith',
-};
-
-/**
- * The criterion on the meta-name field that the filter ANDs at its top: in simple criteria (matched
- * by `textMatchStyle`, case-insensitive equality by default) or an AdvancedCriteria `equals` leaf
- * (case-sensitive), alone or in a top-level `and`. A name given by id (condition record sets,
- * `metaNameIsId`) is always an equality.
- */
-function nameCriterionOf(
-  criteria: unknown,
-  field: string,
-  integer: boolean,
-  style: string | undefined,
-): NameCriterion | undefined {
-  if (!isObj(criteria)) return undefined;
-  const simple = metaNameText(criteria[field], integer);
-  if (simple !== undefined) {
-    return { value: simple, match: integer ? 'equals' : (BY_STYLE[style ?? 'exact'] ?? 'iEquals') };
-  }
-  if (criteria.fieldName === field && criteria.operator === 'equals') {
-    const v = metaNameText(criteria.value, integer);
-    if (v !== undefined) return { value: v, match: 'equals' };
-  }
-  if (criteria.operator === 'and' && Array.isArray(criteria.criteria)) {
-    for (const c of criteria.criteria) {
-      const n = nameCriterionOf(c, field, integer, style);
-      if (n !== undefined) return n;
-    }
-  }
-  return undefined;
-}
+import { nameCriterionOf, type NameMatch } from './top-equality.ts';
 
 const MATCH_SQL: Readonly<Record<Exclude<NameMatch, 'equals'>, string>> = {
   iEquals: 'lower(name) = lower($3)',

@@ -89,21 +89,33 @@ function itemGuard(keyNumber: number) {
   };
 }
 
-/** `result.<element>` fields of the partition's grids with this key number (conflicting types: text). */
+/**
+ * `result.<element>` fields of the partition's grids with this key number (conflicting types: text);
+ * a request on one grid's items (`calculationGridId` equals it) types its elements as that grid does,
+ * whatever other grids' elements of the same name are.
+ */
 function resultFields(keyNumber: number) {
-  return async function loadResultFields(q: Queryable, partitionId: number): Promise<FieldDef[]> {
-    const r = await q.query<{ result_types: Record<string, string> }>(
-      `SELECT result_types FROM calc_grids WHERE partition_id = $1 AND key_number = $2`,
+  return async function loadResultFields(
+    q: Queryable,
+    partitionId: number,
+    idOf: (field: string) => number | undefined,
+  ): Promise<FieldDef[]> {
+    const r = await q.query<{ id: string | number; result_types: Record<string, string> }>(
+      `SELECT id, result_types FROM calc_grids WHERE partition_id = $1 AND key_number = $2`,
       [partitionId, keyNumber],
     );
+    const grid = idOf('calculationGridId');
     const types = new Map<string, FieldType>();
+    const own = new Map<string, FieldType>();
     for (const row of r.rows) {
       for (const [name, t] of Object.entries(row.result_types ?? {})) {
         if (!ELEMENT_NAME.test(name) || !isFieldType(t)) continue;
         const seen = types.get(name);
         types.set(name, seen === undefined || seen === t ? t : 'string');
+        if (Number(row.id) === grid) own.set(name, t);
       }
     }
+    for (const [name, t] of own) types.set(name, t);
     return [...types].map(([name, type]) => ({
       name: `${RESULT_PREFIX}${name}`,
       column: 'results',

@@ -269,9 +269,14 @@ export interface TypeDef {
   readonly generalFetch?: true;
   /**
    * Fields this type has in a partition beyond its declared ones (calculation grid items: one field
-   * per logic element of the partition's grids), added when the type context is loaded.
+   * per logic element of the partition's grids), added when the type context is loaded. `idOf`: the
+   * id the request's filter names at its top for a field (one grid: its own element types).
    */
-  readonly extraFields?: (q: Queryable, partitionId: number) => Promise<readonly FieldDef[]>;
+  readonly extraFields?: (
+    q: Queryable,
+    partitionId: number,
+    idOf: (field: string) => number | undefined,
+  ) => Promise<readonly FieldDef[]>;
   /**
    * Checked before a record is inserted or upserted by add/integrate (in the same transaction):
    * rules that need the database, such as the edit group of a parent record (condition record

@@ -327,6 +327,37 @@ describe('calculation grids', () => {
       400,
       -4,
     );
+    // Another 1-key grid whose ListPrice is text: across grids the field is text, but grid1's own
+    // element still types a filter, a sort and an accept filter on grid1's items.
+    okData(
+      await call('/add/F', {
+        data: {
+          uniqueName: 'GridTextPrice',
+          validAfter: '2026-01-01',
+          nature: 'CALCULATIONGRID',
+          elements: [{ elementName: 'ListPrice', expression: 'concat("p", product.sku)' }],
+        },
+      }),
+    );
+    const [textGrid] = okData(
+      await call('/calculationgridmanager.addgrid', {
+        data: { label: 'text prices', formulaName: 'GridTextPrice', productFilter: groupA },
+      }),
+    );
+    assert.equal(textGrid.keyNumber, 1);
+    const again = await items('CGI1', grid1.id, {
+      data: byGrid(grid1.id, [{ fieldName: 'result.ListPrice', operator: 'lessThan', value: 100 }]),
+      sortBy: '-result.ListPrice',
+    });
+    assert.deepEqual(
+      again.map((r: any) => r.key1),
+      ['G-02', 'G-01'],
+    );
+    assert.deepEqual(
+      (await items('CGI1', grid1.id, { sortBy: ['-result.ListPrice'] })).map((r: any) => r.key1),
+      ['G-03', 'G-02', 'G-01'],
+    );
+    okData(await call('/delete/CG', { data: { typedId: textGrid.typedId } }));
   });
 
   test('an override survives a recalculation; dependent elements are recomputed', async () => {

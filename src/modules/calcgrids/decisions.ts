@@ -62,7 +62,10 @@ async function selectItems(
     }
     return ids;
   }
-  const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number));
+  // Within this grid: its results typed as its own elements are.
+  const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number), undefined, {
+    calculationGridId: grid.id,
+  });
   const params = new Params();
   let where: string;
   try {
