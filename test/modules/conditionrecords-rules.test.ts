@@ -587,11 +587,25 @@ describe('condition records: rules on every path', () => {
     );
   });
 
-  test('NUL: a look-up key is a -4 naming it, a load row naming a set with NUL a row error', async () => {
+  test('NUL or a lone surrogate: a look-up key is a -4 naming it, a load row naming a set with NUL a row error', async () => {
     const s = await newSet();
     expectError(
       await call(`/conditionrecordset.lookup/${s.name}`, {
         data: { keys: [['A'], ['B\u0000']], date: '2026-01-01' },
+      }),
+      400,
+      -4,
+      'keys.1.0',
+    );
+    // A lone surrogate likewise: no stored key holds one (it found the item of "s\uFFFDx").
+    okData(
+      await call('/add/CRCI1', {
+        data: { conditionRecordSetId: s.id, key1: 's\ufffdx', validFrom: '2026-01-01', conditionValue: 1 },
+      }),
+    );
+    expectError(
+      await call(`/conditionrecordset.lookup/${s.name}`, {
+        data: { keys: [['s\ufffdx'], ['s\ud800x']], date: '2026-04-01' },
       }),
       400,
       -4,

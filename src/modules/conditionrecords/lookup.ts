@@ -19,7 +19,7 @@
 import { hash } from 'node:crypto';
 import type { Db, Queryable } from '../../db/db.ts';
 import { validationError, notFound } from '../../http/errors.ts';
-import { coerceValue } from '../../engine/values.ts';
+import { coerceValue, unstorableText } from '../../engine/values.ts';
 import { prepared, preparedShape } from '../../db/prepared.ts';
 import { MAX_KEY_SIZE } from '../../engine/registry-condrec.ts';
 import type { JsonWrite } from '../../engine/record-json.ts';
@@ -214,8 +214,10 @@ function checkedRequest(
     }
     t.forEach((v: unknown, k) => {
       if (typeof v !== 'string') throw validationError(`keys.${i}.${k}`, 'must be text');
-      // No stored key holds NUL (checkValue refuses it), and the database cannot take it as text.
-      if (v.includes('\u0000')) throw validationError(`keys.${i}.${k}`, 'must not contain NUL');
+      // No stored key holds NUL or an unpaired surrogate (checkValue refuses them): the database
+      // cannot take NUL as text, and the driver sent a lone surrogate as U+FFFD, finding another key.
+      const unstorable = unstorableText(v);
+      if (unstorable !== undefined) throw validationError(`keys.${i}.${k}`, unstorable);
     });
   });
   return { day, sigs: tuples.map(conditionKeySig) };
