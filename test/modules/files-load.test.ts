@@ -259,6 +259,30 @@ describe('file loads', () => {
     assertError(await load('P', 'sku\nx\n', {}, '', viewer), 403, -3);
     assertError(await send(h, '/loaddata.file/P', { body: form({ detectJoinFields: 'true' }) }), 400, -4);
     assertError(await load('P', 'nosuchfield\nx\n'), 400, -4);
+    // One file, in fileName (or file): a second file part, or a file in another field, is named and
+    // nothing is loaded.
+    const files = (...parts: [string, string, string][]) => {
+      const f = new FormData();
+      for (const [field, name, data] of parts) f.append(field, new Blob([data]), name);
+      return send(h, '/loaddata.file/P', { body: f });
+    };
+    const sku = uniqueName('TWO');
+    for (const [r, field] of [
+      [
+        await files(['fileName', 'a.csv', `sku\n${sku}-A\n`], ['fileName', 'b.csv', `sku\n${sku}-B\n`]),
+        'fileName',
+      ],
+      [await files(['fileName', 'a.csv', `sku\n${sku}-A\n`], ['other', 'b.csv', `sku\n${sku}-B\n`]), 'other'],
+      [await files(['other', 'b.csv', `sku\n${sku}-B\n`], ['fileName', 'a.csv', `sku\n${sku}-A\n`]), 'other'],
+    ] as const) {
+      assertError(r, 400, -4);
+      assert.ok(r.body.response.errors[field], JSON.stringify(r.body));
+    }
+    const loaded = await h.db.query(`SELECT 1 FROM products WHERE partition_id = $1 AND sku LIKE $2`, [
+      h.partitionId,
+      `${sku}%`,
+    ]);
+    assert.equal(loaded.rows.length, 0);
     const anon = await fetch(`${h.url}${h.config.basePath}/${h.partition}/loaddata.file/P`, {
       method: 'POST',
       body: form({}, { field: 'fileName', name: 'x.csv', data: 'sku\nx\n' }),

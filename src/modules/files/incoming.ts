@@ -87,14 +87,16 @@ export interface MultipartResult<T> {
 
 /**
  * Reads a multipart body: text fields are collected; the first file part named one of
- * `fileFields` goes to `onFile` as it arrives (other file parts are discarded). Fields sent after
- * the file are still read, so `onFile` must not depend on them.
+ * `fileFields` goes to `onFile` as it arrives. Other file parts are discarded, or with
+ * `refuseOthers` a -4 naming their field (a caller that undoes `onFile`'s work when it throws).
+ * Fields sent after the file are still read, so `onFile` must not depend on them.
  */
 export async function readMultipart<T>(
   req: FastifyRequest,
   fileFields: readonly string[],
   maxBytes: number,
   onFile: (file: IncomingFile) => Promise<T>,
+  refuseOthers = false,
 ): Promise<MultipartResult<T>> {
   refuseLongBoundary(req.headers['content-type']);
   const fields: Record<string, string> = {};
@@ -110,7 +112,13 @@ export async function readMultipart<T>(
       }
       if (seen || !fileFields.includes(part.fieldname)) {
         part.file.resume();
-        continue;
+        if (!refuseOthers) continue;
+        throw validationError(
+          part.fieldname,
+          seen
+            ? 'one file per request: a second file part was sent'
+            : `not a file field of this request (send the file as ${fileFields[0]})`,
+        );
       }
       seen = true;
       // A content type is printable ASCII (RFC 9110): one with NUL was refused by the database only.

@@ -303,13 +303,19 @@ function fileLoadRoutes(app: FastifyInstance, blobs: BlobStore): void {
       // Alive while its bytes arrive: maintenance takes a record silent for twice the synchronous
       // time-out for one whose process died (an upload slower than that lost its file meanwhile).
       const beat = uploadHeartbeat(app.db, status, (cfg.syncTimeoutSeconds * 1000) / 2);
-      const { fields } = await readMultipart(req, ['fileName', 'file'], cfg.maxUploadBytes, async (file) => {
-        const size = await blobs.write(principal.partitionId, key, beating(file.stream, beat), {
-          maxBytes: cfg.maxUploadBytes,
-        });
-        await setStatusFile(app.db, status, file.fileName, size);
-        return size;
-      });
+      const { fields } = await readMultipart(
+        req,
+        ['fileName', 'file'],
+        cfg.maxUploadBytes,
+        async (file) => {
+          const size = await blobs.write(principal.partitionId, key, beating(file.stream, beat), {
+            maxBytes: cfg.maxUploadBytes,
+          });
+          await setStatusFile(app.db, status, file.fileName, size);
+          return size;
+        },
+        true,
+      );
       const options = loadOptionsOf(fields, query);
       // The whole permission (syncOnTargetTable needs more), before anything is queued or loaded.
       requireFileLoadAccess(principal, type, options.syncOnTargetTable);
