@@ -705,6 +705,32 @@ describe('workflows', () => {
         /^the condition of workflow definition prio-text: must be true\/false, gave text \(correct the workflow definition\)$/,
       );
       assertOk(await call(builder, '/delete/WFD', { data: { typedId: textual.typedId } }));
+      // A watcher the step names that is unknown (a user or a group) fails the submit alike.
+      for (const [watchers, field, message] of [
+        [{ watcherUsers: ['ghostwatcher'] }, 'watcherUsers', /unknown or deactivated user\(s\) ghostwatcher/],
+        [{ watcherGroups: ['nogroup'] }, 'watcherGroups', /unknown group\(s\) nogroup/],
+      ] as const) {
+        const [watched] = assertOk(
+          await call(builder, '/add/WFD', {
+            data: {
+              uniqueName: `prio-watch-${field}`,
+              approvableType: 'TPRIO',
+              priority: -2,
+              steps: [{ approverUsers: ['ann'], ...watchers }],
+            },
+          }),
+        );
+        const docId = await newDoc(10, 'TPRIO');
+        const r = await submitP(docId);
+        assertError(r, 400, -4);
+        assert.match(r.body.response.errors[`steps[0].${field}`]?.errorMessage ?? '', message, r.text);
+        const started = await h.db.query(
+          'SELECT 1 FROM workflows WHERE partition_id = $1 AND code = $2 AND approvable_id = $3',
+          [h.partitionId, 'TPRIO', docId],
+        );
+        assert.equal(started.rows.length, 0);
+        assertOk(await call(builder, '/delete/WFD', { data: { typedId: watched.typedId } }));
+      }
       assertOk(await act(sub, 'withdraw', big));
       assertOk(await act(sub, 'withdraw', small));
     });

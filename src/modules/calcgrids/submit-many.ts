@@ -16,7 +16,7 @@ import { AppError, validationError } from '../../http/errors.ts';
 import { notifyEach, type NotificationInput } from '../notifications/service.ts';
 import { parseSteps, type StepDef } from '../workflows/definitions.ts';
 import { definitionApplies, stepHolds } from '../workflows/inputs.ts';
-import { activeDelegates, definitionsFor, resolveUsers } from '../workflows/store.ts';
+import { activeDelegates, definitionsFor, stepUsers } from '../workflows/store.ts';
 import { APPROVABLE_CODE, lockDocuments, setItemStates, type ItemDocument } from './approval.ts';
 
 const LABEL = 'Calculation grid item';
@@ -46,23 +46,12 @@ function stepsOf(d: Definition): StepDef[] {
 }
 
 async function peopleOf(q: Queryable, pid: number, step: StepDef, n: number): Promise<StepPeople> {
-  const approvers = await resolveUsers(q, pid, step.approverUsers, step.approverGroups);
   const at = `steps[${n - 1}]`;
-  if (approvers.unknownUsers.length > 0)
-    throw validationError(
-      `${at}.approverUsers`,
-      `unknown or deactivated user(s) ${approvers.unknownUsers.join(', ')}`,
-    );
-  if (approvers.unknownGroups.length > 0)
-    throw validationError(`${at}.approverGroups`, `unknown group(s) ${approvers.unknownGroups.join(', ')}`);
-  if (approvers.ids.length === 0)
+  const approvers = await stepUsers(q, pid, at, 'approver', step.approverUsers, step.approverGroups);
+  if (approvers.length === 0)
     throw validationError(`${at}.approverGroups`, `step ${n} has no active approver`);
-  const watchers = await resolveUsers(q, pid, step.watcherUsers, step.watcherGroups);
-  return {
-    approvers: approvers.ids,
-    watchers: watchers.ids,
-    delegates: await activeDelegates(q, pid, approvers.ids),
-  };
+  const watchers = await stepUsers(q, pid, at, 'watcher', step.watcherUsers, step.watcherGroups);
+  return { approvers, watchers, delegates: await activeDelegates(q, pid, approvers) };
 }
 
 /** Locks the items and refuses (409) an approved or pending one, as submitApprovable does. */

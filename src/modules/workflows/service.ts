@@ -39,7 +39,7 @@ import {
   insertWorkflow,
   lockWorkflow,
   pendingWorkflowOf,
-  resolveUsers,
+  stepUsers,
   setStepStatus,
   setWorkflowState,
   stepOf,
@@ -146,29 +146,20 @@ async function startStep(q: Queryable, run: Run, from: number): Promise<number |
       await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'SKIPPED', userId: null });
       continue;
     }
-    const approvers = await resolveUsers(q, pid, step.approverUsers, step.approverGroups);
     const at = `steps[${n - 1}]`;
-    if (approvers.unknownUsers.length > 0) {
-      throw validationError(
-        `${at}.approverUsers`,
-        `unknown or deactivated user(s) ${approvers.unknownUsers.join(', ')}`,
-      );
-    }
-    if (approvers.unknownGroups.length > 0) {
-      throw validationError(`${at}.approverGroups`, `unknown group(s) ${approvers.unknownGroups.join(', ')}`);
-    }
-    if (approvers.ids.length === 0) {
+    const approvers = await stepUsers(q, pid, at, 'approver', step.approverUsers, step.approverGroups);
+    if (approvers.length === 0) {
       throw validationError(`${at}.approverGroups`, `step ${n} has no active approver`);
     }
-    const watchers = await resolveUsers(q, pid, step.watcherUsers, step.watcherGroups);
-    await insertAssignees(q, pid, run.wf.id, n, 'APPROVER', approvers.ids);
-    await insertAssignees(q, pid, run.wf.id, n, 'WATCHER', watchers.ids);
+    const watchers = await stepUsers(q, pid, at, 'watcher', step.watcherUsers, step.watcherGroups);
+    await insertAssignees(q, pid, run.wf.id, n, 'APPROVER', approvers);
+    await insertAssignees(q, pid, run.wf.id, n, 'WATCHER', watchers);
     await setStepStatus(q, pid, run.wf.id, { from: n }, 'ACTIVE');
     await addEvent(q, pid, run.wf.id, { stepNo: n, action: 'STEP_STARTED', userId: null });
     await state(q, run.actor, run.wf.id, { status: 'SUBMITTED', currentStep: n });
-    const delegates = await activeDelegates(q, pid, approvers.ids);
-    await notify(q, run, [...approvers.ids, ...delegates], 'Approval required', 'INFO');
-    await notify(q, run, watchers.ids, `Step ${step.name ?? n} reached`, 'INFO');
+    const delegates = await activeDelegates(q, pid, approvers);
+    await notify(q, run, [...approvers, ...delegates], 'Approval required', 'INFO');
+    await notify(q, run, watchers, `Step ${step.name ?? n} reached`, 'INFO');
     return n;
   }
 }

@@ -3,6 +3,7 @@
 // the sets of workflows a user takes part in or must decide. Every statement is scoped by partition.
 
 import type { Queryable } from '../../db/db.ts';
+import { validationError } from '../../http/errors.ts';
 import type { HistoryEntry } from '../../engine/history.ts';
 import type { StepDef } from './definitions.ts';
 import type { WorkflowStatus } from './approvables.ts';
@@ -186,6 +187,30 @@ export async function resolveUsers(
     unknownUsers: logins.filter((l) => !found.has(l.toLowerCase())),
     unknownGroups: groups.filter((n) => !knownGroups.has(n)),
   };
+}
+
+/**
+ * The active users a step names as approvers or watchers (by login and by group): an unknown or
+ * deactivated user, or an unknown group, is a -4 naming the step's field — a watcher too, whom the
+ * submit would otherwise leave uninformed without a word.
+ */
+export async function stepUsers(
+  q: Queryable,
+  pid: number,
+  at: string,
+  role: 'approver' | 'watcher',
+  users: readonly string[],
+  groups: readonly string[],
+): Promise<number[]> {
+  const r = await resolveUsers(q, pid, users, groups);
+  if (r.unknownUsers.length > 0)
+    throw validationError(
+      `${at}.${role}Users`,
+      `unknown or deactivated user(s) ${r.unknownUsers.join(', ')}`,
+    );
+  if (r.unknownGroups.length > 0)
+    throw validationError(`${at}.${role}Groups`, `unknown group(s) ${r.unknownGroups.join(', ')}`);
+  return r.ids;
 }
 
 export async function insertAssignees(
