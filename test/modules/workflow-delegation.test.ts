@@ -92,6 +92,11 @@ describe('workflow delegation', () => {
     const refused = await call(ann, 'delete', { data: { typedId: d.typedId } });
     assertError(refused, 400, -4);
     assert.match(refused.body.response.data, /ACTIVATED cannot be deleted/);
+    assert.ok(refused.body.response.errors.typedId, JSON.stringify(refused.body));
+    // Named by id, the refusal names id.
+    const byId = await call(ann, 'delete', { data: { id: d.id } });
+    assertError(byId, 400, -4);
+    assert.deepEqual(Object.keys(byId.body.response.errors), ['id']);
     // bob (the delegate) cannot end it; the delegator can.
     assertError(await call(bob, 'enddate', { data: { typedId: d.typedId } }), 403, -3);
     // An end-date changes the end and the note only: another date is refused, naming it, and nothing ends.
@@ -107,6 +112,9 @@ describe('workflow delegation', () => {
     assert.ok(ended.endedAt);
     assert.equal(ended.version, d.version + 1);
     assertError(await call(ann, 'enddate', { data: { typedId: d.typedId } }), 400, -4);
+    const again = await call(ann, 'enddate', { data: { id: ended.id } });
+    assertError(again, 400, -4);
+    assert.deepEqual(Object.keys(again.body.response.errors), ['id']);
     assertError(await call(ann, 'delete', { data: { id: ended.id } }), 400, -4);
     // Record history, in the same transactions: the add, then the end.
     const hist = await h.db.query<{ action: string; changed_fields: string[]; actor_login: string }>(

@@ -342,7 +342,7 @@ export async function deleteDelegation(db: Db, principal: Principal, body: Targe
     if (d.status !== 'INITIALIZED') {
       const instead = d.status === 'ACTIVATED' ? ' (use enddate)' : ': it has ended';
       throw validationError(
-        'typedId',
+        idOf(body.data).field, // the field that named it
         `a delegation that is ${d.status as string} cannot be deleted${instead}`,
       );
     }
@@ -363,7 +363,7 @@ export async function endDelegation(db: Db, principal: Principal, body: TargetBo
     const d = await lockForChange(q, principal, body);
     if (d.status !== 'ACTIVATED') {
       throw validationError(
-        'typedId',
+        idOf(body.data).field, // the field that named it
         `only an ACTIVATED delegation can be end-dated; this one is ${d.status as string}`,
       );
     }
