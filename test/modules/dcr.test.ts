@@ -677,6 +677,28 @@ describe('data change requests', () => {
     assert.equal((await productBySku('C-3')).label, 'three');
   });
 
+  test('on a FAILED DCR, an ADD item whose key was taken since cannot be proposed again (409 naming the key)', async () => {
+    const dcr = await newDcr();
+    const [item] = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, { data: { changeType: 'ADD', sku: 'WF-1', label: 'w1' } }),
+    );
+    await product('WF-1', { label: 'direct' });
+    expectError(await call(`/dcrmanager.submit/${dcr.id}`), 409, -1);
+    const [failed] = okData(await call('/fetch/DCR', { data: { uniqueName: dcr.uniqueName } }));
+    assert.equal(failed.status, 'FAILED');
+    for (const data of [{ typedId: item.typedId, label: 'again' }, { typedId: item.typedId }]) {
+      expectError(await call(`/dcrmanager.update/${dcr.id}`, { data }), 409, -1, 'sku');
+    }
+    const [kept] = okData(await call(`/dcrmanager.fetch/${dcr.id}`, {}));
+    assert.deepEqual([kept.values.label, kept.version], ['w1', item.version]);
+    // Its key free again, the item is proposed again.
+    const w1 = await productBySku('WF-1');
+    okData(await call('/delete/P', { data: { typedId: w1.typedId } }));
+    okData(await call(`/dcrmanager.update/${dcr.id}`, { data: { typedId: item.typedId, label: 'again' } }));
+    assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
+    assert.equal((await productBySku('WF-1')).label, 'again');
+  });
+
   test('an update of a DRAFT item keeps the version it was proposed on', async () => {
     await product('K-1', { label: 'one' });
     const dcr = await newDcr();

@@ -723,7 +723,11 @@ describe('workflows', () => {
         const docId = await newDoc(10, 'TPRIO');
         const r = await submitP(docId);
         assertError(r, 400, -4);
-        assert.match(r.body.response.errors[`steps[0].${field}`]?.errorMessage ?? '', message, r.text);
+        assert.match(
+          r.body.response.errors[`steps[0].${field}`]?.errorMessage ?? '',
+          message,
+          JSON.stringify(r.body),
+        );
         const started = await h.db.query(
           'SELECT 1 FROM workflows WHERE partition_id = $1 AND code = $2 AND approvable_id = $3',
           [h.partitionId, 'TPRIO', docId],

@@ -435,6 +435,24 @@ export async function updateItems(
           { field: prefix + 'typedId' },
         );
       }
+      // An ADD whose key was taken since (what failed the DCR) cannot be proposed again: the 409 a
+      // new ADD of it gets, naming the key field.
+      if (s.dcr.status === 'FAILED' && item.change_type === 'ADD') {
+        const keyJson = JSON.stringify(item.target_key);
+        const taken = await findTargets(
+          tx,
+          principal,
+          s.tc,
+          { ids: [], keys: [item.target_key] },
+          false,
+          true,
+        );
+        if (taken.byKey.has(keyJson)) {
+          throw new AppError('CONFLICT', `${s.type.label} ${keyJson} already exists: delete the item`, {
+            field: prefix + keyFieldsOf(s.type, key).at(-1)!,
+          });
+        }
+      }
       const original = rebased?.original ?? item.original;
       checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed, rebased);
