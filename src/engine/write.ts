@@ -87,7 +87,9 @@ async function guardInsert(q: Queryable, principal: Principal, type: TypeDef, da
  * (`2.attribute1`), also when the database refused the write (an overlap of condition record items:
  * `1.validFrom`, named once the error is answered). A record added by an earlier element is not
  * stored once the batch fails (it is rolled back): an error naming it (`item 25.CRCI`) names that
- * element instead. `added` tells of a written record whether this element created it.
+ * element instead; one an earlier element changed is named as that element leaves it (the values the
+ * error quotes were never stored either). `added` tells of a written record whether this element
+ * created it.
  */
 async function eachElement<T extends Obj>(
   type: TypeDef,
@@ -97,17 +99,20 @@ async function eachElement<T extends Obj>(
 ): Promise<Row[]> {
   const out: Row[] = [];
   const created = new Map<string, number>();
+  const changed = new Map<string, number>();
   const codes = [...new Set([type.code, type.historyCode ?? type.code])].join('|');
   const named = new RegExp(`\\b(?:item )?(\\d+)\\.(?:${codes})\\b`, 'g');
   const rename = (text: string) =>
     text.replace(named, (whole, id: string) => {
       const j = created.get(id);
-      return j === undefined ? whole : `element ${j} of this request`;
+      if (j !== undefined) return `element ${j} of this request`;
+      const k = changed.get(id);
+      return k === undefined ? whole : `${whole} as element ${k} of this request leaves it`;
     });
   for (const [i, item] of items.entries()) {
     const prefix = items.length > 1 ? `${i}.` : '';
     const name = (e: AppError): AppError =>
-      prefix === '' && created.size === 0 ? e : elementError(prefix, e, rename);
+      prefix === '' && created.size === 0 && changed.size === 0 ? e : elementError(prefix, e, rename);
     let row: Row;
     try {
       row = await one(item);
@@ -116,7 +121,9 @@ async function eachElement<T extends Obj>(
       markElement(err, name);
       throw err;
     }
-    if (added(row)) created.set(String(row.id), i);
+    const id = String(row.id);
+    if (added(row)) created.set(id, i);
+    else if (!created.has(id)) changed.set(id, i);
     out.push(row);
   }
   return out;

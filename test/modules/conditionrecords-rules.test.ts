@@ -271,6 +271,20 @@ describe('condition records: rules on every path', () => {
       r.body.response.errors['1.validFrom'].errorMessage,
       new RegExp(`overlaps item ${b.id}\\.CRCI`),
     );
+    // An item an earlier element changed: its validity as that element leaves it (never stored).
+    r = await call('/update/CRCI', [
+      { data: { typedId: `${b.id}.CRCI`, validTo: '2026-12-31' } },
+      { data: { typedId: `${old.id}.CRCI`, validTo: '2026-09-15' } },
+    ]);
+    expectError(r, 400, -4, '1.validFrom');
+    assert.match(
+      r.body.response.errors['1.validFrom'].errorMessage,
+      new RegExp(
+        `overlaps item ${b.id}\\.CRCI as element 0 of this request leaves it \\(valid 2026-07-01\\.\\.2026-12-31\\)`,
+      ),
+    );
+    const [stillB] = okData(await call(`/fetch/CRCI/${b.id}`));
+    assert.equal(stillB.validTo, '2026-07-31');
   });
 
   test('a key past the size of the set given as "" is no key: stored NULL, found, and in the way of overlaps, by every write', async () => {
