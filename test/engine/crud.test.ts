@@ -74,7 +74,20 @@ describe('generic operations on products', () => {
     assert.deepEqual(byId, p);
     assert.deepEqual(okData(await api(`/fetch/P/${p.typedId}`))[0], p);
     expectError(await api('/fetch/P/999999999'), 404, -1);
-    expectError(await api(`/fetch/P/${p.id}.C`), 400, -4, 'id');
+    // Not a typedId of P: a sku that looks like one of another type (none here, then one).
+    expectError(await api(`/fetch/P/${p.id}.C`), 404, -1, 'id');
+    const [odd] = okData(await api('/add/P', { data: { sku: `${p.id}.C`, label: 'odd sku' } }));
+    assert.equal(okData(await api(`/fetch/P/${p.id}.C`))[0].id, odd.id);
+    const [decimalLike] = okData(await api('/add/P', { data: { sku: '2.5', label: 'odd sku' } }));
+    assert.equal(okData(await api('/fetch/P/2.5'))[0].id, decimalLike.id);
+    // A typedId of P stays one.
+    assert.equal(okData(await api(`/fetch/P/${odd.id}.P`))[0].sku, `${p.id}.C`);
+    okData(
+      await api('/delete/P', [
+        { data: { typedId: odd.typedId } },
+        { data: { typedId: decimalLike.typedId } },
+      ]),
+    );
     // Server fields in a written record are not written (an echo of the fetched record works), but
     // one of the wrong type is a -4 naming it, as for any field.
     const echo = { ...byId };

@@ -138,9 +138,11 @@ describe('general bodies', () => {
     const [c] = okData(await api('/add/C', { data: { customerId: 'CUST-K', name: 'k' } }));
     assert.equal(okData(await api('/fetch/C/CUST-K'))[0].id, c.id);
     expectError(await api('/fetch/P/NO-SUCH-SKU'), 404, -1);
-    // Digits are an id, a typedId of another type is refused; a type of two keys takes ids only.
+    // Digits are an id; what looks like a typedId of another type is a key where the type has a
+    // text key (`1.C` may be a sku), else refused; a type of two keys takes ids only.
     expectError(await api('/fetch/P/999999999'), 404, -1);
-    expectError(await api('/fetch/P/1.C'), 400, -4, 'id');
+    expectError(await api('/fetch/P/1.C'), 404, -1, 'id');
+    expectError(await api('/fetch/F/1.C'), 400, -4, 'id');
     expectError(await api('/fetch/F/abc'), 400, -4, 'id');
     // asOf reads one record as it stood; on a list it is refused, not ignored.
     expectError(await api('/fetch/P?asOf=2026-01-01T00:00:00Z', {}), 400, -4, 'asOf');
