@@ -7,8 +7,8 @@
 import { can, type Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
-import { notFound, validationError } from '../http/errors.ts';
-import { loadTypeContext, metaNameIsId, metaNameText, rowScope, selectList, toRecord } from './context.ts';
+import { notFound } from '../http/errors.ts';
+import { loadTypeContext, rowScope } from './context.ts';
 import { hasAccess, requireAccess } from './access-check.ts';
 import { pathAddress, selectOne } from './addressing.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from './fetch.ts';
@@ -17,7 +17,6 @@ import { isLookupValueCode } from './registry-dcr.ts';
 import { HISTORY_TYPE, changedFieldsSql } from './registry-history.ts';
 import { allTypes, findType } from './registry.ts';
 import type { TypeDef } from './types.ts';
-import { coerceValue } from './values.ts';
 
 type Row = Record<string, unknown>;
 
@@ -45,7 +44,7 @@ export function historyCodesOf(type: TypeDef): string[] {
  * may not see is answered as one that does not exist (not a different error: that would tell a
  * user-group-hidden record from a missing one).
  */
-async function currentRecord(
+export async function currentRecord(
   q: Queryable,
   principal: Principal,
   type: TypeDef,
@@ -148,7 +147,7 @@ async function hasVisibleHistory(
  * business key of a type keyed by one text field): by key, the stored record (soft-deleted too), else
  * the record its history last names by that key (a hard-deleted one). An unknown key is a 404.
  */
-async function pathRecordId(
+export async function pathRecordId(
   q: Queryable,
   principal: Principal,
   type: TypeDef,
@@ -248,6 +247,7 @@ async function present(q: Queryable, principal: Principal, rows: Row[]): Promise
     );
   });
   const after = await valuesAfter(q, principal, rebuild);
+  const hiddenBefore = principal.admin ? new Set<Row>() : await hiddenBeforeOf(q, principal, rows);
   for (const rec of rows) {
     if (rec.changes === undefined) continue;
     const stored = storedOf(rec.changes);
@@ -258,11 +258,42 @@ async function present(q: Queryable, principal: Principal, rows: Row[]): Promise
     const changes = presentChanges(fields, values === undefined ? stored : { ...stored, new: values });
     // The change that brought the record into the caller's sight: what it held before, while hidden
     // from them, is not told (its own rows are hidden, and so is that state as of then).
+    // So is one whose record's previous history row is hidden from them: a row moved away from a
+    // hidden product or seller (its previous row carries that parent's view group).
     const group = changes.userGroupViewDetails?.old;
-    if (!principal.admin && typeof group === 'string' && group !== '' && !principal.groups.includes(group))
-      for (const change of Object.values(changes)) change.old = null;
+    const ownGroupHid =
+      !principal.admin && typeof group === 'string' && group !== '' && !principal.groups.includes(group);
+    if (ownGroupHid || hiddenBefore.has(rec)) for (const change of Object.values(changes)) change.old = null;
     rec.changes = changes;
   }
+}
+
+/**
+ * The rows whose record's previous history row carries a view group the caller is not in: the state
+ * each of them changed was hidden from the caller. One query for the page.
+ */
+async function hiddenBeforeOf(q: Queryable, principal: Principal, rows: readonly Row[]): Promise<Set<Row>> {
+  const listed = rows.filter(
+    (r) => typeof r.id === 'number' && typeof r.recordId === 'number' && typeof r.typeCode === 'string',
+  );
+  if (listed.length === 0) return new Set();
+  const r = await q.query<{ id: string | number }>(
+    `SELECT x.id FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS x(id, code, record_id)
+       CROSS JOIN LATERAL (
+         SELECT nullif(h.user_group_view_details, '') AS g FROM record_history h
+          WHERE h.partition_id = $1 AND h.type_code = x.code AND h.record_id = x.record_id AND h.id < x.id
+          ORDER BY h.id DESC LIMIT 1) p
+      WHERE p.g IS NOT NULL AND NOT (p.g = ANY($5::text[]))`,
+    [
+      principal.partitionId,
+      listed.map((x) => x.id),
+      listed.map((x) => x.typeCode),
+      listed.map((x) => x.recordId),
+      principal.groups,
+    ],
+  );
+  const hidden = new Set(r.rows.map((x) => Number(x.id)));
+  return new Set(listed.filter((x) => hidden.has(x.id as number)));
 }
 
 /**
@@ -346,113 +377,4 @@ export async function fetchHistory(
   return presentedFetch(q, principal, body, (b) =>
     fetchRecords(q, principal, HISTORY_TYPE, b, maxPageSize, restrict),
   );
-}
-
-interface Entry {
-  action: 'ADD' | 'UPDATE' | 'DELETE' | 'RESTORE';
-  fields: string[];
-  changes: { old?: Record<string, unknown>; new?: Record<string, unknown> };
-  version: number | null;
-  user: number | null;
-  at: string;
-  later: boolean;
-}
-
-/**
- * `/fetch/{TC}/{id}?asOf=<date-time>`: the record as it stood at `asOf`. Starting from the stored
- * row (or, for a hard-deleted record, nothing), every change after `asOf` is undone newest first:
- * an UPDATE or RESTORE gives back the old values, a DELETE the last values, an ADD means the record
- * did not exist yet. Not found when the record did not exist (or was deleted) at that moment.
- */
-export async function fetchOneAsOf(
-  q: Queryable,
-  principal: Principal,
-  type: TypeDef,
-  idText: string,
-  asOfText: string,
-): Promise<Row> {
-  requireAccess(principal, type.access.fetch);
-  const id = await pathRecordId(q, principal, type, idText);
-  const asOf = coerceValue('datetime', asOfText);
-  if (typeof asOf !== 'string')
-    throw validationError('asOf', `${JSON.stringify(asOfText)} is not an ISO 8601 date-time`);
-  // Hidden from the caller now or not, the record is rebuilt: what decides is whether they may see
-  // it as it stood (below) — a record hidden since was answered as never there.
-  const { row: current } = await currentRecord(q, principal, type, id);
-  // Every change of the record is undone, whoever may read its history rows (each keeps the view
-  // group of its time): skipping the ones hidden from the caller rebuilt a record that never was.
-  // Whether the caller may see the record as it stood is asked of that state, below.
-  const params = new Params();
-  const entries = await q.query<Entry>(
-    `SELECT h.action, ${changedFieldsSql('h')} AS fields, h.changes, h.record_version AS version, h.actor_user_id AS "user",
-            h.changed_at AS at, h.changed_at > ${params.add(asOf)}::timestamptz AS later
-       FROM record_history h
-      WHERE h.partition_id = ${params.add(principal.partitionId)}
-        AND h.type_code = ANY(${params.add(historyCodesOf(type))}::text[]) AND h.record_id = ${params.add(id)}
-      ORDER BY h.id DESC`,
-    params.values,
-  );
-  const column = new Map(type.fields.map((f) => [f.name, f.column]));
-  let state: Row | undefined = current;
-  let exists = current !== undefined && (type.deleteMode !== 'soft' || current.deleted_at === null);
-  let last: Entry | undefined;
-  for (const e of entries.rows) {
-    if (!e.later) {
-      last = e;
-      break;
-    }
-    if (e.action === 'ADD') {
-      exists = false;
-      continue;
-    }
-    state ??= { partition_id: principal.partitionId, id };
-    for (const [name, change] of Object.entries(presentChanges(e.fields, e.changes))) {
-      const col = column.get(name);
-      if (col !== undefined) state[col] = change.old;
-    }
-    if (e.action === 'DELETE') exists = true;
-    if (e.action === 'RESTORE') exists = false;
-  }
-  if (!exists || state === undefined) throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
-  if (last === undefined && new Date(String(state.created_at)) > new Date(asOf)) {
-    throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
-  }
-  const added = entries.rows.at(-1);
-  if (current === undefined && added?.action === 'ADD') {
-    // A hard-deleted record: its creation is its ADD entry.
-    state.created_at = added.at;
-    state.created_by = added.user;
-  }
-  // Nothing changed the record since the moment, and its last write is no later: it is the record as
-  // stored (a write that changed no value, and so left no history, still counts its version).
-  const asStored =
-    current !== undefined &&
-    entries.rows[0] === last &&
-    new Date(String(current.last_update_at)) <= new Date(asOf);
-  if (last !== undefined && !asStored) {
-    state.version = last.version;
-    state.last_update_at = last.at;
-    state.last_update_by = last.user;
-  }
-  if (type.deleteMode === 'soft') state.deleted_at = null;
-  // The state is keyed by column: the meta name is the column of `name` (or of `metaNameField`).
-  const nameColumn = type.fields.find((f) => f.name === (type.metaNameField ?? 'name'))?.column;
-  const stored = type.metaPerName && nameColumn !== undefined ? state[nameColumn] : undefined;
-  const name = metaNameText(stored, metaNameIsId(type));
-  const tc = await loadTypeContext(q, principal, type, name);
-  // Seen by the caller as it stood (its view group then, as the type's rules say): else not found.
-  const scoped = await loadTypeContext(
-    q,
-    principal,
-    isLookupValueCode(type.code) ? { ...type, fixed: undefined } : type,
-  );
-  const p = new Params();
-  const record = p.add(JSON.stringify(state));
-  const r = await q.query<Row>(
-    `SELECT ${selectList(tc, undefined, 'r')} FROM jsonb_populate_record(NULL::${ident(type.table)}, ${record}::jsonb) r
-      WHERE ${rowScope(scoped, principal, p, 'r')}`,
-    p.values,
-  );
-  if (!r.rows[0]) throw notFound(`${type.label} ${idText} at ${asOf}`, 'id');
-  return toRecord(tc, r.rows[0]);
 }

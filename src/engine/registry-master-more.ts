@@ -38,13 +38,19 @@ function referenceRule(data: Readonly<Record<string, unknown>>): FieldErrors | u
  * groups (`scopedBy`): a product hidden from a user hides its descriptions, references, extension
  * rows, ... as well.
  */
-export const BY_PRODUCT = { table: 'products', column: 'sku', parentColumn: 'sku' } as const;
+export const BY_PRODUCT = { table: 'products', column: 'sku', parentColumn: 'sku', parentCode: 'P' } as const;
 export const BY_CUSTOMER = {
   table: 'customers',
   column: 'customer_id',
   parentColumn: 'customer_id',
+  parentCode: 'C',
 } as const;
-export const BY_SELLER = { table: 'sellers', column: 'seller_id', parentColumn: 'seller_id' } as const;
+export const BY_SELLER = {
+  table: 'sellers',
+  column: 'seller_id',
+  parentColumn: 'seller_id',
+  parentCode: 'SL',
+} as const;
 
 export const TO_DO_STATUSES = ['OPEN', 'IN_PROGRESS', 'DONE', 'CANCELLED'] as const;
 

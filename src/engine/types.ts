@@ -219,6 +219,11 @@ export interface TypeDef {
      * applies only to a row whose parent is gone.
      */
     readonly currentGroups?: boolean;
+    /**
+     * The type code of the parent (`P` of a product's rows): `?asOf` answers a row only when the
+     * parent, as it stood at that moment, was visible to the caller.
+     */
+    readonly parentCode?: string;
   };
   /**
    * Records that belong to users (a notification to its recipient, a delegation to who gives or

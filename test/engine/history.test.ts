@@ -127,7 +127,8 @@ describe('record history', () => {
     );
     // A text that is no id names a product by its sku (as /fetch/P/abc does): none, a 404.
     expectError(await api('/fetch/P/abc/history'), 404, -1);
-    expectError(await api('/fetch/P/1.X/history'), 400, -4, 'id');
+    expectError(await api('/fetch/P/1.X/history'), 404, -1, 'id');
+    expectError(await api('/fetch/F/1.X/history'), 400, -4, 'id');
     expectError(await api('/fetch/NOPE/1/history'), 404, -1);
     // The general operations do not serve the history type.
     expectError(await api('/fetch/RH'), 400, -4, 'typeCode');

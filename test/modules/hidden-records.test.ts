@@ -178,4 +178,52 @@ describe('user-group-hidden records on side routes', () => {
     };
     assert.equal(await at(hidden.id), await at(none));
   });
+
+  test("a product's row read as it stood while the product was hidden: not found, though both are visible now", async () => {
+    const sku = uniqueName('asof');
+    okData(await api('/add/P', { data: { sku, label: 'x', userGroupViewDetails: group } }));
+    const [px] = okData(await api('/add/PX', { data: { name: 'Costs', sku, attribute2: 'SECRET' } }));
+    const [pdesc] = okData(await api('/add/PDESC', { data: { sku, language: 'en', label: 'SECRET desc' } }));
+    await new Promise((r) => setTimeout(r, 5));
+    const then = encodeURIComponent(new Date().toISOString());
+    await new Promise((r) => setTimeout(r, 5));
+    okData(await api('/update/PX', { data: { typedId: px.typedId, attribute2: 'public' } }));
+    okData(await api('/update/PDESC', { data: { typedId: pdesc.typedId, label: 'public desc' } }));
+    okData(await api('/update/P', { data: { sku, userGroupViewDetails: null } }));
+    for (const [code, row, field] of [
+      ['PX', px, 'attribute2'],
+      ['PDESC', pdesc, 'label'],
+    ] as const) {
+      expectError(await auditor(`/fetch/${code}/${row.id}?asOf=${then}`, {}), 404, -1);
+      assert.match(okData(await api(`/fetch/${code}/${row.id}?asOf=${then}`, {}))[0][field], /^SECRET/);
+      const now = encodeURIComponent(new Date().toISOString());
+      assert.match(okData(await auditor(`/fetch/${code}/${row.id}?asOf=${now}`, {}))[0][field], /^public/);
+    }
+  });
+
+  test("a seller's row moved away from a hidden seller: its history tells the caller nothing of the hidden state", async () => {
+    const [shown, secret] = [uniqueName('sl'), uniqueName('sl')];
+    okData(await api('/add/SL', { data: { sellerId: shown, name: 'public' } }));
+    okData(await api('/add/SL', { data: { sellerId: secret, name: 'hidden', userGroupViewDetails: group } }));
+    const [sx] = okData(
+      await api('/add/SX', {
+        data: { name: 'Quota', sellerId: secret, attribute1: '999', attribute2: 'SECRET' },
+      }),
+    );
+    okData(
+      await api('/update/SX', {
+        data: { typedId: sx.typedId, sellerId: shown, attribute2: 'public' },
+        oldValues: { version: 0 },
+      }),
+    );
+    const rows = okData(await auditor(`/fetch/SX/${sx.id}/history`, {}));
+    assert.equal(rows.length, 1, JSON.stringify(rows));
+    assert.deepEqual(rows[0].changes.sellerId, { old: null, new: shown });
+    assert.deepEqual(rows[0].changes.attribute2, { old: null, new: 'public' });
+    const global = okData(await auditor('/history.fetch', { data: { typeCode: 'SX', recordId: sx.id } }));
+    assert.ok(!JSON.stringify(global).includes('SECRET') && !JSON.stringify(global).includes(secret));
+    // Those who saw the old state see it.
+    const mine = okData(await api(`/fetch/SX/${sx.id}/history`, { sortBy: 'id' }));
+    assert.deepEqual(mine.at(-1).changes.attribute2, { old: 'SECRET', new: 'public' });
+  });
 });

@@ -23,7 +23,7 @@ import {
 } from '../../engine/crud.ts';
 import { listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
-import { fetchOneAsOf } from '../../engine/history-read.ts';
+import { fetchOneAsOf } from '../../engine/history-asof.ts';
 import { UNTAKEN_LIST_FIELDS, pageOfList } from '../../engine/paging.ts';
 import { requireType, type TypeDef } from '../../engine/registry.ts';
 import { isAttributeMeta, metaDeletedWith, queueIndexSync } from '../admin/indexes.ts';
