@@ -176,6 +176,7 @@ export async function deleteByFilter(
     );
     const tree = parseCriteria(body.data, {
       lenient,
+      field: 'data',
       ...(body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle }),
     });
     const { criteria, dropped } = resolveCriteria(tree, tc.fields, {
@@ -304,7 +305,10 @@ export async function massEdit(
         `name one ${field} (${field} equals ..., alone or in a top-level and; case-insensitively or in part only when one ${field} with attribute meta matches) to edit custom attributes of ${type.code}: its attribute meta types them`,
       );
     }
-    const style = body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle };
+    const style = {
+      field: 'filterCriteria',
+      ...(body.textMatchStyle === undefined ? {} : { textMatchStyle: body.textMatchStyle }),
+    };
     const filter = resolveCriteria(parseCriteria(body.filterCriteria, style), tc.fields, {
       typeCode: type.code,
       typedIdAliases: type.typedIdAliases,

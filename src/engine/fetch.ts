@@ -91,7 +91,10 @@ export interface CompiledFetch {
 }
 
 function resolveFilter(tc: TypeContext, data: unknown, textMatchStyle?: string): ResolvedCriteria {
-  const tree = parseCriteria(data, textMatchStyle === undefined ? {} : { textMatchStyle });
+  const tree = parseCriteria(
+    data,
+    textMatchStyle === undefined ? { field: 'data' } : { textMatchStyle, field: 'data' },
+  );
   return resolveCriteria(tree, tc.fields, {
     typeCode: tc.type.code,
     typedIdAliases: tc.type.typedIdAliases,

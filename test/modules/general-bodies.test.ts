@@ -148,6 +148,20 @@ describe('general bodies', () => {
     expectError(await api('/fetch/P?asOf=2026-01-01T00:00:00Z', {}), 400, -4, 'asOf');
   });
 
+  test('criteria that are no object are a -4 naming the field that holds them', async () => {
+    for (const data of [[], 'x', 5]) {
+      expectError(await api('/fetch/P', { data }), 400, -4, 'data');
+      expectError(await api('/delete/P/batch/forcefilter', { data }), 400, -4, 'data');
+    }
+    const edit = [{ fieldName: 'label', massEditOperator: '=', fieldValue: 'Z' }];
+    expectError(
+      await api('/massedit/P', { filterCriteria: 'x', massEditRecords: edit }),
+      400,
+      -4,
+      'filterCriteria',
+    );
+  });
+
   test('massedit takes operationType, textMatchStyle, oldValues and nulls; an unknown field is a -4 naming it', async () => {
     okData(await api('/add/P', [{ data: { sku: 'ME-Apple' } }, { data: { sku: 'ME-Pear' } }]));
     const edit = (label: string) => [{ fieldName: 'label', massEditOperator: '=', fieldValue: label }];

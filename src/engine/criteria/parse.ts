@@ -86,14 +86,19 @@ interface ParseState {
 
 export function parseCriteria(
   input: unknown,
-  opts: { readonly textMatchStyle?: string; readonly lenient?: boolean } = {},
+  opts: {
+    readonly textMatchStyle?: string;
+    readonly lenient?: boolean;
+    /** The request field that holds the criteria (`data`, `filterCriteria`), named when it is no object. */
+    readonly field?: string;
+  } = {},
 ): CriteriaTree {
   const style = opts.textMatchStyle ?? 'exact';
   if (!isTextMatchStyle(style)) {
     throw validationError('textMatchStyle', `must be one of ${TEXT_MATCH_STYLES.join(', ')}`);
   }
   if (isMissing(input)) return { strict: false, root: MATCH_ALL };
-  if (!isObj(input)) throw validationError('criteria', 'criteria must be an object');
+  if (!isObj(input)) throw validationError(opts.field ?? 'criteria', 'criteria must be an object');
   const budget: ParseState = { nodes: 0, groups: 0, lenient: opts.lenient === true };
   // Simple criteria are `{field: value}`; anything that looks like a criterion is advanced, so a
   // malformed advanced filter is reported instead of being read as fields called "operator" etc.
