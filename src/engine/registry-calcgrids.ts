@@ -9,7 +9,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
 import { qualified } from '../db/sql.ts';
-import { AppError, validationError } from '../http/errors.ts';
+import { AppError, notFound, validationError } from '../http/errors.ts';
 import { SYSTEM, text } from './registry-fields.ts';
 import type { FieldDef, FieldType, TypeDef } from './types.ts';
 
@@ -79,7 +79,7 @@ function itemGuard(keyNumber: number) {
       [principal.partitionId, id],
     );
     const grid = r.rows[0];
-    if (!grid) throw validationError('calculationGridId', `there is no calculation grid ${id}`);
+    if (!grid) throw notFound(`Calculation grid ${id}`, 'calculationGridId');
     if (grid.key_number !== keyNumber) {
       throw validationError(
         'calculationGridId',

@@ -6,7 +6,7 @@
 
 import { inUserGroup, type Principal } from '../access/access.ts';
 import type { Queryable } from '../db/db.ts';
-import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
+import { AppError, notFound, validationError, type FieldErrors } from '../http/errors.ts';
 import { SYSTEM, attributes, defaulted, key, text } from './registry-fields.ts';
 import { parseId } from './record-id.ts';
 import { coerceValue } from './values.ts';
@@ -148,7 +148,7 @@ function itemGuard(sized: number | undefined) {
     );
     const set = r.rows[0];
     if (!set || !inUserGroup(principal, set.user_group_view_details)) {
-      throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
+      throw notFound(`Condition record set ${id}`, 'conditionRecordSetId');
     }
     if (!inUserGroup(principal, set.user_group_edit)) {
       throw new AppError('FORBIDDEN', `Not allowed to change the items of condition record set ${id}`);
@@ -264,8 +264,7 @@ async function keyedItemType(
   );
   const sizes = new Set(r.rows.map((x) => x.key_size));
   const missing = ids.find((id) => !r.rows.some((x) => Number(x.id) === id));
-  if (missing !== undefined)
-    throw validationError('conditionRecordSetId', `there is no condition record set ${missing}`);
+  if (missing !== undefined) throw notFound(`Condition record set ${missing}`, 'conditionRecordSetId');
   const oneSize =
     'items addressed by their keys in one batch name sets of one key size (or write each size with CRCI<n>)';
   if (sizes.size > 1) throw validationError('conditionRecordSetId', oneSize);
@@ -431,7 +430,7 @@ async function metaSetGuard(q: Queryable, principal: Principal, data: Readonly<R
     [principal.partitionId, id],
   );
   if (r.rows.length === 0 || !inUserGroup(principal, r.rows[0]!.view)) {
-    throw validationError('conditionRecordSetId', `there is no condition record set ${id}`);
+    throw notFound(`Condition record set ${id}`, 'conditionRecordSetId');
   }
 }
 

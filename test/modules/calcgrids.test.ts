@@ -1059,8 +1059,8 @@ describe('calculation grids', () => {
     );
     expectError(
       await c('/add/CGI1', { data: { calculationGridId: grid1.id, key1: 'G-01' } }),
-      400,
-      -4,
+      404,
+      -1,
       'calculationGridId',
     );
     // Result fields of this partition's grids are unknown there.

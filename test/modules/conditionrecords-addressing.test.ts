@@ -164,8 +164,8 @@ describe('condition records: addressing items and sets', () => {
     );
     expectError(
       await call('/delete/CRCI', { data: { ...byKey, conditionRecordSetId: 999999 } }),
-      400,
-      -4,
+      404,
+      -1,
       'conditionRecordSetId',
     );
     const two = await newSet(2);

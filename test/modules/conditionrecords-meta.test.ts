@@ -72,8 +72,8 @@ describe('condition records: meta per set, open-ended items, CRCI loads', () => 
       await call('/add/CRCIAM', {
         data: { conditionRecordSetId: 987654321, fieldName: 'attribute2', fieldType: 'TEXT' },
       }),
-      400,
-      -4,
+      404,
+      -1,
       'conditionRecordSetId',
     );
     const metas = okData(await call('/fetch/CRCIAM', { data: { conditionRecordSetId: num.id } }));

@@ -456,8 +456,8 @@ describe('condition records', () => {
         { data: { conditionRecordSetId: s.id, key1: 'L', validFrom: '2026-01-01', validTo: '2026-01-31' } },
         who,
       ),
-      400,
-      -4,
+      404,
+      -1,
       'conditionRecordSetId',
     );
     expectError(
@@ -863,8 +863,8 @@ describe('condition records', () => {
         await o('/add/CRCI1', {
           data: { conditionRecordSetId: s.id, key1: 'Z', validFrom: '2026-01-01', validTo: '2026-01-31' },
         }),
-        400,
-        -4,
+        404,
+        -1,
         'conditionRecordSetId',
       );
       expectError(

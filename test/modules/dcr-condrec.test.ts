@@ -114,7 +114,7 @@ describe('data change requests on condition record items', () => {
       -1,
       'validFrom',
     );
-    expectError(await propose({ ...fresh, conditionRecordSetId: 987654 }), 400, -4, 'conditionRecordSetId');
+    expectError(await propose({ ...fresh, conditionRecordSetId: 987654 }), 404, -1, 'conditionRecordSetId');
     expectError(await propose({ typedId: '987654.CRCI2', conditionValue: 1 }), 404, -1);
     // Rules across fields, over the item as it would be: validTo before validFrom.
     expectError(await propose({ ...fresh, validTo: '2025-12-31' }), 400, -4, 'validTo');
