@@ -116,12 +116,24 @@ describe('notifications', () => {
     assert.equal(new Date(n.dueDate).toISOString(), '2030-01-02T03:04:05.000Z');
   });
 
-  test('empty text is no value: status, topic and actionType take their defaults', async () => {
+  test('empty text is no value: status, topic and actionType take their defaults, message and source none', async () => {
     assertOk(
-      await sendAs(cid, { notification: { title: 'cid empty', status: '', topic: '', actionType: '' } }),
+      await sendAs(cid, {
+        notification: { title: 'cid empty', status: '', topic: '', actionType: '', message: '', source: '' },
+      }),
     );
     const [n] = assertOk(await list(cid, { data: { title: 'cid empty' } }));
     assert.deepEqual([n.status, n.topic, n.actionType], ['INFO', 'SYSTEM_NOTIFICATION', 'INFO_MESSAGE']);
+    assert.deepEqual([n.message, n.source], [null, null]);
+    const none = {
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [
+        { fieldName: 'title', operator: 'equals', value: 'cid empty' },
+        { fieldName: 'message', operator: 'isNull' },
+      ],
+    };
+    assert.equal(assertOk(await list(cid, { data: none })).length, 1);
   });
 
   test('sending to others needs NOTIFICATION_SEND (403), even to one other user', async () => {

@@ -90,8 +90,8 @@ export function checkNotification(raw: unknown, prefix = ''): CheckedNotificatio
   }
   return {
     title,
-    message: inputText(input, 'message', prefix),
-    source: inputText(input, 'source', prefix),
+    message: inputText(input, 'message', prefix) || null,
+    source: inputText(input, 'source', prefix) || null,
     status,
     topic: inputText(input, 'topic', prefix) || 'SYSTEM_NOTIFICATION',
     actionType: inputText(input, 'actionType', prefix) || 'INFO_MESSAGE',
