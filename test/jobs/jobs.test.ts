@@ -235,6 +235,11 @@ describe('jobs', () => {
           massEditRecords: [{ fieldName: 'status', massEditOperator: '=', fieldValue: 'X' }],
         },
       ],
+      // Whatever the body: the type is refused first.
+      ['/massedit/JST', { data: { status: 'FINISHED' } }],
+      ['/update/JST', {}],
+      ['/add/JST', [1]],
+      ['/resetcolumn/JST/status', {}],
     ] as const) {
       const r = await send(h, path, { body: JSON.stringify(body), headers: json });
       assertError(r, 400, -4);

@@ -146,6 +146,11 @@ const list = { response: { 200: envelopeSchema({}, true) } };
 /** preValidation of the routes on a type code: an unknown one is a 404 before the body is checked. */
 export const knownTypeCode = requestCheck((req) => typeOf(req));
 const fetchableTypeCode = requestCheck((req) => typeOf(req, 'fetch'));
+/** Also a type the general operations never write (jobs, CRCIH, ...): its -4, whatever the body. */
+const writableTypeCode = requestCheck((req) => {
+  const w = typeOf(req).writtenBy;
+  if (w !== undefined) throw validationError('typeCode', w.message);
+});
 
 /**
  * The type of the request's path. `use`: the general fetch also serves the `managerOnly` types that
@@ -257,13 +262,15 @@ export function generalRoutes(app: FastifyInstance): void {
     if (meta !== undefined) await queueIndexSync(app.db, req.principal!, meta);
     return written(req, type, result);
   };
-  const opts = (summary: string, schema: object = {}, typeChecked: boolean | 'fetch' = true) => ({
+  const opts = (summary: string, schema: object = {}, typeChecked: boolean | 'fetch' | 'write' = true) => ({
     config: { access: AUTHENTICATED as RouteAccess },
     ...(typeChecked === 'fetch'
       ? { preValidation: fetchableTypeCode }
-      : typeChecked
-        ? { preValidation: knownTypeCode }
-        : {}),
+      : typeChecked === 'write'
+        ? { preValidation: writableTypeCode }
+        : typeChecked
+          ? { preValidation: knownTypeCode }
+          : {}),
     schema: { summary, tags: ['general'], params: typeParams, ...schema },
   });
 
@@ -315,7 +322,7 @@ export function generalRoutes(app: FastifyInstance): void {
     },
   );
 
-  app.post('/add/:typeCode', opts('Create records', { body: anyBody, ...records }), async (req) =>
+  app.post('/add/:typeCode', opts('Create records', { body: anyBody, ...records }, 'write'), async (req) =>
     ok(
       req,
       await written(
@@ -330,7 +337,7 @@ export function generalRoutes(app: FastifyInstance): void {
     const suffix = returnOld ? '/returnolddata' : '';
     app.post(
       `/update/:typeCode${suffix}`,
-      opts('Update records (version-checked)', { body: anyBody, ...records }),
+      opts('Update records (version-checked)', { body: anyBody, ...records }, 'write'),
       async (req) =>
         ok(
           req,
@@ -343,7 +350,7 @@ export function generalRoutes(app: FastifyInstance): void {
     );
     app.post(
       `/integrate/:typeCode${suffix}`,
-      opts('Upsert by typedId or business key', { body: anyBody, ...records }),
+      opts('Upsert by typedId or business key', { body: anyBody, ...records }, 'write'),
       async (req) =>
         ok(
           req,
@@ -396,10 +403,7 @@ export function generalRoutes(app: FastifyInstance): void {
 
   app.post(
     '/massedit/:typeCode',
-    opts('Change fields of all records matching a filter', {
-      body: massEditBodySchema,
-      ...records,
-    }),
+    opts('Change fields of all records matching a filter', { body: massEditBodySchema, ...records }, 'write'),
     async (req) =>
       ok(req, [
         { updatedRecords: await massEdit(app.db, req.principal!, typeOf(req), req.body as MassEditBody) },
@@ -408,11 +412,15 @@ export function generalRoutes(app: FastifyInstance): void {
 
   app.post(
     '/resetcolumn/:typeCode/:columnName',
-    opts('Remove the values of a column', {
-      params: { ...typeParams, properties: { ...typeParams.properties, columnName: { type: 'string' } } },
-      body: noArgumentsBody,
-      ...records,
-    }),
+    opts(
+      'Remove the values of a column',
+      {
+        params: { ...typeParams, properties: { ...typeParams.properties, columnName: { type: 'string' } } },
+        body: noArgumentsBody,
+        ...records,
+      },
+      'write',
+    ),
     async (req) => {
       const column = (req.params as { columnName: string }).columnName;
       return ok(req, [{ updatedRecords: await resetColumn(app.db, req.principal!, typeOf(req), column) }]);
