@@ -141,7 +141,7 @@ describe('imports: checks', () => {
     const r = await call(`/importmanager.submit/${im.id}`);
     expectError(r, 400, -4, overlap.typedId);
     assert.deepEqual(Object.keys(r.body.response.errors), [overlap.typedId], r.text);
-    assert.match(r.body.response.errors[overlap.typedId].errorMessage, /overlap/);
+    assert.match(r.body.response.errors[overlap.typedId].errorMessage, /^The range .* overlaps/);
     const [stored] = okData(await call('/fetch/IM', { data: { id: im.id } }));
     assert.equal(stored.status, 'FAILED');
     const marked = (await changes(im.id)).map((c: any) => [c.typedId, c.validationState, c.message !== null]);

@@ -202,7 +202,11 @@ async function loadChunks(
         const { valid } = check.all();
         if (valid.length === 0) throw err;
         limits.onChunkError?.(err, valid[0]!.row, valid.at(-1)!.row);
-        const message = `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
+        // One row: the database's reason is its own; of several, each is named with the chunk.
+        const message =
+          valid.length === 1
+            ? reasonOf(err)
+            : `not written: the transaction of rows ${valid[0]!.row}..${valid.at(-1)!.row} failed and was rolled back (${reasonOf(err)})`;
         return { updated: 0, inserted: 0, errors: valid.map((v) => ({ row: v.row, message })) };
       });
       const { errors: chunkErrors } = check.all();
