@@ -274,13 +274,16 @@ async function guardGroupChange(
   if (locked) {
     const refused = changedFields(old, data, LOCKED_EDITABLE, types!);
     if (refused.length > 0)
-      throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it (${refused[0]})`);
+      throw new AppError('CONFLICT', `${name} is locked: send locked: false to change it (${refused[0]})`, {
+        field: refused[0],
+      });
   }
   const changes = frozen ? changedFields(old, data, FROZEN_EDITABLE, types!) : [];
   if (changes.length > 0) {
     throw new AppError(
       'CONFLICT',
       `${name} is ${String(old.workflowStatus)}: only comments and locked can change (${changes[0]})`,
+      { field: changes[0] },
     );
   }
   await checkRebateType(q, principal, data.rebateType, 'rebateType');

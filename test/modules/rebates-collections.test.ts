@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN, ADMIN_PASSWORD, startHarness, type Harness } from '../helpers/app.ts';
-import { okData } from '../helpers/envelope.ts';
+import { expectError, okData } from '../helpers/envelope.ts';
 
 const COLLECTIONS = [
   'calculationResults',
@@ -75,5 +75,21 @@ describe('rebate record group collections', () => {
     okData(await call('/update/RRG', { data: { typedId: g.typedId, ...back } }));
     okData(await call('/integrate/RRG', [{ data: back }]));
     assert.deepEqual(collections(okData(await call(`/fetch/RRG/${g.id}`))[0]), EMPTY);
+    // A change it refuses names the field in errors (409), and in a batch the element.
+    expectError(
+      await call('/update/RRG', { data: { typedId: g.typedId, comments: 'x' } }),
+      409,
+      -1,
+      'comments',
+    );
+    expectError(
+      await call('/update/RRG', [
+        { data: { typedId: g.typedId, locked: true } },
+        { data: { typedId: g.typedId, label: 'x' } },
+      ]),
+      409,
+      -1,
+      '1.label',
+    );
   });
 });

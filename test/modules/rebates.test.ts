@@ -536,7 +536,12 @@ describe('rebate record groups', () => {
       // Approved: no second submit, no recalculation, no change but comments and locked.
       expectError(await call(`/rebaterecordgroup.submit/${c.typedId}`, {}, rebater), 409, -1);
       expectError(await calculate(c), 409, -1);
-      expectError(await call('/update/RRG', { data: { typedId: c.typedId, label: 'late' } }), 409, -1);
+      expectError(
+        await call('/update/RRG', { data: { typedId: c.typedId, label: 'late' } }),
+        409,
+        -1,
+        'label',
+      );
       const [u] = okData(await call('/update/RRG', { data: { typedId: c.typedId, comments: 'paid' } }));
       assert.equal(u.comments, 'paid');
       // By its business key too, and with the record sent back as read (server fields, unchanged
@@ -581,7 +586,7 @@ describe('rebate record groups', () => {
       assert.equal(s.approvedByName, null);
       assert.equal(s.hasWorkflowHistory, true);
       // In a running workflow: no change, no recalculation, no delete, no second submit.
-      expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }), 409, -1);
+      expectError(await call('/update/RRG', { data: { typedId: g.typedId, label: 'x' } }), 409, -1, 'label');
       expectError(await calculate(g), 409, -1);
       expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }), 409, -1);
       expectError(await call(`/rebaterecordgroup.submit/${g.typedId}`, {}, rebater), 409, -1);
