@@ -258,9 +258,11 @@ test('one record by id: the same values as the JavaScript path; unknown ids and 
   const missing = await api('/fetch/P/999999999');
   assert.equal(missing.status, 404);
   assert.equal(missing.body.response.status, -1);
-  // Not an id: a product's sku (none such: 404); of a type keyed otherwise, a -4.
+  // Not an id: a product's sku (none such: 404; `1.C` is no typedId of P, so a sku too); of a type
+  // keyed otherwise, a -4.
   assert.equal((await api('/fetch/P/not-a-sku')).status, 404);
-  assert.equal((await api('/fetch/P/1.C')).status, 400);
+  assert.equal((await api('/fetch/P/1.C')).status, 404);
+  assert.equal((await api('/fetch/F/1.C')).status, 400);
   assert.equal((await api('/fetch/F/not-an-id')).status, 400);
   // Extension rows are typed by their own table's meta: the JavaScript path answers them.
   ok(await api('/add/PX', { data: { name: 'fj_ext', sku: 'FJ-1', attribute1: 'x' } }));
