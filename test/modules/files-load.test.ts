@@ -197,6 +197,52 @@ describe('file loads', () => {
     assert.deepEqual([bad.invalidRecords, bad.deletedRecords], [1, 0]);
   });
 
+  test('syncOnTargetTable meeting a record the loader may not change deletes nothing; on UG it is refused', async () => {
+    const json = { 'content-type': 'application/json' };
+    const group = uniqueName('grp');
+    assertOk(
+      await send(h, '/add/UG', { body: JSON.stringify({ data: { uniqueName: group } }), headers: json }),
+    );
+    const locked = uniqueName('SY-EDT');
+    assertOk(
+      await send(h, '/add/P', {
+        body: JSON.stringify({ data: { sku: locked, userGroupEdit: group } }),
+        headers: json,
+      }),
+    );
+    const integ = { user: 'sync_integ', password: 'sync-integ-password-1' };
+    await h.newUser(integ.user, integ.password, ['DATAINTEGRATION']);
+    const fresh = uniqueName('SY-NEW');
+    const r = assertOk(
+      await load(
+        'P',
+        `sku,label\n${fresh},n\n`,
+        { detectJoinFields: 'true', syncOnTargetTable: 'true' },
+        '',
+        integ,
+      ),
+    )[0];
+    assert.deepEqual([r.loadedRecords, r.deletedRecords], [1, 0]);
+    assert.equal((await products(fresh)).length, 1);
+    assert.equal((await products(locked)).length, 1);
+    const [status] = assertOk(await send(h, `/uploadmanager.status/${r.uploadStatusId}`, { who: integ }));
+    assert.equal(status.status, 'FINISHED');
+    assert.match(
+      JSON.stringify(status),
+      /nothing deleted, because Not allowed to change \d+\.P \(user group\)/,
+    );
+    // User groups are deleted by accountmanager.deletegroup only: refused before anything is loaded.
+    const other = uniqueName('grp');
+    const ug = await load('UG', `uniqueName,label\n${other},x\n`, { syncOnTargetTable: 'true' });
+    assertError(ug, 400, -4);
+    assert.ok(ug.body.response.errors.syncOnTargetTable, JSON.stringify(ug.body));
+    const made = await h.db.query('SELECT 1 FROM user_groups WHERE partition_id = $1 AND unique_name = $2', [
+      h.partitionId,
+      other,
+    ]);
+    assert.equal(made.rows.length, 0);
+  });
+
   test('a CSV malformed past the first chunk loads nothing, synchronously and as a job', async () => {
     for (const path of ['/loaddata.file/P', '/loaddata.file/P/async']) {
       const p = uniqueName('m');

@@ -243,14 +243,21 @@ export async function executeFileLoad(
     } else {
       const criteria: unknown[] = [{ fieldName: 'lastUpdateDate', operator: 'lessThan', value: mark }];
       if (type.metaPerName) criteria.push({ fieldName: 'name', operator: 'inSet', value: [...names] });
-      const r = await deleteByFilter(
-        db,
-        principal,
-        type,
-        { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria } },
-        false,
-      );
-      deleted = r.count;
+      try {
+        const r = await deleteByFilter(
+          db,
+          principal,
+          type,
+          { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria } },
+          false,
+        );
+        deleted = r.count;
+      } catch (e) {
+        // The rows are loaded (their chunks committed): a delete refused whole (a record the caller
+        // may not change, a job still running) deletes nothing and is told, as refused rows are.
+        if (!(e instanceof AppError) || !['FORBIDDEN', 'CONFLICT', 'VALIDATION'].includes(e.code)) throw e;
+        message = `syncOnTargetTable: nothing deleted, because ${e.message}`;
+      }
     }
   }
   await db.query(

@@ -82,7 +82,15 @@ export function parseJoinFields(raw: string | undefined): string[] {
     .filter((s) => s !== '');
 }
 
+/** Types whose records only their own operation deletes (with what goes with them): no sync delete. */
+const DELETED_BY: Readonly<Record<string, string>> = {
+  UG: '/accountmanager.deletegroup (which removes the memberships too)',
+};
+
 export function checkFileLoadOptions(type: TypeDef, o: FileLoadOptions): void {
+  const deletedBy = DELETED_BY[type.code];
+  if (o.syncOnTargetTable && deletedBy !== undefined)
+    throw validationError('syncOnTargetTable', `${type.code} records are deleted with ${deletedBy}`);
   if (o.replaceSoftDeleted && !o.detectJoinFields && o.joinFields.length === 0) {
     throw validationError(
       'replaceSoftDeleted',
