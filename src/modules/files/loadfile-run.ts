@@ -236,22 +236,23 @@ export async function executeFileLoad(
   if (o.syncOnTargetTable) {
     if (invalid > 0) {
       message = `syncOnTargetTable: nothing deleted, because ${invalid} row(s) of the file were not loaded`;
-    } else if (lookup) {
-      deleted = await syncLookupTables(db, principal, type.code, tableIds, mark);
-    } else if (type.metaPerName && names.size === 0) {
+    } else if (!lookup && type.metaPerName && names.size === 0) {
       message = 'syncOnTargetTable: nothing deleted, because the file names no table';
     } else {
       const criteria: unknown[] = [{ fieldName: 'lastUpdateDate', operator: 'lessThan', value: mark }];
       if (type.metaPerName) criteria.push({ fieldName: 'name', operator: 'inSet', value: [...names] });
       try {
-        const r = await deleteByFilter(
-          db,
-          principal,
-          type,
-          { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria } },
-          false,
-        );
-        deleted = r.count;
+        deleted = lookup
+          ? await syncLookupTables(db, principal, type.code, tableIds, mark)
+          : (
+              await deleteByFilter(
+                db,
+                principal,
+                type,
+                { data: { _constructor: 'AdvancedCriteria', operator: 'and', criteria } },
+                false,
+              )
+            ).count;
       } catch (e) {
         // The rows are loaded (their chunks committed): a delete refused whole (a record the caller
         // may not change, a job still running) deletes nothing and is told, as refused rows are.
