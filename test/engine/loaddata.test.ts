@@ -616,6 +616,25 @@ describe('loaddata', () => {
       [res.errors[0].field, res.errors[0].message],
       ['sku', 'not allowed to change the matching Product of "ug-other" (user group)'],
     );
+    // A record hidden from him (its view group) matched by its business key: the duplicate key /add
+    // answers, not a user-group refusal that would tell him it is there and shielded.
+    await loadOk('P', {
+      header: ['sku', 'label', 'userGroupViewDetails'],
+      data: [['ug-shielded', 'secret', 'g_other']],
+    });
+    const hiddenRes = await loadOk(
+      'P',
+      { header: ['sku', 'label'], data: [['ug-shielded', 'mine now']], options: { detectJoinFields: true } },
+      editor,
+    );
+    assert.deepEqual([hiddenRes.updated, hiddenRes.inserted], [0, 0]);
+    assert.deepEqual(
+      [hiddenRes.errors[0].field, hiddenRes.errors[0].message],
+      [
+        'sku',
+        'duplicate key: a Product with sku="ug-shielded" already exists or is loaded by an earlier row',
+      ],
+    );
     const rows = await products(['ug-other', 'ug-mine', 'ug-none', 'ug-new']);
     assert.equal(rows.get('ug-other')!.label, 'theirs');
     assert.equal(rows.get('ug-other')!.version, 0);

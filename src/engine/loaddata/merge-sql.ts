@@ -188,10 +188,13 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     update = buildUpdate(false);
     updateLeft = buildUpdate(true);
     if (restricted) {
+      // Refused for a user group: a match the principal sees (a hidden one, matched by its business
+      // key, leaves the row to the duplicate-key error /add answers — not "user group", which told it).
       const m = new Params();
       const rows = m.add(null);
+      const seen = `EXISTS (SELECT 1 FROM ${table} t WHERE ${rowScope(base, principal, m, 't', { includeDeleted: true })} AND ${joinMatch})`;
       matched = {
-        sql: `SELECT s.${rownum} FROM ${stage} s WHERE s.${rownum} = ANY(${rows}::int[]) AND ${matchExists(m)}`,
+        sql: `SELECT s.${rownum} FROM ${stage} s WHERE s.${rownum} = ANY(${rows}::int[]) AND ${seen}`,
         params: m.values,
         rowsParam: true,
       };
