@@ -302,6 +302,10 @@ describe('file loads', () => {
     assertError(bogus, 400, -4);
     assert.ok(bogus.body.response.errors.bogus, JSON.stringify(bogus.body));
     assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);
+    // A join field the file lacks is named as the form field that gave it.
+    const join = await load('P', 'sku\nx\n', { joinFields: 'bogus' });
+    assertError(join, 400, -4);
+    assert.deepEqual(Object.keys(join.body.response.errors), ['joinFields.0']);
     assertError(await load('P', 'sku\nx\n', {}, '', viewer), 403, -3);
     assertError(await send(h, '/loaddata.file/P', { body: form({ detectJoinFields: 'true' }) }), 400, -4);
     assertError(await load('P', 'nosuchfield\nx\n'), 400, -4);

@@ -212,7 +212,7 @@ export async function executeFileLoad(
               `${committed.rows} rows before it stay committed (${committed.loaded} loaded, in whole chunks); ` +
               'use the /async variant for large files',
           )
-        : e;
+        : asFormFields(e);
     await failUploadStatus(
       db,
       blobs,
@@ -276,4 +276,18 @@ export async function executeFileLoad(
     totalRecords: total,
     deletedRecords: deleted,
   };
+}
+
+/**
+ * The loader names its options as a JSON body holds them (`options.joinFields.0`); a file load's
+ * come as form fields (`joinFields`): its refusals name those.
+ */
+function asFormFields(e: unknown): unknown {
+  if (!(e instanceof AppError) || e.code !== 'VALIDATION' || e.errors === undefined) return e;
+  const keys = Object.keys(e.errors);
+  if (!keys.some((k) => k.startsWith('options.'))) return e;
+  const errors = Object.fromEntries(
+    Object.entries(e.errors).map(([k, v]) => [k.startsWith('options.') ? k.slice('options.'.length) : k, v]),
+  );
+  return new AppError('VALIDATION', e.message.replace(/^options\./, ''), { errors });
 }
