@@ -8,7 +8,8 @@ import { validationError } from '../../http/errors.ts';
 import { fetchBodySchema, itemsOf, updateItemsOf } from '../general/routes.ts';
 import { submitDcr, submitDcrAsync } from './apply.ts';
 import { registerDcrApprovable } from './approval.ts';
-import { addDcr, addItems, deleteItems, fetchItems, updateItems } from './service.ts';
+import { deleteItems, updateItems } from './item-changes.ts';
+import { addDcr, addItems, fetchItems } from './service.ts';
 import { changesOnly } from './changes-only.ts';
 import { addMassOps, deleteMassOps, fetchMassOps, updateMassOps } from './massops.ts';
 
