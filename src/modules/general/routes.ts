@@ -21,6 +21,7 @@ import {
   type MassEditBody,
   type UpdateItem,
 } from '../../engine/crud.ts';
+import { requireWrite } from '../../engine/access-check.ts';
 import { listTypes } from '../../engine/describe.ts';
 import { fetchForAnswer, fetchOneJson } from '../../engine/fetch-json.ts';
 import { fetchOneAsOf } from '../../engine/history-asof.ts';
@@ -146,11 +147,11 @@ const list = { response: { 200: envelopeSchema({}, true) } };
 /** preValidation of the routes on a type code: an unknown one is a 404 before the body is checked. */
 export const knownTypeCode = requestCheck((req) => typeOf(req));
 const fetchableTypeCode = requestCheck((req) => typeOf(req, 'fetch'));
-/** Also a type the general operations never write (jobs, CRCIH, ...): its -4, whatever the body. */
-const writableTypeCode = requestCheck((req) => {
-  const w = typeOf(req).writtenBy;
-  if (w !== undefined) throw validationError('typeCode', w.message);
-});
+/**
+ * Also the right to write it (the handler's requireWrite, before the body is read): a type the
+ * general operations never write (jobs, CRCIH, ...) is its -4 on typeCode, whatever the body.
+ */
+const writableTypeCode = requestCheck((req) => requireWrite(req.principal!, typeOf(req)));
 
 /**
  * The type of the request's path. `use`: the general fetch also serves the `managerOnly` types that
