@@ -180,6 +180,56 @@ describe('logic read cache: lookup rows and condition records across executions'
     assert.equal(notes.rows[0]!.n, 0, 'no change notes are left behind');
   });
 
+  test("an item's set is noted once per transaction, again after a savepoint that noted it rolled back; a move notes both sets (migration 069)", async () => {
+    const [other] = okData(
+      await api('/add/CRCS', { data: { uniqueName: 'Disc2', label: 'Other discounts', keySize: 1 } }),
+    );
+    const itemsVersion = async (set: number) =>
+      (
+        await h.db.query<{ i: number }>(
+          'SELECT items_version::int AS i FROM condition_record_sets WHERE partition_id = $1 AND id = $2',
+          [h.partitionId, set],
+        )
+      ).rows[0]!.i;
+    const before = await itemsVersion(setId);
+    const notes = (tx: { query: typeof h.db.query }) =>
+      tx
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM logic_read_changes WHERE kind = 'C'`)
+        .then((r) => r.rows[0]!.n);
+    const update = `UPDATE condition_records SET currency = $3 WHERE partition_id = $1 AND condition_record_set_id = $2`;
+    await h.db.transaction(async (tx) => {
+      await tx.query('SAVEPOINT a');
+      await tx.query(update, [h.partitionId, setId, 'USD']);
+      assert.equal(await notes(tx), 1);
+      await tx.query('ROLLBACK TO SAVEPOINT a');
+      assert.equal(await notes(tx), 0, 'the rolled-back savepoint took its note along');
+      await tx.query(update, [h.partitionId, setId, 'CHF']);
+      await tx.query(update, [h.partitionId, setId, 'GBP']);
+      assert.equal(await notes(tx), 1, 'noted again, once');
+    });
+    assert.equal(await itemsVersion(setId), before + 1);
+    const otherBefore = await itemsVersion(other.id);
+    await h.db.query(
+      `UPDATE condition_records SET condition_record_set_id = $3 WHERE partition_id = $1 AND condition_record_set_id = $2`,
+      [h.partitionId, setId, other.id],
+    );
+    assert.equal(await itemsVersion(setId), before + 2, 'the set the item left');
+    assert.equal(await itemsVersion(other.id), otherBefore + 1, 'the set it moved to');
+    await h.db.query(
+      `UPDATE condition_records SET condition_record_set_id = $3 WHERE partition_id = $1 AND condition_record_set_id = $2`,
+      [h.partitionId, other.id, setId],
+    );
+    // The bulk loader's own check of its sets: a set gone is the foreign key's error.
+    await assert.rejects(
+      h.db.query(`SELECT rc_condition_records_sets_written($1, $2::bigint[], $3::text[])`, [
+        h.partitionId,
+        [setId, other.id + 1_000_000],
+        ['1', '1'],
+      ]),
+      { code: '23503', constraint: 'condition_records_partition_id_condition_record_set_id_key_fkey' },
+    );
+  });
+
   test('partitions keep their own entries', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {

@@ -70,13 +70,23 @@ export async function runChunk(
   errors: RowError[],
 ): Promise<ChunkCounts> {
   const p = principal.partitionId;
-  const sets = [...new Set(rows.map((r) => r.set.id))].sort((a, b) => a - b);
+  const setsById = new Map(rows.map((r) => [r.set.id, r.set]));
+  const sets = [...setsById.keys()].sort((a, b) => a - b);
   // One writer per set at a time (migration 038): a load reads the items it checks or cuts with this
   // lock held, single-item writers take it shared; so no overlap can be written behind its back.
   await tx.query(
     `SELECT pg_advisory_xact_lock(hashtextextended('rc_crc:' || $1::text || ':' || s::text, 0)) FROM unnest($2::bigint[]) s ORDER BY s`,
     [p, sets],
   );
+  // What the items' row trigger does for other writers, once for the chunk (migration 069): the sets
+  // locked FOR KEY SHARE and checked (a set deleted meanwhile is the foreign-key error, 23503), and
+  // noted for the logic engine's read versions.
+  const keySizes = sets.map((id) => String(setsById.get(id)!.keySize));
+  await tx.query(`SELECT rc_condition_records_sets_written($1, $2::bigint[], $3::text[])`, [
+    p,
+    sets,
+    keySizes,
+  ]);
   // (No JIT: the server's PostgreSQL connections run without it, src/db/pg.ts; the chunk's statements
   // are estimated costly enough to be compiled, seconds of LLVM for plans that run in milliseconds.)
   await tx.query(`SELECT set_config('rc.crci_checked', 'on', true), set_config('rc.actor', $1, true)`, [
