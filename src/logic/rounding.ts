@@ -184,8 +184,10 @@ export function endingByDecimals(y: Dec, ending: string | Ending, rule: EndingRu
   const up = below.eq(y) ? below : below.plus(m);
   const down = below.gte(0) ? below : undefined;
   if (rule === 'UP') return up;
-  if (rule === 'DOWN') return down ?? up;
-  if (down === undefined) return up;
+  // No price with the ending at or below y without going negative: the one above — the least
+  // that is not negative (E itself when y is below zero: -3 with 9.90 is 9.90, not -0.10).
+  if (down === undefined) return up.gte(0) ? up : e;
+  if (rule === 'DOWN') return down;
   // Ties go up: 10.49 between 9.99 and 10.99 is 0.50 from each.
   return up.minus(y).lte(y.minus(down)) ? up : down;
 }

@@ -560,7 +560,13 @@ void describe('compileCriteria: exact SQL', () => {
       'rc_try_numeric("attr") = ANY($1::numeric[])',
       [['1.5', '2']],
     ],
-    ['isBlank on a typed text column', leaf('attr', 'isBlank'), 'rc_try_numeric("attr") IS NULL', []],
+    [
+      'isBlank on a typed text column: its stored text',
+      leaf('attr', 'isBlank'),
+      `((rc_try_numeric("attr") IS NULL AND "attr" IS NULL) OR "attr" = '')`,
+      [],
+    ],
+    ['notNull on a typed text column: its stored text', leaf('attr', 'notNull'), '"attr" IS NOT NULL', []],
     [
       'field comparison across a typed text column',
       strict('and', leaf('attrInt', 'lessThanField', 'qty')),
@@ -813,8 +819,9 @@ const ROW_CASES: Array<[string, unknown, number[], Opts?]> = [
   ['isBlank', leaf('name', 'isBlank'), [6, 7]],
   ['notBlank', leaf('name', 'notBlank'), except(6, 7)],
   ['isNull on a number', leaf('qty', 'isNull'), [5, 7]],
-  ['isBlank on a typed text column: unparsable is blank', leaf('attr', 'isBlank'), [4, 5, 6, 7, 9]],
-  ['notBlank on a typed text column', leaf('attr', 'notBlank'), [1, 2, 3, 8]],
+  // Null and blank are the stored text's: an unparsable value is neither (the record answers it).
+  ['isBlank on a typed text column: stored text null or empty', leaf('attr', 'isBlank'), [5, 6, 7]],
+  ['notBlank on a typed text column', leaf('attr', 'notBlank'), [1, 2, 3, 4, 8, 9]],
   ['notNull on json', leaf('meta', 'notNull'), [1]],
   // sets
   ['inSet text', leaf('name', 'inSet', ['Apple', 'abc', "o'brien"]), [1, 8, 9]],
@@ -868,10 +875,12 @@ const ROW_CASES: Array<[string, unknown, number[], Opts?]> = [
   ['decimal attribute, strict', strict('and', leaf('attr', 'lessThan', 10)), [1]],
   ['decimal attribute with spaces and exponent', leaf('attr', 'equals', '1000'), [8]],
   ['date attribute (2024-02-30 is NULL)', leaf('attrDate', 'greaterThan', '2024-01-01'), [1, 8]],
-  ['date attribute, notNull', leaf('attrDate', 'notNull'), [1, 3, 8]],
+  ['date attribute, notNull: any stored text', leaf('attrDate', 'notNull'), [1, 2, 3, 4, 5, 8, 9]],
+  ['date attribute, isNull: no stored text', leaf('attrDate', 'isNull'), [6, 7]],
   ['integer attribute', leaf('attrInt', 'inSet', [1, -5]), [4, 9]],
   ['datetime attribute, offset and UTC', leaf('attrTs', 'equals', '2024-01-05T10:00:00Z'), [1, 2, 3]],
-  ['datetime attribute, notNull', leaf('attrTs', 'notNull'), [1, 2, 3]],
+  ['datetime attribute, notNull: any stored text', leaf('attrTs', 'notNull'), [1, 2, 3, 4, 5, 8]],
+  ['datetime attribute, inSet with null', leaf('attrTs', 'inSet', [null]), [6, 7, 9]],
   ['boolean attribute', leaf('attrFlag', 'equals', true), [1, 8]],
   ['boolean attribute, notEqual', leaf('attrFlag', 'notEqual', true), [2, 3, 4, 5, 6, 7, 9]],
   // logic

@@ -47,21 +47,40 @@ describe('typed attributes with stored text that is no number', () => {
       fields.map((r) => r[0]),
       STORED.map((v) => (v in AS_NUMBER ? AS_NUMBER[v] : v)),
     );
-    // The filters agree: those answered as text are NULL to them, none of them equals 0.
-    const nulls = okData(
-      await call('/fetch/P', {
-        sortBy: 'sku',
-        data: {
-          _constructor: 'AdvancedCriteria',
-          operator: 'and',
-          criteria: [{ fieldName: 'attribute4', operator: 'isNull' }],
-        },
-      }),
-    );
+    // The filters agree: none of them is NULL (each holds text: a delete by `isNull` must not take
+    // it), only the empty one is blank, none of those answered as text equals 0.
+    const matching = async (operator: string, value?: unknown) =>
+      okData(
+        await call('/fetch/P', {
+          sortBy: 'sku',
+          data: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'attribute4', operator, ...(value === undefined ? {} : { value }) }],
+          },
+        }),
+      ).map((r) => r.attribute4);
+    assert.deepEqual(await matching('isNull'), []);
     assert.deepEqual(
-      nulls.map((r) => r.attribute4),
-      STORED.filter((v) => !(v in AS_NUMBER)),
+      await matching('notNull'),
+      STORED.map((v) => (v in AS_NUMBER ? AS_NUMBER[v] : v)),
     );
+    assert.deepEqual(await matching('isBlank'), ['']);
+    assert.deepEqual((await matching('notBlank')).length, STORED.length - 1);
+    // Compared, they sort with the NULLs (lowest): lessThan finds them as it finds NULLs.
+    assert.deepEqual(
+      await matching('lessThan', 5),
+      STORED.filter((v) => !(v in AS_NUMBER) || AS_NUMBER[v]! < 5).map((v) =>
+        v in AS_NUMBER ? AS_NUMBER[v] : v,
+      ),
+    );
+    assert.deepEqual(await matching('inSet', [null, 7]), [7]);
+    assert.deepEqual(
+      await matching('notEqual', 7),
+      STORED.filter((v) => v !== ' 7 ').map((v) => (v in AS_NUMBER ? AS_NUMBER[v] : v)),
+    );
+    const simple = okData(await call('/fetch/P', { data: { attribute4: null } }));
+    assert.deepEqual(simple, []);
     const zero = okData(
       await call('/fetch/P', {
         data: {

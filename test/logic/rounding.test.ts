@@ -26,6 +26,12 @@ test('price endings go to the nearest (ties up), up or down', () => {
     ['123.4', '9.90', 'DOWN', '119.9'],
     ['5', '.95', 'UP', '5.95'],
     ['0.50', '.99', 'DOWN', '0.99'],
+    // Below zero no price with the ending lies at or below without going negative: the least one.
+    ['-3', '9.90', 'DOWN', '9.9'],
+    ['-3', '9.90', 'NEAREST', '9.9'],
+    ['-3', '.95', 'NEAREST', '0.95'],
+    ['-0.01', '.99', 'DOWN', '0.99'],
+    ['0', '.95', 'NEAREST', '0.95'],
   ];
   for (const [y, ending, rule, want] of cases)
     assert.equal(applyEnding(new D(y), ending, rule).toFixed(), want, `${y} ${ending} ${rule}`);

@@ -230,6 +230,52 @@ describe('logic read cache: lookup rows and condition records across executions'
     );
   });
 
+  test("a change of a set's attribute meta is read by the next execution (migration 070)", async () => {
+    const [set] = okData(await api('/add/CRCS', { data: { uniqueName: 'Typed', keySize: 1 } }));
+    okData(
+      await api('/add/CRCI1', {
+        data: { conditionRecordSetId: set.id, key1: 'CU-1', validFrom: '2026-01-01', attribute1: '007' },
+      }),
+    );
+    okData(
+      await api('/add/F', {
+        data: {
+          uniqueName: 'MetaTyped',
+          validAfter: '2026-01-01',
+          elements: [
+            {
+              elementName: 'A',
+              expression: 'get(conditionRecord("Typed", customer.customerId), "attribute1")',
+            },
+          ],
+        },
+      }),
+    );
+    const typed = async () =>
+      okData(
+        await api('/formulamanager.execute/RC-1/MetaTyped', {
+          data: { customerId: 'CU-1', targetDate: '2026-06-01' },
+        }),
+      )[0].result;
+    assert.equal(await typed(), '007');
+    const [meta] = okData(
+      await api('/add/CRCIAM', {
+        data: { conditionRecordSetId: set.id, fieldName: 'attribute1', fieldType: 'INTEGER' },
+      }),
+    );
+    assert.equal(await typed(), 7, 'typed by the new meta');
+    const [text] = okData(
+      await api('/update/CRCIAM', { data: { id: meta.id, fieldType: 'TEXT', version: meta.version } }),
+    );
+    assert.equal(await typed(), '007', 'typed by the changed meta');
+    okData(
+      await api('/update/CRCIAM', { data: { id: meta.id, fieldType: 'INTEGER', version: text.version } }),
+    );
+    assert.equal(await typed(), 7);
+    okData(await api('/delete/CRCIAM', { data: { typedId: `${meta.id}.CRCIAM` } }));
+    assert.equal(await typed(), '007', 'no meta: text again');
+  });
+
   test('partitions keep their own entries', async () => {
     const other = await startHarness({ shareDbWith: h });
     try {

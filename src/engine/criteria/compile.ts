@@ -60,16 +60,18 @@ function compileNode(node: ResolvedNode, outer: Ctx): string {
         : `${a.sql} = ANY(${list})`;
       // A null in the list: by default NULLs are members; in strict mode it is SQL's `IN (..., NULL)`,
       // true for a member only and unknown otherwise, so `notInSet` with a null matches nothing.
-      const nulls = ctx.strict ? 'NULL' : `${a.sql} IS NULL`;
+      const nulls = ctx.strict ? 'NULL' : isNullSql(a);
       return negated(node.withNull ? `(${any} OR ${nulls})` : any, node.negate, ctx);
     }
     case 'null': {
-      const a = column(node.field, ctx.alias).sql;
-      // Only text can be empty; a typed value that does not parse is NULL already.
-      if (node.blank && node.field.type === 'string') {
-        return node.negate ? `(${a} IS NOT NULL AND ${a} <> '')` : `(${a} IS NULL OR ${a} = '')`;
+      const a = column(node.field, ctx.alias);
+      // Only text can be empty: a text field's or the stored text of a typed attribute (a value
+      // stored before its meta typed it that does not parse is neither null nor blank).
+      const text = a.stored ?? (node.field.type === 'string' ? a.sql : undefined);
+      if (node.blank && text !== undefined) {
+        return node.negate ? `(${text} IS NOT NULL AND ${text} <> '')` : `(${isNullSql(a)} OR ${text} = '')`;
       }
-      return `${a} IS ${node.negate ? 'NOT ' : ''}NULL`;
+      return node.negate ? `${a.stored ?? a.sql} IS NOT NULL` : isNullSql(a);
     }
     default:
       return unreachable(node);
@@ -92,7 +94,8 @@ function negated(test: string, negate: boolean, ctx: Ctx): string {
 const SQL_CMP: Record<Comparison, string> = { eq: '=', lt: '<', le: '<=', gt: '>', ge: '>=' };
 
 /** Outside strict mode NULL sorts lowest (and equals NULL): what a comparison adds for NULL sides.
- * `b` can only be NULL when it is a field; a value is never NULL here (resolve made it isNull). */
+ * `b` can only be NULL when it is a field; a value is never NULL here (resolve made it isNull). A
+ * typed attribute's stored text that does not parse sorts with the NULLs (lowest) and compares so. */
 const NULLS_LOW: Record<Comparison, (a: string, b: string, bNullable: boolean) => string | undefined> = {
   eq: (a, b, bn) => (bn ? `(${a} IS NULL AND ${b} IS NULL)` : undefined),
   lt: (a, b, bn) => (bn ? `(${a} IS NULL AND ${b} IS NOT NULL)` : `${a} IS NULL`),
@@ -100,6 +103,16 @@ const NULLS_LOW: Record<Comparison, (a: string, b: string, bNullable: boolean) =
   gt: (a, b, bn) => (bn ? `(${a} IS NOT NULL AND ${b} IS NULL)` : undefined),
   ge: (_a, b, bn) => (bn ? `${b} IS NULL` : undefined),
 };
+
+/**
+ * Whether a field is NULL: a typed attribute kept as text is when its stored text is, not when it
+ * merely does not parse as its type (a value stored before its meta typed it: the record answers it,
+ * so `isNull` must not find it, nor a delete by that filter remove it). The cast's own test comes
+ * first, so an index on the cast still finds the candidates.
+ */
+function isNullSql(a: { readonly sql: string; readonly stored?: string }): string {
+  return a.stored === undefined ? `${a.sql} IS NULL` : `(${a.sql} IS NULL AND ${a.stored} IS NULL)`;
+}
 
 function compileCompare(leaf: Extract<ResolvedLeaf, { kind: 'compare' }>, ctx: Ctx): string {
   const a = column(leaf.field, ctx.alias);
@@ -224,7 +237,7 @@ export function jsonKeyLiteral(key: string): string {
 function column(
   field: FieldSpec,
   alias: string | undefined,
-): { readonly sql: string; readonly type: string } {
+): { readonly sql: string; readonly type: string; readonly stored?: string } {
   if (field.elements && field.readSql !== undefined && alias !== undefined)
     return { sql: field.readSql(alias), type: 'text' };
   const col = alias === undefined ? ident(field.column) : qualified(alias, field.column);
@@ -238,14 +251,23 @@ function column(
       return {
         sql: `(CASE jsonb_typeof(${v}) WHEN 'number' THEN ${v}::numeric WHEN 'string' THEN rc_try_numeric(${text}) END)`,
         type: 'numeric',
+        stored: text,
       };
     if (field.type === 'boolean')
-      return { sql: `(CASE jsonb_typeof(${v}) WHEN 'boolean' THEN ${v}::boolean END)`, type: 'boolean' };
+      return {
+        sql: `(CASE jsonb_typeof(${v}) WHEN 'boolean' THEN ${v}::boolean END)`,
+        type: 'boolean',
+        stored: text,
+      };
     const typed = SAFE_CAST[field.type];
-    return typed ? { sql: `${typed.fn}(${text})`, type: typed.type } : { sql: text, type: 'text' };
+    return typed
+      ? { sql: `${typed.fn}(${text})`, type: typed.type, stored: text }
+      : { sql: text, type: 'text' };
   }
   const cast = field.storedAsText ? SAFE_CAST[field.type] : undefined;
-  return cast ? { sql: `${cast.fn}(${col})`, type: cast.type } : { sql: col, type: SQL_TYPE[field.type] };
+  return cast
+    ? { sql: `${cast.fn}(${col})`, type: cast.type, stored: col }
+    : { sql: col, type: SQL_TYPE[field.type] };
 }
 
 // ---------------------------------------------------------------------------------------------
