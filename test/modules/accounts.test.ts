@@ -137,10 +137,16 @@ describe('account manager', () => {
         `xx${login.toUpperCase()}yy`,
         login.toLowerCase(),
         'Long-enough-1\u0000',
+        // Characters, not UTF-16 units: four emoji are 4 characters (8 units); 1,025 are too many.
+        '\u{1F600}'.repeat(4),
+        '\u{1F600}'.repeat(1025),
       ]) {
         const r = await call(h, '/add/U', { data: { loginName: login, password } });
         expectError(r, 400, -4, 'password');
       }
+      // 600 emoji are 600 characters (1,200 units): within the 1,024 allowed.
+      const emoji = uniqueName('Pol');
+      okData(await call(h, '/add/U', { data: { loginName: emoji, password: '\u{1F600}'.repeat(600) } }));
       // In a batch the element is named, and nothing of the batch is written.
       const first = uniqueName('Pol');
       expectError(
