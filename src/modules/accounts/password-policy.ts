@@ -13,7 +13,7 @@ export function passwordProblem(password: unknown, loginName: unknown): string |
   if (typeof password !== 'string') return 'must be a string';
   // Characters, not UTF-16 code units: an emoji is one (two units); a text of more than twice the
   // maximum in units is too long whatever it holds.
-  const length = password.length > 2 * PASSWORD_MAX_LENGTH ? password.length : codePoints(password);
+  const length = password.length > 2 * PASSWORD_MAX_LENGTH ? password.length : [...password].length;
   if (length < PASSWORD_MIN_LENGTH) return `must have at least ${PASSWORD_MIN_LENGTH} characters`;
   if (length > PASSWORD_MAX_LENGTH) return `must have at most ${PASSWORD_MAX_LENGTH} characters`;
   // scrypt's HMAC pads a key with NUL bytes: `pw` and `pw\u0000` would be one password.
@@ -22,16 +22,6 @@ export function passwordProblem(password: unknown, loginName: unknown): string |
     if (password.toLowerCase().includes(loginName.toLowerCase())) return 'must not contain the login name';
   }
   return undefined;
-}
-
-function codePoints(s: string): number {
-  // Each unit but the low half of a pair starts a character.
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xdc00 || c > 0xdfff || i === 0 || (s.charCodeAt(i - 1) & 0xfc00) !== 0xd800) n++;
-  }
-  return n;
 }
 
 /** Throws the -4 naming `field` when the password breaks the policy. */
