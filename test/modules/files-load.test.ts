@@ -16,6 +16,7 @@ import {
   type UploadStatusRow,
 } from '../../src/modules/files/upload-status.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
+import { handWrittenXlsx } from '../helpers/xlsx.ts';
 
 const BOM = '\uFEFF';
 
@@ -267,6 +268,44 @@ describe('file loads', () => {
       assert.equal((await products(p)).length, 0, path);
       const status = assertOk(await send(h, `/uploadmanager.status/${statusId}`))[0];
       assert.deepEqual([status.status, status.loadedRecords ?? 0], ['FAILED', 0], path);
+    }
+  });
+
+  test('an XLSX whose worksheet breaks past the first chunk: a -4 saying what stays committed, status FAILED', async () => {
+    for (const path of ['/loaddata.file/P', '/loaddata.file/P/async']) {
+      const p = uniqueName('x');
+      const rows = [
+        ['sku', 'label'],
+        ...Array.from({ length: 12_000 }, (_, i) => [`${p}-${i}`, `label ${i}`]),
+      ];
+      const file = handWrittenXlsx(rows, 11_000);
+      const r = await send(h, path, { body: form({}, { field: 'fileName', name: 'x.xlsx', data: file }) });
+      let statusId: number;
+      if (path.endsWith('/async')) {
+        const started = assertOk(r)[0];
+        const job = await waitForJob(h, started.jstId);
+        assert.equal(job.status, 'FAILED', JSON.stringify(job));
+        assert.match(JSON.stringify(job), /not a readable XLSX workbook/);
+        statusId = started.uploadStatusId;
+      } else {
+        assertError(r, 400, -4);
+        assert.match(
+          r.body.response.errors.fileName.errorMessage,
+          /^not a readable XLSX workbook: the worksheet breaks after row \d+/,
+        );
+        assert.match(
+          r.body.response.data,
+          /; 10000 rows before it stay committed \(10000 loaded, in whole chunks\)$/,
+        );
+        const last = await h.db.query<{ id: number }>(
+          `SELECT max(id) AS id FROM upload_status WHERE partition_id = $1`,
+          [h.partitionId],
+        );
+        statusId = Number(last.rows[0]!.id);
+      }
+      assert.equal((await products(p)).length, 10_000, path);
+      const status = assertOk(await send(h, `/uploadmanager.status/${statusId}`))[0];
+      assert.equal(status.status, 'FAILED', path);
     }
   });
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import ExcelJS from 'exceljs';
 import { XLSX_ATTEMPTS, csvWellFormed, rowsOf } from '../../src/modules/files/rows.ts';
 import { Utf8Check } from '../../src/modules/files/utf8-check.ts';
+import { handWrittenXlsx } from '../helpers/xlsx.ts';
 
 const LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
@@ -204,4 +205,16 @@ test('the UTF-8 check agrees with a strict decoder and names the fault, whatever
       assert.throws(() => strict.decode(file.subarray(0, fault.offset + 4)), file.toString('hex'));
     }
   }
+});
+
+test('a worksheet whose XML breaks part-way is refused, naming the last row read', async () => {
+  const rows = [['name', 'value'], ...Array.from({ length: 5000 }, (_, i) => [`n${i}`, String(i)])];
+  const whole = opener([handWrittenXlsx(rows)]);
+  assert.equal((await read(whole.open)).rows.length, 5000);
+  const broken = opener([handWrittenXlsx(rows, 4000)]);
+  await assert.rejects(read(broken.open), (e: Error & { errors?: Record<string, unknown> }) => {
+    assert.match(e.message, /not a readable XLSX workbook: the worksheet breaks after row \d+ \(/);
+    assert.deepEqual(Object.keys(e.errors ?? {}), ['fileName']);
+    return true;
+  });
 });

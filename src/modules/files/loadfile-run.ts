@@ -212,7 +212,7 @@ export async function executeFileLoad(
               `${committed.rows} rows before it stay committed (${committed.loaded} loaded, in whole chunks); ` +
               'use the /async variant for large files',
           )
-        : asFormFields(e);
+        : stayCommitted(asFormFields(e), committed);
     await failUploadStatus(
       db,
       blobs,
@@ -282,6 +282,19 @@ export async function executeFileLoad(
  * The loader names its options as a JSON body holds them (`options.joinFields.0`); a file load's
  * come as form fields (`joinFields`): its refusals name those.
  */
+/**
+ * A file that stops being readable part-way (an XLSX worksheet whose XML breaks) is refused after
+ * whole chunks before it were written: the -4 says what stays committed.
+ */
+function stayCommitted(e: unknown, committed: { readonly rows: number; readonly loaded: number }): unknown {
+  if (!(e instanceof AppError) || e.code !== 'VALIDATION' || committed.rows === 0) return e;
+  return new AppError(
+    'VALIDATION',
+    `${e.message}; ${committed.rows} rows before it stay committed (${committed.loaded} loaded, in whole chunks)`,
+    { ...(e.errors ? { errors: e.errors } : {}) },
+  );
+}
+
 function asFormFields(e: unknown): unknown {
   if (!(e instanceof AppError) || e.code !== 'VALIDATION' || e.errors === undefined) return e;
   const keys = Object.keys(e.errors);

@@ -199,11 +199,25 @@ async function xlsxSource(
     for (let i = 1; i < values.length; i++) out.push(cellText(values[i]));
     return out;
   };
-  const first = await rowsIt.next();
+  // A worksheet whose XML breaks part-way (exceljs's parser throws there) is no readable workbook:
+  // the -4 names the last row read.
+  let lastRow = 0;
+  const next = async () => {
+    try {
+      const n = await rowsIt.next();
+      if (!n.done) lastRow = n.value.number;
+      return n;
+    } catch (e) {
+      const where = lastRow === 0 ? '' : ` after row ${lastRow}`;
+      const why = e instanceof Error ? ` (${e.message.split('\n')[0]!.slice(0, 200)})` : '';
+      throw validationError('fileName', `not a readable XLSX workbook: the worksheet breaks${where}${why}`);
+    }
+  };
+  const first = await next();
   if (first.done) throw validationError('fileName', 'the worksheet is empty: a header row is needed');
   const header = toTexts(first.value).map((h) => (h ?? '').trim());
   async function* rows() {
-    for (let n = await rowsIt.next(); !n.done; n = await rowsIt.next()) {
+    for (let n = await next(); !n.done; n = await next()) {
       const texts = toTexts(n.value);
       if (texts.every((t) => t === null || t === '')) continue;
       // XLSX leaves trailing empty cells out; the row is as wide as the header.
