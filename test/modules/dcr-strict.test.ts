@@ -245,6 +245,71 @@ describe('data change requests: strict items, refused submits, narrowed DCR type
     assert.equal(okData(await call(`/dcrmanager.submit/${dcr.id}`))[0].status, 'APPLIED');
   });
 
+  test('every submit path refuses, with nothing changed, a DCR whose targets the submitter may not write: with and without a workflow (sixth audit)', async () => {
+    await product('PATH-H', { userGroupViewDetails: 'strict-secret', attribute3: 1 });
+    await product('PATH-E', { userGroupEdit: 'strict-other', attribute3: 1 });
+    const submits: [string, (id: number) => ReturnType<typeof call>][] = [
+      ['own', (id) => call(`/dcrmanager.submit/${id}`, {}, editor)],
+      ['generic', (id) => call(`/workflowsmanager.submit/${id}.DCR`, {}, editor)],
+      ['async', (id) => call(`/dcrmanager.submit/${id}/async`, {}, editor)],
+    ];
+    const [wfd] = okData(
+      await call('/add/WFD', {
+        data: {
+          uniqueName: uniqueName('wf'),
+          approvableType: 'DCR',
+          condition: 'label == "with-wf"',
+          steps: [{ name: 'Managers', approverUsers: [approver.user], rule: 'ANY' }],
+        },
+      }),
+    );
+    try {
+      for (const label of ['strict', 'with-wf']) {
+        for (const [sku, field] of [
+          ['PATH-H', undefined],
+          ['PATH-E', 'item'],
+        ] as const) {
+          for (const [path, submit] of submits) {
+            const [dcr] = okData(await call('/dcrmanager.add', { data: { dcrType: 'strictP', label } }));
+            const [item] = okData(await call(`/dcrmanager.add/${dcr.id}`, { data: { sku, label: 'x' } }));
+            const before = await dcrOf(dcr.id);
+            const r = await submit(dcr.id);
+            const what = `${label} ${sku} ${path}`;
+            expectError(r, 403, -3);
+            if (field) assert.ok(r.body.response.errors[item.typedId], `${what}: ${JSON.stringify(r.body)}`);
+            const now = await dcrOf(dcr.id);
+            for (const f of ['status', 'workflowStatus', 'version', 'messages'])
+              assert.deepEqual(now[f], before[f], `${what}: ${f}`);
+            const workflows = okData(
+              await call('/workflowsmanager.fetch', { data: { approvableTypedId: `${dcr.id}.DCR` } }),
+            );
+            assert.equal(workflows.length, 0, what);
+          }
+        }
+      }
+    } finally {
+      okData(await call('/delete/WFD', { data: { typedId: wfd.typedId } }));
+    }
+  });
+
+  test('/workflowsmanager.submit of a DCR approved at once whose apply fails answers the error after committing FAILED, as /dcrmanager.submit (sixth audit)', async () => {
+    const moved = await product('WFS-1', { attribute3: 1 });
+    const dcr = await newDcr('strictP', editor);
+    const [item] = okData(
+      await call(`/dcrmanager.add/${dcr.id}`, { data: { sku: 'WFS-1', label: 'proposed' } }, editor),
+    );
+    okData(await call('/update/P', { data: { id: moved.id, attribute3: 2, version: moved.version } }));
+    const r = await call(`/workflowsmanager.submit/${dcr.id}.DCR`, {}, editor);
+    expectError(r, 409, -1);
+    assert.match(r.body.response.errors[item.typedId].errorMessage, /proposed on version/);
+    const now = await dcrOf(dcr.id);
+    assert.deepEqual([now.status, now.workflowStatus], ['FAILED', 'APPROVED']);
+    assert.equal((await bySku('WFS-1')).label, 'label WFS-1');
+    // Answered, not also notified (as the own submit).
+    const told = okData(await call('/notification.list', { data: { source: `${dcr.id}.DCR` } }, editor));
+    assert.equal(told.length, 0, JSON.stringify(told));
+  });
+
   test("a DCR type's fields narrowed after proposing bind the DCR at submit (sync, async, approval)", async () => {
     okData(
       await call('/add/DCRT', {

@@ -473,7 +473,9 @@ describe('rebate record groups', () => {
       'data.rebateRecordGroup.typedId',
     );
     await unchanged();
-    expectError(await call('/rebaterecordgroup.calculate/abc', {}), 400, -4, 'typedId');
+    // A text is a uniqueName (the business key), as /fetch/RRG/{key} reads it: none is a 404.
+    expectError(await call('/rebaterecordgroup.calculate/abc', {}), 404, -1);
+    expectError(await call('/rebaterecordgroup.calculate/12.P', {}), 404, -1);
     expectError(await call('/rebaterecordgroup.calculate/999999.RRG', {}), 404, -1);
     // No logic: the group's type has none and the group names none.
     const plain = await newGroup({ rebateType: 'Plain', attribute1: 'free text' });
@@ -560,6 +562,21 @@ describe('rebate record groups', () => {
         }),
       );
       assert.equal(roundTrip.comments, 'paid thrice');
+    });
+
+    test('calculate and submit address a group by its uniqueName too (sixth audit)', async () => {
+      const g = await newGroup({ rebateType: 'Plain', formulaName: 'VolumeRebate', attribute1: '1' });
+      const [c] = okData(await calculate({ typedId: g.uniqueName }, undefined, rebater));
+      assert.equal(c.typedId, g.typedId);
+      assert.equal(c.calculationStatus > 0, true);
+      const [s] = okData(await call(`/rebaterecordgroup.submit/${g.uniqueName}`, {}, rebater));
+      assert.deepEqual([s.typedId, s.workflowStatus], [g.typedId, 'APPROVED']);
+      for (const path of [
+        '/rebaterecordgroup.calculate/NO-SUCH-GROUP',
+        '/rebaterecordgroup.submit/NO-SUCH-GROUP',
+        '/rebaterecordgroup.submit/NO-SUCH-GROUP/async',
+      ])
+        expectError(await call(path, {}, rebater), 404, -1);
     });
 
     test('through a workflow definition: SUBMITTED, then approved by the approver', async () => {

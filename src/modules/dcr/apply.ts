@@ -16,7 +16,14 @@ import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runne
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { createJob, jobState } from '../../jobs/store.ts';
 import { submitApprovable } from '../workflows/service.ts';
-import { DCR_SUBMIT, SUBMIT_PARAM, applyByJob, applyWithin, queueApply } from './applytx.ts';
+import {
+  DCR_SUBMIT,
+  SUBMIT_PARAM,
+  applyByJob,
+  applyWithin,
+  queueApply,
+  refuseUnwritable,
+} from './applytx.ts';
 import { dcrRecord } from './service.ts';
 import * as store from './store.ts';
 import type { Written } from './staged.ts';
@@ -98,8 +105,12 @@ async function submitInTransaction(
     const dcr = await claimForSubmit(tx, principal, id, inJob);
     await submitApprovable(tx, principal, 'DCR', id, { ownSubmit: true });
     const now = await store.findDcrOrFail(tx, principal.partitionId, id);
+    // Not applied in this transaction (a workflow runs, or a job applies it): the submitter's rights
+    // over its targets are checked now, as the apply would (a 403 that rolls the submit back).
+    const later = now.status !== 'APPROVED' || (!inJob && (await applyByJob(tx, principal.partitionId, now)));
+    if (later) await refuseUnwritable(tx, principal, now);
     if (now.status !== 'APPROVED') return { kind: 'pending' };
-    if (!inJob && (await applyByJob(tx, principal.partitionId, now))) {
+    if (later) {
       const jobId = await queueApply(
         tx,
         principal.partitionId,
@@ -144,6 +155,7 @@ export async function submitDcrAsync(db: Db, principal: Principal, idText: strin
   const id = store.parseDcrId(idText);
   const jobId = await db.transaction(async (tx) => {
     const dcr = await lockSubmittable(tx, principal, id, false);
+    await refuseUnwritable(tx, principal, dcr);
     const job = await createJob(tx, principal, {
       jobName: `Submit ${dcr.unique_name}`,
       trackerType: DCR_SUBMIT,

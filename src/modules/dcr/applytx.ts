@@ -32,6 +32,8 @@ export const DCR_SUBMIT = 'DCR_SUBMIT';
 /** The job parameter of a DCR_SUBMIT job that submits (not only applies) the DCR: /submit/{id}/async. */
 export const SUBMIT_PARAM = 'submit';
 
+type Scope = Awaited<ReturnType<typeof scopeOf>>;
+
 export type ApplyOutcome =
   { readonly ok: true; readonly summary: Written } | { readonly ok: false; readonly error: AppError };
 
@@ -176,7 +178,7 @@ async function writeApproved(within: Db, tx: Tx, owner: Principal, id: number): 
  * is (-4, nothing applied), naming each item (`<n>.DCRI.<field>`) and mass change (`<n>.DCRM.<field>`).
  */
 function refuseNarrowedFields(
-  s: Awaited<ReturnType<typeof scopeOf>>,
+  s: Scope,
   items: readonly store.ItemRow[],
   massOps: readonly store.MassOpRow[],
 ): void {
@@ -205,6 +207,63 @@ function refuseNarrowedFields(
 }
 
 /**
+ * Records hidden from the writer (their user groups) are not his to change: refused whole, naming
+ * none of them (to him they do not exist; he would have been told "deleted since" and their ids).
+ */
+async function refuseHidden(q: Queryable, writer: Principal, s: Scope): Promise<void> {
+  const hidden = await hiddenTargetIds(q, writer, s.tc, s.dcr.id);
+  if (hidden.length > 0) {
+    throw new AppError(
+      'FORBIDDEN',
+      `${hidden.length} item(s) of this DCR change records hidden from the submitter by their user groups: nothing applied`,
+    );
+  }
+}
+
+/**
+ * Records the writer sees but may not edit (of the UPDATE/DELETE `items` whose target is `found`):
+ * a permission, not a conflict (403, as a record hidden from him), naming each item; nothing applied.
+ */
+function refuseOutside(
+  writer: Principal,
+  s: Scope,
+  items: readonly store.ItemRow[],
+  found: Awaited<ReturnType<typeof findTargets>>,
+): void {
+  const outside: FieldErrors = {};
+  for (const i of items) {
+    const row = i.change_type === 'ADD' ? undefined : found.byId.get(i.target_id!);
+    if (row && !canEdit(s.type, writer, row))
+      outside[`${i.id}.DCRI`] = {
+        errorMessage: `${row.typedId as string} is outside the submitter's edit groups now`,
+      };
+  }
+  const refused = Object.keys(outside).length;
+  if (refused > 0) {
+    throw new AppError(
+      'FORBIDDEN',
+      `${refused} item(s) of this DCR change records outside the submitter's edit groups: nothing applied`,
+      { errors: outside },
+    );
+  }
+}
+
+/**
+ * The submitter's rights over the DCR's targets as they stand, checked when a submit does not apply
+ * the DCR in its own transaction (a workflow runs, or a job applies it): a target hidden from him or
+ * outside his edit groups is the 403 the apply would answer, and the submit changes nothing.
+ */
+export async function refuseUnwritable(q: Queryable, owner: Principal, dcr: store.DcrRow): Promise<void> {
+  const s = await scopeOf(q, owner, dcr);
+  const writer = writerFor(owner, s.type, await metaVersionOf(q, owner.partitionId));
+  await refuseHidden(q, writer, s);
+  const items = (await store.itemsOf(q, owner.partitionId, dcr.id)).filter((i) => i.target_id !== null);
+  if (items.length === 0) return;
+  const found = await findTargets(q, writer, s.tc, { ids: items.map((i) => i.target_id!), keys: [] });
+  refuseOutside(writer, s, items, found);
+}
+
+/**
  * Locks every UPDATE/DELETE target (FOR UPDATE, one statement) and compares versions; an ADD whose
  * key exists by now conflicts as well. Any conflict: a 409 listing each item, nothing written; a
  * record hidden from the writer or outside his edit groups: a 403, nothing written.
@@ -212,7 +271,7 @@ function refuseNarrowedFields(
 async function lockAndCompare(
   tx: Tx,
   writer: Principal,
-  s: Awaited<ReturnType<typeof scopeOf>>,
+  s: Scope,
   items: readonly store.ItemRow[],
 ): Promise<void> {
   const ids = items.flatMap((i) => (i.target_id === null ? [] : [i.target_id]));
@@ -223,15 +282,7 @@ async function lockAndCompare(
       [writer.partitionId, ids],
     );
   }
-  // Records hidden from the writer (their user groups) are not his to change: refused whole, naming
-  // none of them (to him they do not exist; he would have been told "deleted since" and their ids).
-  const hidden = await hiddenTargetIds(tx, writer, s.tc, s.dcr.id);
-  if (hidden.length > 0) {
-    throw new AppError(
-      'FORBIDDEN',
-      `${hidden.length} item(s) of this DCR change records hidden from the submitter by their user groups: nothing applied`,
-    );
-  }
+  await refuseHidden(tx, writer, s);
   const addKeys = items.filter((i) => i.change_type === 'ADD').map((i) => i.target_key);
   const found = await findTargets(tx, writer, s.tc, { ids, keys: addKeys });
   // A key taken by now, whatever groups hide its record (named only where the writer sees it).
@@ -240,7 +291,6 @@ async function lockAndCompare(
       ? found
       : await findTargets(tx, writer, s.tc, { ids: [], keys: addKeys }, false, true);
   const errors: FieldErrors = {};
-  const outside: FieldErrors = {};
   for (const i of items) {
     const name = `${i.id}.DCRI`;
     if (i.change_type === 'ADD') {
@@ -260,20 +310,14 @@ async function lockAndCompare(
       errors[name] = {
         errorMessage: `${row.typedId as string} is at version ${String(row.version)}, proposed on version ${i.target_version}`,
       };
-    } else if (!canEdit(s.type, writer, row)) {
-      outside[name] = { errorMessage: `${row.typedId as string} is outside the submitter's edit groups now` };
     }
   }
-  // Records the writer sees but may not edit: a permission, not a conflict (403, as a record hidden
-  // from him), naming each item; nothing applied.
-  const refused = Object.keys(outside).length;
-  if (refused > 0) {
-    throw new AppError(
-      'FORBIDDEN',
-      `${refused} item(s) of this DCR change records outside the submitter's edit groups: nothing applied`,
-      { errors: outside },
-    );
-  }
+  refuseOutside(
+    writer,
+    s,
+    items.filter((i) => errors[`${i.id}.DCRI`] === undefined),
+    found,
+  );
   const n = Object.keys(errors).length;
   if (n > 0) {
     throw new AppError('VERSION_CONFLICT', `${n} target record(s) changed since proposed: nothing applied`, {

@@ -14,7 +14,7 @@ import { notifyUsers } from '../notifications/service.ts';
 import type { JobRow } from '../../jobs/store.ts';
 import { registerApprovable, type ApprovableRef, type WorkflowStatus } from '../workflows/approvables.ts';
 import { claimForSubmit } from './apply.ts';
-import { applyByJob, applyWithin, isTx, queueApply } from './applytx.ts';
+import { applyByJob, applyWithin, isTx, queueApply, refuseUnwritable } from './applytx.ts';
 import * as store from './store.ts';
 
 /**
@@ -23,7 +23,7 @@ import * as store from './store.ts';
  * read now), or queued as a DCR_SUBMIT job when above the threshold or submitted with /async. A
  * failed apply leaves the DCR FAILED and the approval standing, and tells the submitter (ERROR).
  */
-async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promise<void> {
+async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promise<AppError | void> {
   const { partitionId, id } = ref;
   const userId = ref.actor.userId;
   const dcr = await store.findDcrOrFail(q, partitionId, id);
@@ -50,6 +50,9 @@ async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promis
     return;
   }
   const out = await applyWithin(db, q, owner, id);
+  // Approved at once by the submitter's own `/workflowsmanager.submit`: he is answered the error
+  // (409 or -4) once the FAILED state commits, as by /dcrmanager.submit.
+  if (!out.ok && ref.submitting) return out.error;
   // The submitter hears of the approval from the workflow; that nothing was applied, from here.
   if (!out.ok) {
     await notifyUsers(q, partitionId, [submitter], {
@@ -64,7 +67,12 @@ async function applyOnApproval(db: Db, q: Queryable, ref: ApprovableRef): Promis
   }
 }
 
-async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void> {
+async function onStatus(
+  db: Db,
+  q: Queryable,
+  ref: ApprovableRef,
+  status: WorkflowStatus,
+): Promise<AppError | void> {
   const { partitionId, id } = ref;
   const userId = ref.actor.userId;
   switch (status) {
@@ -81,8 +89,7 @@ async function onStatus(db: Db, q: Queryable, ref: ApprovableRef, status: Workfl
       await store.setDcrState(q, partitionId, id, userId, { status: 'APPROVED', workflowStatus: 'APPROVED' });
       // The DCR's own submit applies it itself (./apply.ts), after the workflow call returns.
       if (ref.ownSubmit) return;
-      await applyOnApproval(db, q, ref);
-      return;
+      return applyOnApproval(db, q, ref);
     }
     case 'DENIED':
       await store.setDcrState(q, partitionId, id, userId, { status: 'DENIED', workflowStatus: 'DENIED' });
@@ -128,9 +135,11 @@ export function registerDcrApprovable(db: Db): void {
         },
       };
     },
-    // The DCR's own submit rules (an async submit queued or running: 409 naming its job).
+    // The DCR's own submit rules (an async submit queued or running: 409 naming its job; a target
+    // hidden from the submitter or outside his edit groups: 403, nothing changed).
     async beforeSubmit(q, ref) {
-      await claimForSubmit(q, ref.actor, ref.id);
+      const dcr = await claimForSubmit(q, ref.actor, ref.id);
+      await refuseUnwritable(q, ref.actor, dcr);
     },
     onStatus: (q, ref, status) => onStatus(db, q, ref, status),
   });

@@ -118,7 +118,7 @@ export async function calculateGroup(
   limits: LogicLimits,
 ): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_EDIT');
-  const id = parseId(store.RRG, idText, 'typedId');
+  const id = await store.groupIdOf(db, principal, idText);
   const given = groupFieldsOf(body);
   let ended = false;
   try {

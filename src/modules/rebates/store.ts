@@ -5,6 +5,7 @@
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
+import { pathAddress, recordNotFound, selectOne } from '../../engine/addressing.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
 import { withHistory } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
@@ -97,4 +98,16 @@ export async function setGroupState(
     params.values,
   );
   return answer === undefined || r.rows[0] === undefined ? undefined : toRecord(answer, r.rows[0]);
+}
+
+/**
+ * The group a path names: its id or typedId, or — an operation may address a record by its business
+ * key — its `uniqueName`, as `/fetch/RRG/{key}` reads it. A name no group the caller sees has: 404.
+ */
+export async function groupIdOf(q: Queryable, principal: Principal, text: string): Promise<number> {
+  const address = pathAddress(RRG, text, 'typedId');
+  if ('id' in address) return address.id;
+  const row = await selectOne(q, await loadTypeContext(q, principal, RRG), principal, address, false);
+  if (row === undefined) throw recordNotFound(RRG, address);
+  return Number(row.id);
 }

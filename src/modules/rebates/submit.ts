@@ -9,7 +9,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { inSavepoint } from '../../db/savepoint.ts';
-import { fetchOne, parseId, requireAccess } from '../../engine/crud.ts';
+import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { AppError } from '../../http/errors.ts';
 import { restrictionOf, RESTRICTION_PARAM } from '../../jobs/principal.ts';
 import { notifyJobQueued, type JobContext, type JobKind } from '../../jobs/runner.ts';
@@ -184,7 +184,7 @@ export async function submitGroup(
   ownJob?: number,
 ): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
-  const id = parseId(store.RRG, idText, 'typedId');
+  const id = await store.groupIdOf(db, principal, idText);
   await db.transaction(async (tx) => {
     await submittableGroup(tx, principal, id, ownJob);
     await submitAs(tx, principal, id);
@@ -198,7 +198,7 @@ export async function submitGroup(
  */
 export async function submitGroupAsync(db: Db, principal: Principal, idText: string): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
-  const id = parseId(store.RRG, idText, 'typedId');
+  const id = await store.groupIdOf(db, principal, idText);
   const job = await db.transaction(async (tx) => {
     const row = await submittableGroup(tx, principal, id);
     // The workflow's own refusals (a step with no active approver, a condition that fails) come at

@@ -29,6 +29,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { RouteAccess } from '../../access/catalogue.ts';
 import type { Queryable } from '../../db/db.ts';
+import type { AppError } from '../../http/errors.ts';
 
 /** The statuses an approvable goes through; DRAFT is the document's own state before a submit. */
 export type WorkflowStatus = 'SUBMITTED' | 'APPROVED' | 'DENIED' | 'WITHDRAWN';
@@ -50,6 +51,12 @@ export interface ApprovableRef extends DocumentRef {
    * `/workflowsmanager.*` and for every later decision.
    */
   readonly ownSubmit: boolean;
+  /**
+   * This transition is the submit request's own (approved at once, no step to wait for): an APPROVED
+   * whose apply failed (recorded, committed) returns its error from onStatus, and that request
+   * answers it after its transaction commits, as the module's own submit would.
+   */
+  readonly submitting: boolean;
 }
 
 export interface ApprovableRecord {
@@ -87,7 +94,8 @@ export interface Approvable {
    * error to answer (an asynchronous submit of the document queued or running: 409 naming its job).
    */
   beforeSubmit?(q: Queryable, ref: DocumentRef): Promise<void>;
-  onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<void>;
+  /** Answers an error only for a failed apply in the submit request (`ref.submitting`). */
+  onStatus(q: Queryable, ref: ApprovableRef, status: WorkflowStatus): Promise<AppError | void>;
 }
 
 const TYPE_CODE = /^[A-Z][A-Z0-9]{0,39}$/;

@@ -60,6 +60,10 @@ interface Run {
   >;
   readonly approvable: Approvable;
   record?: ApprovableRecord;
+  /** The submit request's own transition (ApprovableRef.submitting). */
+  readonly submitting?: boolean;
+  /** What the approvable answered for a failed apply in the submit request. */
+  failure?: AppError;
 }
 
 /** What a callback is told of a run: partition, document, actor, workflow, whose operation. */
@@ -70,6 +74,7 @@ function refOf(run: Run): ApprovableRef {
     actor: run.actor,
     workflowId: run.wf.id,
     ownSubmit: run.ownSubmit,
+    submitting: run.submitting === true,
   };
 }
 
@@ -177,7 +182,7 @@ async function finish(
     await setStepStatus(q, pid, run.wf.id, { from: 1, to: 1_000_000, only: 'WAITING' }, 'CANCELLED');
   }
   await state(q, run.actor, run.wf.id, { status, currentStep: null });
-  await run.approvable.onStatus(q, refOf(run), status);
+  run.failure = (await run.approvable.onStatus(q, refOf(run), status)) ?? undefined;
   const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
   if (submitter !== null) everyone.push(submitter);
   const title = { APPROVED: 'Approved', DENIED: 'Denied', WITHDRAWN: 'Withdrawn' }[status];
@@ -195,7 +200,16 @@ export async function submitApprovable(
   actor: Actor,
   typeCode: string,
   id: number,
-  { ownSubmit, named }: { readonly ownSubmit: boolean; readonly named?: string },
+  {
+    ownSubmit,
+    named,
+    onFailure,
+  }: {
+    readonly ownSubmit: boolean;
+    readonly named?: string;
+    /** Told of an apply that failed when approved at once (committed FAILED: answer it after). */
+    readonly onFailure?: (e: AppError) => void;
+  },
 ): Promise<number> {
   const approvable = findApprovable(typeCode);
   if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
@@ -252,6 +266,7 @@ export async function submitApprovable(
     },
     approvable,
     record,
+    submitting: true,
   };
   await addEvent(q, actor.partitionId, wfId, {
     action: 'SUBMITTED',
@@ -267,6 +282,7 @@ export async function submitApprovable(
     if ((await startStep(q, run, 1)) !== null) return wfId;
   }
   await finish(q, run, 'APPROVED', actor.userId);
+  if (run.failure !== undefined) onFailure?.(run.failure);
   return wfId;
 }
 
@@ -277,9 +293,17 @@ export async function submitByTypedId(db: Db, principal: Principal, typedId: str
   const approvable = findApprovable(m[2]!);
   if (!approvable) throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`);
   requireAccess(principal, approvable.submitAccess);
-  return db.transaction((tx) =>
-    submitApprovable(tx, principal, approvable.typeCode, Number(m[1]), { ownSubmit: false, named: m[2]! }),
+  // Approved at once and its apply failed: committed (the document FAILED), then answered.
+  let failed: AppError | undefined;
+  const id = await db.transaction((tx) =>
+    submitApprovable(tx, principal, approvable.typeCode, Number(m[1]), {
+      ownSubmit: false,
+      named: m[2]!,
+      onFailure: (e) => (failed = e),
+    }),
   );
+  if (failed !== undefined) throw failed;
+  return id;
 }
 
 // ---------------------------------------------------------------------------------------------
