@@ -131,6 +131,30 @@ describe('rows describing a product, customer or seller follow its user groups',
     });
   }
 
+  test('a load joining by fields other than the parent key: matches updated, a row matching none refused alone (sixth audit)', async () => {
+    okData(await call('/add/PDESC', { data: { sku: 'SC-OPEN', language: 'pt', label: 'old' } }, staff));
+    const [r] = okData(
+      await call(
+        '/loaddata/PDESC',
+        {
+          data: {
+            header: ['language', 'label'],
+            data: [
+              ['pt', 'joined'],
+              ['xx', 'nomatch'],
+            ],
+            options: { joinFields: ['language'] },
+          },
+        },
+        staff,
+      ),
+    );
+    assert.deepEqual([r.updated, r.inserted, r.invalid], [1, 0, 1], JSON.stringify(r));
+    assert.deepEqual([r.errors[0].row, r.errors[0].field], [1, 'sku'], JSON.stringify(r));
+    const [pt] = okData(await call('/fetch/PDESC', { data: adv(eq('language', 'pt')) }, staff));
+    assert.equal(pt.label, 'joined');
+  });
+
   test('an SX row is not moved to a seller the user may not change', async () => {
     const [open] = okData(await call('/add/SX', { data: { name: 'Move', sellerId: 'SC-OPEN' } }, staff));
     expectError(

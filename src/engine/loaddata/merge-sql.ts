@@ -98,9 +98,10 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
   // Can a match be one the principal may not edit? Only through user groups, for a non-admin; else
   // "matched" and "updated" are the same rows and the insert needs no anti-join.
   const restricted = (type.userGroups || type.scopedBy !== undefined) && !principal.admin;
-  // A new row describing a parent record (scopedBy) needs that parent editable, as on /add.
+  // A new row describing a parent record (scopedBy) needs that parent editable, as on /add. Rows
+  // without the parent's column (a load joining by other fields) name no parent: nothing to check.
   const parentOk = (p: Params, alias: string) =>
-    type.scopedBy && !principal.admin
+    type.scopedBy && !principal.admin && cols.includes(type.scopedBy.column)
       ? parentScope(
           type.scopedBy,
           principal,
