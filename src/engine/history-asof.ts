@@ -110,11 +110,13 @@ export async function fetchOneAsOf(
   const name = metaNameText(stored, metaNameIsId(type));
   const tc = await loadTypeContext(q, principal, type, name);
   // Seen by the caller as it stood (its view group then, as the type's rules say): else not found.
-  const scoped = await loadTypeContext(
-    q,
-    principal,
-    isLookupValueCode(type.code) ? { ...type, fixed: undefined } : type,
-  );
+  // The record a row describes (a product of its PX row) is asked as it stood then, below, not as it
+  // is now: shown since or hidden since, its group of that moment decides.
+  const scoped = await loadTypeContext(q, principal, {
+    ...type,
+    ...(isLookupValueCode(type.code) ? { fixed: undefined } : {}),
+    ...(type.scopedBy?.parentCode !== undefined ? { scopedBy: undefined } : {}),
+  });
   const p = new Params();
   const record = p.add(JSON.stringify(state));
   const r = await q.query<Row>(
@@ -129,10 +131,9 @@ export async function fetchOneAsOf(
 
 /**
  * Whether the record a row describes (a product of its `PX`, `PDESC`, `PR` rows: `scopedBy` with a
- * `parentCode`) was hidden from the caller at `asOf` by its view group of that moment. The row's
- * scope above asked the parent as it is now; a product hidden then and shown since answered the
- * row as it stood while hidden. A parent not stored then (a row may come before its product) hides
- * nothing.
+ * `parentCode`) was hidden from the caller at `asOf` by its view group of that moment — whether it
+ * is stored now, changed since or deleted since. A parent not stored then (a row may come before its
+ * product) hides nothing.
  */
 async function parentHiddenThen(
   q: Queryable,
@@ -146,9 +147,14 @@ async function parentHiddenThen(
   const key = state[by.column];
   if (key === null || key === undefined) return false;
   const parentType = findType(by.parentCode)!;
+  // The records of that key: the stored one, and any deleted since (found by their history's business
+  // key, as /fetch/{TC}/{key} finds a deleted record), one of which may be the one of that moment.
   const parents = await q.query<{ id: string | number }>(
-    `SELECT id FROM ${ident(by.table)} WHERE partition_id = $1 AND ${ident(by.parentColumn)} = $2`,
-    [principal.partitionId, key],
+    `SELECT id FROM ${ident(by.table)} WHERE partition_id = $1 AND ${ident(by.parentColumn)} = $2
+     UNION
+     SELECT record_id FROM record_history
+      WHERE partition_id = $1 AND type_code = ANY($3::text[]) AND business_key = $2::text`,
+    [principal.partitionId, key, parentType.historyKey === undefined ? historyCodesOf(parentType) : []],
   );
   // Its state then as an administrator reads it; its view group then decides for the caller.
   const reader: Principal = { ...principal, admin: true };

@@ -201,6 +201,34 @@ describe('user-group-hidden records on side routes', () => {
     }
   });
 
+  test("a row read as it stood: its record's view group of that moment decides, whether the record was deleted or hidden since (sixth audit)", async () => {
+    // Hidden then, deleted since: not found.
+    const gone = uniqueName('asofdel');
+    okData(await api('/add/P', { data: { sku: gone, userGroupViewDetails: group } }));
+    const [secret] = okData(
+      await api('/add/PDESC', { data: { sku: gone, language: 'en', label: 'SECRET' } }),
+    );
+    await new Promise((r) => setTimeout(r, 5));
+    const then = encodeURIComponent(new Date().toISOString());
+    await new Promise((r) => setTimeout(r, 5));
+    okData(await api('/update/PDESC', { data: { typedId: secret.typedId, label: 'public' } }));
+    okData(await api('/delete/P', { data: { sku: gone } }));
+    expectError(await auditor(`/fetch/PDESC/${secret.id}?asOf=${then}`, {}), 404, -1);
+    assert.equal(okData(await api(`/fetch/PDESC/${secret.id}?asOf=${then}`, {}))[0].label, 'SECRET');
+    // Shown then, hidden since: the row as it stood.
+    const flip = uniqueName('asofflip');
+    okData(await api('/add/P', { data: { sku: flip } }));
+    const [shown] = okData(await api('/add/PX', { data: { name: 'Costs', sku: flip, attribute2: 'v1' } }));
+    await new Promise((r) => setTimeout(r, 5));
+    const before = encodeURIComponent(new Date().toISOString());
+    await new Promise((r) => setTimeout(r, 5));
+    okData(await api('/update/P', { data: { sku: flip, userGroupViewDetails: group } }));
+    assert.equal(okData(await auditor(`/fetch/PX/${shown.id}?asOf=${before}`, {}))[0].attribute2, 'v1');
+    expectError(await auditor(`/fetch/PX/${shown.id}`, {}), 404, -1);
+    const now = encodeURIComponent(new Date().toISOString());
+    expectError(await auditor(`/fetch/PX/${shown.id}?asOf=${now}`, {}), 404, -1);
+  });
+
   test("a seller's row moved away from a hidden seller: its history tells the caller nothing of the hidden state", async () => {
     const [shown, secret] = [uniqueName('sl'), uniqueName('sl')];
     okData(await api('/add/SL', { data: { sellerId: shown, name: 'public' } }));
