@@ -235,6 +235,16 @@ describe('query API', () => {
       ['misc', 'misc'],
     ]);
     await refused({ source: 'P', valueFields: Array(1001).fill('sku') }, 400, -4);
+    // Groups come in the order of their values, the NULL group lowest, as sorted by them (sixth audit).
+    const byCost = {
+      source: 'P',
+      join: [{ source: 'PX:Costs', as: 'px', type: 'left', on: { sku: 'sku' } }],
+      groupBy: ['px.attribute1'],
+      aggregates: [{ fn: 'count', as: 'n' }],
+    };
+    const unsorted = await rows(byCost);
+    assert.ok(unsorted.length > 2 && Object.values(unsorted[0])[0] === null, JSON.stringify(unsorted));
+    assert.deepEqual(unsorted, await rows({ ...byCost, sortBy: 'px.attribute1' }));
     // Aggregates alone: one row.
     assert.deepEqual(
       await rows({ source: 'P', aggregates: [{ fn: 'count' }, { fn: 'max', field: 'attribute1' }] }),
@@ -398,6 +408,19 @@ describe('query API', () => {
       400,
       -4,
       'px.attribute1',
+    );
+    // typedId names a record of the main source, as on /fetch (sixth audit).
+    const [[id, sku]] = await rows({ source: 'P', valueFields: ['id', 'sku'], sortBy: 'id', endRow: 1 });
+    assert.deepEqual(await rows({ source: 'P', filter: { typedId: `${id}.P` }, valueFields: ['sku'] }), [
+      [sku],
+    ]);
+    for (const typedId of ['1.C', '1.NOPE', ['1.C', '3.SL']])
+      await refused({ source: 'P', filter: { typedId }, valueFields: ['sku'] }, 400, -4, 'typedId');
+    await refused(
+      { source: 'C', filter: { fieldName: 'typedId', operator: 'notEqual', value: '1.P' } },
+      400,
+      -4,
+      'typedId',
     );
     await refused({ source: 'P', sortBy: 'label', select: ['sku'] }, 400, -4, 'sortBy');
     await refused({ source: 'P', valueFields: ['label'], select: ['sku'] }, 400, -4, 'valueFields[0]');

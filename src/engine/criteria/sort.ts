@@ -26,6 +26,8 @@ export function compileSort(
   alias?: string,
   tieBreaker = 'id',
   notNull: ReadonlySet<string> = NONE,
+  /** The tie-breaker may be NULL (a group's value): it sorts lowest, as every sort's NULLs. */
+  nullableTie = false,
 ): string {
   const names = isMissing(sortBy) ? [] : isArray(sortBy) ? sortBy : [sortBy];
   const terms = names.map((entry) => {
@@ -44,5 +46,5 @@ export function compileSort(
     return `${sql} ${desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`;
   });
   const tie = alias === undefined ? ident(tieBreaker) : qualified(alias, tieBreaker);
-  return [...terms, `${tie} ASC`].join(', ');
+  return [...terms, `${tie} ASC${nullableTie ? ' NULLS FIRST' : ''}`].join(', ');
 }

@@ -18,9 +18,10 @@ function orderBy(plan: Plan, alias: string): string {
   if (plan.grouped) {
     const groups = plan.groupExprs.length;
     const [first, ...rest] = groups > 0 ? plan.outputs.slice(0, groups).map((_, i) => `r${i}`) : ['r0'];
+    // Groups in the order of their values, NULL lowest (as a sort by them puts it).
     return [
-      compileSort(plan.sortBy, fields, alias, first),
-      ...rest.map((c) => `${qualified(alias, c)} ASC`),
+      compileSort(plan.sortBy, fields, alias, first, undefined, true),
+      ...rest.map((c) => `${qualified(alias, c)} ASC NULLS FIRST`),
     ].join(', ');
   }
   const keys = plan.sources.map((_, i) => `k${i}`);

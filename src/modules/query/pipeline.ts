@@ -260,9 +260,15 @@ function rowRange(body: QueryBody, limits: QueryLimits): { start: number; end: n
   return { start, end };
 }
 
-function criteriaOf(input: unknown, fields: ReadonlyMap<string, FieldSpec>): ResolvedCriteria | undefined {
+function criteriaOf(
+  input: unknown,
+  fields: ReadonlyMap<string, FieldSpec>,
+  main?: Source,
+): ResolvedCriteria | undefined {
   if (input === undefined || input === null) return undefined;
-  return resolveCriteria(parseCriteria(input), fields).criteria;
+  // `typedId` names a record of the main source, as on /fetch: another type's typedId is a -4.
+  const typed = main && { typeCode: main.tc.type.code, typedIdAliases: main.tc.type.typedIdAliases };
+  return resolveCriteria(parseCriteria(input), fields, typed).criteria;
 }
 
 /** Plans a pipeline: sources, permissions, names, types and limits are all checked here. */
@@ -288,7 +294,7 @@ export async function planQuery(
   addSourceFields(flat, sources[0]!, 0, '');
   const joins = planJoins(joinsRaw, sources, flat);
   const flatSpecs = new Map([...flat].map(([n, f]) => [n, f.spec]));
-  const filter = criteriaOf(body.filter, flatSpecs);
+  const filter = criteriaOf(body.filter, flatSpecs, sources[0]);
 
   const groupBy = list(body.groupBy, 'groupBy').map((g, i) => fieldOf(flat, g, `groupBy[${i}]`));
   const aggRaw = list(body.aggregates, 'aggregates');
