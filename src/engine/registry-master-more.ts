@@ -28,8 +28,13 @@ function languageRule(data: Readonly<Record<string, unknown>>): FieldErrors | un
   return { language: { errorMessage: `${JSON.stringify(v)} is not a language tag such as de or en-GB` } };
 }
 
+/** A text field's value as stored: a JSON number or boolean is written as its text. */
+const asText = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+
 function referenceRule(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
-  if (data.sku === undefined || data.sku === null || data.sku !== data.targetSku) return undefined;
+  const sku = asText(data.sku);
+  if (sku === undefined || sku !== asText(data.targetSku)) return undefined;
   return { targetSku: { errorMessage: 'must differ from sku: a product does not refer to itself' } };
 }
 

@@ -225,6 +225,9 @@ describe('PDESC, CDESC, PR, PXREF and to-do items', () => {
     await refused('CDESC', { customerId: 'V-1', language: 'DE' }, 'language');
     await refused('PDESC', { language: 'de' }, 'sku');
     await refused('PR', { sku: 'V-1', relationType: 'SUCCESSOR', targetSku: 'V-1' }, 'targetSku');
+    // A key given as a JSON number or boolean is its text: still the product itself (sixth audit).
+    await refused('PR', { sku: 1, relationType: 'SUCCESSOR', targetSku: '1' }, 'targetSku');
+    await refused('PR', { sku: true, relationType: 'SUCCESSOR', targetSku: 'true' }, 'targetSku');
     await refused('PR', { sku: 'V-1', targetSku: 'V-2' }, 'relationType');
     await refused('PXREF', { sku: 'V-1', referenceType: 'EAN' }, 'externalId');
     await refused(TO_DO_CODE, { uniqueName: 'V-1', label: 'x', status: 'LATER' }, 'status');
