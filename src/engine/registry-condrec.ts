@@ -340,6 +340,7 @@ const SIZED_TYPES: readonly TypeDef[] = Array.from({ length: MAX_KEY_SIZE }, (_,
       n,
     ),
     fixed: { column: 'key_size_ref', value: String(n) },
+    absentWhenEmpty: Array.from({ length: MAX_KEY_SIZE - n }, (_, k) => `key${n + k + 1}`),
     // The same items as CRCI: one record history per item, whichever code writes it.
     historyCode: 'CRCI',
     typedIdAliases: ['CRCI'],

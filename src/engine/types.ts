@@ -132,6 +132,12 @@ export interface TypeDef {
    * same items: `5.CRCI2` addresses item 5 through `/update/CRCI`, `5.CRCI` through `/update/CRCI2`).
    */
   readonly typedIdAliases?: readonly string[];
+  /**
+   * Names the type has no field of but takes as no value when given null or "" (a condition record
+   * item's keys past its key size: `key2: ""` on `CRCI1`, as `CRCI` stores it); any other value is an
+   * unknown field.
+   */
+  readonly absentWhenEmpty?: readonly string[];
   /** The attribute-meta type (`PAM`) describing this type's custom attributes, if any. */
   readonly attributeMeta?: string;
   /**

@@ -221,6 +221,32 @@ describe('condition records: addressing items and sets', () => {
     assert.equal(kept.conditionValue, null);
   });
 
+  test('CRCI<n> takes a key past its size given null or "" as no key, as CRCI does; another value is an unknown field (sixth audit)', async () => {
+    const set = await newSet();
+    const byKey = { conditionRecordSetId: set.id, key1: 'E', validFrom: '2026-02-01' };
+    const [added] = okData(await call('/add/CRCI1', { data: { ...byKey, key2: '', key12: null } }));
+    assert.equal(added.key1, 'E');
+    const [integrated] = okData(
+      await call('/integrate/CRCI1', { data: { ...byKey, key2: '', conditionValue: '4' } }),
+    );
+    assert.deepEqual([integrated.id, integrated.conditionValue], [added.id, '4']);
+    const [updated] = okData(
+      await call('/update/CRCI1', {
+        data: { typedId: added.typedId, key3: '', currency: 'EUR' },
+        oldValues: { version: integrated.version },
+      }),
+    );
+    assert.equal(updated.currency, 'EUR');
+    const [stored] = okData(await call(`/fetch/CRCI/${added.id}`));
+    assert.equal(stored.key2, null);
+    expectError(
+      await call('/add/CRCI1', { data: { ...byKey, validFrom: '2027-01-01', key2: 'X' } }),
+      400,
+      -4,
+      'key2',
+    );
+  });
+
   test('a load row names its set by a uniqueName of digits; one that is also another set’s id is an error', async () => {
     const digits = String(880_000_000 + Math.floor(Math.random() * 1_000_000));
     const numbered = await newSet(1, digits);
