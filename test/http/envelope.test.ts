@@ -239,16 +239,14 @@ describe('envelope and errors', () => {
       [set.http, set.status, Object.keys(set.errors ?? {})],
       [404, -1, ['conditionRecordSetId']],
     );
-    // An item whose set is gone (a forced delete of the set meanwhile): the statement-level check of
-    // migration 041 raises the foreign key's error, named by the set, not by an internal column.
+    // An item whose set is gone (a forced delete of the set meanwhile): the bulk loader's check of
+    // its sets (migration 069) raises the foreign key's error, named by the set, not by an internal
+    // column; so does the items' row trigger for every other writer.
     const item = await h.db
       .transaction(async (tx) => {
-        await tx.query(`SELECT set_config('rc.crci_checked', 'on', true)`);
-        await tx.query(
-          `INSERT INTO condition_records (partition_id, condition_record_set_id, key_size_ref, key1, valid_from)
-           VALUES ($1, 999999, '1', 'k', '2026-01-01')`,
-          [h.partitionId],
-        );
+        await tx.query(`SELECT rc_condition_records_sets_written($1, ARRAY[999999]::bigint[], ARRAY['1'])`, [
+          h.partitionId,
+        ]);
       })
       .then(
         () => assert.fail('the database took it'),
@@ -256,6 +254,14 @@ describe('envelope and errors', () => {
       );
     assert.deepEqual(
       [item.http, item.status, Object.keys(item.errors ?? {})],
+      [404, -1, ['conditionRecordSetId']],
+    );
+    const row = await refused(
+      `INSERT INTO condition_records (partition_id, condition_record_set_id, key_size_ref, key1, valid_from)
+       VALUES ($1, 999999, '1', 'k', '2026-01-01')`,
+    );
+    assert.deepEqual(
+      [row.http, row.status, Object.keys(row.errors ?? {})],
       [404, -1, ['conditionRecordSetId']],
     );
   });
