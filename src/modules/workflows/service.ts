@@ -200,17 +200,10 @@ export async function submitApprovable(
   actor: Actor,
   typeCode: string,
   id: number,
-  {
-    ownSubmit,
-    named,
-    onFailure,
-  }: {
-    readonly ownSubmit: boolean;
-    readonly named?: string;
-    /** Told of an apply that failed when approved at once (committed FAILED: answer it after). */
-    readonly onFailure?: (e: AppError) => void;
-  },
+  // onFailure: told of an apply that failed when approved at once (committed FAILED: answer it after).
+  opts: { readonly ownSubmit: boolean; readonly named?: string; readonly onFailure?: (e: AppError) => void },
 ): Promise<number> {
+  const { ownSubmit, named, onFailure } = opts;
   const approvable = findApprovable(typeCode);
   if (!approvable) throw new AppError('NOT_FOUND', `${typeCode} is not an approvable type`);
   const record = await approvable.describe(q, { partitionId: actor.partitionId, id, actor });
