@@ -8,6 +8,7 @@ import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { FieldErrors } from '../http/errors.ts';
 import { key, text } from './registry-fields.ts';
 import { masterType } from './registry-master.ts';
+import { coerceValue } from './values.ts';
 import type { FieldDef, TypeDef } from './types.ts';
 
 /**
@@ -28,13 +29,10 @@ function languageRule(data: Readonly<Record<string, unknown>>): FieldErrors | un
   return { language: { errorMessage: `${JSON.stringify(v)} is not a language tag such as de or en-GB` } };
 }
 
-/** A text field's value as stored: a JSON number or boolean is written as its text. */
-const asText = (v: unknown): string | undefined =>
-  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
-
 function referenceRule(data: Readonly<Record<string, unknown>>): FieldErrors | undefined {
-  const sku = asText(data.sku);
-  if (sku === undefined || sku !== asText(data.targetSku)) return undefined;
+  // Compared as stored: a JSON number or boolean is its text (`1` is the product "1").
+  const sku = coerceValue('string', data.sku);
+  if (sku === undefined || sku !== coerceValue('string', data.targetSku)) return undefined;
   return { targetSku: { errorMessage: 'must differ from sku: a product does not refer to itself' } };
 }
 
