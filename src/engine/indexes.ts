@@ -27,6 +27,7 @@
 
 import type { Db, Queryable } from '../db/db.ts';
 import { ident } from '../db/sql.ts';
+import type { TypeContext } from './context.ts';
 import { ATTRIBUTE_TYPES, allTypes } from './registry.ts';
 import type { FieldType } from './types.ts';
 
@@ -124,6 +125,35 @@ async function managedIndexes(q: Queryable, table: string): Promise<ExistingInde
     [table, MANAGED_PREFIX],
   );
   return r.rows;
+}
+
+/**
+ * The attribute columns of `table` that managed indexes hold, whichever partition's meta asked for
+ * them (one being built concurrently too: it takes every write already). A value of such a column
+ * must fit an index entry in every partition, since the table is shared.
+ */
+export async function indexedColumns(q: Queryable, table: string): Promise<ReadonlySet<string>> {
+  const r = await q.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid = $1::regclass AND starts_with(c.relname, $2)`,
+    [table, `${MANAGED_PREFIX}${table}_`],
+  );
+  const prefix = `${MANAGED_PREFIX}${table}_`.length;
+  const out = new Set<string>();
+  for (const { name } of r.rows) {
+    const column = /^(attribute\d+)_[a-z]+$/.exec(name.slice(prefix))?.[1];
+    if (column !== undefined) out.add(column);
+  }
+  return out;
+}
+
+/** `tc` with the fields stored in `columns` marked as bound by an index entry's size (value-check.ts). */
+export function boundByIndexes(tc: TypeContext, columns: ReadonlySet<string>): TypeContext {
+  const bound = [...tc.fields.values()].filter((f) => columns.has(f.column) && !f.searchIndexed);
+  if (bound.length === 0) return tc;
+  const fields = new Map(tc.fields);
+  for (const f of bound) fields.set(f.name, { ...f, indexEntryBound: true });
+  return { ...tc, fields };
 }
 
 export interface SyncResult {

@@ -40,6 +40,13 @@ export interface FieldSpec {
    */
   readonly searchIndexed?: boolean;
   /**
+   * An index holds the column's value though this partition's meta does not ask for one (another
+   * partition's `indexed` meta of the same attribute: indexes.ts): its text must fit an index entry
+   * as a search-indexed field's must. Set by bulk loads (`boundByIndexes`), whose rows are refused one
+   * by one rather than failing their whole chunk.
+   */
+  readonly indexEntryBound?: boolean;
+  /**
    * A typed attribute whose meta is `indexed`: its btree (src/engine/indexes.ts) carries the column
    * and the row id, so comparisons of it find the matching ids by the index alone.
    */

@@ -148,7 +148,7 @@ export function checkValue(f: FieldDef, raw: unknown): { value: unknown } | stri
   }
   // A btree entry holds ~2,700 bytes: text of a field with search indexes must fit one (with its
   // lower case, where the prefix index covers the column: migration 052).
-  if (typeof v === 'string' && f.searchIndexed && v.length > INDEXED_TEXT_BYTES / 8) {
+  if (typeof v === 'string' && (f.searchIndexed || f.indexEntryBound) && v.length > INDEXED_TEXT_BYTES / 8) {
     const tooLarge = indexedTextTooLarge(v, f.prefixCovers === true);
     if (tooLarge !== undefined) return tooLarge;
   }

@@ -5,6 +5,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { loadTypeContext, type TypeContext } from '../context.ts';
+import { boundByIndexes } from '../indexes.ts';
 import { checkValue } from '../value-check.ts';
 import type { LoadPlan } from './plan.ts';
 
@@ -40,10 +41,14 @@ export class Contexts {
   private readonly q: Queryable;
   private readonly principal: Principal;
 
-  constructor(q: Queryable, principal: Principal, base: TypeContext) {
+  /** Columns that indexes hold (`indexedColumns`): their text must fit an index entry. */
+  private readonly indexed: ReadonlySet<string>;
+
+  constructor(q: Queryable, principal: Principal, base: TypeContext, indexed: ReadonlySet<string>) {
     this.q = q;
     this.principal = principal;
-    this.base = base;
+    this.base = boundByIndexes(base, indexed);
+    this.indexed = indexed;
   }
 
   /** Loads the contexts of the given table names not seen yet: one query for which have meta. */
@@ -60,7 +65,8 @@ export class Contexts {
     );
     for (const n of fresh) this.byName.set(n, this.base);
     for (const { name } of r.rows) {
-      this.byName.set(name, await loadTypeContext(this.q, this.principal, type, name));
+      const tc = await loadTypeContext(this.q, this.principal, type, name);
+      this.byName.set(name, boundByIndexes(tc, this.indexed));
     }
   }
 

@@ -8,6 +8,7 @@ import { toAppError } from '../../http/envelope.ts';
 import { AppError } from '../../http/errors.ts';
 import { DeadlineError, committedBeforeDeadline } from '../../db/deadline.ts';
 import { loadTypeContext } from '../context.ts';
+import { indexedColumns } from '../indexes.ts';
 import { requireAccess } from '../access-check.ts';
 import type { TypeDef } from '../registry.ts';
 import { loadRunning, wroteRows } from '../statistics.ts';
@@ -169,7 +170,7 @@ async function loadChunks(
   limits: RunLimits,
 ): Promise<LoadResult> {
   const base = await loadTypeContext(db, principal, plan.type);
-  const contexts = new Contexts(db, principal, base);
+  const contexts = new Contexts(db, principal, base, await indexedColumns(db, plan.type.table));
   const sql = buildMergeSql(plan, base, principal);
   const errors = new ErrorList(limits.maxErrors ?? MAX_ERRORS);
   let seen = new Set<string>();

@@ -14,6 +14,7 @@ import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { DeadlineError, committedBeforeDeadline } from '../../db/deadline.ts';
 import { loadTypeContext, type TypeContext } from '../../engine/context.ts';
+import { boundByIndexes, indexedColumns } from '../../engine/indexes.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import type { LoadBody, RowError } from '../../engine/loaddata.ts';
 import { ITEM_TYPE } from '../../engine/registry-condrec.ts';
@@ -116,8 +117,10 @@ export async function loadConditionRecords(
   const errors: RowError[] = [];
   const { setOf, sets } = await resolveSets(db, principal, plan, body.data);
   const contexts = new Map<number, TypeContext>();
+  const indexed = sets.length === 0 ? new Set<string>() : await indexedColumns(db, ITEM_TYPE.table);
   for (const set of sets) {
-    contexts.set(set.id, await loadTypeContext(db, principal, ITEM_TYPE, String(set.id)));
+    const setContext = await loadTypeContext(db, principal, ITEM_TYPE, String(set.id));
+    contexts.set(set.id, boundByIndexes(setContext, indexed));
   }
   const fieldsOf = (set: SetInfo) => contexts.get(set.id)!.fields;
   const writable = sets.filter(
