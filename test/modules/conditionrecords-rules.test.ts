@@ -194,6 +194,28 @@ describe('condition records: rules on every path', () => {
         ),
       );
     }
+    // Overlapping a later item too, the earliest in the way is named: the one with the same start.
+    okData(
+      await call('/add/CRCI2', {
+        data: {
+          conditionRecordSetId: s.id,
+          key1: 'C',
+          key2: 'P',
+          validFrom: '2026-07-01',
+          validTo: '2026-07-31',
+        },
+      }),
+    );
+    for (const validTo of [undefined, '2026-07-05']) {
+      const r = await call('/add/CRCI2', {
+        data: { conditionRecordSetId: s.id, key1: 'C', key2: 'P', validFrom: '2026-03-01', validTo },
+      });
+      expectError(r, 400, -4, 'validFrom');
+      assert.match(
+        r.body.response.data,
+        new RegExp(`overlaps item ${a.id}\\.CRCI \\(valid 2026-03-01\\.\\.2026-06-30\\)`),
+      );
+    }
     // Other keys with the same start are no clash.
     okData(
       await call('/add/CRCI2', {
