@@ -265,6 +265,14 @@ export function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
       const operand = coerceValue('decimal', edit.fieldValue);
       if (operand === undefined || typeof operand === 'boolean')
         throw validationError(`${at}.fieldValue`, 'must be a number');
+      // An integer plus a fraction is no integer: refused, not rounded back to the value it was.
+      // (A product or quotient is rounded half away from zero: a price list's "× 1.1" stays usable.)
+      if (
+        field.type === 'integer' &&
+        (op === '+' || op === '-') &&
+        coerceValue('integer', operand) === undefined
+      )
+        throw validationError(`${at}.fieldValue`, `must be an integer: ${field.name} is an integer field`);
       // Zero by its digits: 1e-400 is a number (Number() would read it as 0).
       if (op === '/' && /^[-+]?0*\.?0*(?:e[-+]?\d+)?$/i.test(String(operand)))
         throw validationError(`${at}.fieldValue`, 'division by zero');

@@ -515,6 +515,12 @@ describe('condition records: rules on every path', () => {
     r = await edit('integrationStatus', 1000);
     expectError(r, 400, -4, 'integrationStatus');
     assert.match(r.body.response.data, /outside -2147483648\.\.2147483647/);
+    // An integer plus a fraction: refused (it was rounded back to the value, its version raised).
+    for (const v of [0.4, '-1.5']) {
+      r = await edit('integrationStatus', v);
+      expectError(r, 400, -4, 'massEditRecords.0.fieldValue');
+      assert.match(r.body.response.data, /must be an integer: integrationStatus is an integer field/);
+    }
     // Nothing changed: the stored values stand.
     const items = okData(
       await call('/fetch/CRCI1', { data: { conditionRecordSetId: s.id }, sortBy: ['key1'] }),
