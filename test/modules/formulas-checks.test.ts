@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { clientOf, startHarness, type Client, type Harness, type Reply } from '../helpers/app.ts';
+import { clientOf, startHarness, uniqueName, type Client, type Harness, type Reply } from '../helpers/app.ts';
 import { expectError, okData } from '../helpers/envelope.ts';
 
 describe('logics: compile errors, the time limit, filtered customers, the README example', () => {
@@ -167,6 +167,27 @@ describe('logics: compile errors, the time limit, filtered customers, the README
     okData(await api('/add/F', logic('Quoted', 'concat(product("label"), customer("customerId"))')));
     okData(await api('/add/F', logic('Dynamic', 'product(concat("lab", "el"))')));
     okData(await api('/add/F', logic('Group', 'concat(row.uniqueName, row.attribute7)', 'REBATE')));
+    // filter("<field>", "<operator>", …): a field of products or customers, an operator of the filter
+    // language — checked on save, not left to fail every run.
+    for (const [expression, message] of [
+      ['filter("attribute1", "bogusOp", 1)', /filter: unknown operator "bogusOp"/],
+      ['filter("nope", "equals", 1)', /filter: unknown field "nope" \(of products or customers\)/],
+      ['allOf(filter("sku", "equals", "x"), filter("sku", "equal", "y"))', /unknown operator "equal"/],
+    ] as const) {
+      const r = await api('/add/F', logic(uniqueName('Flt'), expression, 'FILTER'));
+      expectError(r, 400, -4, 'elements[0].expression');
+      assert.match(r.body.response.data, message);
+    }
+    okData(
+      await api(
+        '/add/F',
+        logic(
+          'FilterOk',
+          'allOf(filter("customerId", "startsWith", "C"), filter("typedId", "notNull"), filter("attribute3", "between", [1, 2]))',
+          'FILTER',
+        ),
+      ),
+    );
     const run = async (name: string) =>
       okData(await api(`/formulamanager.execute/MB-1/${name}`, { data: {} })).find(
         (r: any) => r.resultName === 'A',

@@ -831,16 +831,18 @@ describe('pricing logics', () => {
     });
     expectError(orphan, 400, -4);
     assert.ok(orphan.body.response.errors.formulaName, orphan.text);
-    okData(
-      await api('/add/F', {
+    // A field named in quotes is checked on save; one given by an expression when the logic runs.
+    const badField = (expression: string) =>
+      api('/add/F', {
         data: {
           uniqueName: 'BadField',
           validAfter: '2026-01-01',
           nature: 'FILTER',
-          elements: [{ elementName: 'F', expression: 'filter("colour", "equals", "red")' }],
+          elements: [{ elementName: 'F', expression }],
         },
-      }),
-    );
+      });
+    expectError(await badField('filter("colour", "equals", "red")'), 400, -4, /unknown field "colour"/);
+    okData(await badField('filter(concat("col", "our"), "equals", "red")'));
     const bad = await api('/productmanager.fetchformulafilteredproducts', { formulaName: 'BadField' });
     expectError(bad, 400, -4, /colour/);
     okData(

@@ -7,6 +7,7 @@
 import { D, parseIsoDate, type StaticType, type Value } from '../values.ts';
 import type { CallSite, FnDef } from '../functions/types.ts';
 import { ExpressionError, type BinaryOp, type Node, type UnaryOp } from './parse.ts';
+import { OPERATORS } from '../../engine/criteria/operators.ts';
 
 export type Checked =
   | { readonly k: 'const'; readonly value: Value; readonly type: StaticType }
@@ -244,6 +245,32 @@ function elementRef(
   throw new ExpressionError(`unknown name ${name}`, pos);
 }
 
+/**
+ * `filter("<field>", "<operator>", …)` of a FILTER logic: a field or operator named in quotes is
+ * checked when the logic is saved, as `product("<field>")` is, rather than failing every run. The
+ * filter narrows products or customers (the logic does not say which): a field of either passes.
+ */
+function checkFilterLiterals(
+  node: Extract<Node, { kind: 'call' }>,
+  literals: readonly (string | undefined)[],
+  scope: CheckScope,
+): void {
+  const [field, operator] = literals;
+  if (operator !== undefined && !Object.hasOwn(OPERATORS, operator))
+    throw new ExpressionError(
+      `filter: unknown operator "${operator.slice(0, 40)}"`,
+      node.args[1]?.pos ?? node.pos,
+    );
+  const products = scope.rootFields?.get('product');
+  const customers = scope.rootFields?.get('customer');
+  if (field === undefined || products === undefined || customers === undefined) return;
+  if (field !== 'typedId' && !products.has(field) && !customers.has(field))
+    throw new ExpressionError(
+      `filter: unknown field "${field.slice(0, 100)}" (of products or customers)`,
+      node.args[0]?.pos ?? node.pos,
+    );
+}
+
 function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, reads: Reads): Checked {
   const { name, pos } = node;
   const c = (n: Node): Checked => checkExpression(n, scope, reads);
@@ -300,6 +327,7 @@ function checkCall(node: Extract<Node, { kind: 'call' }>, scope: CheckScope, rea
   const fields = scope.roots?.has(name) ? scope.rootFields?.get(name) : undefined;
   if (fields !== undefined && literals[0] !== undefined && !fields.has(literals[0]))
     throw new ExpressionError(`unknown field ${name}.${literals[0].slice(0, 100)}`, node.args[0]?.pos ?? pos);
+  if (name === 'filter') checkFilterLiterals(node, literals, scope);
   reads.calls.push({ name, literals });
   const site: CallSite = { name, literals };
   const type = typeof fn.returns === 'function' ? fn.returns(args.map((a) => a.type)) : fn.returns;
