@@ -64,9 +64,14 @@ export function addressOf(type: TypeDef, data: Obj): Address | undefined {
   return undefined;
 }
 
-/** How a 404 names the record asked for: its typedId, or its business key. */
+/** How a 404 names the record asked for: its typedId, or its business key as given (`Product MB-1`). */
 export function describeAddress(type: TypeDef, a: Address): string {
-  return 'id' in a ? `${type.label} ${a.id}.${type.code}` : `${type.label} ${JSON.stringify(a.key)}`;
+  return 'id' in a ? `${type.label} ${a.id}.${type.code}` : `${type.label} ${keyText(a.key)}`;
+}
+
+/** A business key in a message: its value, or its values joined by ` / ` (a lookup table's name and key). */
+export function keyText(key: readonly unknown[]): string {
+  return key.map(String).join(' / ');
 }
 
 /**

@@ -228,11 +228,18 @@ function groupRules(data: Readonly<Record<string, unknown>>): FieldErrors | unde
   if (inputs !== undefined && inputs !== null) {
     if (!Array.isArray(inputs)) errors.inputs = { errorMessage: 'must be a list of {name, value}' };
     else {
+      // A name given twice is refused on the later entry: the logic reads one value per input.
+      const seen = new Map<string, number>();
       inputs.forEach((x: unknown, i) => {
         if (!isObj(x) || typeof x.name !== 'string' || x.name === '')
           errors[`inputs[${i}].name`] ??= { errorMessage: 'must be the name of an input of the logic' };
+        else if (seen.has(x.name))
+          errors[`inputs[${i}].name`] ??= {
+            errorMessage: `repeats input ${x.name} (inputs[${seen.get(x.name)}]): give each input once`,
+          };
         else if (Object.keys(x).some((k) => !['name', 'value', 'label', 'type'].includes(k)))
           errors[`inputs[${i}]`] ??= { errorMessage: 'holds name, value and optionally label and type' };
+        if (isObj(x) && typeof x.name === 'string' && !seen.has(x.name)) seen.set(x.name, i);
       });
     }
   }

@@ -9,7 +9,7 @@ import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, elementError, markElement, validationError } from '../http/errors.ts';
 import { canEdit, requireWrite } from './access-check.ts';
-import { addressOf, lockBatch, recordNotFound, requireAddress, selectOne } from './addressing.ts';
+import { addressOf, keyText, lockBatch, recordNotFound, requireAddress, selectOne } from './addressing.ts';
 import { loadTypeContext, metaNameOf, requireParentEditable, toRecord, type TypeContext } from './context.ts';
 import { trackedFields } from './history.ts';
 import { updateAtOnce, writeAtOnce } from './write-batch.ts';
@@ -336,7 +336,7 @@ async function upsertRefused(
 ): Promise<AppError> {
   const seen = await selectOne(q, tc, principal, { key }, false, true);
   return seen
-    ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${JSON.stringify(key)}`)
+    ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${keyText(key)}`)
     : recordNotFound(tc.type, { key });
 }
 

@@ -7,6 +7,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { deleteRecords, requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
 import type { TypeDef } from '../../engine/registry.ts';
+import { prefixed } from '../../http/errors.ts';
 import { assignmentHistory } from './assignments.ts';
 import { guardBusinessRoles, guardNotOwnBusinessRole, guardNotOwnGroup } from './guards.ts';
 import { addressedRecordId } from './refs.ts';
@@ -86,20 +87,23 @@ export async function deleteGroups(db: Db, principal: Principal, items: readonly
   requireAccess(principal, GROUP.access.write);
   return db.transaction(async (tx) => {
     const out: Row[] = [];
-    for (const data of items) {
-      const id = await addressedRecordId(tx, principal, GROUP, data);
-      let counts = { removedMemberships: 0, removedFromBusinessRoles: 0 };
-      if (id !== undefined) {
-        await guardNotOwnGroup(tx, principal, id);
-        await lockNamed(tx, principal, GROUP, id);
-        counts = {
-          removedMemberships: await unlinkEverywhere(tx, principal, 'userGroups', id),
-          removedFromBusinessRoles: await unlinkEverywhere(tx, principal, 'businessRoleGroups', id),
-        };
-      }
-      // The engine finds (404), checks and deletes the record itself.
-      const [row] = await deleteRecords(store.withinTx(db, tx), principal, GROUP, [data]);
-      out.push({ ...row, ...counts });
+    for (const [i, data] of items.entries()) {
+      const row = await prefixed(items.length > 1 ? `${i}.` : '', async () => {
+        const id = await addressedRecordId(tx, principal, GROUP, data);
+        let counts = { removedMemberships: 0, removedFromBusinessRoles: 0 };
+        if (id !== undefined) {
+          await guardNotOwnGroup(tx, principal, id);
+          await lockNamed(tx, principal, GROUP, id);
+          counts = {
+            removedMemberships: await unlinkEverywhere(tx, principal, 'userGroups', id),
+            removedFromBusinessRoles: await unlinkEverywhere(tx, principal, 'businessRoleGroups', id),
+          };
+        }
+        // The engine finds (404), checks and deletes the record itself.
+        const [deleted] = await deleteRecords(store.withinTx(db, tx), principal, GROUP, [data]);
+        return { ...deleted, ...counts };
+      });
+      out.push(row);
     }
     return out;
   });
@@ -115,22 +119,25 @@ export async function deleteBusinessRoles(
   return db.transaction(async (tx) => {
     const pid = principal.partitionId;
     const out: Row[] = [];
-    for (const data of items) {
-      const id = await addressedRecordId(tx, principal, BUSINESS_ROLE, data);
-      let counts = { unassignedUsers: 0, removedRoles: 0, removedGroups: 0 };
-      if (id !== undefined) {
-        await guardBusinessRoles(tx, principal, [id]);
-        // Deleting it would unassign it from him: no assignment of his own (docs/permissions.md).
-        await guardNotOwnBusinessRole(tx, principal, id);
-        await lockNamed(tx, principal, BUSINESS_ROLE, id);
-        counts = {
-          unassignedUsers: await unlinkEverywhere(tx, principal, 'userBusinessRoles', id),
-          removedRoles: await store.removeAllLinksOf(tx, pid, 'businessRoleRoles', 'owner', id),
-          removedGroups: await store.removeAllLinksOf(tx, pid, 'businessRoleGroups', 'owner', id),
-        };
-      }
-      const [row] = await deleteRecords(store.withinTx(db, tx), principal, BUSINESS_ROLE, [data]);
-      out.push({ ...row, ...counts });
+    for (const [i, data] of items.entries()) {
+      const row = await prefixed(items.length > 1 ? `${i}.` : '', async () => {
+        const id = await addressedRecordId(tx, principal, BUSINESS_ROLE, data);
+        let counts = { unassignedUsers: 0, removedRoles: 0, removedGroups: 0 };
+        if (id !== undefined) {
+          await guardBusinessRoles(tx, principal, [id]);
+          // Deleting it would unassign it from him: no assignment of his own (docs/permissions.md).
+          await guardNotOwnBusinessRole(tx, principal, id);
+          await lockNamed(tx, principal, BUSINESS_ROLE, id);
+          counts = {
+            unassignedUsers: await unlinkEverywhere(tx, principal, 'userBusinessRoles', id),
+            removedRoles: await store.removeAllLinksOf(tx, pid, 'businessRoleRoles', 'owner', id),
+            removedGroups: await store.removeAllLinksOf(tx, pid, 'businessRoleGroups', 'owner', id),
+          };
+        }
+        const [deleted] = await deleteRecords(store.withinTx(db, tx), principal, BUSINESS_ROLE, [data]);
+        return { ...deleted, ...counts };
+      });
+      out.push(row);
     }
     return out;
   });

@@ -15,7 +15,7 @@ import { Params } from '../../db/sql.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { withHistory } from '../../engine/history.ts';
 import { gridItemType } from '../../engine/registry-calcgrids.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, type FieldErrors } from '../../http/errors.ts';
 import {
   registerApprovable,
   type ApprovableRecord,
@@ -72,28 +72,48 @@ export async function setItemStates(
 const TRACKED = ['workflowStatus', 'approvalState'];
 
 /**
+ * The field of the request that chose item `id` (`data.items.2` of an accept or reject, `data.filter`
+ * when a filter chose it); undefined: no field names it (a submit of the item alone names it by path).
+ */
+export type ItemField = (id: number) => string | undefined;
+
+/** A 409 about item `id`, naming the field of the request that chose it (`fieldOf`). */
+export function itemConflict(message: string, id: number, fieldOf?: ItemField): AppError {
+  const field = fieldOf?.(id);
+  return new AppError('CONFLICT', message, field === undefined ? {} : { field });
+}
+
+/**
  * Items to accept must have results: one never calculated (added since the last run) or whose
  * calculation failed (`error`, no results) gives its approvers nothing to decide on. 409 naming the
- * first few, as a rebate record group that was never calculated is not submitted.
+ * first few (and, with `fieldOf`, the fields of the request that chose them), as a rebate record
+ * group that was never calculated is not submitted.
  */
 export async function requireResults(
   q: Queryable,
   partitionId: number,
   ids: readonly number[],
+  fieldOf?: ItemField,
 ): Promise<void> {
-  const r = await q.query<{ typed_id: string }>(
-    `SELECT id::text || '.CGI' || key_number AS typed_id FROM calc_grid_items
+  const r = await q.query<{ id: string; typed_id: string }>(
+    `SELECT id, id::text || '.CGI' || key_number AS typed_id FROM calc_grid_items
       WHERE partition_id = $1 AND id = ANY($2::bigint[]) AND calculation_results IS NULL
       ORDER BY id LIMIT 6`,
     [partitionId, ids],
   );
   if (r.rows.length === 0) return;
-  const names = r.rows.slice(0, 5).map((x) => x.typed_id);
+  const shown = r.rows.slice(0, 5);
   const more = r.rows.length > 5 ? ', ...' : '';
-  throw new AppError(
-    'CONFLICT',
-    `${names.join(', ')}${more}: no results (never calculated, or the calculation failed): calculate the grid before accepting ${r.rows.length > 1 ? 'them' : 'it'}`,
-  );
+  const message = `${shown.map((x) => x.typed_id).join(', ')}${more}: no results (never calculated, or the calculation failed): calculate the grid before accepting ${r.rows.length > 1 ? 'them' : 'it'}`;
+  const errors: FieldErrors = {};
+  for (const x of shown) {
+    const field = fieldOf?.(Number(x.id));
+    if (field !== undefined)
+      errors[field] ??= {
+        errorMessage: `${x.typed_id}: no results (never calculated, or the calculation failed)`,
+      };
+  }
+  throw new AppError('CONFLICT', message, Object.keys(errors).length > 0 ? { errors } : {});
 }
 
 /** An item as the workflow engine sees it: its typed code, label, status and the fields conditions read. */

@@ -10,7 +10,14 @@ import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { gridItemType } from '../../engine/registry-calcgrids.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { APPROVABLE_CODE, lockDocuments, requireResults, setItemStates } from './approval.ts';
+import {
+  APPROVABLE_CODE,
+  itemConflict,
+  lockDocuments,
+  requireResults,
+  setItemStates,
+  type ItemField,
+} from './approval.ts';
 import { gridOrFail, itemIdOf } from './service.ts';
 import { submitItems } from './submit-many.ts';
 import type * as store from './store.ts';
@@ -21,13 +28,20 @@ type Obj = Record<string, unknown>;
 /** Items one request may accept or reject at most. */
 export const MAX_SELECTED = 10_000;
 
+/** The items a decision chose: their ids, and the field of the request that chose each. */
+interface Selection {
+  readonly ids: number[];
+  /** `data.items.<first index naming the item>`, or `data.filter`: what a 409 about the item names. */
+  readonly fieldOf: ItemField;
+}
+
 /** `{data: {items: [ids or typedIds]}}` or `{data: {filter: <criteria over CGI{k}>}}`: the ids, in the grid. */
 async function selectItems(
   q: Queryable,
   principal: Principal,
   grid: store.GridRow,
   data: unknown,
-): Promise<number[]> {
+): Promise<Selection> {
   if (!isObj(data) || (data.items === undefined) === (data.filter === undefined))
     throw validationError('data', 'give {items: [ids]} or {filter: criteria}');
   for (const k of Object.keys(data))
@@ -36,31 +50,27 @@ async function selectItems(
   if (data.items !== undefined) {
     if (!Array.isArray(data.items) || data.items.length === 0 || data.items.length > MAX_SELECTED)
       throw validationError('data.items', `must list 1 to ${MAX_SELECTED} items`);
-    const ids = [
-      ...new Set(
-        data.items.map((v, i) => {
-          const ref = itemIdOf(v, `data.items.${i}`);
-          // A typedId names its type: CGI<k> of another key number is no item of this grid.
-          if (ref.keyNumber !== undefined && ref.keyNumber !== grid.key_number)
-            throw notFound(
-              `Item ${String(v)} of calculation grid ${grid.id} (its items are CGI${grid.key_number})`,
-              `data.items.${i}`,
-            );
-          return ref.id;
-        }),
-      ),
-    ];
+    const at = new Map<number, number>(); // item id -> the first index naming it
+    data.items.forEach((v, i) => {
+      const ref = itemIdOf(v, `data.items.${i}`);
+      // A typedId names its type: CGI<k> of another key number is no item of this grid.
+      if (ref.keyNumber !== undefined && ref.keyNumber !== grid.key_number)
+        throw notFound(
+          `Item ${String(v)} of calculation grid ${grid.id} (its items are CGI${grid.key_number})`,
+          `data.items.${i}`,
+        );
+      if (!at.has(ref.id)) at.set(ref.id, i);
+    });
+    const ids = [...at.keys()];
     const r = await q.query<{ id: string }>(
       `SELECT id FROM calc_grid_items WHERE partition_id = $1 AND grid_id = $2 AND id = ANY($3::bigint[])`,
       [pid, grid.id, ids],
     );
     const found = new Set(r.rows.map((x) => Number(x.id)));
     const missing = ids.find((id) => !found.has(id));
-    if (missing !== undefined) {
-      const at = data.items.findIndex((v) => itemIdOf(v, 'data.items').id === missing);
-      throw notFound(`Item ${missing} of calculation grid ${grid.id}`, `data.items.${at}`);
-    }
-    return ids;
+    if (missing !== undefined)
+      throw notFound(`Item ${missing} of calculation grid ${grid.id}`, `data.items.${at.get(missing)}`);
+    return { ids, fieldOf: (id) => (at.has(id) ? `data.items.${at.get(id)}` : undefined) };
   }
   // Within this grid: its results typed as its own elements are.
   const tc = await loadTypeContext(q, principal, gridItemType(grid.key_number), undefined, {
@@ -82,7 +92,7 @@ async function selectItems(
   );
   if (r.rows.length > MAX_SELECTED)
     throw validationError('data.filter', `selects more than ${MAX_SELECTED} items: narrow it`);
-  return r.rows.map((x) => Number(x.id));
+  return { ids: r.rows.map((x) => Number(x.id)), fieldOf: () => 'data.filter' };
 }
 
 interface Summary {
@@ -124,9 +134,9 @@ export async function acceptItems(
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
     const grid = await gridOrFail(tx, principal, idText, 'key share'); // a delete of the grid waits for this
-    const ids = await selectItems(tx, principal, grid, data);
-    await requireResults(tx, principal.partitionId, ids);
-    await submitItems(tx, principal, ids);
+    const { ids, fieldOf } = await selectItems(tx, principal, grid, data);
+    await requireResults(tx, principal.partitionId, ids, fieldOf);
+    await submitItems(tx, principal, ids, fieldOf);
     return answer(await summaries(tx, principal.partitionId, ids));
   });
 }
@@ -145,17 +155,18 @@ export async function rejectItems(
 ): Promise<Obj[]> {
   return db.transaction(async (tx) => {
     const grid = await gridOrFail(tx, principal, idText, 'key share');
-    const ids = await selectItems(tx, principal, grid, data);
+    const { ids, fieldOf } = await selectItems(tx, principal, grid, data);
     // Locked (id order) and checked under the lock: an accept of the same items running at the same
     // time is waited for, and its outcome refuses this reject (409) instead of being overwritten.
     const docs = await lockDocuments(tx, principal.partitionId, ids);
     const decided = docs.find((d) => d.workflowStatus === 'APPROVED' || d.workflowStatus === 'DENIED');
     if (decided)
-      throw new AppError(
-        'CONFLICT',
+      throw itemConflict(
         decided.workflowStatus === 'APPROVED'
           ? `Item ${decided.id}.${decided.typeCode} is already approved: it cannot be rejected (an override, or results changed by a recalculation, make it a new proposal)`
           : `Item ${decided.id}.${decided.typeCode} is already denied`,
+        decided.id,
+        fieldOf,
       );
     const r = await tx.query<{ id: string; approvable_id: string }>(
       `SELECT id, approvable_id FROM workflows
@@ -164,16 +175,21 @@ export async function rejectItems(
       [principal.partitionId, APPROVABLE_CODE, ids],
     );
     const waiting = r.rows[0];
-    if (waiting)
-      throw new AppError(
-        'CONFLICT',
-        `Item ${waiting.approvable_id} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
+    if (waiting) {
+      const id = Number(waiting.approvable_id);
+      const doc = docs.find((d) => d.id === id);
+      throw itemConflict(
+        `Item ${doc === undefined ? id : `${id}.${doc.typeCode}`} waits in workflow ${waiting.id}.WF: deny it there (/workflowsmanager.deny)`,
+        id,
+        fieldOf,
       );
+    }
     const submitted = docs.find((d) => d.workflowStatus === 'SUBMITTED');
     if (submitted)
-      throw new AppError(
-        'CONFLICT',
+      throw itemConflict(
         `Item ${submitted.id}.${submitted.typeCode} waits in a workflow: deny it there`,
+        submitted.id,
+        fieldOf,
       );
     await setItemStates(tx, principal, ids, 'DENIED');
     const after = await summaries(tx, principal.partitionId, ids);

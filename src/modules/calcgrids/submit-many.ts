@@ -12,12 +12,19 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { recordHistory, type HistoryEntry } from '../../engine/history.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { validationError } from '../../http/errors.ts';
 import { notifyEach, type NotificationInput } from '../notifications/service.ts';
 import { parseSteps, type StepDef } from '../workflows/definitions.ts';
 import { definitionApplies, stepHolds } from '../workflows/inputs.ts';
 import { activeDelegates, definitionsFor, stepUsers } from '../workflows/store.ts';
-import { APPROVABLE_CODE, lockDocuments, setItemStates, type ItemDocument } from './approval.ts';
+import {
+  APPROVABLE_CODE,
+  itemConflict,
+  lockDocuments,
+  setItemStates,
+  type ItemDocument,
+  type ItemField,
+} from './approval.ts';
 
 const LABEL = 'Calculation grid item';
 
@@ -55,10 +62,20 @@ async function peopleOf(q: Queryable, pid: number, step: StepDef, n: number): Pr
 }
 
 /** Locks the items and refuses (409) an approved or pending one, as submitApprovable does. */
-async function lockSubmittable(q: Queryable, pid: number, ids: readonly number[]): Promise<ItemDocument[]> {
+async function lockSubmittable(
+  q: Queryable,
+  pid: number,
+  ids: readonly number[],
+  fieldOf?: ItemField,
+): Promise<ItemDocument[]> {
   const docs = await lockDocuments(q, pid, ids);
   const approved = docs.find((d) => d.workflowStatus === 'APPROVED');
-  if (approved) throw new AppError('CONFLICT', `${LABEL} ${approved.id} is already approved`);
+  if (approved)
+    throw itemConflict(
+      `${LABEL} ${approved.id}.${approved.typeCode} is already approved`,
+      approved.id,
+      fieldOf,
+    );
   const pending = await q.query<{ id: string }>(
     `SELECT approvable_id AS id FROM workflows
       WHERE partition_id = $1 AND code = $2 AND approvable_id = ANY($3::bigint[]) AND workflow_status = 'SUBMITTED'
@@ -66,7 +83,11 @@ async function lockSubmittable(q: Queryable, pid: number, ids: readonly number[]
     [pid, APPROVABLE_CODE, ids],
   );
   const waiting = pending.rows[0]?.id ?? docs.find((d) => d.workflowStatus === 'SUBMITTED')?.id;
-  if (waiting !== undefined) throw new AppError('CONFLICT', `${LABEL} ${waiting} is already submitted`);
+  if (waiting !== undefined) {
+    const doc = docs.find((d) => d.id === Number(waiting));
+    const name = doc === undefined ? String(waiting) : `${doc.id}.${doc.typeCode}`;
+    throw itemConflict(`${LABEL} ${name} is already submitted`, Number(waiting), fieldOf);
+  }
   return docs;
 }
 
@@ -92,9 +113,15 @@ function planOf(docs: readonly ItemDocument[], definitions: readonly Definition[
  * Submits the items (ids of one grid, with results) to their workflows, in one transaction `q`;
  * their `workflowStatus` / `approvalState` become SUBMITTED / NOT_APPROVED or APPROVED / APPROVED.
  */
-export async function submitItems(q: Queryable, actor: Principal, ids: readonly number[]): Promise<void> {
+export async function submitItems(
+  q: Queryable,
+  actor: Principal,
+  ids: readonly number[],
+  /** The field of the request that chose an item: a 409 about it names that field. */
+  fieldOf?: ItemField,
+): Promise<void> {
   const pid = actor.partitionId;
-  const docs = await lockSubmittable(q, pid, ids);
+  const docs = await lockSubmittable(q, pid, ids, fieldOf);
   const plans = planOf(docs, await definitionsFor(q, pid, APPROVABLE_CODE));
   const people = new Map<string, StepPeople>();
   for (const p of plans) {
@@ -136,7 +163,12 @@ export async function submitItems(q: Queryable, actor: Principal, ids: readonly 
   );
   const wfOf = new Map(inserted.rows.map((r) => [Number(r.approvable_id), Number(r.id)]));
   const lost = plans.find((p) => !wfOf.has(p.doc.id));
-  if (lost) throw new AppError('CONFLICT', `${LABEL} ${lost.doc.id} is already submitted`);
+  if (lost)
+    throw itemConflict(
+      `${LABEL} ${lost.doc.id}.${lost.doc.typeCode} is already submitted`,
+      lost.doc.id,
+      fieldOf,
+    );
 
   const steps: object[] = [];
   const events: object[] = [];

@@ -75,8 +75,7 @@ export async function updateItems(
           { field: `${prefix}oldValues.version` },
         );
       }
-      if (item.change_type === 'DELETE')
-        throw validationError(prefix + 'changeType', 'a DELETE item proposes no values');
+      const isDelete = item.change_type === 'DELETE';
       const key = keyData(s.type, item.target_key);
       const values: Obj = {};
       for (const [k, val] of Object.entries(e.data)) {
@@ -96,19 +95,27 @@ export async function updateItems(
         }
         values[k] = val;
       }
+      // A DELETE item proposes no values: one named is refused, naming it (as when proposed).
+      const extra = isDelete ? Object.keys(values)[0] : undefined;
+      if (extra !== undefined) throw validationError(prefix + extra, 'a DELETE item proposes no values');
       // Nothing to change is no update (it bumped the version alone) — except on a FAILED DCR, where
-      // it proposes the item again on its record as it stands (below).
-      if (Object.keys(values).length === 0 && s.dcr.status !== 'FAILED')
-        throw validationError(`${prefix}data`, 'names no field to change');
+      // it proposes the item again on its record as it stands (below), a DELETE item too.
+      if (Object.keys(values).length === 0 && s.dcr.status !== 'FAILED') {
+        throw validationError(
+          `${prefix}data`,
+          isDelete
+            ? 'names no field to change (a DELETE item proposes no values)'
+            : 'names no field to change',
+        );
+      }
       // Condition record items name their set first in their key (its attributes are typed per set).
-      const tc = await proposalContext(
-        tx,
-        principal,
-        s,
-        { conditionRecordSetId: item.target_key[0] },
-        contexts,
-      );
-      const proposed = { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
+      const tc = isDelete
+        ? undefined
+        : await proposalContext(tx, principal, s, { conditionRecordSetId: item.target_key[0] }, contexts);
+      const proposed =
+        tc === undefined
+          ? item.proposed
+          : { ...item.proposed, ...checkProposal(tc, s.allowed, values, prefix) };
       // Fixing a FAILED DCR ("fix the items and submit again"): the item is now proposed on the
       // record as it stands, so the conflict that failed it is resolved by this update.
       const rebased = s.dcr.status === 'FAILED' ? await currentTarget(tx, principal, s, item) : undefined;
@@ -139,7 +146,7 @@ export async function updateItems(
         }
       }
       const original = rebased?.original ?? item.original;
-      checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
+      if (!isDelete) checkRecordRules(s.type, { ...original, ...key, ...proposed }, prefix);
       await store.updateItem(tx, principal.partitionId, item.id, principal.userId, proposed, rebased);
     }
     return { s, ids: wanted };
@@ -148,8 +155,8 @@ export async function updateItems(
 }
 
 /**
- * The record an UPDATE item targets, as it stands: its version and values (dates as ISO text); null
- * when it is gone, undefined for other items.
+ * The record an UPDATE or DELETE item targets, as it stands: its version and values (dates as ISO
+ * text); null when it is gone, undefined for an ADD item.
  */
 async function currentTarget(
   q: Queryable,
@@ -157,7 +164,7 @@ async function currentTarget(
   s: DcrScope,
   item: store.ItemRow,
 ): Promise<{ version: number; original: Obj } | null | undefined> {
-  if (item.change_type !== 'UPDATE' || item.target_id === null) return undefined;
+  if (item.change_type === 'ADD' || item.target_id === null) return undefined;
   const found = await findTargets(q, principal, s.tc, { ids: [Number(item.target_id)], keys: [] });
   const row = found.byId.get(Number(item.target_id));
   if (row === undefined) return null;

@@ -49,9 +49,18 @@ async function requireNotHidden(q: Queryable, principal: Principal, owner: Owner
     throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`, 'typedId');
 }
 
-/** View rights on the owner: the engine's fetchOne (404 when invisible). */
+/**
+ * View rights on the owner: the engine's fetchOne (404 when invisible), its 404 naming the path's
+ * `typedId` as the writes do (`Product 1.P not found`), not the engine's `id`.
+ */
 export async function requireView(db: Db, principal: Principal, owner: Owner): Promise<void> {
-  await fetchOne(db, principal, owner.type, String(owner.id));
+  try {
+    await fetchOne(db, principal, owner.type, String(owner.id));
+  } catch (e) {
+    if (e instanceof AppError && e.code === 'NOT_FOUND')
+      throw notFound(`${owner.type.label} ${owner.id}.${owner.type.code}`, 'typedId');
+    throw e;
+  }
   await requireNotHidden(db, principal, owner);
 }
 

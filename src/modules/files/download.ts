@@ -59,6 +59,8 @@ export function sendFile(
     .header('accept-ranges', 'bytes')
     .header('etag', etag)
     .header('content-type', file.contentType)
+    // The uploader's content type is served as is: the browser must not sniff another (HTML, script).
+    .header('x-content-type-options', 'nosniff')
     .header('content-disposition', contentDisposition(file.fileName, kind))
     .header('cache-control', 'private, no-cache');
   if (range === 'all') {

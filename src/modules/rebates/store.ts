@@ -9,7 +9,7 @@ import { pathAddress, recordNotFound, selectOne } from '../../engine/addressing.
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
 import { withHistory } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
-import { AppError, notFound } from '../../http/errors.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -35,7 +35,7 @@ export async function lockGroupOrFail(q: Queryable, principal: Principal, id: nu
     params.values,
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`Rebate record group ${id}`, 'typedId');
+  if (!row) throw notFound(`Rebate record group ${id}.RRG`, 'typedId');
   return row;
 }
 
@@ -102,12 +102,24 @@ export async function setGroupState(
 
 /**
  * The group a path names: its id or typedId, or — an operation may address a record by its business
- * key — its `uniqueName`, as `/fetch/RRG/{key}` reads it. A name no group the caller sees has: 404.
+ * key — its `uniqueName`, as `/fetch/RRG/{key}` reads it (digits are an id, `<digits>.RRG` a
+ * typedId). A name no group the caller sees has: 404 naming it as given. Digits (or a typedId)
+ * that another group the caller sees has as its `uniqueName` name neither: a -4 naming the path's
+ * `typedId` rather than an action on the group the caller may not mean.
  */
 export async function groupIdOf(q: Queryable, principal: Principal, text: string): Promise<number> {
   const address = pathAddress(RRG, text, 'typedId');
-  if ('id' in address) return address.id;
-  const row = await selectOne(q, await loadTypeContext(q, principal, RRG), principal, address, false);
+  const tc = await loadTypeContext(q, principal, RRG);
+  if ('id' in address) {
+    const named = await selectOne(q, tc, principal, { key: [text] }, false);
+    if (named !== undefined && Number(named.id) !== address.id)
+      throw validationError(
+        'typedId',
+        `${JSON.stringify(text)} is the uniqueName of ${String(named.id)}.RRG but reads as the id ${address.id}.RRG in a path: name the group meant by its typedId`,
+      );
+    return address.id;
+  }
+  const row = await selectOne(q, tc, principal, address, false);
   if (row === undefined) throw recordNotFound(RRG, address);
   return Number(row.id);
 }

@@ -176,15 +176,18 @@ async function submittableGroup(
   return row;
 }
 
-/** Submits the group (one transaction); answers the group after the workflow's first decision. */
+/**
+ * Submits the group (one transaction); answers the group after the workflow's first decision. The
+ * group as the path names it, or its id (the job: no name to resolve).
+ */
 export async function submitGroup(
   db: Db,
   principal: Principal,
-  idText: string,
+  idText: string | number,
   ownJob?: number,
 ): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
-  const id = await store.groupIdOf(db, principal, idText);
+  const id = typeof idText === 'number' ? idText : await store.groupIdOf(db, principal, idText);
   await db.transaction(async (tx) => {
     await submittableGroup(tx, principal, id, ownJob);
     await submitAs(tx, principal, id);
@@ -226,7 +229,7 @@ export function rebateRecordJobKind(db: Db): JobKind {
     async run(ctx: JobContext) {
       const groupId = Number(ctx.job.parameters.groupId);
       await ctx.progress({ progress: 1 });
-      const group = await submitGroup(db, ctx.principal, String(groupId), Number(ctx.job.id));
+      const group = await submitGroup(db, ctx.principal, groupId, Number(ctx.job.id));
       return { groupId, typedId: group.typedId, workflowStatus: group.workflowStatus };
     },
   };
