@@ -101,6 +101,8 @@ describe('calculation grid items in workflows', () => {
       assert.match(r.body.response.data, new RegExp(`${fresh.id}\\.CGI1: no results`));
     }
     expectError(await api(`/workflowsmanager.submit/${fresh.id}.CGI2`, {}), 404, -1);
+    // A type code no approvable has: a 404 naming the path's typedId.
+    expectError(await api(`/workflowsmanager.submit/${fresh.id}.XYZ`, {}), 404, -1, 'typedId');
     assert.equal((await item('W-9')).workflowStatus, 'DRAFT', 'nothing submitted');
     assert.equal(okData(await api('/workflowsmanager.fetch', {})).length, 0);
     okData(await api('/delete/CGI1', { data: { typedId: fresh.typedId } }));

@@ -284,7 +284,8 @@ export async function submitByTypedId(db: Db, principal: Principal, typedId: str
   const m = /^(\d{1,15})\.([A-Z][A-Z0-9]{0,39})$/.exec(typedId);
   if (!m) throw validationError('typedId', 'must be <id>.<TypeCode> of an approvable');
   const approvable = findApprovable(m[2]!);
-  if (!approvable) throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`);
+  if (!approvable)
+    throw new AppError('NOT_FOUND', `${m[2]!} is not an approvable type`, { field: 'typedId' });
   requireAccess(principal, approvable.submitAccess);
   // Approved at once and its apply failed: committed (the document FAILED), then answered.
   let failed: AppError | undefined;
