@@ -291,7 +291,7 @@ describe('file loads', () => {
         assertError(r, 400, -4);
         assert.match(
           r.body.response.errors.fileName.errorMessage,
-          /^not a readable XLSX workbook: the worksheet breaks after row \d+/,
+          /^not a readable XLSX workbook: the worksheet cannot be read past row \d+/,
         );
         assert.match(
           r.body.response.data,

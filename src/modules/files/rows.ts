@@ -200,7 +200,9 @@ async function xlsxSource(
     return out;
   };
   // A worksheet whose XML breaks part-way (exceljs's parser throws there) is no readable workbook:
-  // the -4 names the last row read.
+  // the -4 names the last row read. The parser reads ahead, a block of the file at a time, and the
+  // rows of the block it failed in are lost with it: the break may lie some rows past that one (its
+  // own message names the file position).
   let lastRow = 0;
   const next = async () => {
     try {
@@ -208,9 +210,12 @@ async function xlsxSource(
       if (!n.done) lastRow = n.value.number;
       return n;
     } catch (e) {
-      const where = lastRow === 0 ? '' : ` after row ${lastRow}`;
+      const where = lastRow === 0 ? ' before its first row' : ` past row ${lastRow}`;
       const why = e instanceof Error ? ` (${e.message.split('\n')[0]!.slice(0, 200)})` : '';
-      throw validationError('fileName', `not a readable XLSX workbook: the worksheet breaks${where}${why}`);
+      throw validationError(
+        'fileName',
+        `not a readable XLSX workbook: the worksheet cannot be read${where}${why}`,
+      );
     }
   };
   const first = await next();
