@@ -31,7 +31,9 @@ interface Entry {
  * `/fetch/{TC}/{id}?asOf=<date-time>`: the record as it stood at `asOf`. Starting from the stored
  * row (or, for a hard-deleted record, nothing), every change after `asOf` is undone newest first:
  * an UPDATE or RESTORE gives back the old values, a DELETE the last values, an ADD means the record
- * did not exist yet. Not found when the record did not exist (or was deleted) at that moment.
+ * did not exist yet. Not found when the record did not exist (or was deleted) at that moment. A type
+ * that keeps no history (`noHistory`: jobs, imports, ...) is a -4 on `asOf`: answered as it is now,
+ * the record would pass for the one of that moment.
  */
 export async function fetchOneAsOf(
   q: Queryable,
@@ -41,6 +43,7 @@ export async function fetchOneAsOf(
   asOfText: string,
 ): Promise<Row> {
   requireAccess(principal, type.access.fetch);
+  if (type.noHistory !== undefined) throw validationError('asOf', type.noHistory);
   const id = await pathRecordId(q, principal, type, idText);
   const asOf = coerceValue('datetime', asOfText);
   if (typeof asOf !== 'string')

@@ -80,6 +80,9 @@ export async function currentRecord(
  *   for principals without ROLE_FETCH, as `accountmanager.fetchroles` and the audit reports are:
  *   USER_FETCH or HISTORY_FETCH alone (ADMIN_WO_USER_MGMT, a restricted token) do not read them;
  *   likewise group assignments (`groups`) without USER_FETCH (ASSIGNMENT_FIELDS).
+ * - those of types that keep no history (`noHistory`: jobs, imports, ...), which earlier versions
+ *   wrote on some paths (an import change's massedit): rows of a few writes, whose new values were
+ *   rebuilt from a state that unrecorded writes changed since, are answered by none.
  * Rows of codes outside the registry (`ATT`, `PIMG`) follow their owner's view group only.
  */
 function hiddenHistory(principal: Principal): Record<string, unknown>[] {
@@ -90,7 +93,12 @@ function hiddenHistory(principal: Principal): Record<string, unknown>[] {
         .flatMap(historyCodesOf),
     );
   const readable = codes(true);
-  const unreadable = [...codes(false)].filter((c) => !readable.has(c)).sort();
+  const unrecorded = allTypes()
+    .filter((t) => t.noHistory !== undefined)
+    .map((t) => t.code);
+  const unreadable = [
+    ...new Set([...[...codes(false)].filter((c) => !readable.has(c)), ...unrecorded]),
+  ].sort();
   const hidden: Record<string, unknown>[] =
     unreadable.length === 0 ? [] : [{ fieldName: 'typeCode', operator: 'notInSet', value: unreadable }];
   for (const [permission, field] of ASSIGNMENT_FIELDS) {
@@ -183,8 +191,13 @@ export async function fetchRecordHistory(
   const id = await pathRecordId(q, principal, type, idText);
   const { hidden, row } = await currentRecord(q, principal, type, id);
   // An unknown id is a 404; so is a hidden record (the same answer: a different one would tell it
-  // exists), and another partition's. A hard-deleted record has history when its rows are visible.
-  if (hidden || (row === undefined && !(await hasVisibleHistory(q, principal, type, id))))
+  // exists), and another partition's. A hard-deleted record has history when its rows are visible
+  // (never of a type that keeps none: rows earlier versions wrote of it are answered by no read).
+  const gone = row === undefined;
+  if (
+    hidden ||
+    (gone && (type.noHistory !== undefined || !(await hasVisibleHistory(q, principal, type, id))))
+  )
     throw notFound(`${type.label} ${idText}`, 'id');
   const restrict = {
     _constructor: 'AdvancedCriteria',

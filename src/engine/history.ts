@@ -223,9 +223,11 @@ function namesWhere(fields: readonly FieldDef[], test: (f: FieldDef) => string):
  * chunk of 10,000 rows costs one pass (the reading side presents {field: {old, new}}).
  */
 export function historyCte(name: string, written: string, source: HistorySource): string {
-  // Off, the CTE still names the writer's `setFields` list: its parameter is in `params` and must
-  // be in the statement (PostgreSQL cannot type a parameter no expression uses).
-  if (!enabled) return `${ident(name)} AS (SELECT ${source.setFields ?? '1'})`;
+  // Off (or a type that keeps no history: `noHistory`), the CTE still names the writer's `setFields`
+  // list: its parameter is in `params` and must be in the statement (PostgreSQL cannot type a
+  // parameter no expression uses).
+  if (!enabled || source.tc.type.noHistory !== undefined)
+    return `${ident(name)} AS (SELECT ${source.setFields ?? '1'})`;
   const { tc, principal, params, kind, changing, setFields, oldRowIf } = source;
   const { type } = tc;
   // (`OFFSET 0` below keeps an update's subquery whole: pulled up, its field list was computed

@@ -253,6 +253,7 @@ export const DCR_TYPES: readonly TypeDef[] = [
     // /delete/DCR removes a DCR with its items (the service refuses nothing else of the generic ops).
     access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
     writtenBy: { message: 'DCRs are created and changed with /dcrmanager.*', deletable: true },
+    noHistory: 'data change requests keep no record history',
   },
   {
     code: 'DCRI',
@@ -276,6 +277,7 @@ export const DCR_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
     managerOnly: DCR_MANAGER,
+    noHistory: 'data change requests keep no record history',
   },
   {
     code: 'DCRM',
@@ -296,5 +298,6 @@ export const DCR_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: 'DCR_EDIT', write: 'DCR_EDIT' },
     managerOnly: DCR_MANAGER,
+    noHistory: 'data change requests keep no record history',
   },
 ];

@@ -40,6 +40,7 @@ export const IMPORT_TYPES: readonly TypeDef[] = [
     // /delete/IM removes an import with its staged changes.
     access: { fetch: 'IMPORT_EDIT', write: 'IMPORT_EDIT' },
     writtenBy: { message: 'imports are created and changed with /importmanager.*', deletable: true },
+    noHistory: 'imports keep no record history',
   },
   {
     code: 'IMC',
@@ -67,5 +68,6 @@ export const IMPORT_TYPES: readonly TypeDef[] = [
     userGroups: false,
     access: { fetch: 'IMPORT_EDIT', write: 'IMPORT_EDIT' },
     managerOnly: '/importmanager.* (the staged changes of imports)',
+    noHistory: 'imports keep no record history',
   },
 ];

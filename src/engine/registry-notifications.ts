@@ -43,4 +43,5 @@ export const NOTIFICATION_TYPE: TypeDef = {
   // Only the recipient, administrators included (there is no admin door).
   ownedRows: (principal, add, alias) => `${qualified(alias, 'user_id')} = ${add(principal.userId)}`,
   managerOnly: '/notification.send, /notification.list, /notification.setread, /notification.delete',
+  noHistory: 'notifications keep no record history',
 };

@@ -295,6 +295,7 @@ const JOB_TYPE: TypeDef = {
   access: { fetch: AUTHENTICATED, write: 'PARTITION_ADMIN' },
   ownedRows: (principal, add, alias) =>
     principal.admin ? undefined : `${qualified(alias, 'created_by')} = ${add(principal.userId)}`,
+  noHistory: 'jobs keep no record history',
   writtenBy: {
     message: 'jobs are created by asynchronous operations, not written directly',
     deletable: true,

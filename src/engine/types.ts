@@ -160,6 +160,11 @@ export interface TypeDef {
    * `CRCI1`..`CRCI12` are `CRCI` items, one history per item whichever code wrote it.
    */
   readonly historyCode?: string;
+  /**
+   * The type's records keep no record history (why, as `?asOf` on one of them answers it, a -4):
+   * the engine's writes of them record none and history reads answer none of them (jobs, imports).
+   */
+  readonly noHistory?: string;
   /** For extension types: attribute meta is kept per extension table (the `name` field). */
   readonly metaPerName?: boolean;
   /** For `metaPerName` types: the field naming the meta, when not `name` (RRG: `rebateType`). */

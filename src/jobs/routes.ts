@@ -55,8 +55,12 @@ export function jobRoutes(app: FastifyInstance): void {
     config,
     schema: { summary: 'Status of a job (JST)', tags: ['jobs'], params: jstParams, ...one },
   };
-  const handler = async (req: FastifyRequest) =>
-    ok(req, [await findJobOrFail(app, req.principal!, (req.params as { jstId: string }).jstId)]);
+  const handler = async (req: FastifyRequest) => {
+    // Jobs keep no record history (the JST type's `noHistory`): a job "as it stood" would be the job
+    // as it is now, so `?asOf` is a -4 here as on /fetch/{TC}/{id}, not ignored.
+    refuseAsOf(req, JST.noHistory!);
+    return ok(req, [await findJobOrFail(app, req.principal!, (req.params as { jstId: string }).jstId)]);
+  };
   app.post(
     '/admin.fetchjst/:jstId',
     { ...fetchjst, schema: { ...fetchjst.schema, body: recordReadBody } },
@@ -79,15 +83,16 @@ export function jobRoutes(app: FastifyInstance): void {
     async (req) => {
       const principal = req.principal!;
       const idText = (req.params as { jstId: string }).jstId;
-      const changed = await requestCancel(
+      const status = await requestCancel(
         app.db,
         principal.partitionId,
         jobIdOf(idText),
         principal.admin ? undefined : principal.userId,
       );
-      if (!changed) throw notFound(`Job ${idText}`, 'jstId');
-      if (!changed.cancel_requested && changed.status !== 'CANCELLED') {
-        throw new AppError('CONFLICT', `Job ${idText} has ended already (${changed.status})`);
+      if (status === undefined) throw notFound(`Job ${idText}`, 'jstId');
+      // Cancelled (now or before) is what was asked; a job that finished or failed is left as it is.
+      if (status === 'FINISHED' || status === 'FAILED') {
+        throw new AppError('CONFLICT', `Job ${idText} has ended already (${status})`);
       }
       return ok(req, [await findJobOrFail(app, principal, idText)]);
     },
@@ -121,10 +126,6 @@ export function jobRoutes(app: FastifyInstance): void {
         ...one,
       },
     },
-    async (req) => {
-      // Jobs keep no record history: a job "as it stood" would be the job as it is now.
-      refuseAsOf(req, 'jobs keep no record history');
-      return handler(req);
-    },
+    handler,
   );
 }

@@ -292,40 +292,43 @@ export async function sweepStale(db: Db, staleSeconds: number): Promise<JobRow[]
 /**
  * Cancels a job: one not running yet ends CANCELLED at once (its kind settles the record it was to
  * work for: ./endings.ts); a running one gets `cancelRequested` and stops at its next check (between
- * chunks). Answers the status afterwards, or undefined when the job is unknown (or, `own` being set,
- * not the caller's).
+ * chunks). A job that has ended, or a running one already asked to stop, is left as it is (not even
+ * its version moves: the route refuses the first with a 409, answers the second as it stands).
+ * Answers the status afterwards, or undefined when the job is unknown (or, `own` being set, not the
+ * caller's).
  */
 export async function requestCancel(
   db: Db,
   partitionId: number,
   jobId: number,
   own: number | undefined,
-): Promise<{ status: JobStatus; cancel_requested: boolean } | undefined> {
+): Promise<JobStatus | undefined> {
   return db.transaction(async (tx) => {
-    const r = await tx.query<EndedJob & { cancel_requested: boolean; old_status: JobStatus }>(
-      `WITH old AS (
-       SELECT partition_id, id, status AS old_status FROM jobs
-        WHERE partition_id = $1 AND id = $2 AND ($3::bigint IS NULL OR created_by = $3) FOR UPDATE)
-     UPDATE jobs
-        SET cancel_requested = CASE WHEN status IN ('FINISHED', 'FAILED', 'CANCELLED') THEN cancel_requested
-                                    ELSE true END,
-            status = CASE WHEN status IN ('WAITING_FOR_DISPATCH', 'QUEUED_FOR_EXECUTION', 'INTERRUPTED')
-                          THEN 'CANCELLED' ELSE status END,
-            processing_end = CASE WHEN status IN ('WAITING_FOR_DISPATCH', 'QUEUED_FOR_EXECUTION', 'INTERRUPTED')
-                                  THEN now() ELSE processing_end END,
-            version = version + 1, last_update_at = now()
-       FROM old
-      WHERE jobs.partition_id = old.partition_id AND jobs.id = old.id
-     RETURNING jobs.partition_id, jobs.id, jobs.job_name, jobs.tracker_type, jobs.status, jobs.created_by,
-               jobs.parameters, jobs.cancel_requested, old.old_status`,
+    const old = await tx.query<{ status: JobStatus; cancel_requested: boolean }>(
+      `SELECT status, cancel_requested FROM jobs
+        WHERE partition_id = $1 AND id = $2 AND ($3::bigint IS NULL OR created_by = $3) FOR UPDATE`,
       [partitionId, jobId, own ?? null],
     );
-    const row = r.rows[0];
-    if (row === undefined) return undefined;
-    if (row.status === 'CANCELLED' && row.old_status !== 'CANCELLED') {
+    const found = old.rows[0];
+    if (found === undefined) return undefined;
+    const asItIs =
+      FINAL_STATUSES.includes(found.status) || (found.status === 'PROCESSING' && found.cancel_requested);
+    if (asItIs) return found.status;
+    const r = await tx.query<EndedJob>(
+      `UPDATE jobs
+          SET cancel_requested = true,
+              status = CASE WHEN status = 'PROCESSING' THEN status ELSE 'CANCELLED' END,
+              processing_end = CASE WHEN status = 'PROCESSING' THEN processing_end ELSE now() END,
+              version = version + 1, last_update_at = now()
+        WHERE partition_id = $1 AND id = $2
+       RETURNING ${ENDED_JOB}`,
+      [partitionId, jobId],
+    );
+    const row = r.rows[0]!;
+    if (row.status === 'CANCELLED') {
       await notifyOwner(tx, row, 'cancelled on request before it ran');
       await jobEnded(tx, row);
     }
-    return { status: row.status, cancel_requested: row.cancel_requested };
+    return row.status;
   });
 }

@@ -3,10 +3,11 @@
 // cancellation between chunks.
 
 import type { Principal } from '../../access/access.ts';
-import type { Db } from '../../db/db.ts';
+import type { Db, Queryable } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
+import { onJobEnded, type EndedJob } from '../../jobs/endings.ts';
 import { JobStopped, type JobContext, type JobKind } from '../../jobs/runner.ts';
 import { createJob, type JobRow } from '../../jobs/store.ts';
 import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
@@ -51,6 +52,26 @@ export async function queueFileLoad(
     return job;
   });
 }
+
+/**
+ * A LOADDATA_FILE job ended FAILED or CANCELLED while its status record still waits for it (cancelled
+ * before it ran; its last attempt's node lost): the record ends as its job did, in the transaction
+ * that ends the job, so `/uploadmanager.status` never shows PROCESSING for a load that will not run.
+ * A run that ended by itself (finished, failed, stopped by a cancel with its counts) set the record
+ * already. The stored file is removed by the next maintenance pass (closeAbandonedLoads): a file
+ * store is no part of the transaction.
+ */
+async function settleUploadStatus(q: Queryable, job: EndedJob): Promise<void> {
+  const message =
+    job.status === 'CANCELLED' ? 'cancelled on request before it ran' : 'the load was interrupted';
+  await q.query(
+    `UPDATE upload_status SET status = $4, message = coalesce(message, $5), finished_at = now()
+      WHERE partition_id = $1 AND id = $2 AND job_id = $3 AND status IN ('UPLOADING', 'PROCESSING')`,
+    [job.partition_id, Number(job.parameters.uploadStatusId), job.id, job.status, message],
+  );
+}
+
+onJobEnded(LOADDATA_FILE, settleUploadStatus);
 
 /**
  * LOADDATA_FILE: resumable (a retry after an interruption skips the rows its checkpoint says were

@@ -149,7 +149,8 @@ export function uploadHeartbeat(db: Db, s: UploadStatusRow, everyMs: number): ()
  * Maintenance: status records whose load can no longer end by itself — their job ended without
  * them (cancelled while queued, failed after interruptions), or a synchronous load whose process
  * died (no sign of life — upload bytes, its end — for twice the synchronous time-out) — are ended,
- * and their files removed.
+ * and their files removed; so are the files of records their job's end settled (./loadfile-job.ts:
+ * ended in the job's transaction, their file is removed here).
  */
 export async function closeAbandonedLoads(
   db: Db,
@@ -170,5 +171,13 @@ export async function closeAbandonedLoads(
     [syncTimeoutSeconds * 2],
   );
   for (const row of r.rows) if (row.blob_key !== null) await blobs.delete(row.partition_id, row.blob_key);
-  return r.rows.length;
+  const settled = await db.query<{ partition_id: number; blob_key: string }>(
+    `UPDATE upload_status s SET blob_key = NULL
+       FROM (SELECT partition_id, id, blob_key FROM upload_status
+              WHERE status IN ('FINISHED', 'FAILED', 'CANCELLED') AND blob_key IS NOT NULL FOR UPDATE) o
+      WHERE s.partition_id = o.partition_id AND s.id = o.id
+     RETURNING s.partition_id, o.blob_key`,
+  );
+  for (const row of settled.rows) await blobs.delete(row.partition_id, row.blob_key);
+  return r.rows.length + settled.rows.length;
 }
