@@ -25,19 +25,21 @@ export { parseId } from './record-id.ts';
  * (`/fetch/P/A-1`, `/fetch/RRG/<uniqueName>`). Digits are always an id.
  */
 export function pathAddress(type: TypeDef, text: string, field: string): Address {
-  if (/^\s*\d{1,15}\s*$/.test(text)) return { id: parseId(type, text, field) };
+  if (/^\d{1,15}$/.test(text)) return { id: parseId(type, text, field) };
   const [k] = type.businessKey;
   const f = type.businessKey.length === 1 ? type.fields.find((x) => x.name === k) : undefined;
   const byKey =
     f !== undefined && f.type === 'string' && text !== '' && typeof checkValue(f, text) !== 'string';
   // `<digits>.<code>` is a typedId of this type, or else (`1.C`, `2.5`) a key that looks like one.
-  if (/^\s*\d{1,15}\.[A-Za-z0-9]+\s*$/.test(text)) {
+  if (/^\d{1,15}\.[A-Za-z0-9]+$/.test(text)) {
     try {
       return { id: parseId(type, text, field) };
     } catch (e) {
       if (!byKey) throw e;
     }
   }
+  // Digits with blanks around them (` 1`) are a key where the type has one (a sku may be ` 1`): read
+  // as the id, they named another record. A type without such a key takes them as the id.
   return byKey ? { key: [text] } : { id: parseId(type, text, field) };
 }
 

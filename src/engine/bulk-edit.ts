@@ -19,7 +19,7 @@ import type { FetchBody } from './fetch.ts';
 import { filterMetaName } from './meta-name.ts';
 import type { FieldDef, TypeDef } from './registry.ts';
 import { checkValue, editableField } from './value-check.ts';
-import { MAX_DECIMAL_TEXT, coerceValue } from './values.ts';
+import { MAX_DECIMAL_TEXT, coerceValue, isWholeNumber } from './values.ts';
 import { countWritten, setDeleteActor } from './write.ts';
 import { written } from './write-rows.ts';
 
@@ -267,11 +267,7 @@ export function planEdits(tc: TypeContext, body: MassEditBody): Edit[] {
         throw validationError(`${at}.fieldValue`, 'must be a number');
       // An integer plus a fraction is no integer: refused, not rounded back to the value it was.
       // (A product or quotient is rounded half away from zero: a price list's "× 1.1" stays usable.)
-      if (
-        field.type === 'integer' &&
-        (op === '+' || op === '-') &&
-        coerceValue('integer', operand) === undefined
-      )
+      if (field.type === 'integer' && (op === '+' || op === '-') && !isWholeNumber(String(operand)))
         throw validationError(`${at}.fieldValue`, `must be an integer: ${field.name} is an integer field`);
       // Zero by its digits: 1e-400 is a number (Number() would read it as 0).
       if (op === '/' && /^[-+]?0*\.?0*(?:e[-+]?\d+)?$/i.test(String(operand)))

@@ -141,8 +141,9 @@ export async function indexedColumns(q: Queryable, table: string): Promise<Reado
   const prefix = `${MANAGED_PREFIX}${table}_`.length;
   const out = new Set<string>();
   for (const { name } of r.rows) {
-    const column = /^(attribute\d+)_[a-z]+$/.exec(name.slice(prefix))?.[1];
-    if (column !== undefined) out.add(column);
+    // (A trigram index holds trigrams, not the text: it takes any length.)
+    const m = /^(attribute\d+)_([a-z]+)$/.exec(name.slice(prefix));
+    if (m !== null && m[2] !== 'trgm') out.add(m[1]!);
   }
   return out;
 }

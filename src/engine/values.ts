@@ -216,3 +216,13 @@ export function sameTypedValue(type: FieldType, stored: unknown, sent: unknown):
   if (type === 'datetime') return Date.parse(String(a)) === Date.parse(String(b));
   return a === b;
 }
+
+/** Whether a decimal's text (`12`, `1.0`, `1e30`, `120e-1`) is a whole number. */
+export function isWholeNumber(text: string): boolean {
+  const m = /^[-+]?(\d*)(?:\.(\d*))?(?:e([-+]?\d+))?$/i.exec(text.trim());
+  const digits = m === null ? '' : m[1]! + (m[2] ?? '');
+  if (m === null || digits === '') return false;
+  // The digits with the point moved by the exponent: whole when only zeros lie behind it.
+  const point = m[1]!.length + Number(m[3] ?? 0);
+  return /^0*$/.test(digits.slice(Math.max(point, 0)));
+}

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { INDEXED_TEXT_BYTES, checkValue, optionalText } from '../../src/engine/value-check.ts';
 import { AppError } from '../../src/http/errors.ts';
+import { isWholeNumber } from '../../src/engine/values.ts';
 import type { FieldDef } from '../../src/engine/types.ts';
 
 const field = (extra: Partial<FieldDef>): FieldDef => ({
@@ -57,4 +58,11 @@ test("a module request's own text (labels, notes): null when left out, refused i
   assert.equal(refusal({ a: 1 }), 'must be text');
   assert.equal(refusal('a\u0000'), 'must not contain NUL characters');
   assert.equal(refusal('\ud800'), 'must not contain unpaired surrogates');
+});
+
+test('whole numbers by their digits, whatever the notation (massedit + and - on integer fields)', () => {
+  const whole = ['12', '-7', '1.0', '5.', '1e30', '2.5e1', '100e-2', '120e-1', '-0.0', '1E+3'];
+  const fractional = ['0.4', '-1.5', '.5', '2.55e1', '1e-1', '10e-2', '1.5e-3', '1e-1000', 'x', ''];
+  for (const t of whole) assert.equal(isWholeNumber(t), true, t);
+  for (const t of fractional) assert.equal(isWholeNumber(t), false, t);
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startHarness, uniqueName, type Harness } from '../helpers/app.ts';
 import { okData } from '../helpers/envelope.ts';
-import { syncIndexes } from '../../src/engine/indexes.ts';
+import { indexedColumns, syncIndexes } from '../../src/engine/indexes.ts';
 
 describe("a column indexed by another partition's meta: too-large values are row errors in loads", () => {
   let h: Harness;
@@ -143,5 +143,18 @@ describe("a column indexed by another partition's meta: too-large values are row
       );
       await syncIndexes(h.db, 'condition_records');
     }
+  });
+
+  test('a trigram index takes any length: only btree indexes bound a column', async () => {
+    const names = [
+      'rcx_products_attribute2_trgm',
+      'rcx_products_attribute3_eq',
+      'rcx_products_attribute4_num',
+    ];
+    const q = { query: () => Promise.resolve({ rows: names.map((name) => ({ name })) }) };
+    assert.deepEqual([...(await indexedColumns(q as never, 'products'))].sort(), [
+      'attribute3',
+      'attribute4',
+    ]);
   });
 });

@@ -66,7 +66,9 @@ function versionAsSent(err: unknown): unknown {
 
 /** The group's stored `inputs` ([{name, value}]) as values by name. */
 function inputValues(raw: unknown): Obj {
-  const out: Obj = {};
+  // No prototype: an input named `__proto__` is a key like any other (refused as no input of the
+  // logic), not a prototype set and silently lost.
+  const out = Object.create(null) as Obj;
   if (!Array.isArray(raw)) return out;
   for (const x of raw as unknown[]) if (isObj(x) && typeof x.name === 'string') out[x.name] = x.value;
   return out;
