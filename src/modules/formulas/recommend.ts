@@ -8,12 +8,14 @@ import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
 import { fetchRecords } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { AppError, notFound, validationError } from '../../http/errors.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import type { CompiledLogic } from '../../logic/logic.ts';
 import type { LogicDate } from '../../logic/values.ts';
 import { evaluateBulk, type BulkItem } from './bulk.ts';
-import { filterCriteriaOf, loadLogic, targetDateOf } from './service.ts';
+import { logicAt } from './logic-store.ts';
+import { masterRecords } from './master-store.ts';
+import { compiledLogic, filterCriteriaOf, targetDateOf } from './service.ts';
 
 export const RECOMMENDATION_OPTION = 'recommendationLogic';
 /** The advanced configuration option naming the FILTER logic that a quote's typedId triggers. */
@@ -79,7 +81,13 @@ export async function recommend(
   const option = (key: string) => options.rows.find((o) => o.unique_name === key)?.value?.trim() || undefined;
   const name = option(RECOMMENDATION_OPTION);
   if (!name) throw howToConfigure('no recommendation logic is configured');
-  // The anchor product is one the caller sees, as the customer is: else a 404 naming it.
+  // The anchor product and the customer are ones the caller sees: else a 404 naming them (checked
+  // before any candidate is read: no candidates would leave an unknown customer unsaid).
+  if (
+    data.customerId !== undefined &&
+    (await masterRecords(db, principal, 'C', [data.customerId], new Set())).size === 0
+  )
+    throw notFound(`customer ${data.customerId}`, 'customerId');
   if (data.sku !== undefined) {
     const anchor = await fetchRecords(
       db,
@@ -92,7 +100,9 @@ export async function recommend(
       throw new AppError('NOT_FOUND', `product ${data.sku} not found`, { field: 'sku' });
   }
   const targetDate = targetDateOf(data.targetDate);
-  const { row, logic } = await loadLogic(db, principal.partitionId, name, targetDate);
+  const row = await logicAt(db, principal.partitionId, name, targetDate.iso);
+  if (!row) throw howToConfigure(`logic ${name} valid at ${targetDate.iso} not found`);
+  const logic = compiledLogic(principal.partitionId, row);
   if (row.nature !== 'RECOMMENDATION') throw howToConfigure(`logic ${name} is a ${row.nature} logic`);
   if (!logic.elements.some((e) => e.def.elementName === 'Score'))
     throw howToConfigure(`logic ${name} has no element Score`);
@@ -109,6 +119,7 @@ export async function recommend(
       ? undefined
       : await filterCriteriaOf(db, principal, quoteFilter, undefined, limits, {
           field: QUOTE_FILTER_OPTION,
+          option: true,
           parametersField: 'inputs',
           implicit: { QuoteTypedId: data.typedId },
         });
@@ -184,7 +195,10 @@ async function scorePage(
       const p = products[i++]!;
       if (r.error !== null) {
         // A request-level problem (bad inputs, unknown customer) is the same for every candidate.
-        if (/not found$/.test(r.error)) throw new AppError('NOT_FOUND', r.error);
+        if (/not found$/.test(r.error))
+          throw new AppError('NOT_FOUND', r.error, {
+            field: r.error.startsWith('customer ') ? 'customerId' : 'sku',
+          });
         // A limit stopped the logic (as execute says it, on `logic`); else the inputs are at fault.
         throw validationError(r.error.startsWith('logic stopped: ') ? 'logic' : 'inputs', r.error);
       }

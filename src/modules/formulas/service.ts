@@ -127,9 +127,25 @@ export function limitError(err: LimitError): AppError {
   return new AppError('VALIDATION', `logic stopped: ${err.message}`, { field: 'logic' });
 }
 
-export async function loadLogic(q: Queryable, partitionId: number, uniqueName: string, date: LogicDate) {
+/**
+ * The logic version valid at the date, compiled. None: a 404 naming `field` (where the name came
+ * from), or a -4 on it when `missing` is 'VALIDATION' (a name the configuration gave, not the request).
+ */
+export async function loadLogic(
+  q: Queryable,
+  partitionId: number,
+  uniqueName: string,
+  date: LogicDate,
+  {
+    field = 'uniqueName',
+    missing = 'NOT_FOUND',
+  }: { field?: string; missing?: 'NOT_FOUND' | 'VALIDATION' } = {},
+) {
   const row = await logicAt(q, partitionId, uniqueName, date.iso);
-  if (!row) throw notFound(`Logic ${uniqueName} valid at ${date.iso}`, 'uniqueName');
+  if (!row) {
+    const what = `Logic ${uniqueName} valid at ${date.iso}`;
+    throw missing === 'NOT_FOUND' ? notFound(what, field) : validationError(field, `${what} not found`);
+  }
   return { row, logic: compiledLogic(partitionId, row) };
 }
 
@@ -282,7 +298,9 @@ export async function logicsReferencingTable(
  * Runs a FILTER logic (once, not per row) and answers its AdvancedCriteria: the value of its last
  * element, built with filter()/allOf()/anyOf()/noneOf(). The caller ANDs it with its own filter and
  * runs one SQL statement through the criteria compiler. `field` names where the logic's name came
- * from (in errors); `implicit` inputs fill those the logic declares (the others are left out).
+ * from (in errors); `option`: that is an advanced configuration option, so a logic it names that does
+ * not exist is a -4 on it (the configuration is at fault), not a 404; `implicit` inputs fill those
+ * the logic declares (the others are left out).
  */
 export async function filterCriteriaOf(
   q: Queryable,
@@ -293,13 +311,22 @@ export async function filterCriteriaOf(
   {
     field = 'formulaName',
     parametersField = 'formulaParameters',
+    option = false,
     implicit = {},
-  }: { field?: string; parametersField?: string; implicit?: Record<string, unknown> } = {},
+  }: {
+    field?: string;
+    parametersField?: string;
+    option?: boolean;
+    implicit?: Record<string, unknown>;
+  } = {},
 ): Promise<Readonly<Record<string, unknown>>> {
   if (typeof formulaName !== 'string' || formulaName === '')
     throw validationError(field, 'must be the uniqueName of a FILTER logic');
   const targetDate = new LogicDate(today());
-  const { row, logic } = await loadLogic(q, principal.partitionId, formulaName, targetDate);
+  const { row, logic } = await loadLogic(q, principal.partitionId, formulaName, targetDate, {
+    field,
+    missing: option ? 'VALIDATION' : 'NOT_FOUND',
+  });
   if (row.nature !== 'FILTER')
     throw validationError(field, `logic ${formulaName} is a ${row.nature} logic, not a FILTER logic`);
   const declared = Object.entries(implicit).filter(([name]) => logic.inputs.some((d) => d.name === name));
