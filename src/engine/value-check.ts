@@ -200,6 +200,20 @@ export function refuseKeyChanges(
 }
 
 /**
+ * A delete names its record by `typedId` (or `id`): key fields given beside it must be that record's,
+ * else a -4 naming the field — a delete never picks one of two records the request names.
+ */
+export function refuseOtherKey(tc: TypeContext, data: Obj, old: Obj): void {
+  try {
+    refuseKeyChanges(tc, data, old);
+  } catch (e) {
+    if (!(e instanceof AppError) || e.errors === undefined) throw e;
+    const [field] = Object.keys(e.errors);
+    throw validationError(field!, `names another record than ${String(old.typedId)}`);
+  }
+}
+
+/**
  * A text field of a module's own request (a label, a note), not a record field: null when left out,
  * else text a column takes of at most `maxLength` characters, or a -4 naming `field` in the words of
  * checkValue.

@@ -31,6 +31,7 @@ import {
   leavesDefaulted,
   prepareValues,
   refuseKeyChanges,
+  refuseOtherKey,
 } from './value-check.ts';
 import { insertRows, written } from './write-rows.ts';
 
@@ -290,6 +291,7 @@ export async function deleteAtOnce(
     for (const [i, old] of olds.entries()) {
       if (!canEdit(type, principal, old)) return undefined;
       checkVersion(oldValues[i], old, false);
+      refuseOtherKey(tc, records[i]!, old);
     }
   } catch (e) {
     if (e instanceof AppError) return undefined;

@@ -10,7 +10,7 @@ import { requireWrite } from './access-check.ts';
 import { addressField, recordNotFound, requireAddress, selectOne } from './addressing.ts';
 import { loadTypeContext, toRecord, typedPerRow } from './context.ts';
 import type { TypeDef } from './registry.ts';
-import { checkVersion } from './value-check.ts';
+import { checkVersion, refuseOtherKey } from './value-check.ts';
 import { deleteAtOnce } from './write-batch.ts';
 import { written } from './write-rows.ts';
 import { atOnce, contextCache, inBatch, requireEditable, setDeleteActor, writer } from './write.ts';
@@ -51,7 +51,8 @@ export async function deleteRecords(
         );
       }
       if (!old) throw recordNotFound(type, address, data);
-      await requireEditable(tx, principal, tc, old, 'delete');
+      await requireEditable(tx, principal, tc, old, 'delete', addressField(type, address, data));
+      refuseOtherKey(tc, data, old);
       checkVersion(versions.get(data), old, false);
       await type.beforeChange?.(tx, principal, old, undefined);
       const params = new Params();

@@ -9,7 +9,15 @@ import { Params, ident } from '../db/sql.ts';
 import { preparedShape } from '../db/prepared.ts';
 import { AppError, elementError, markElement, validationError } from '../http/errors.ts';
 import { canEdit, requireWrite } from './access-check.ts';
-import { addressOf, keyText, lockBatch, recordNotFound, requireAddress, selectOne } from './addressing.ts';
+import {
+  addressField,
+  addressOf,
+  keyText,
+  lockBatch,
+  recordNotFound,
+  requireAddress,
+  selectOne,
+} from './addressing.ts';
 import { loadTypeContext, metaNameOf, requireParentEditable, toRecord, type TypeContext } from './context.ts';
 import { trackedFields } from './history.ts';
 import { updateAtOnce, writeAtOnce } from './write-batch.ts';
@@ -70,9 +78,13 @@ export async function requireEditable(
   tc: TypeContext,
   old: Row,
   verb: 'change' | 'delete',
+  /** The field of the request that named the record (`typedId`, `sku`): the 403 names it. */
+  field?: string,
 ): Promise<void> {
-  if (!canEdit(tc.type, principal, old))
-    throw new AppError('FORBIDDEN', `Not allowed to ${verb} ${old.typedId as string}`);
+  if (!canEdit(tc.type, principal, old)) {
+    const message = `Not allowed to ${verb} ${old.typedId as string} (user group)`;
+    throw new AppError('FORBIDDEN', message, field === undefined ? {} : { field });
+  }
   await requireParentEditable(q, principal, tc.type, old);
 }
 
@@ -263,7 +275,7 @@ export async function updateRecords(
         const tc = type.metaPerName
           ? await loadTypeContext(tx, principal, type, metaNameOf(type, old) ?? '')
           : base;
-        await requireEditable(tx, principal, tc, old, 'change');
+        await requireEditable(tx, principal, tc, old, 'change', addressField(type, address, item.data));
         checkVersion(item.oldValues, old, type.updateNeedsVersion === true);
         await type.beforeChange?.(tx, principal, old, item.data);
         const movable = 'id' in address ? (type.movableKeys ?? []) : [];
@@ -336,7 +348,9 @@ async function upsertRefused(
 ): Promise<AppError> {
   const seen = await selectOne(q, tc, principal, { key }, false, true);
   return seen
-    ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${keyText(key)}`)
+    ? new AppError('FORBIDDEN', `Not allowed to change ${tc.type.label} ${keyText(key)} (user group)`, {
+        field: tc.type.businessKey[0] ?? 'typedId',
+      })
     : recordNotFound(tc.type, { key });
 }
 
@@ -416,7 +430,7 @@ export async function integrateRecords(
         const old = await selectOne(tx, base, principal, address, true, true);
         if (old) {
           const tc = type.metaPerName ? await ctx(old) : base;
-          await requireEditable(tx, principal, tc, old, 'change');
+          await requireEditable(tx, principal, tc, old, 'change', addressField(type, address, data));
           await type.beforeChange?.(tx, principal, old, data);
           refuseKeyChanges(tc, data, old);
           const wasDeleted = old.__deleted !== null && old.__deleted !== undefined;

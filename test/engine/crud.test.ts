@@ -810,10 +810,25 @@ describe('extension tables, permissions, user groups and partitions', () => {
       );
     assert.deepEqual(await skus(m), ['UG-EDIT', 'UG-OPEN', 'UG-VIEW']);
     assert.deepEqual(await skus(o), ['UG-EDIT', 'UG-OPEN']);
-    expectError(await o('/update/P', { data: { sku: 'UG-EDIT', label: 'x' } }), 403, -3);
+    expectError(await o('/update/P', { data: { sku: 'UG-EDIT', label: 'x' } }), 403, -3, 'sku');
     expectError(await o('/update/P', { data: { sku: 'UG-VIEW', label: 'x' } }), 404, -1);
-    expectError(await o('/delete/P', { data: { sku: 'UG-EDIT' } }), 403, -3);
-    expectError(await o('/integrate/P', [{ data: { sku: 'UG-EDIT', label: 'x' } }]), 403, -3);
+    expectError(await o('/delete/P', { data: { sku: 'UG-EDIT' } }), 403, -3, 'sku');
+    expectError(await o('/integrate/P', [{ data: { sku: 'UG-EDIT', label: 'x' } }]), 403, -3, 'sku');
+    // In a batch, the refused element is named (nothing of the batch written).
+    const both = (extra: Record<string, unknown>) => [
+      { data: { sku: 'UG-OPEN', ...extra } },
+      { data: { sku: 'UG-EDIT', ...extra } },
+    ];
+    expectError(await o('/update/P', both({ label: 'x' })), 403, -3, '1.sku');
+    expectError(await o('/integrate/P', both({ label: 'x' })), 403, -3, '1.sku');
+    expectError(await o('/delete/P', both({})), 403, -3, '1.sku');
+    const [editId] = okData(await admin('/fetch/P', { data: { sku: 'UG-EDIT' } })).map((p) => p.typedId);
+    expectError(await o('/update/P', { data: { typedId: editId, label: 'x' } }), 403, -3, 'typedId');
+    assert.equal(
+      okData(await admin('/fetch/P', { data: { sku: 'UG-OPEN' } }))[0].version,
+      0,
+      'nothing written',
+    );
     // By filter: a match he sees but may not change refuses the whole change (nothing deleted,
     // edited or reset); what he may not see is no match.
     const startsWith = { data: { sku: 'UG-' }, textMatchStyle: 'startsWith' };
@@ -840,6 +855,19 @@ describe('extension tables, permissions, user groups and partitions', () => {
     const [e] = okData(await o('/delete/P/batch/forcefilter', { data: { sku: ['UG-OPEN', 'UG-VIEW'] } }));
     assert.equal(e.deletedRecords, 0);
     okData(await m('/update/P', { data: { sku: 'UG-EDIT', label: 'ok' } }));
+  });
+
+  test('a delete by typedId with a business key of another record is a -4 naming the key; nothing deleted', async () => {
+    const [a, b] = okData(await admin('/add/P', [{ data: { sku: 'DK-A' } }, { data: { sku: 'DK-B' } }]));
+    expectError(await admin('/delete/P', { data: { typedId: a.typedId, sku: 'DK-B' } }), 400, -4, 'sku');
+    const batch = [{ data: { typedId: b.typedId } }, { data: { typedId: a.typedId, sku: 'DK-B' } }];
+    expectError(await admin('/delete/P', batch), 400, -4, '1.sku');
+    const left = okData(await admin('/fetch/P', { data: { sku: ['DK-A', 'DK-B'] }, sortBy: 'sku' }));
+    assert.deepEqual(
+      left.map((p) => p.sku),
+      ['DK-A', 'DK-B'],
+    );
+    okData(await admin('/delete/P', { data: { typedId: a.typedId, sku: 'DK-A' } }));
   });
 
   test('batches that write the same records in other orders at once all succeed (no deadlock answered)', async () => {
