@@ -6,6 +6,7 @@
 import type { Config } from '../config.ts';
 
 export type { ChangeFeed, Db, PoolStats, Queryable, QueryResult, Tx, TxOptions } from './types.ts';
+export { isTransientConflict } from './types.ts';
 export { OID, parseInt8 } from './parse.ts';
 import type { Db, Tx } from './types.ts';
 

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pipeline } from 'node:stream/promises';
 import { OID, parseInt8 } from './parse.ts';
-import type { ChangeFeed, Db, QueryResult, Tx } from './types.ts';
+import { isTransientConflict, type ChangeFeed, type Db, type QueryResult, type Tx } from './types.ts';
 import { copyFormat, ident } from './sql.ts';
 import { preparedName } from './prepared.ts';
 import { checkDeadline, remainingMs } from './deadline.ts';
@@ -137,7 +137,7 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
           return result;
         } catch (e) {
           await rollBack([client]);
-          if (!opts?.retryDeadlocks || attempt >= DEADLOCK_ATTEMPTS || !worthRetrying(e)) throw e;
+          if (!opts?.retryDeadlocks || attempt >= DEADLOCK_ATTEMPTS || !isTransientConflict(e)) throw e;
           // A random pause before the next run: run again at once, the victim met the winner (or a
           // third writer) still holding its locks and deadlocked again (seen with three at once).
           await sleep(attempt * (10 + Math.random() * 40));
@@ -176,10 +176,6 @@ export function createPgDb(url: string, max: number, statementTimeoutSeconds?: n
 
 /** Runs of a transaction with `retryDeadlocks` (the first and four more). */
 const DEADLOCK_ATTEMPTS = 5;
-
-/** A deadlock, or a serialization failure (a history that read a stale snapshot, migration 064). */
-const worthRetrying = (e: unknown): boolean =>
-  typeof e === 'object' && e !== null && ['40P01', '40001'].includes(String((e as { code?: unknown }).code));
 
 const AUTH_CHANNEL = 'rc_auth';
 const RELISTEN_MS = 1000;

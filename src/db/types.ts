@@ -48,6 +48,16 @@ export interface ChangeFeed {
   readonly live: boolean;
 }
 
+/**
+ * PostgreSQL broke a deadlock by failing this transaction (40P01), or found a serialization failure
+ * (40001: a history that read a stale snapshot, migration 064): a conflict with another transaction
+ * that the same work, run again, does not meet — never the request's fault.
+ */
+export function isTransientConflict(e: unknown): boolean {
+  const code = typeof e === 'object' && e !== null ? String((e as { code?: unknown }).code) : '';
+  return code === '40P01' || code === '40001';
+}
+
 export interface TxOptions {
   /**
    * Reads only, all on one snapshot (PostgreSQL: REPEATABLE READ READ ONLY; PGlite runs one

@@ -8,7 +8,7 @@
 // applies it when approved at once) as the caller, and answers the job (JST).
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { fetchOne, requireAccess } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
@@ -101,7 +101,7 @@ async function submitInTransaction(
   id: number,
   inJob: boolean,
 ): Promise<Submitted> {
-  return db.transaction(async (tx): Promise<Submitted> => {
+  return batchTransaction(db, async (tx): Promise<Submitted> => {
     const dcr = await claimForSubmit(tx, principal, id, inJob);
     await submitApprovable(tx, principal, 'DCR', id, { ownSubmit: true });
     const now = await store.findDcrOrFail(tx, principal.partitionId, id);
@@ -190,7 +190,7 @@ export function dcrSubmitJobKind(db: Db): JobKind {
         const status = (await store.findDcrOrFail(db, ctx.principal.partitionId, dcrId)).status;
         return { dcrId, status, ...(out.kind === 'applied' ? out.summary : {}) };
       }
-      const out = await db.transaction((tx) => applyWithin(db, tx, ctx.principal, dcrId));
+      const out = await batchTransaction(db, (tx) => applyWithin(db, tx, ctx.principal, dcrId));
       if (!out.ok) throw out.error;
       return { dcrId, status: 'APPLIED', ...out.summary };
     },

@@ -10,7 +10,7 @@
 // `applyByJob`: above `asyncSubmitDCRThreshold` items, or when the DCR was submitted with /async.
 
 import type { Principal } from '../../access/access.ts';
-import type { Db, Queryable, Tx } from '../../db/db.ts';
+import { isTransientConflict, type Db, type Queryable, type Tx } from '../../db/db.ts';
 import { inSavepoint } from '../../db/savepoint.ts';
 import { ident } from '../../db/sql.ts';
 import { inTransaction } from '../../db/views.ts';
@@ -138,6 +138,9 @@ export async function applyWithin(db: Db, tx: Tx, owner: Principal, id: number):
     );
     return { ok: true, summary };
   } catch (err) {
+    // A deadlock with another transaction (two approvals applying at once, PostgreSQL) is no reason
+    // to fail the DCR: the whole transaction fails and runs again (its callers retry deadlocks).
+    if (isTransientConflict(err)) throw err;
     const e = toAppError(err);
     const reasons = Object.entries(e.errors ?? {}).map(([item, r]) => ({ item, message: r.errorMessage }));
     await store.setDcrState(tx, owner.partitionId, id, owner.userId, {

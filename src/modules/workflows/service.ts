@@ -15,7 +15,7 @@ import { can } from '../../access/access.ts';
 import { requireAccess } from '../../engine/crud.ts';
 import { recordHistory } from '../../engine/history.ts';
 import { checkVersion } from '../../engine/value-check.ts';
-import type { Db, Queryable } from '../../db/db.ts';
+import { batchTransaction, type Db, type Queryable } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { notifyUsers } from '../notifications/service.ts';
 import {
@@ -289,13 +289,14 @@ export async function submitByTypedId(db: Db, principal: Principal, typedId: str
   requireAccess(principal, approvable.submitAccess);
   // Approved at once and its apply failed: committed (the document FAILED), then answered.
   let failed: AppError | undefined;
-  const id = await db.transaction((tx) =>
-    submitApprovable(tx, principal, approvable.typeCode, Number(m[1]), {
+  const id = await batchTransaction(db, (tx) => {
+    failed = undefined; // (a run again after a deadlock starts afresh)
+    return submitApprovable(tx, principal, approvable.typeCode, Number(m[1]), {
       ownSubmit: false,
       named: m[2]!,
       onFailure: (e) => (failed = e),
-    }),
-  );
+    });
+  });
   if (failed !== undefined) throw failed;
   return id;
 }
@@ -359,7 +360,8 @@ export async function approveWorkflow(
   body: ActionBody,
 ): Promise<number> {
   const comment = textOf(body.data?.comment, 'data.comment');
-  return db.transaction(async (q) => {
+  // The final approval applies the document (a DCR): run again after a deadlock with another one.
+  return batchTransaction(db, async (q) => {
     const pid = principal.partitionId;
     const wf = await lockOrFail(q, pid, id);
     await requireParticipant(q, principal, wf);
