@@ -1,17 +1,15 @@
 // Bulk loads of lookup table values (`/lookuptablemanager.loaddata/{TypeCode}`, and the file loads
 // of src/modules/files/loadlookups.ts): rows go to one table or, by a `lookupTable` column, table by
 // table, each through the engine's `loadData` on the table's per-table type. Ranges of a RANGE load
-// that overlap are refused row by row in advance (`rangeClashes`); the trigger of migration 008
-// remains the guarantee. Each chunk of a load holds its table's row (`holdTable`, the engine's
+// that overlap are refused row by row in advance (ranges.ts `rangeClashes`); the trigger of
+// migration 008 remains the guarantee. Each chunk of a load holds its table's row (`holdTable`, the engine's
 // `beforeChunk`), as the other writes of values do (tables.ts `writingValues`).
 
-import { Decimal } from 'decimal.js';
 import type { Principal } from '../../access/access.ts';
 import { can } from '../../access/access.ts';
 import type { Permission } from '../../access/catalogue.ts';
 import type { Db, Tx } from '../../db/db.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
-import { checkValue } from '../../engine/crud.ts';
 import {
   loadData,
   type LoadBody,
@@ -19,21 +17,20 @@ import {
   type LoadResult,
   type RowError,
 } from '../../engine/loaddata.ts';
-import type { TypeDef } from '../../engine/registry.ts';
 import {
-  HIGHEST_BOUND,
-  LOWEST_BOUND,
-  rangeBound,
   valueCodeOf,
   valueDeclaration,
   valueTypeOf,
   type LookupTable,
 } from '../../engine/registry-lookup.ts';
 import { coerceValue } from '../../engine/values.ts';
+import { rangeClashes } from './ranges.ts';
 import * as store from './store.ts';
 import { findTableOrFail, parseTableId } from './tables.ts';
 
 const MAX_ERRORS = 1_000;
+/** Rows per transaction of the engine (its own default): the overlap check follows its chunks. */
+const CHUNK_ROWS = 10_000;
 /** The header column that names each row's table (when the table is not given as `?tableId=`). */
 export const TABLE_COLUMN = 'lookupTable';
 
@@ -163,11 +160,12 @@ async function loadTable(
   limits: LoadLimits,
 ): Promise<LoadPart> {
   const type = valueTypeOf(table, write);
+  const chunkRows = limits.chunkRows ?? CHUNK_ROWS;
   let rows = body.data;
   let rowIndex = index;
   let refused: RowError[] = [];
   if (table.type === 'RANGE') {
-    const clashes = await rangeClashes(db, principal, table, type, body);
+    const clashes = await rangeClashes(db, principal, table, type, body, chunkRows, (i) => index[i]!);
     if (clashes.size > 0) {
       refused = [...clashes].map(([i, e]) => ({ ...e, row: index[i]! }));
       const kept = body.data.map((_, i) => i).filter((i) => !clashes.has(i));
@@ -180,7 +178,7 @@ async function loadTable(
     principal,
     type,
     { ...body, data: rows },
-    { ...limits, maxErrors: MAX_ERRORS, beforeChunk: holdTable(principal, table) },
+    { ...limits, chunkRows, maxErrors: MAX_ERRORS, beforeChunk: holdTable(principal, table) },
   );
   const errors = result.errors.map((e) => ({ ...e, row: rowIndex[e.row]! }));
   return { result: { ...result, errors }, refused };
@@ -199,101 +197,4 @@ function summarise(parts: readonly LoadPart[], errors: readonly RowError[], tota
     errors: listed.slice(0, MAX_ERRORS),
     errorsTruncated: invalid > Math.min(listed.length, MAX_ERRORS),
   };
-}
-
-/** A range's bounds, exact (decimals past a double's precision and range), ±Infinity when open. */
-interface Interval {
-  readonly lo: Decimal;
-  readonly hi: Decimal;
-  readonly name: string;
-  /** Position in the load (undefined: a stored range). */
-  readonly at?: number;
-}
-
-const show = (iv: Interval) =>
-  `[${iv.lo.isFinite() ? iv.lo.toString() : '-inf'}, ${iv.hi.isFinite() ? iv.hi.toString() : 'inf'}) of ${iv.name}`;
-
-/**
- * The rows of a RANGE load whose range overlaps a stored range or an earlier-starting range of the
- * load, as per-row errors (by position in `body.data`). Only rows the engine would accept are
- * considered, and stored ranges that the load replaces by name (join on name) are left out; such a
- * row keeps the stored bound its header leaves out (a join updates only the header's columns). The
- * trigger of migration 008 remains the guarantee; this gives each refused row its own reason.
- */
-async function rangeClashes(
-  db: Db,
-  principal: Principal,
-  table: LookupTable,
-  type: TypeDef,
-  body: LoadBody,
-): Promise<Map<number, Omit<RowError, 'row'>>> {
-  const fields = body.header.map((n) => type.fields.find((f) => f.name === n));
-  const pos = (n: string) => body.header.indexOf(n);
-  const [nameAt, loAt, hiAt] = [pos('name'), pos('lowerBound'), pos('upperBound')];
-  const options = body.options ?? {};
-  const joinsOnName = options.detectJoinFields === true || (options.joinFields ?? []).includes('name');
-  const storedRows = await store.rangesOf(db, principal, table);
-  const storedByName = new Map(storedRows.map((r) => [r.name, r]));
-
-  const loaded: Interval[] = [];
-  body.data.forEach((raw, at) => {
-    if (!Array.isArray(raw) || raw.length !== fields.length || nameAt < 0) return;
-    if (fields.some((f, i) => f === undefined || f.system || typeof checkValue(f, raw[i]) === 'string'))
-      return;
-    const name = String(raw[nameAt]);
-    const kept = joinsOnName ? storedByName.get(name) : undefined;
-    const bound = (i: number, storedBound: unknown, open: Decimal) =>
-      rangeBound(i < 0 ? storedBound : raw[i], open);
-    const iv = {
-      lo: bound(loAt, kept?.lowerBound, LOWEST_BOUND),
-      hi: bound(hiAt, kept?.upperBound, HIGHEST_BOUND),
-      name,
-      at,
-    };
-    if (iv.lo.lt(iv.hi)) loaded.push(iv);
-  });
-  if (loaded.length === 0) return new Map();
-  const replaced = joinsOnName ? new Set(loaded.map((iv) => iv.name)) : new Set<string>();
-  const stored: Interval[] = storedRows
-    .filter((r) => !replaced.has(r.name))
-    .map((r) => ({
-      lo: rangeBound(r.lowerBound, LOWEST_BOUND),
-      hi: rangeBound(r.upperBound, HIGHEST_BOUND),
-      name: r.name,
-    }));
-
-  const clashes = new Map<number, Omit<RowError, 'row'>>();
-  // Against the stored ranges (disjoint, sorted by lo): only the last one starting before iv.hi can
-  // overlap iv, since every earlier one ends at or before that one's start.
-  for (const iv of loaded) {
-    let lo = 0;
-    let hi = stored.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (stored[mid]!.lo.lt(iv.hi)) lo = mid + 1;
-      else hi = mid;
-    }
-    const candidate = stored[lo - 1];
-    if (candidate !== undefined && candidate.hi.gt(iv.lo)) {
-      clashes.set(iv.at!, {
-        field: candidate.lo.lte(iv.lo) ? 'lowerBound' : 'upperBound',
-        message: `the range ${show(iv)} overlaps the stored range ${show(candidate)}`,
-      });
-    }
-  }
-  // Among the load: sorted by start, each range must start at or after the end of the last accepted.
-  let last: Interval | undefined;
-  for (const iv of loaded
-    .filter((i) => !clashes.has(i.at!))
-    .sort((a, b) => a.lo.cmp(b.lo) || a.hi.cmp(b.hi) || a.at! - b.at!)) {
-    if (last !== undefined && iv.lo.lt(last.hi)) {
-      clashes.set(iv.at!, {
-        field: 'lowerBound',
-        message: `the range ${show(iv)} overlaps the range ${show(last)} of row ${last.at!}`,
-      });
-    } else {
-      last = iv;
-    }
-  }
-  return clashes;
 }

@@ -122,16 +122,23 @@ export interface StoredRange {
   readonly name: string;
   readonly lowerBound: string | null;
   readonly upperBound: string | null;
+  /** Only when asked for (a load joining on `value`). */
+  readonly value?: string | null;
 }
 
-/** Every range of a RANGE table, in lower-bound order (for the overlap check of a bulk load). */
+/**
+ * Every range of a RANGE table, in lower-bound order (for the overlap check of a bulk load), with
+ * its `value` too when `withValue`.
+ */
 export async function rangesOf(
   q: Queryable,
   principal: Principal,
   table: LookupTable,
+  withValue = false,
 ): Promise<StoredRange[]> {
   const r = await q.query<StoredRange>(
-    `SELECT name, lower_bound AS "lowerBound", upper_bound AS "upperBound" FROM lookup_values
+    `SELECT name, lower_bound AS "lowerBound", upper_bound AS "upperBound"${withValue ? ', value' : ''}
+       FROM lookup_values
       WHERE partition_id = $1 AND table_ref = $2 ORDER BY lower_bound ASC NULLS FIRST`,
     [principal.partitionId, String(table.id)],
   );

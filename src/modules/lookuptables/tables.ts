@@ -178,8 +178,17 @@ export async function updateTables(
   items: readonly UpdateItem[],
 ): Promise<Row[]> {
   requireAccess(principal, 'LOOKUPTABLE_UPDATE');
+  const type = tableTypeFor('LOOKUPTABLE_UPDATE');
+  // A kind or value type that is none (`int`, not INT) is the engine's "must be one of", whatever
+  // the table holds: no change is looked at then, the engine refuses the update as it checks it.
+  const invalid = items.some(({ data }) =>
+    (['type', 'valueType'] as const).some((name) => {
+      const field = type.fields.find((f) => f.name === name)!;
+      return data[name] !== undefined && typeof checkValue(field, data[name]) === 'string';
+    }),
+  );
   return batchTransaction(db, async (tx) => {
-    for (const { data } of items) {
+    for (const { data } of invalid ? [] : items) {
       const retyped = data.valueType !== undefined;
       const table = await addressedTable(tx, principal, data, retyped ? 'FOR UPDATE' : undefined);
       if (!table) continue; // the engine answers the 404 or the -4 of a bad address
@@ -195,7 +204,7 @@ export async function updateTables(
       }
     }
     // The engine's own transaction is this one: the lock holds until the change commits.
-    return updateRecords(inTransaction(db, tx), principal, tableTypeFor('LOOKUPTABLE_UPDATE'), items, false);
+    return updateRecords(inTransaction(db, tx), principal, type, items, false);
   });
 }
 
