@@ -99,6 +99,7 @@ describe('attachments and product images', () => {
       headers: { range: `bytes=${data.length}-` },
     });
     assertError(beyond, 416, -4);
+    assert.ok(beyond.body.response.errors['headers.range'], JSON.stringify(beyond.body));
     assert.equal(beyond.headers.get('content-range'), `bytes */${data.length}`);
     const multi = await send(h, `/bdmanager.downloaddata/${att.binaryDataId}`, {
       method: 'GET',

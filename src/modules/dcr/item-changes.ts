@@ -10,6 +10,7 @@ import type { TypeContext } from '../../engine/context.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
 import { DCRI, editableDcr, itemViews, originalOf, proposalContext, type DcrScope } from './service.ts';
+import { keyText as shownKey } from '../../engine/addressing.ts';
 import {
   checkProposal,
   checkRecordRules,
@@ -140,9 +141,13 @@ export async function updateItems(
           true,
         );
         if (taken.byKey.has(keyJson)) {
-          throw new AppError('CONFLICT', `${s.type.label} ${keyJson} already exists: delete the item`, {
-            field: prefix + keyFieldsOf(s.type, key).at(-1)!,
-          });
+          throw new AppError(
+            'CONFLICT',
+            `${s.type.label} ${shownKey(item.target_key)} already exists: delete the item`,
+            {
+              field: prefix + keyFieldsOf(s.type, key).at(-1)!,
+            },
+          );
         }
       }
       const original = rebased?.original ?? item.original;

@@ -32,6 +32,7 @@ import {
   targetKeyOf,
 } from './target.ts';
 import { metaNameOf, type TypeContext } from '../../engine/context.ts';
+import { keyText } from '../../engine/addressing.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -180,12 +181,14 @@ export async function addItems(
         const last = keyFieldsOf(s.type, p.values).at(-1)!;
         // A duplicate business key is a conflict (409/-1, naming the field), as /add answers it.
         if (taken.byKey.has(keyJson!)) {
-          throw new AppError('CONFLICT', `${s.type.label} ${keyJson} already exists`, {
+          throw new AppError('CONFLICT', `${s.type.label} ${keyText(p.key!)} already exists`, {
             field: prefix + last,
           });
         }
         if (seen.has(keyJson!))
-          throw new AppError('CONFLICT', `${keyJson} is proposed twice`, { field: prefix + last });
+          throw new AppError('CONFLICT', `${s.type.label} ${keyText(p.key!)} is proposed twice`, {
+            field: prefix + last,
+          });
         seen.add(keyJson!);
         // Condition record items: their set exists, is visible and editable for the user (its
         // userGroupEdit), and the item has the set's number of keys — the engine's own check.

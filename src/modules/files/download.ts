@@ -53,7 +53,9 @@ export function sendFile(
   const range = parseRange(header, file.size);
   if (range === 'unsatisfiable') {
     void reply.header('content-range', `bytes */${file.size}`);
-    throw new AppError('RANGE_NOT_SATISFIABLE', `The file has ${file.size} bytes`);
+    throw new AppError('RANGE_NOT_SATISFIABLE', `The file has ${file.size} bytes`, {
+      field: 'headers.range',
+    });
   }
   void reply
     .header('accept-ranges', 'bytes')
