@@ -335,6 +335,9 @@ export async function resetColumn(
   const tc = await loadTypeContext(db, principal, type);
   const f = editableField(tc, column, 'columnName');
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);
+  // A column emptied in every record is a mass edit: refused where /massedit is (after the column's
+  // own refusals, which hold whatever the type).
+  if (!type.massEditable) throw validationError('typeCode', `${type.code} is not mass-editable`);
   return batchTransaction(db, async (tx) => {
     await refuseUneditable(tx, tc, principal, () => `t.${ident(f.column)} IS NOT NULL`);
     const params = new Params();

@@ -9,7 +9,7 @@ import { loadTypeContext, typedPerRow } from './context.ts';
 import { requireAccess } from './access-check.ts';
 import { extensionTableExists, type ExtensionKind } from './extension-tables.ts';
 import { unstorableText } from './values.ts';
-import { allTypes, type TypeDef } from './registry.ts';
+import { allTypes, type FieldDef, type TypeDef } from './registry.ts';
 
 export function listTypes(): { typeCode: string; label: string }[] {
   return allTypes().map((t) => ({ typeCode: t.code, label: t.label }));
@@ -41,6 +41,25 @@ async function tableOf(
   return name;
 }
 
+/**
+ * `required`: an add must give the field — not when the server keeps it, nor when a default fills it
+ * (`defaultOnAdd`: a status left out is OPEN) or a write of null stores a value (`nullAs`).
+ */
+function mustGive(f: FieldDef): boolean {
+  return f.required === true && f.system !== true && f.defaultOnAdd !== true && f.nullAs === undefined;
+}
+
+/**
+ * `updatable`: `/update` writes the field (value-check.ts `prepareValues`) — not a server field nor a
+ * business key (both ignored there), unless a key the type lets an update move (`movableKeys`: a
+ * seller extension row's `sellerId`); another name of a field (`formatType`) as the field it names.
+ */
+function updatable(type: TypeDef, fields: ReadonlyMap<string, FieldDef>, f: FieldDef): boolean {
+  const target = f.aliasOf === undefined ? f : fields.get(f.aliasOf);
+  if (target === undefined || target.system === true) return false;
+  return target.key !== true || type.movableKeys?.includes(target.name) === true;
+}
+
 export async function describeType(
   q: Queryable,
   principal: Principal,
@@ -50,6 +69,8 @@ export async function describeType(
   requireAccess(principal, type.access.fetch);
   const name = table === undefined ? undefined : await tableOf(q, principal, type, table);
   const tc = await loadTypeContext(q, principal, type, name);
+  // The general writes refuse the type whole (its records are written by their own operations).
+  const takesUpdate = type.writtenBy === undefined && type.managerOnly === undefined;
   return {
     name: type.label,
     typeCode: type.code,
@@ -63,8 +84,8 @@ export async function describeType(
       ...[...tc.fields.values()].map((f) => ({
         name: f.name,
         type: f.type,
-        required: f.required === true,
-        updatable: f.system !== true && f.key !== true,
+        required: mustGive(f),
+        updatable: takesUpdate && updatable(type, tc.fields, f),
         ...(f.custom ? { custom: true } : {}),
         // A list of such values (record history's `field`: the changed fields' names).
         ...(f.elements ? { list: true } : {}),

@@ -13,7 +13,7 @@ import type { Db } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import { deleteByFilter } from '../../engine/crud.ts';
 import { loadDataStream, type LoadResult, type RowError } from '../../engine/loaddata.ts';
-import { widthError } from '../../engine/loaddata/check.ts';
+import { callTable } from '../../engine/loaddata/named.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { AppError } from '../../http/errors.ts';
 import { JobStopped } from '../../jobs/runner.ts';
@@ -137,40 +137,26 @@ export async function executeFileLoad(
       result = loaded.result;
       tableIds = loaded.tableIds;
     } else {
-      const fileHeader = source.header;
-      const nameAt = fileHeader.indexOf('name');
-      const inject = type.metaPerName && nameAt < 0 && o.name !== undefined;
-      // The table of `?name=` (or of the importfile path) goes AFTER the file's columns, so that a
-      // header error names the column's own index in the file (`header.1` for its second column).
-      const header = inject ? [...fileHeader, 'name'] : [...fileHeader];
-      const refuse = (row: number, e: Omit<RowError, 'row'>) => {
-        if (refused.size <= MAX_LISTED_ERRORS) refused.set(row, { row, ...e });
+      // Rows of another extension table than `?name=` are refused here, before the loader; so are
+      // rows of another width than the file's header when the name is added (engine/loaddata/named.ts,
+      // as for `/loaddata`).
+      const call = callTable(type, source.header, o.name);
+      const header = call.header;
+      const refuse = (e: RowError) => {
+        if (refused.size <= MAX_LISTED_ERRORS) refused.set(e.row, e);
       };
       let rowNo = -1;
-      // Rows of another extension table than `?name=` are refused here, before the loader; so are
-      // rows of another width than the file's header when the name is added (as the loader would,
-      // counting the file's columns only).
       async function* rows(): AsyncIterable<(string | null)[]> {
         for await (const r of source.rows) {
           rowNo++;
-          const name = inject ? o.name : nameAt >= 0 ? (r[nameAt] ?? undefined) : undefined;
-          if (name !== undefined && names.size < 10_000) names.add(name);
+          const name = call.tableOf(r) as string | null | undefined;
+          if (typeof name === 'string' && names.size < 10_000) names.add(name);
           if (rowNo < skip) continue;
-          if (!inject && o.name !== undefined && nameAt >= 0 && name !== o.name) {
-            refuse(rowNo, {
-              field: 'name',
-              message: `belongs to table ${JSON.stringify(name)}, not to ${o.name} (the name of the call)`,
-            });
+          const refusal = call.refusal(r, rowNo);
+          if (refusal !== undefined) {
+            refuse(refusal);
             yield [];
-          } else if (inject && r.length !== fileHeader.length) {
-            const e = widthError(
-              rowNo,
-              r.length,
-              fileHeader.map((f) => ({ name: f })),
-            );
-            refuse(rowNo, e);
-            yield [];
-          } else yield inject ? [...r, o.name] : r;
+          } else yield call.rowOf(r) as (string | null)[];
         }
       }
       // A refused row travels as null, which the loader counts as an invalid row at its place in the

@@ -238,6 +238,12 @@ function loadOptionsOf(
   const unknown = Object.keys(fields).find((k) => !LOAD_FIELDS.includes(k));
   if (unknown !== undefined)
     throw validationError(unknown, `unknown field (the file in fileName; ${LOAD_FIELDS.join(', ')})`);
+  // Given both in the query and as a form field, they must agree (one is not silently dropped).
+  for (const k of ['name', 'tableId', 'delimiter'] as const) {
+    const inForm = fields[k];
+    if (query[k] !== undefined && inForm !== undefined && inForm !== '' && inForm !== query[k])
+      throw validationError(k, k === 'name' ? 'names another table than ?name=' : `differs from ?${k}=`);
+  }
   const name = query.name ?? fields.name;
   const tableId = query.tableId ?? fields.tableId;
   const delimiter = query.delimiter ?? fields.delimiter;

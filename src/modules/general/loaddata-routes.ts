@@ -1,11 +1,18 @@
 // `POST /loaddata/{TypeCode}`: bulk load of rows under a header of field names, with optional join
 // fields (update the matches, insert the rest). The route only needs an authenticated user: the
-// permission depends on the type, and the engine (src/engine/loaddata.ts) checks it.
+// permission depends on the type, and the engine (src/engine/loaddata.ts) checks it. `?name=` names
+// the extension table (PX, CX, SX) the rows belong to, as for `/loaddata.file`: a header without a
+// `name` column loads every row into it, a row naming another table is a row error
+// (src/engine/loaddata/named.ts, shared with the file load).
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
-import { loadData, type LoadBody } from '../../engine/loaddata.ts';
+import { typedPerRow } from '../../engine/context.ts';
+import { loadData, type LoadBody, type RowError } from '../../engine/loaddata.ts';
+import { callTable } from '../../engine/loaddata/named.ts';
+import type { TypeDef } from '../../engine/registry.ts';
+import { validationError } from '../../http/errors.ts';
 import { knownTypeCode, typeOf } from './routes.ts';
 
 /** The body of every `loaddata` operation (also `/lookuptablemanager.loaddata/{TypeCode}`). */
@@ -76,6 +83,33 @@ export const loadResultSchema = {
   },
 } as const;
 
+/**
+ * The body a load of `type` runs with `?name=` (undefined: none given): its header and rows as the
+ * call's table makes them, and the errors of the rows refused before the loader (which counts each
+ * such row, passed on as null, as invalid at its place).
+ */
+function ofCallTable(
+  type: TypeDef,
+  body: LoadBody,
+  name: string | undefined,
+  maxRows: number,
+): { body: LoadBody; refused: Map<number, RowError> } {
+  const refused = new Map<number, RowError>();
+  if (name === undefined) return { body, refused };
+  if (!typedPerRow(type))
+    throw validationError('name', `applies to extension tables (PX, CX, SX), not to ${type.code}`);
+  const call = callTable(type, body.header, name);
+  // (More rows than a call takes are refused whole by the loader, before any is read.)
+  if (body.data.length > maxRows) return { body: { ...body, header: call.header }, refused };
+  const data = Array.from(body.data, (raw: unknown, row) => {
+    const e = call.refusal(raw, row);
+    if (e === undefined) return call.rowOf(raw);
+    refused.set(row, e);
+    return null;
+  });
+  return { body: { ...body, header: call.header, data }, refused };
+}
+
 export function loaddataRoutes(app: FastifyInstance): void {
   app.post(
     '/loaddata/:typeCode',
@@ -91,23 +125,29 @@ export function loaddataRoutes(app: FastifyInstance): void {
           required: ['typeCode'],
           properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
         },
+        querystring: {
+          type: 'object',
+          properties: { name: { type: 'string', minLength: 1, maxLength: 255 } },
+        },
         body: loaddataBodySchema,
         response: { 200: envelopeSchema(loadResultSchema) },
       },
     },
     async function loaddata(req) {
-      const result = await loadData(
-        app.db,
-        req.principal!,
-        typeOf(req),
+      const type = typeOf(req);
+      const { body, refused } = ofCallTable(
+        type,
         (req.body as { data: LoadBody }).data,
-        {
-          maxBatchRows: app.config.maxBatchRows,
-          onChunkError: (err, first, last) =>
-            req.log.error({ err, firstRow: first, lastRow: last }, 'loaddata chunk failed'),
-        },
+        (req.query as { name?: string } | undefined)?.name,
+        app.config.maxBatchRows,
       );
-      return ok(req, [result]);
+      const result = await loadData(app.db, req.principal!, type, body, {
+        maxBatchRows: app.config.maxBatchRows,
+        onChunkError: (err, first, last) =>
+          req.log.error({ err, firstRow: first, lastRow: last }, 'loaddata chunk failed'),
+      });
+      const errors = refused.size === 0 ? result.errors : result.errors.map((e) => refused.get(e.row) ?? e);
+      return ok(req, [{ ...result, errors }]);
     },
   );
 }
