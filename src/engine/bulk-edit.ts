@@ -331,7 +331,7 @@ export async function resetColumn(
   // Records with state rules (beforeChange: a locked rebate record group, ...) are changed one by one,
   // where the rules are checked; one UPDATE over the whole column would pass them by.
   if (type.beforeChange)
-    throw validationError('columnName', `${type.code} records are changed one by one (/update/${type.code})`);
+    throw validationError('typeCode', `${type.code} records are changed one by one (/update/${type.code})`);
   const tc = await loadTypeContext(db, principal, type);
   const f = editableField(tc, column, 'columnName');
   if (f.required) throw validationError('columnName', `${column} is required and cannot be emptied`);

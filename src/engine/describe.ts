@@ -70,7 +70,8 @@ export async function describeType(
   const name = table === undefined ? undefined : await tableOf(q, principal, type, table);
   const tc = await loadTypeContext(q, principal, type, name);
   // The general writes refuse the type whole (its records are written by their own operations).
-  const takesUpdate = type.writtenBy === undefined && type.managerOnly === undefined;
+  const takesUpdate =
+    type.writtenBy === undefined && type.managerOnly === undefined && type.updatedBy === undefined;
   return {
     name: type.label,
     typeCode: type.code,

@@ -34,6 +34,7 @@ export const SET_TYPE: TypeDef = {
   code: 'CRCS',
   label: 'Condition record set',
   table: 'condition_record_sets',
+  updatedBy: MANAGER_UPDATE,
   fields: [
     key('uniqueName', 'unique_name'),
     text('label', 'label'),

@@ -127,8 +127,14 @@ const LOOKUP_TABLE: TypeDef = {
     text('label', 'label'),
     // Fixed at creation (the service refuses a change): values are typed and stored by it.
     text('type', 'type', { required: true, oneOf: TABLE_KINDS, maxLength: 20 }),
-    text('valueType', 'value_type', { required: true, oneOf: VALUE_TYPES, maxLength: 10 }),
-    text('status', 'status', { required: true, oneOf: TABLE_STATUSES, maxLength: 10 }),
+    // Defaulted on add (STRING, ACTIVE: the columns' defaults, as lookuptablemanager.add applies them).
+    text('valueType', 'value_type', {
+      required: true,
+      defaultOnAdd: true,
+      oneOf: VALUE_TYPES,
+      maxLength: 10,
+    }),
+    text('status', 'status', { required: true, defaultOnAdd: true, oneOf: TABLE_STATUSES, maxLength: 10 }),
     { name: 'validAfter', column: 'valid_after', type: 'date' },
     text('formatType', 'format_type', { maxLength: 100 }),
     { name: 'numberOfKeyFields', column: 'number_of_key_fields', type: 'integer', system: true },

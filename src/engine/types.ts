@@ -165,6 +165,11 @@ export interface TypeDef {
    * the engine's writes of them record none and history reads answer none of them (jobs, imports).
    */
   readonly noHistory?: string;
+  /**
+   * The general `/update` (and `/integrate`) of the type is refused for an operation of its own (a
+   * condition record set: `/conditionrecordset.update/{id}`): describe calls no field updatable.
+   */
+  readonly updatedBy?: string;
   /** For extension types: attribute meta is kept per extension table (the `name` field). */
   readonly metaPerName?: boolean;
   /** For `metaPerName` types: the field naming the meta, when not `name` (RRG: `rebateType`). */

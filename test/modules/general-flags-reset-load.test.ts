@@ -45,7 +45,8 @@ describe('describe flags, resetcolumn of types not mass-editable, loaddata ?name
       const r = await call(`/metadata.describe/${code}`);
       if (r.status !== 200) continue; // (a type the admin may not read)
       const type = defs.get(code)!;
-      const general = type.writtenBy === undefined && type.managerOnly === undefined;
+      const general =
+        type.writtenBy === undefined && type.managerOnly === undefined && type.updatedBy === undefined;
       for (const f of r.body.response.data[0].fields as any[]) {
         const def = type.fields.find((d) => d.name === f.name);
         if (f.name === 'typedId' || def === undefined) {
@@ -109,6 +110,27 @@ describe('describe flags, resetcolumn of types not mass-editable, loaddata ?name
       }),
     );
     assert.equal(moved.sellerId, 'S-2');
+
+    // LT: valueType and status default (STRING, ACTIVE): an add may leave them out.
+    const lt = await described('LT');
+    assert.deepEqual([lt.get('valueType').required, lt.get('status').required], [false, false]);
+    const [table] = okData(
+      await call('/lookuptablemanager.add', { data: { uniqueName: uniqueName('lt'), type: 'SIMPLE' } }),
+    );
+    assert.deepEqual([table.valueType, table.status], ['STRING', 'ACTIVE']);
+    // CRCS: the general /update is refused (/conditionrecordset.update): no field is updatable.
+    const crcs = await described('CRCS');
+    assert.deepEqual(
+      [...crcs.values()].filter((f) => f.updatable).map((f) => f.name),
+      [],
+    );
+    const [set] = okData(await call('/add/CRCS', { data: { uniqueName: uniqueName('set'), keySize: 1 } }));
+    expectError(
+      await call('/update/CRCS', { data: { typedId: set.typedId, label: 'x' } }),
+      400,
+      -4,
+      'typeCode',
+    );
   });
 
   test('/resetcolumn of a type that is not mass-editable is refused as /massedit is', async () => {
@@ -127,6 +149,8 @@ describe('describe flags, resetcolumn of types not mass-editable, loaddata ?name
     okData(await call('/add/P', { data: { sku: uniqueName('rc'), label: 'gone' } }));
     assert.ok(okData(await call('/resetcolumn/P/label', {}))[0].updatedRecords >= 1);
     expectError(await call('/resetcolumn/PAM/fieldType', {}), 400, -4, 'columnName');
+    // A type whose records have state rules (rebate record groups) is refused naming the type too.
+    expectError(await call('/resetcolumn/RRG/comments', {}), 400, -4, 'typeCode');
   });
 
   test('JSON /loaddata/PX?name= loads into the table of the call, as the file load does', async () => {

@@ -941,7 +941,7 @@ describe('rebate record groups', () => {
     expectError(await call(`/workflowsmanager.submit/${g.typedId}`, {}, rebater), 409, -1);
     expectError(await call('/delete/RRG', { data: { typedId: g.typedId } }, rebater), 409, -1);
     // Bulk changes would pass the state rules by: refused for RRG.
-    expectError(await call('/resetcolumn/RRG/label', {}), 400, -4, 'columnName');
+    expectError(await call('/resetcolumn/RRG/label', {}), 400, -4, 'typeCode');
     expectError(
       await call('/massedit/RRG', {
         filterCriteria: { fieldName: 'id', operator: 'equals', value: g.id },

@@ -8,7 +8,7 @@ import type { Db } from '../../db/db.ts';
 import { validationError } from '../../http/errors.ts';
 import { parseId } from '../../engine/addressing.ts';
 import { deleteRecords, requireAccess, updateRecords } from '../../engine/crud.ts';
-import { MANAGER_UPDATE, SET_TYPE } from '../../engine/registry-condrec.ts';
+import { SET_TYPE } from '../../engine/registry-condrec.ts';
 import type { JsonWrite } from '../../engine/record-json.ts';
 import type { TypeDef } from '../../engine/types.ts';
 import { findConditionRecordsJson } from './lookup.ts';
@@ -22,7 +22,10 @@ const SET_UPDATE_TYPE: TypeDef = {
 };
 
 export function refuseGeneralSetWrite(): never {
-  throw validationError('typeCode', `CRCS is changed with ${MANAGER_UPDATE} (label and user groups only)`);
+  throw validationError(
+    'typeCode',
+    `CRCS is changed with ${SET_TYPE.updatedBy!} (label and user groups only)`,
+  );
 }
 
 /** `/conditionrecordset.update/{id}`: `{data: {label?, userGroupViewDetails?, userGroupEdit?}, oldValues: {version}}`. */
