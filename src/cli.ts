@@ -88,8 +88,14 @@ async function run(argv: string[]): Promise<string> {
   const [area, verb, ...rest] = positionals;
   if (values.help === true || area === 'help' || area === undefined) return USAGE;
   const command = `${area} ${verb ?? ''}`;
-  if (!['partition create', 'partition list', 'user set-password'].includes(command))
-    throw new UsageError(USAGE);
+  // The positionals each command takes after its two words: any more is a mistyped command line.
+  const takes: Record<string, number> = {
+    'partition create': 1,
+    'partition list': 0,
+    'user set-password': 3,
+  };
+  const most = takes[command];
+  if (most === undefined || rest.length > most) throw new UsageError(USAGE);
   const fromStdin = values['password-stdin'];
   // Checked before the database is opened, so a usage mistake costs nothing.
   let password: string | undefined;

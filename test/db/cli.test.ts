@@ -43,6 +43,16 @@ describe('operator CLI', () => {
     const bad = await runCli(['partition', 'explode'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.out, /usage: npm run cli/);
+    // An argument more than the command takes is a mistyped command line: refused, nothing done.
+    for (const args of [
+      ['partition', 'list', 'extra'],
+      ['partition', 'create', 'p1', 'p2', '--admin', 'root', '--password', 'A-good-pass-1'],
+      ['user', 'set-password', 'demo', 'jane', 'A-good-pass-1', 'extra'],
+    ]) {
+      const r = await runCli(args, { DATA_DIR: join(dir, 'never-created') });
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.out}`);
+      assert.match(r.out, /usage: npm run cli/);
+    }
   });
 
   test('passwords from standard input: create a partition, then change the password', async () => {
