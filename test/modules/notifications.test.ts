@@ -423,6 +423,7 @@ describe('notifications', () => {
     });
     assertError(refused, 400, -4);
     assert.match(refused.body.response.data, /cannot be dismissed/);
+    assert.deepEqual(Object.keys(refused.body.response.errors), ['data.ids'], 'names the field given');
     assert.ok((await titles(cid)).includes('gone'), 'nothing deleted when one is refused');
     const annRow = (assertOk(await list(ann)) as { id: number }[])[0]!;
     assertError(

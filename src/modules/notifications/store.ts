@@ -193,8 +193,9 @@ export async function removeOwn(q: Queryable, principal: Principal, selection: S
   }
   const fixed = r.rows.filter((x) => !x.dismissible).map((x) => x.id);
   if (fixed.length > 0) {
+    // Named as the request named them (`data.id`, `data.typedId`, `data.ids`).
     throw new AppError('VALIDATION', `Notification(s) ${fixed.join(', ')} cannot be dismissed`, {
-      field: 'data',
+      field: selection.field,
     });
   }
   const d = await q.query(
