@@ -255,6 +255,15 @@ describe('workflow delegation', () => {
     assert.deepEqual(await problems(ann, { ...base, startDate: day(-1) }), ['startDate:START_IN_PAST']);
     assert.deepEqual(await problems(ann, { ...base, delegate: 'ann' }), ['delegate:SELF']);
     assert.deepEqual(await problems(ann, { ...base, delegate: 'nobody' }), ['delegate:UNKNOWN_USER']);
+    // A deactivated delegate cannot sign in to approve: refused (by add too, nothing created).
+    await h.newUser('gone', 'gone-password-1');
+    await h.db.query(`UPDATE users SET activated = false WHERE partition_id = $1 AND login_name = 'gone'`, [
+      h.partitionId,
+    ]);
+    assert.deepEqual(await problems(ann, { ...base, delegate: 'gone' }), ['delegate:INACTIVE_USER']);
+    const inactive = await call(ann, 'add', { data: { ...base, delegate: 'gone' } });
+    assert.equal(inactive.status, 400, JSON.stringify(inactive.body));
+    assert.ok(inactive.body.response.errors.delegate, JSON.stringify(inactive.body));
     // Nothing was created by any of these.
     assert.equal(assertOk(await call(ann, 'fetch', { data: { startDate: day(100) } })).length, 0);
 

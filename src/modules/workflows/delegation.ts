@@ -37,6 +37,7 @@ export type ProblemCode =
   | 'DATES_ORDER'
   | 'START_IN_PAST'
   | 'UNKNOWN_USER'
+  | 'INACTIVE_USER'
   | 'SELF'
   | 'OVERLAP'
   | 'CYCLE';
@@ -53,6 +54,14 @@ interface Checked {
   readonly startDate: string;
   readonly endDate: string;
   readonly note: string | null;
+}
+
+async function isActive(q: Queryable, pid: number, userId: number): Promise<boolean> {
+  const r = await q.query<{ activated: boolean }>(
+    'SELECT activated FROM users WHERE partition_id = $1 AND id = $2',
+    [pid, userId],
+  );
+  return r.rows[0]?.activated === true;
 }
 
 async function today(q: Queryable): Promise<string> {
@@ -95,6 +104,9 @@ async function check(
     delegateId = await userIdByLogin(q, pid, input.delegate);
     if (delegateId === undefined) add('delegate', 'UNKNOWN_USER', `unknown user ${input.delegate}`);
     else if (delegateId === delegatorId) add('delegate', 'SELF', 'a user cannot delegate to himself');
+    // A deactivated user cannot sign in: approvals delegated to him would wait for nobody.
+    else if (!(await isActive(q, pid, delegateId)))
+      add('delegate', 'INACTIVE_USER', `user ${input.delegate} is deactivated`);
   }
   const dates: Record<'startDate' | 'endDate', string | undefined> = {
     startDate: undefined,
