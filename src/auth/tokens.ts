@@ -31,7 +31,11 @@ export async function issueOneTimeToken(
   const r = await q.query<{ expires: Date }>(
     `INSERT INTO one_time_tokens (partition_id, token_hash, user_id, expires_at, permissions, token_epoch, api_token_id)
      VALUES ($1, $2, $3,
-             least(now() + make_interval(secs => $4), coalesce(to_timestamp($8::float8), 'infinity')),
+             -- No later than the credential that asks: its JWT's expiry (whole seconds) and, for an
+             -- api token, its row's expiry (the one answered when it was issued, up to a second earlier).
+             least(now() + make_interval(secs => $4), coalesce(to_timestamp($8::float8), 'infinity'),
+                   coalesce((SELECT a.expires_at FROM api_tokens a WHERE a.partition_id = $1 AND a.id = $7),
+                            'infinity')),
              $5::text[], $6, $7)
      RETURNING expires_at AS expires`,
     [
