@@ -266,6 +266,16 @@ export function refuseUnknownFields(type: TypeDef, list: readonly Obj[]): void {
 }
 
 /**
+ * A given `oldValues.version` must be a version a record can have, a whole number from 0 up: another
+ * value (-1, 1.5, "1", 1e20) is a -4 naming `field`, not a conflict telling the client to reload.
+ */
+export function checkVersionValue(v: unknown, field: string): asserts v is number | null | undefined {
+  if (v === undefined || v === null) return;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw validationError(field, 'must be a whole number from 0 up');
+}
+
+/**
  * A write's `oldValues.version` against the stored record's (`current`: its typedId and version):
  * a stale one is a 409; left out, a -4 when `needed` (types whose changes must name the version).
  */
@@ -275,8 +285,7 @@ export function checkVersion(oldValues: Obj | null | undefined, current: Obj, ne
     if (needed) throw validationError('oldValues.version', 'is required for this type');
     return;
   }
-  if (typeof v !== 'number' || !Number.isInteger(v))
-    throw validationError('oldValues.version', 'must be an integer');
+  checkVersionValue(v, 'oldValues.version');
   if (v !== current.version) {
     throw new AppError(
       'VERSION_CONFLICT',

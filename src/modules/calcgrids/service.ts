@@ -22,7 +22,7 @@ import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
 import { checkSources, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
-import { checkVersion } from '../../engine/value-check.ts';
+import { checkVersion, checkVersionValue } from '../../engine/value-check.ts';
 import { isObj } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
@@ -259,8 +259,7 @@ export async function overrideItem(
     throw validationError('oldValues', 'must be an object');
   const oldValues = isObj(body.oldValues) ? body.oldValues : undefined;
   const old = oldValues?.version;
-  if (old !== undefined && old !== null && !Number.isInteger(old))
-    throw validationError('oldValues.version', 'must be an integer');
+  checkVersionValue(old, 'oldValues.version');
   return db.transaction(async (tx) => {
     const r = await tx.query<ItemLock>(
       `SELECT id, grid_id, key_number, ARRAY[key1, key2, key3, key4, key5, key6] AS keys, overrides, version,

@@ -5,7 +5,7 @@
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
 import { canEdit } from '../../engine/crud.ts';
-import { refuseUnknownFields } from '../../engine/value-check.ts';
+import { checkVersionValue, refuseUnknownFields } from '../../engine/value-check.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import * as store from './store.ts';
@@ -67,8 +67,7 @@ export async function updateItems(
         );
       }
       const v = e.oldValues?.version;
-      if (v !== undefined && v !== null && !Number.isInteger(v))
-        throw validationError(`${prefix}oldValues.version`, 'must be an integer');
+      checkVersionValue(v, `${prefix}oldValues.version`);
       if (v !== undefined && v !== null && v !== item.version) {
         throw new AppError(
           'VERSION_CONFLICT',

@@ -7,7 +7,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchRecords, planEdits, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { findType } from '../../engine/registry.ts';
-import { refuseUnknownFields } from '../../engine/value-check.ts';
+import { checkVersionValue, refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, validationError } from '../../http/errors.ts';
 import { checkLabel, editableDcr, readableDcr, restrictTo, type DcrScope } from './service.ts';
 import * as store from './store.ts';
@@ -126,6 +126,7 @@ export async function updateMassOps(
           field: prefix + 'typedId',
         });
       const v = e.oldValues?.version;
+      checkVersionValue(v, `${prefix}oldValues.version`);
       if (v !== undefined && v !== null && v !== old.version) {
         throw new AppError(
           'VERSION_CONFLICT',

@@ -8,6 +8,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import type { BlobStore } from '../../db/blob-store.ts';
 import { recordHistory, recordViewGroup } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
+import { checkVersionValue } from '../../engine/value-check.ts';
 import { unstorableIn } from '../../engine/values.ts';
 import { AppError, notFound, validationError } from '../../http/errors.ts';
 import { parseOwner, requireEdit, requireView, type Owner } from './attachment-owner.ts';
@@ -240,9 +241,7 @@ export async function updateAttachment(
   ) {
     throw validationError('data.metadata', 'must be an object');
   }
-  if (oldVersion !== undefined && oldVersion !== null && !Number.isInteger(oldVersion)) {
-    throw validationError('oldValues.version', 'must be an integer');
-  }
+  checkVersionValue(oldVersion, 'oldValues.version');
   const version = typeof oldVersion === 'number' ? oldVersion : undefined;
   // Text no column takes (NUL, an unpaired surrogate the driver would store as U+FFFD), in the file
   // name or anywhere in the metadata (member names too): a -4 naming it, as the general operations.
