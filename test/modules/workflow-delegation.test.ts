@@ -255,6 +255,12 @@ describe('workflow delegation', () => {
     assert.deepEqual(await problems(ann, { ...base, startDate: day(-1) }), ['startDate:START_IN_PAST']);
     assert.deepEqual(await problems(ann, { ...base, delegate: 'ann' }), ['delegate:SELF']);
     assert.deepEqual(await problems(ann, { ...base, delegate: 'nobody' }), ['delegate:UNKNOWN_USER']);
+    // Empty names are missing names, not unknown users (even for one who may not name a delegator).
+    assert.deepEqual(await problems(ann, { ...base, delegate: '  ' }), ['delegate:REQUIRED']);
+    assert.deepEqual(await problems(ann, { ...base, delegator: '' }), ['delegator:REQUIRED']);
+    const empty = await call(ann, 'add', { data: { ...base, delegator: '' } });
+    assertError(empty, 400, -4);
+    assert.ok(empty.body.response.errors.delegator, JSON.stringify(empty.body));
     // A deactivated delegate cannot sign in to approve: refused (by add too, nothing created).
     await h.newUser('gone', 'gone-password-1');
     await h.db.query(`UPDATE users SET activated = false WHERE partition_id = $1 AND login_name = 'gone'`, [

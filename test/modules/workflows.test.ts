@@ -329,6 +329,15 @@ describe('workflows', () => {
       assertError(await act(outsider, 'withdraw', wf), 404, -1);
       assertError(await act(ann, 'withdraw', wf), 403, -3);
       assertError(await call(sub, `/workflowsmanager.withdraw/${wf.id}`, {}), 400, -4);
+      // A text the action does not keep, a version no record has: -4 naming them, nothing changed.
+      const reason = await act(sub, 'withdraw', wf, { reason: 'kept nowhere' });
+      assertError(reason, 400, -4);
+      assert.ok(reason.body.response.errors['data.reason'], JSON.stringify(reason.body));
+      for (const version of [-1, 1e20, 1.5, '1']) {
+        const bad = await call(sub, `/workflowsmanager.withdraw/${wf.id}`, { oldValues: { version } });
+        assertError(bad, 400, -4);
+        assert.ok(bad.body.response.errors['oldValues.version'], JSON.stringify(bad.body));
+      }
       const w = assertOk(await act(sub, 'withdraw', wf, { comment: 'oops' }))[0];
       assert.equal(w.workflowStatus, 'WITHDRAWN');
       assert.equal((await doc(docId)).workflow_status, 'WITHDRAWN');
@@ -387,7 +396,8 @@ describe('workflows', () => {
         for (const action of ['approve', 'deny', 'withdraw']) {
           // Any version, the right one included: neither version nor state may show through.
           for (const version of [target.version, target.version + 5]) {
-            const r = await act(outsider, action, { id: target.id, version }, { reason: 'r' });
+            const text = action === 'deny' ? { reason: 'r' } : { comment: 'r' };
+            const r = await act(outsider, action, { id: target.id, version }, text);
             out.push([
               r.status,
               r.body.response.status,
@@ -614,6 +624,12 @@ describe('workflows', () => {
       assert.equal(denied.workflowStatus, 'DENIED');
       const deniedBy = (await details(wf.id)).history.find((e: { action: string }) => e.action === 'DENIED');
       assert.equal(deniedBy.text, 'denied by del on behalf of cid');
+      // The approvers' active delegates learn the end too (they were asked for a decision).
+      const wf3 = await submit(await newDoc(10));
+      const withdrawn = async () => (await notes(del)).filter((t) => t.startsWith('Withdrawn')).length;
+      const before = await withdrawn();
+      assertOk(await act(sub, 'withdraw', wf3));
+      assert.equal(await withdrawn(), before + 1);
       assertOk(await call(cid, '/workflowdelegationmanager.enddate', { data: { typedId: dg2.typedId } }));
       // Once ended, the delegate can no longer act.
       assertOk(await call(ann, '/workflowdelegationmanager.enddate', { data: { typedId: dg.typedId } }));

@@ -86,7 +86,14 @@ async function check(
   const problems: Problem[] = [];
   const add = (field: string, code: ProblemCode, message: string) => problems.push({ field, code, message });
   let delegatorId = principal.userId;
-  if (input.delegator !== undefined && input.delegator !== null && input.delegator !== principal.loginName) {
+  if (typeof input.delegator === 'string' && input.delegator.trim() === '') {
+    // Empty is no login name (left out, the caller delegates his own approvals).
+    add('delegator', 'REQUIRED', 'must name a user (leave it out to delegate your own approvals)');
+  } else if (
+    input.delegator !== undefined &&
+    input.delegator !== null &&
+    input.delegator !== principal.loginName
+  ) {
     if (typeof input.delegator !== 'string') throw validationError('delegator', 'must be a login name');
     if (!can(principal, 'WORKFLOW_ADMIN')) {
       throw new AppError('FORBIDDEN', 'Only a workflow administrator may delegate for another user');
@@ -96,7 +103,8 @@ async function check(
     else delegatorId = id;
   }
   let delegateId: number | undefined;
-  if (input.delegate === undefined || input.delegate === null || input.delegate === '') {
+  const blank = typeof input.delegate === 'string' && input.delegate.trim() === '';
+  if (input.delegate === undefined || input.delegate === null || blank) {
     add('delegate', 'REQUIRED', 'is required');
   } else if (typeof input.delegate !== 'string') {
     throw validationError('delegate', 'must be a login name');

@@ -38,22 +38,24 @@ const idParams = (name: string) => ({
   properties: { partition: { type: 'string' }, [name]: { type: 'string', maxLength: 60 } },
 });
 
-const actionBody = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  properties: {
-    operationType: { type: 'string' },
-    data: {
-      type: ['object', 'null'],
-      additionalProperties: false,
-      properties: { comment: { type: ['string', 'null'] }, reason: { type: ['string', 'null'] } },
+/** An action's body: `data` takes the texts that action keeps (deny: `reason`, or `comment` for it). */
+const actionBody = (texts: readonly string[]) =>
+  ({
+    type: ['object', 'null'],
+    additionalProperties: false,
+    properties: {
+      operationType: { type: 'string' },
+      data: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: Object.fromEntries(texts.map((t) => [t, { type: ['string', 'null'] }])),
+      },
+      oldValues: {
+        type: ['object', 'null'],
+        properties: { version: {} },
+      },
     },
-    oldValues: {
-      type: ['object', 'null'],
-      properties: { version: {} },
-    },
-  },
-} as const;
+  }) as const;
 
 const delegationBody = {
   type: 'object',
@@ -155,17 +157,17 @@ export function workflowRoutes(app: FastifyInstance): void {
     },
   );
   const actions = {
-    approve: approveWorkflow,
-    deny: denyWorkflow,
-    withdraw: withdrawWorkflow,
-    addcomment: commentWorkflow,
+    approve: [approveWorkflow, ['comment']],
+    deny: [denyWorkflow, ['reason', 'comment']],
+    withdraw: [withdrawWorkflow, ['comment']],
+    addcomment: [commentWorkflow, ['comment']],
   } as const;
-  for (const [name, run] of Object.entries(actions)) {
+  for (const [name, [run, texts]] of Object.entries(actions)) {
     app.post(
       `/workflowsmanager.${name}/:id`,
       opts(`${name} a workflow (oldValues.version checked)`, AUTHENTICATED, {
         params: idParams('id'),
-        body: actionBody,
+        body: actionBody(texts),
         ...records,
       }),
       async (req) => {

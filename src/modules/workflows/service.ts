@@ -184,6 +184,9 @@ async function finish(
   await state(q, run.actor, run.wf.id, { status, currentStep: null });
   run.failure = (await run.approvable.onStatus(q, refOf(run), status)) ?? undefined;
   const everyone = (await assigneesOf(q, pid, run.wf.id)).map((a) => a.userId);
+  const approvers = (await assigneesOf(q, pid, run.wf.id, 'APPROVER')).map((a) => a.userId);
+  // (their active delegates were told a decision was wanted: they learn it is taken)
+  everyone.push(...(await activeDelegates(q, pid, approvers)));
   if (submitter !== null) everyone.push(submitter);
   const title = { APPROVED: 'Approved', DENIED: 'Denied', WITHDRAWN: 'Withdrawn' }[status];
   await notify(q, run, everyone, title, status === 'APPROVED' ? 'SUCCESS' : 'WARNING');
