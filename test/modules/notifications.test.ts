@@ -167,11 +167,11 @@ describe('notifications', () => {
       recipients: { users: ['ann', 'nobody'] },
     });
     assertError(u, 404, -1);
-    assert.ok(u.body.response.errors['recipients.users']);
+    assert.ok(u.body.response.errors['data.recipients.users']);
     assert.match(u.body.response.data, /nobody/);
     const g = await sendAs(sender, { notification: { title: 'n' }, recipients: { groups: ['nogroup'] } });
     assertError(g, 404, -1);
-    assert.ok(g.body.response.errors['recipients.groups']);
+    assert.ok(g.body.response.errors['data.recipients.groups']);
     // Unknown users and unknown groups in one send: both named at once.
     const both = await sendAs(sender, {
       notification: { title: 'n' },
@@ -179,21 +179,21 @@ describe('notifications', () => {
     });
     assertError(both, 404, -1);
     assert.deepEqual(Object.keys(both.body.response.errors).sort(), [
-      'recipients.groups',
-      'recipients.users',
+      'data.recipients.groups',
+      'data.recipients.users',
     ]);
     assert.match(both.body.response.data, /nobody.*nogroup/);
     // Recipients given but empty name nobody: a -4, not a note to the sender.
     for (const recipients of [{ users: [] }, { users: [], groups: [] }, { groups: [] }, {}]) {
       const empty = await sendAs(sender, { notification: { title: 'to nobody' }, recipients });
       assertError(empty, 400, -4);
-      assert.ok(empty.body.response.errors.recipients, JSON.stringify(empty.body));
+      assert.ok(empty.body.response.errors['data.recipients'], JSON.stringify(empty.body));
     }
     assert.ok(!(await titles(sender)).includes('to nobody'));
     // Text the database cannot hold (NUL) is a -4 naming where it is, and nothing is sent.
     const nul = await sendAs(sender, { notification: { title: 'n', payload: { note: 'a\u0000b' } } });
     assertError(nul, 400, -4);
-    assert.ok(nul.body.response.errors['notification.payload.note'], JSON.stringify(nul.body));
+    assert.ok(nul.body.response.errors['data.notification.payload.note'], JSON.stringify(nul.body));
     // An unpaired surrogate (no UTF-8 form) and a number past a double are refused too.
     const rawSend = (text: string) =>
       send(h, '/notification.send', {
@@ -202,9 +202,9 @@ describe('notifications', () => {
         headers: { 'content-type': 'application/json' },
       });
     for (const [payload, field] of [
-      ['{"s":"\\ud800"}', 'notification.payload.s'],
-      ['{"n":[1e400]}', 'notification.payload.n.0'],
-      ['null,"message":"x\\udc00"', 'notification.message'],
+      ['{"s":"\\ud800"}', 'data.notification.payload.s'],
+      ['{"n":[1e400]}', 'data.notification.payload.n.0'],
+      ['null,"message":"x\\udc00"', 'data.notification.message'],
     ]) {
       const r = await rawSend(`{"data":{"notification":{"title":"bad","payload":${payload}}}}`);
       assertError(r, 400, -4);
@@ -212,19 +212,19 @@ describe('notifications', () => {
     }
     const title = await rawSend('{"data":{"notification":{"title":"hi \\ud800"}}}');
     assertError(title, 400, -4);
-    assert.ok(title.body.response.errors['notification.title'], JSON.stringify(title.body));
+    assert.ok(title.body.response.errors['data.notification.title'], JSON.stringify(title.body));
     assert.ok(!(await titles(sender)).some((t) => t.startsWith('hi') || t === 'bad'));
     const cases: [unknown, string][] = [
-      [{}, 'notification.title'],
-      [{ title: '  ' }, 'notification.title'],
-      [{ title: 'x', status: 'LOUD' }, 'notification.status'],
-      [{ title: 'x', validFrom: 'tomorrow' }, 'notification.validFrom'],
-      [{ title: 'x', validFrom: '2030-01-02', validUntil: '2030-01-01' }, 'notification.validUntil'],
-      [{ title: 'x', dismissible: 'no' }, 'notification.dismissible'],
-      [{ title: 'x', colour: 'red' }, 'notification.colour'],
-      [{ title: 'x', read: true }, 'notification.read'],
-      [{ title: 7 }, 'notification.title'],
-      ['text', 'notification'],
+      [{}, 'data.notification.title'],
+      [{ title: '  ' }, 'data.notification.title'],
+      [{ title: 'x', status: 'LOUD' }, 'data.notification.status'],
+      [{ title: 'x', validFrom: 'tomorrow' }, 'data.notification.validFrom'],
+      [{ title: 'x', validFrom: '2030-01-02', validUntil: '2030-01-01' }, 'data.notification.validUntil'],
+      [{ title: 'x', dismissible: 'no' }, 'data.notification.dismissible'],
+      [{ title: 'x', colour: 'red' }, 'data.notification.colour'],
+      [{ title: 'x', read: true }, 'data.notification.read'],
+      [{ title: 7 }, 'data.notification.title'],
+      ['text', 'data.notification'],
     ];
     for (const [notification, field] of cases) {
       const r = await sendAs(ann, { notification });
@@ -381,11 +381,19 @@ describe('notifications', () => {
       (n) => n.id === annRow.id,
     );
     assert.equal(annAfter!.read, false);
+    // `all` reaches what the list shows: one scheduled for later is not read before it shows.
+    assertOk(await sendAs(cid, { notification: { title: 'later', validFrom: '2030-01-01T00:00:00Z' } }));
     const all = assertOk(
       await send(h, '/notification.setread', { who: cid, ...json({ data: { all: true } }) }),
     );
     assert.deepEqual(all, [{ updated: 1 }]);
     assert.equal((await list(cid)).body.response.unreadCount, 0);
+    const scheduled = { data: { fieldName: 'validFrom', operator: 'notNull' } };
+    const later = assertOk(await list(cid, scheduled)) as { title: string; read: boolean }[];
+    assert.deepEqual(
+      later.map((n) => [n.title, n.read]),
+      [['later', false]],
+    );
     const unread = assertOk(
       await send(h, '/notification.setread', { who: cid, ...json({ data: { id: r1!.id, read: false } }) }),
     );
@@ -441,11 +449,16 @@ describe('notifications', () => {
     );
     assert.equal(deleted[0].title, 'gone');
     assert.ok(!(await titles(cid)).includes('gone'));
+    assertOk(await sendAs(cid, { notification: { title: 'not yet', validFrom: '2031-01-01T00:00:00Z' } }));
     const all = assertOk(
       await send(h, '/notification.delete', { who: cid, ...json({ data: { all: true } }) }),
     );
     assert.ok(all[0].deleted >= 1);
     assert.deepEqual(await titles(cid), ['sticky']);
+    const scheduled = {
+      data: { fieldName: 'validFrom', operator: 'greaterThan', value: '2030-06-01T00:00:00Z' },
+    };
+    assert.deepEqual(await titles(cid, scheduled), ['not yet'], 'one not valid yet is not deleted by all');
   });
 
   test('admins see only their own notifications; the general operations refuse NTF', async () => {

@@ -144,14 +144,14 @@ export interface SendResult {
 
 /** `/notification.send`: to the caller, or (with NOTIFICATION_SEND) to users and group members. */
 export async function sendNotification(db: Db, principal: Principal, body: SendBody): Promise<SendResult> {
-  const checked = checkNotification(body.data.notification, 'notification.');
+  const checked = checkNotification(body.data.notification, 'data.notification.');
   const users = body.data.recipients?.users ?? [];
   const groups = body.data.recipients?.groups ?? [];
   // Only a request without recipients notifies the caller: lists given empty name nobody.
   const toSelf = body.data.recipients === undefined;
   if (!toSelf && users.length === 0 && groups.length === 0) {
     throw validationError(
-      'recipients',
+      'data.recipients',
       'name at least one user or group (leave recipients out to notify yourself)',
     );
   }

@@ -92,7 +92,7 @@ export async function findRecipients(
     const found = new Set(known.rows.map((r) => r.name));
     const missing = logins.filter((l) => !found.has(l.toLowerCase()));
     if (missing.length > 0)
-      errors['recipients.users'] = { errorMessage: `Unknown user(s): ${missing.join(', ')}` };
+      errors['data.recipients.users'] = { errorMessage: `Unknown user(s): ${missing.join(', ')}` };
   }
   if (groups.length > 0) {
     const known = await q.query<{ name: string }>(
@@ -102,7 +102,7 @@ export async function findRecipients(
     const found = new Set(known.rows.map((r) => r.name));
     const missing = groups.filter((g) => !found.has(g));
     if (missing.length > 0) {
-      errors['recipients.groups'] = { errorMessage: `Unknown user group(s): ${missing.join(', ')}` };
+      errors['data.recipients.groups'] = { errorMessage: `Unknown user group(s): ${missing.join(', ')}` };
     }
   }
   // Every unknown name at once, users and groups, so one answer says all that is wrong.
@@ -127,11 +127,15 @@ export async function findRecipients(
   return r.rows;
 }
 
+/** The notifications the list shows by default: those whose validity window holds now. */
+const VALID_NOW =
+  '(valid_from IS NULL OR valid_from <= now()) AND (valid_until IS NULL OR valid_until > now())';
+
 export async function ownUnreadCount(q: Queryable, partitionId: number, userId: number): Promise<number> {
   const r = await q.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM notifications
       WHERE partition_id = $1 AND user_id = $2 AND NOT read
-        AND (valid_from IS NULL OR valid_from <= now()) AND (valid_until IS NULL OR valid_until > now())`,
+        AND ${VALID_NOW}`,
     [partitionId, userId],
   );
   return r.rows[0]!.n;
@@ -145,7 +149,11 @@ function missingError(selection: { ids: readonly number[]; field: string }, foun
   });
 }
 
-/** Marks the caller's notifications read (or unread); answers the ids changed. 404 if one is not the caller's. */
+/**
+ * Marks the caller's notifications read (or unread); answers the ids changed. 404 if one is not the
+ * caller's. `all` reaches those the list shows (valid now): one scheduled for later is not read before
+ * it shows.
+ */
 export async function markRead(
   q: Queryable,
   principal: Principal,
@@ -159,7 +167,7 @@ export async function markRead(
             last_update_at = CASE WHEN read = $3 THEN last_update_at ELSE now() END,
             last_update_by = CASE WHEN read = $3 THEN last_update_by ELSE $2 END
       WHERE partition_id = $1 AND user_id = $2
-        AND ($4::bigint[] IS NULL AND read <> $3 OR id = ANY($4::bigint[]))
+        AND ($4::bigint[] IS NULL AND read <> $3 AND ${VALID_NOW} OR id = ANY($4::bigint[]))
      RETURNING id`,
     [principal.partitionId, principal.userId, read, 'all' in selection ? null : selection.ids],
   );
@@ -170,12 +178,13 @@ export async function markRead(
 
 /**
  * Deletes the caller's notifications: named ones must all exist and be dismissible (else 404 / -4
- * and nothing is deleted); `all` deletes every dismissible one. Answers how many were deleted.
+ * and nothing is deleted); `all` deletes every dismissible one valid now (as the list shows them).
+ * Answers how many were deleted.
  */
 export async function removeOwn(q: Queryable, principal: Principal, selection: Selection): Promise<number> {
   if ('all' in selection) {
     const r = await q.query(
-      'DELETE FROM notifications WHERE partition_id = $1 AND user_id = $2 AND dismissible',
+      `DELETE FROM notifications WHERE partition_id = $1 AND user_id = $2 AND dismissible AND ${VALID_NOW}`,
       [principal.partitionId, principal.userId],
     );
     return r.rowCount;
