@@ -101,6 +101,12 @@ describe('general bodies', () => {
     expectError(await api(`/fetch/P/${p.id}`, { sortBy: 'sku' }), 400, -4, 'sortBy');
     expectError(await api(`/fetch/P/${p.id}`, { data: { sku: 'x' } }), 400, -4, 'data');
     expectError(await api(`/fetch/P/${p.id}`, { bogus: 1 }), 400, -4, 'bogus');
+    // oldValues is an object or null on every read too (interface.md "Filter and paging body").
+    for (const oldValues of ['x', 5, [1], true]) {
+      expectError(await api('/fetch/P', { oldValues }), 400, -4, 'oldValues');
+      expectError(await api('/fetch', { oldValues }), 400, -4, 'oldValues');
+    }
+    assert.ok(okData(await api('/fetch/P', { oldValues: { version: 1 } })).length > 0);
   });
 
   test("a write's oldValues is an object (or null) and its operation fields text: else a -4 naming them", async () => {

@@ -53,7 +53,8 @@ export const fetchBodySchema = {
     // Row numbers the database's OFFSET/LIMIT take exactly (safe integers, far past any table).
     startRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     endRow: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-    oldValues: {},
+    // Means nothing to a read, but is typed as everywhere (interface.md: object or null).
+    oldValues: { type: ['object', 'null'] },
     data: {},
     sortBy: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
     resultFields: { type: 'array', items: { type: 'string' } },
@@ -94,7 +95,6 @@ export const pagedListBody = {
     operationType: fetchBodySchema.properties.operationType,
     startRow: fetchBodySchema.properties.startRow,
     endRow: fetchBodySchema.properties.endRow,
-    oldValues: {},
   },
 } as const;
 
