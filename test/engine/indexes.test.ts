@@ -195,7 +195,11 @@ describe('indexes on what users filter on', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.deepEqual(names.sort(), WANTED);
-    const list = okData(await call('/admin.indexes/P'));
+    const answer = await call('/admin.indexes/P');
+    const list = okData(answer);
+    // A list answer carries its paging members, the whole list as one page.
+    const { startRow, endRow, totalRows } = answer.body.response;
+    assert.deepEqual([startRow, endRow, totalRows], [0, list.length, list.length]);
     const num = list.find((i) => i.name === 'rcx_products_attribute2_num');
     assert.match(num.definition, /rc_try_numeric\(attribute2\)/);
     assert.equal(typeof num.sizeBytes, 'number');

@@ -72,17 +72,20 @@ export function adminIndexRoutes(app: FastifyInstance): void {
           properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
         },
         response: {
-          200: envelopeSchema({
-            type: 'object',
-            properties: {
-              name: { type: 'string' },
-              definition: { type: 'string' },
-              managed: { type: 'boolean' },
-              valid: { type: 'boolean' },
-              sizeBytes: { type: 'integer' },
-              scans: { type: 'integer' },
+          200: envelopeSchema(
+            {
+              type: 'object',
+              properties: {
+                name: { type: 'string' },
+                definition: { type: 'string' },
+                managed: { type: 'boolean' },
+                valid: { type: 'boolean' },
+                sizeBytes: { type: 'integer' },
+                scans: { type: 'integer' },
+              },
             },
-          }),
+            true,
+          ),
         },
       },
     },
@@ -95,10 +98,9 @@ export function adminIndexRoutes(app: FastifyInstance): void {
         ? await wantedIndexes(app.db, type.table, req.principal!.partitionId)
         : new Map();
       const indexes = await listIndexes(app.db, type.table);
-      return ok(
-        req,
-        indexes.filter((x) => !x.managed || mine.has(x.name)),
-      );
+      const shown = indexes.filter((x) => !x.managed || mine.has(x.name));
+      // A list operation: the whole list, with its paging members (conventions.md "Envelope").
+      return ok(req, shown, { startRow: 0, endRow: shown.length, totalRows: shown.length });
     },
   );
 }
