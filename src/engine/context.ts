@@ -385,6 +385,36 @@ function isWholeNumber(text: string): boolean {
 /** The least normal double: below it a double holds fewer than 15 significant digits. */
 const MIN_NORMAL = 2.2250738585072014e-308;
 
+/**
+ * Stored text as the database's boolean cast (rc_try_boolean, PostgreSQL's boolin) reads it — what
+ * filters compare — or undefined: blanks around it, any case, a prefix of true/false/yes/no, on, of(f),
+ * 1 or 0. Text stored before the meta typed the attribute BOOLEAN is then answered as the value the
+ * filters see (`yes` is true, `maybe` stays text).
+ */
+export function storedBoolean(stored: string): boolean | undefined {
+  const s = stored.replace(/^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g, '').toLowerCase();
+  if (s === '') return undefined;
+  const prefixOf = (word: string) => word.startsWith(s);
+  switch (s.charAt(0)) {
+    case 't':
+      return prefixOf('true') ? true : undefined;
+    case 'y':
+      return prefixOf('yes') ? true : undefined;
+    case 'f':
+      return prefixOf('false') ? false : undefined;
+    case 'n':
+      return prefixOf('no') ? false : undefined;
+    case 'o':
+      return s === 'on' ? true : s === 'of' || s === 'off' ? false : undefined;
+    case '1':
+      return s === '1' ? true : undefined;
+    case '0':
+      return s === '0' ? false : undefined;
+    default:
+      return undefined;
+  }
+}
+
 /** A custom attribute's stored text as its meta types it (what `toRecord` answers). */
 export function outputValue(type: FieldType, stored: string): unknown {
   switch (type) {
@@ -407,7 +437,7 @@ export function outputValue(type: FieldType, stored: string): unknown {
         : stored;
     }
     case 'boolean':
-      return stored === 'true' ? true : stored === 'false' ? false : stored;
+      return stored === 'true' ? true : stored === 'false' ? false : (storedBoolean(stored) ?? stored);
     case 'string':
     case 'date':
     case 'datetime':

@@ -133,6 +133,51 @@ describe('typed attributes with stored text that is no number', () => {
     assert.deepEqual(tiny, [['UF-1', '1e-400']]);
   });
 
+  test('a BOOLEAN attribute answers the value the filters see: yes is true, maybe stays text', async () => {
+    const stored = ['yes', ' TRUE ', 'on', '1', 'off', 'n', '0', 'false', 'maybe', 'o'];
+    const want = [true, true, true, true, false, false, false, false, 'maybe', 'o'];
+    okData(
+      await call(
+        '/add/P',
+        stored.map((v, i) => ({ data: { sku: `TB-${i}`, attribute7: v } })),
+      ),
+    );
+    okData(await call('/add/PAM', { data: { fieldName: 'attribute7', fieldType: 'BOOLEAN' } }));
+    const ours = { fieldName: 'sku', operator: 'startsWith', value: 'TB-' };
+    const where = (...criteria: unknown[]) => ({
+      _constructor: 'AdvancedCriteria',
+      operator: 'and',
+      criteria: [ours, ...criteria],
+    });
+    const rows = okData(await call('/fetch/P', { data: where(), sortBy: 'sku' }));
+    assert.deepEqual(
+      rows.map((r) => r.attribute7),
+      want,
+    );
+    const one = okData(await call(`/fetch/P/${rows[0].id}`))[0];
+    assert.equal(one.attribute7, true);
+    // The filters read the same values.
+    for (const value of [true, false]) {
+      const found = okData(
+        await call('/fetch/P', {
+          data: where({ fieldName: 'attribute7', operator: 'equals', value }),
+          sortBy: 'sku',
+        }),
+      );
+      assert.deepEqual(
+        found.map((r) => r.attribute7),
+        want.filter((w) => w === value),
+      );
+    }
+    // Distinct values are the values, not one of their spellings.
+    const distinct = okData(
+      await call('/fetch/P', { data: where(), valueFields: ['attribute7'], distinctResults: true }),
+    );
+    const values = distinct.map((r) => r[0]);
+    assert.ok(values.includes(true) && values.includes(false), JSON.stringify(values));
+    assert.equal(values.filter((v) => v === true).length, 1);
+  });
+
   test('distinctResults compares a typed number by its value: 10.50 and 10.5 are one row', async () => {
     okData(
       await call(

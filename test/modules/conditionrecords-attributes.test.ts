@@ -4,6 +4,7 @@
 // each meta type, over hand-picked and generated texts; the forms the engine stores are written by
 // the database itself (none marked). On embedded PGlite always, on PostgreSQL when DATABASE_URL is set.
 
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawDatabases, type RawDb } from '../helpers/raw-db.ts';
@@ -22,14 +23,19 @@ const DECIMALS = [
 ];
 /** Texts without a digit: NaN or ±Infinity to Number(), the text itself for every meta. */
 const TEXTS = ['abc', 'Infinity', '-Infinity', 'n/a', 'true', 'false', 'TRUE', 'x.y', '-', '.', 'e'];
-const STORED = [...INTEGERS, ...BEYOND, ...DECIMALS, ...TEXTS];
+/** Spellings the database's boolean cast reads (or not): outputValue must read them as it does. */
+const BOOLEANS = [
+  ...['yes', 'no', 'on', 'off', 'of', 'o', 't', 'tr', 'tru', 'truee', 'f', 'fals', 'y', 'ye', 'n', 'nO'],
+  ...[' TRUE ', 'True', '\ttrue\n', '01', '10', 'maybe', 'onn', 'of f', 'yes!', '\u00a0true'],
+];
+const STORED = [...INTEGERS, ...BEYOND, ...DECIMALS, ...TEXTS, ...BOOLEANS];
 
 /** Texts only JavaScript's Number() reads as it does (marked by the database, then typed in JS). */
 const ODD = [
   ...['', ' ', ' 12 ', '\t5', '\u00a012', '\u00a0', '\ufeff3', '0x1A', '0b101', '0o17', '1e-7'],
   ...['1e21', '-1e21', '1e0005', '0.0000001', '12abc', 'abc1', '1_000', '1,5', '4503599627370496.5'],
   ...['1.00000000000000001', '1e-400', '2e-320', '0.00000099', '1.2.3', '+-1', '١٢', '1e', '--1'],
-  ...['1e400', '1.5e-400', '1e-7', '1.5e21'],
+  ...['1e400', '1.5e-400', '1e-7', '1.5e21', '1 ', ' 0'],
 ];
 
 /** A reproducible mix of signs, digits, points, exponents and spaces. */
@@ -69,6 +75,10 @@ for (const [dbName, open] of rawDatabases('crc_attrs')) {
     let db: RawDb;
     before(async () => {
       db = await open();
+      // The safe casts as the migration creates them (booleans are read by rc_try_boolean).
+      await db.exec(
+        readFileSync(new URL('../../src/db/migrations/002_safe_casts.sql', import.meta.url), 'utf8'),
+      );
     });
     after(async () => {
       await db.close();

@@ -7,7 +7,8 @@
 // Two writers of the same answer, which must agree value by value:
 // - JavaScript (findConditionRecords, wildcard sets): `typedAttributes`, outputValue itself;
 // - the database (the clients' JSON text): `attributeJsonSql`, which writes what
-//   JSON.stringify(outputValue(type, text)) writes wherever SQL can tell it — booleans always;
+//   JSON.stringify(outputValue(type, text)) writes wherever SQL can tell it — booleans always (the
+//   database's own cast reads the spellings outputValue reads as booleans);
 //   numbers in the forms the engine stores (`[-+]digits[.digits][e±ddd]`) that JavaScript writes
 //   without an exponent (0, or 1e-6 ≤ |x| < 1e21, within 15 significant digits: the digits of the
 //   decimal itself), or that stay text (more than 15 significant digits, not an integer for INTEGER
@@ -136,8 +137,10 @@ function integerJson(x: string): string {
 export function attributeJsonSql(x: string, type: FieldType | undefined): string {
   if (type === 'decimal') return decimalJson(x);
   if (type === 'integer') return integerJson(x);
+  // Other spellings the boolean cast reads (outputValue: `yes`, ` TRUE `, `0`) by rc_try_boolean.
   if (type === 'boolean')
-    return `CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE ${jsonText(x)} END`;
+    return `CASE ${x} WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+      ELSE CASE rc_try_boolean(${x}) WHEN true THEN 'true' WHEN false THEN 'false' ELSE ${jsonText(x)} END END`;
   return jsonText(x);
 }
 
