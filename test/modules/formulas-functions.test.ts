@@ -100,6 +100,12 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
       ['J1Hit', 'lookup("J1", "cfg")'],
       ['J1Label', 'J1Hit.label'],
       ['J1Miss', 'lookup("J1", "nope")'],
+      // lookupRow answers the row under the names the API answers it.
+      ['J1Row', 'lookupRow("J1", "cfg")'],
+      ['J1RowValue', 'get(J1Row, "value")'],
+      ['J2RowValue', 'get(lookupRow("J2", "EU", "n"), "value")'],
+      ['SimpleRow', 'lookupRow("Simple", "EU")'],
+      ['M1Created', 'isNull(get(M1Row, "createDate"))'],
       ['J2Hit', 'lookup("J2", "EU", "cfg")'],
       ['J2Number', 'lookup("J2", "EU", "n") * 2'],
       ['J2Miss', 'lookup("J2", "US", "cfg")'],
@@ -146,6 +152,15 @@ describe('logics: look-ups, functions and rounding over HTTP', () => {
     assert.deepEqual(v.J1Hit, { tiers: [1, 2], label: 'x' });
     assert.equal(v.J1Label, 'x');
     assert.equal(v.J1Miss, null);
+    assert.deepEqual(v.J1RowValue, { tiers: [1, 2], label: 'x' });
+    assert.equal(v.J2RowValue, 7);
+    assert.equal(v.M1Created, false, 'createDate, as the API names it');
+    const [simple] = okData(await api('/lookuptablemanager.fetch', { data: { uniqueName: 'Simple' } }));
+    assert.equal(v.SimpleRow.lookupTableId, simple.id);
+    assert.equal(v.SimpleRow.name, 'EU');
+    assert.equal(v.SimpleRow.value, 0.25);
+    assert.equal(v.J1Row.jsonValue, undefined, 'no column names');
+    assert.deepEqual(v.J1Row.value, { tiers: [1, 2], label: 'x' });
     assert.deepEqual(v.J2Hit, { b: [3] });
     assert.equal(v.J2Number, 14);
     assert.equal(v.J2Miss, null);

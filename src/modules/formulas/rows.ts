@@ -4,6 +4,7 @@
 import type { ConditionRecordItem } from '../conditionrecords/lookup.ts';
 import type { FoundRow } from '../../logic/env.ts';
 import { D, RecordValue, decOfText, parseIsoDate, toValue, type Value } from '../../logic/values.ts';
+import { findType } from '../../engine/registry.ts';
 import { typedAttribute } from './master-store.ts';
 import type { TableMeta } from './lookup-store.ts';
 
@@ -22,23 +23,20 @@ function typedValue(valueType: string, v: unknown): Value {
   return toValue(v);
 }
 
-function camel(column: string): string {
-  return column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+/** A lookup-table row type's fields by column (LTV, MLTV3, JLTV, ...): the names the API answers. */
+const namesByType = new Map<string, ReadonlyMap<string, string>>();
+
+function apiNames(code: string): ReadonlyMap<string, string> {
+  let names = namesByType.get(code);
+  if (names === undefined) {
+    names = new Map((findType(code)?.fields ?? []).map((f) => [f.column, f.name]));
+    namesByType.set(code, names);
+  }
+  return names;
 }
 
 /** A lookup-table row as the record and value a look-up answers. */
 export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
-  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const [col, v] of Object.entries(r)) {
-    if (col === 'k' || col === 'rc_t' || col === 'partition_id' || col === 'table_ref' || v === null)
-      continue;
-    // A RANGE row's bounds are decimals, whatever the table's value type.
-    fields[camel(col)] = /^attribute\d+$|^value$/.test(col)
-      ? typedValue(meta.valueType, v)
-      : col === 'lower_bound' || col === 'upper_bound'
-        ? typedValue('REAL', v)
-        : v;
-  }
   const matrix = meta.type.startsWith('MATRIX');
   const code = matrix
     ? meta.type === 'MATRIX'
@@ -49,6 +47,21 @@ export function foundRowOf(meta: TableMeta, r: Row): FoundRow {
       : meta.type === 'JSON2'
         ? 'JLTV2'
         : 'LTV';
+  // The row under the names `/lookuptablemanager.fetch` answers (a JSON table's `value`, `createDate`),
+  // with its table's id, as lookupRow promises "the whole row".
+  const names = apiNames(code);
+  const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  fields.lookupTableId = Number(meta.id);
+  for (const [col, v] of Object.entries(r)) {
+    const name = names.get(col);
+    if (name === undefined || v === null) continue;
+    // A RANGE row's bounds are decimals, whatever the table's value type.
+    fields[name] = /^attribute\d+$|^value$/.test(col)
+      ? typedValue(meta.valueType, v)
+      : col === 'lower_bound' || col === 'upper_bound'
+        ? typedValue('REAL', v)
+        : v;
+  }
   const row = new RecordValue(fields, {
     source: meta.uniqueName,
     typedId: `${String(r.id)}.${code}`,
