@@ -17,6 +17,7 @@ import {
 } from '../../src/modules/files/upload-status.ts';
 import { createBlobStore } from '../../src/db/blob-store.ts';
 import { handWrittenXlsx } from '../helpers/xlsx.ts';
+import ExcelJS from 'exceljs';
 
 const BOM = '\uFEFF';
 
@@ -104,6 +105,37 @@ describe('file loads', () => {
     assert.equal(blobs.rows.length, 1);
     // Another user cannot read the status record.
     assertError(await send(h, `/uploadmanager.status/${res.uploadStatusId}`, { who: viewer }), 404, -1);
+  });
+
+  test('an XLSX error cell (#N/A, #DIV/0!) is its text, as in a CSV: a typed field refuses it, nothing is cleared', async () => {
+    const p = uniqueName('xe');
+    const json = (body: unknown) => ({
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
+    assertOk(await send(h, '/add/PAM', json({ data: { fieldName: 'attribute9', fieldType: 'NUMERIC' } })));
+    assertOk(await send(h, '/add/P', json({ data: { sku: `${p}-1`, label: 'keep', attribute9: 5 } })));
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('errors');
+    ws.addRow(['sku', 'label', 'attribute9']);
+    ws.addRow([`${p}-1`, { error: '#N/A' }, { error: '#DIV/0!' }]);
+    ws.addRow([`${p}-2`, { error: '#REF!' }, 7]);
+    const res = assertOk(
+      await load('P', Buffer.from(await wb.xlsx.writeBuffer()), { detectJoinFields: 'true' }),
+    )[0];
+    assert.deepEqual([res.loadedRecords, res.invalidRecords], [1, 1]);
+    const rows = await h.db.query<Record<string, any>>(
+      `SELECT sku, label, attribute9 FROM products WHERE partition_id = $1 AND sku LIKE $2 ORDER BY sku`,
+      [h.partitionId, `${p}%`],
+    );
+    assert.deepEqual(
+      rows.rows.map((r) => [r.sku, r.label, r.attribute9]),
+      [
+        [`${p}-1`, 'keep', '5'],
+        [`${p}-2`, '#REF!', '7'],
+      ],
+    );
+    assertOk(await send(h, '/delete/PAM', json({ data: { fieldName: 'attribute9' } })));
   });
 
   test('tab and comma delimiters; detectJoinFields updates; joinFields as a list', async () => {

@@ -133,7 +133,10 @@ async function csvSource(all: AsyncIterable<Buffer>, delimiter: string): Promise
   return { format: 'csv', delimiter, header: first.value.map((h) => h.trim()), rows: rows() };
 }
 
-/** A cell of exceljs as text (dates as ISO, formulas by their result, rich text joined); null when empty. */
+/**
+ * A cell of exceljs as text (dates as ISO, formulas by their result, rich text joined, an error as its
+ * text); null when empty.
+ */
 export function cellText(v: unknown): string | null {
   if (v === null || v === undefined) return null;
   if (typeof v === 'string') return v;
@@ -147,7 +150,9 @@ export function cellText(v: unknown): string | null {
     if (Array.isArray(o.richText)) return o.richText.map((r) => r.text).join('');
     if ('result' in o) return cellText(o.result);
     if (typeof o.text === 'string') return o.text;
-    if (o.error !== undefined) return null;
+    // An error cell (#N/A, #DIV/0!, a formula's error) is the text Excel shows, as a CSV of the sheet
+    // holds it: a typed field refuses it (a row error), never an empty cell that clears the field.
+    if (typeof o.error === 'string') return o.error;
   }
   return null;
 }
