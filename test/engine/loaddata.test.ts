@@ -655,6 +655,29 @@ describe('loaddata', () => {
     assert.equal(byLabel.inserted + byLabel.updated, 0);
     assert.match(byLabel.errors[0].message, /not allowed/);
     assert.equal((await products(['ug-x'])).size, 0);
+    // Matching several records, one of them his to change and one not: the row changes neither.
+    await loadOk('P', {
+      header: ['sku', 'label', 'userGroupEdit'],
+      data: [
+        ['ug-twin-theirs', 'twins', 'g_other'],
+        ['ug-twin-free', 'twins', null],
+      ],
+    });
+    const twins = await loadOk(
+      'P',
+      { header: ['label', 'currency'], data: [['twins', 'CHF']], options: { joinFields: ['label'] } },
+      editor,
+    );
+    assert.deepEqual([twins.updated, twins.inserted, twins.errors.length], [0, 0, 1]);
+    assert.match(twins.errors[0].message, /not allowed to change the matching Product/);
+    const twinRows = await products(['ug-twin-theirs', 'ug-twin-free']);
+    assert.deepEqual(
+      [...twinRows.values()].map((r) => [r.currency ?? null, r.version]),
+      [
+        [null, 0],
+        [null, 0],
+      ],
+    );
     // A record he may not see does not exist for him: non-key join fields never match it (the answer
     // told whether a hidden record held the values), so a row with a new key is a new record.
     await loadOk('P', {

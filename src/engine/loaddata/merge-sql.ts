@@ -158,10 +158,18 @@ export function buildMergeSql(plan: LoadPlan, base: TypeContext, principal: Prin
     }
     if (type.deleteMode === 'soft') sets.push('deleted_at = NULL'); // a soft-deleted match is restored
     const scope = rowScope(base, principal, p, 't', { forEdit: true, includeDeleted: true });
+    // Join fields other than the key may match several records: a row matching one the principal sees
+    // but may not edit changes none of them (its refusal names it), not the others alone.
+    const shielded =
+      restricted && !byKey
+        ? ` AND NOT EXISTS (SELECT 1 FROM ${table} o WHERE ${rowScope(base, principal, p, 'o', { includeDeleted: true })}
+              AND ${joinCols.map((c) => `${qualified('o', c)} = ${qualified('s', c)}`).join(' AND ')}
+              AND NOT (${rowScope(base, principal, p, 'o', { forEdit: true, includeDeleted: true })}))`
+        : '';
     // With its record history (src/engine/history.ts): old values from the statement's snapshot.
     return {
       sql: withHistory(
-        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${rows}${scope} AND ${joinMatch}`,
+        `UPDATE ${table} t SET ${sets.join(', ')} FROM ${stage} s WHERE ${rows}${scope} AND ${joinMatch}${shielded}`,
         {
           tc: base,
           principal,
