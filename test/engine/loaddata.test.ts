@@ -730,6 +730,14 @@ describe('loaddata', () => {
     assertError(r, 403, -3);
     assert.match(r.body.response.data, /PRODUCT_EDIT/);
     assert.equal((await products(['perm-1'])).size, 0);
+    // The permission comes before the body: a bad body from him is a 403 too, as on the others.
+    for (const bad of [{}, { data: 'x' }]) {
+      const refused = await h.call('/loaddata/P', {
+        basic: { user: 'reader', password: 'reader-password-1' },
+        body: bad,
+      });
+      assertError(refused, 403, -3);
+    }
   });
 
   test("another partition's record with the same key is never touched", async () => {

@@ -7,13 +7,14 @@
 
 import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
-import { envelopeSchema, ok } from '../../http/envelope.ts';
+import { envelopeSchema, ok, requestCheck } from '../../http/envelope.ts';
+import { requireAccess } from '../../engine/access-check.ts';
 import { typedPerRow } from '../../engine/context.ts';
 import { loadData, type LoadBody, type RowError } from '../../engine/loaddata.ts';
 import { callTable } from '../../engine/loaddata/named.ts';
 import type { TypeDef } from '../../engine/registry.ts';
 import { validationError } from '../../http/errors.ts';
-import { knownTypeCode, typeOf } from './routes.ts';
+import { typeOf } from './routes.ts';
 
 /** The body of every `loaddata` operation (also `/lookuptablemanager.loaddata/{TypeCode}`). */
 export const loaddataBodySchema = {
@@ -110,13 +111,19 @@ function ofCallTable(
   return { body: { ...body, header: call.header, data }, refused };
 }
 
+/**
+ * preValidation: an unknown type code is a 404, a caller without the type's write permission a 403,
+ * before the body is looked at (as the other general operations answer).
+ */
+const loadableTypeCode = requestCheck((req) => requireAccess(req.principal!, typeOf(req).access.write));
+
 export function loaddataRoutes(app: FastifyInstance): void {
   app.post(
     '/loaddata/:typeCode',
     {
       // The rows of a large body are parsed as the load reads them (src/http/json-rows.ts).
       config: { access: AUTHENTICATED, lazyRows: true },
-      preValidation: knownTypeCode,
+      preValidation: loadableTypeCode,
       schema: {
         summary: 'Bulk load rows (insert, or update on join fields); per-row error report',
         tags: ['general'],
