@@ -722,6 +722,14 @@ describe('loaddata', () => {
     );
   });
 
+  test('a query parameter the load does not take is a -4 naming it, nothing loaded', async () => {
+    const body = { data: { header: ['sku'], data: [['qp-1']], options: {} } };
+    const r = await h.call('/loaddata/P?detectJoinFields=true', { basic: admin, body });
+    assertError(r, 400, -4);
+    assert.ok(r.body.response.errors.detectJoinFields, JSON.stringify(r.body));
+    assert.equal((await products(['qp-1'])).size, 0);
+  });
+
   test('401 without credentials, 403/-3 without the type permission', async () => {
     const body = { data: { header: ['sku'], data: [['perm-1']] } };
     assertError(await h.call('/loaddata/P', { body }), 401, -7);

@@ -373,6 +373,10 @@ describe('file loads', () => {
     assertError(bogus, 400, -4);
     assert.ok(bogus.body.response.errors.bogus, JSON.stringify(bogus.body));
     assertError(await load('P', 'sku\nx\n', { detectJoinFields: 'maybe' }), 400, -4);
+    // A load option sent as a query parameter would be ignored: a -4 naming it.
+    const query = await load('P', 'sku\nx\n', {}, '?detectJoinFields=true');
+    assertError(query, 400, -4);
+    assert.ok(query.body.response.errors.detectJoinFields, JSON.stringify(query.body));
     // A join field the file lacks is named as the form field that gave it.
     const join = await load('P', 'sku\nx\n', { joinFields: 'bogus' });
     assertError(join, 400, -4);

@@ -53,14 +53,17 @@ const params = (...names: string[]) => ({
 
 /**
  * The query of file loads: `name` (extension table, or lookup table by uniqueName), `tableId` (lookup
- * table by id), `delimiter`; others (`token`) are auth's.
+ * table by id), `delimiter`, and `token` (a one-time token, auth's). Another parameter is a -4: a load
+ * option sent there (`?detectJoinFields=true`) would be ignored, the file loaded without it.
  */
 const loadQuery = {
   type: 'object',
+  additionalProperties: false,
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 255 },
     tableId: { type: 'string', pattern: '^[0-9]{1,15}$' },
     delimiter: { type: 'string' },
+    token: { type: 'string' },
   },
 } as const;
 

@@ -132,9 +132,11 @@ export function loaddataRoutes(app: FastifyInstance): void {
           required: ['typeCode'],
           properties: { partition: { type: 'string' }, typeCode: { type: 'string', maxLength: 40 } },
         },
+        // A load option sent as a query parameter would be ignored: a -4 naming it (`token` is auth's).
         querystring: {
           type: 'object',
-          properties: { name: { type: 'string', minLength: 1, maxLength: 255 } },
+          additionalProperties: false,
+          properties: { name: { type: 'string', minLength: 1, maxLength: 255 }, token: { type: 'string' } },
         },
         body: loaddataBodySchema,
         response: { 200: envelopeSchema(loadResultSchema) },
