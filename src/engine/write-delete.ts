@@ -5,7 +5,7 @@
 import type { Principal } from '../access/access.ts';
 import type { Db } from '../db/db.ts';
 import { Params, ident } from '../db/sql.ts';
-import { prefixed, validationError } from '../http/errors.ts';
+import { AppError, prefixed, validationError } from '../http/errors.ts';
 import { requireWrite } from './access-check.ts';
 import { addressField, recordNotFound, requireAddress, selectOne } from './addressing.ts';
 import { loadTypeContext, toRecord, typedPerRow } from './context.ts';
@@ -62,7 +62,17 @@ export async function deleteRecords(
           ? `UPDATE ${ident(type.table)} t SET deleted_at = now(), version = t.version + 1, last_update_at = now(),
                     last_update_by = ${params.add(principal.userId)} WHERE ${match}`
           : `DELETE FROM ${ident(type.table)} t WHERE ${match}`;
-      await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
+      try {
+        await tx.query(written(stmt, tc, principal, params, 'count'), params.values);
+      } catch (err) {
+        // A state rule of the database about this record (RC409, e.g. a grid item waiting in a
+        // workflow, migration 051): named by the field that addressed it (`1.typedId` in a batch).
+        if ((err as { code?: unknown } | null)?.code === 'RC409')
+          throw new AppError('CONFLICT', (err as Error).message, {
+            field: addressField(type, address, data),
+          });
+        throw err;
+      }
       gone.add(JSON.stringify({ id: Number(old.id) }));
       gone.add(JSON.stringify({ key: type.businessKey.map((k) => old[k]) }));
       return toRecord(typedPerRow(type) ? await typed(old) : tc, old);

@@ -59,7 +59,7 @@ describe('calculation grid key sources', () => {
           2,
           INPUTS,
         ),
-      'keySources[1].values',
+      'keySources[1].values.1',
     );
     refused(
       () => parseSources([{ type: 'products' }, { type: 'values', values: [], input: 'Region' }], 2, INPUTS),

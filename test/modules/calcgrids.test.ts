@@ -200,7 +200,7 @@ describe('calculation grids', () => {
       }),
       400,
       -4,
-      'keySources[0].filter',
+      'productFilter',
     );
     expectError(await add({ formulaName: 'GridPrice', keyNumber: 2 }), 400, -4, 'keySources');
     expectError(

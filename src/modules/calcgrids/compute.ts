@@ -6,9 +6,9 @@
 import type { Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { evaluateBulk, type BulkItem, type BulkOptions, type BulkResult } from '../formulas/bulk.ts';
-import type { CompiledLogic } from '../../logic/logic.ts';
+import type { CompiledElement, CompiledLogic } from '../../logic/logic.ts';
 import { UNSET_RESULT_FIELDS } from '../../logic/results.ts';
-import { asDec } from '../../logic/values.ts';
+import { asDec, parseIsoDate } from '../../logic/values.ts';
 import type { KeySource } from './sources.ts';
 import type { ItemRow, Keys } from './store.ts';
 
@@ -64,20 +64,57 @@ export function resultMetaOf(logic: CompiledLogic): Record<string, Record<string
 }
 
 /** The field type of an element's values: `result.<name>` in CGI criteria and sorts. */
+function resultTypeOf(el: CompiledElement): string {
+  const f = el.def.formatType;
+  return f === 'NUMERIC' || f === 'MONEY' || f === 'PERCENT' || el.type === 'number'
+    ? 'decimal'
+    : f === 'DATE' || el.type === 'date'
+      ? 'date'
+      : f === 'BOOLEAN' || el.type === 'boolean'
+        ? 'boolean'
+        : 'string';
+}
+
+/** resultTypeOf of every element, by name (kept with the grid: `result_types`). */
 export function resultTypesOf(logic: CompiledLogic): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const el of logic.elements) {
-    const f = el.def.formatType;
-    out[el.def.elementName] =
-      f === 'NUMERIC' || f === 'MONEY' || f === 'PERCENT' || el.type === 'number'
-        ? 'decimal'
-        : f === 'DATE' || el.type === 'date'
-          ? 'date'
-          : f === 'BOOLEAN' || el.type === 'boolean'
-            ? 'boolean'
-            : 'string';
-  }
+  for (const el of logic.elements) out[el.def.elementName] = resultTypeOf(el);
   return out;
+}
+
+/**
+ * What an override of the element takes: a value of the element's own type — a number for a number
+ * (as its field is typed), a list for a list, a record for a record (criteria show as records too).
+ * `any`: an element whose type only its values tell (`product.attribute1`), which takes any value.
+ */
+export type OverrideKind = 'number' | 'date' | 'boolean' | 'text' | 'list' | 'record' | 'any';
+
+export function overrideKindOf(el: CompiledElement): OverrideKind {
+  switch (resultTypeOf(el)) {
+    case 'decimal':
+      return 'number';
+    case 'date':
+      return 'date';
+    case 'boolean':
+      return 'boolean';
+  }
+  switch (el.type) {
+    case 'list':
+      return 'list';
+    case 'record':
+    case 'criteria':
+      return 'record';
+    case 'text':
+      return 'text';
+    case 'null':
+    case 'any':
+      return el.def.formatType === 'TEXT' ? 'text' : 'any';
+    case 'number':
+    case 'boolean':
+    case 'date':
+      // (Typed by resultTypeOf above.)
+      return 'any';
+  }
 }
 
 async function evaluate(
@@ -133,14 +170,21 @@ export async function computeItems(
   return pending.map((p, i) => rowOf(p, applied.get(p)!, normal[i]!, fixedOf.get(p), metaFormats));
 }
 
-/** Overrides as element values: a numeric element's text (a decimal past a double) as its decimal. */
+/**
+ * Overrides as element values: a numeric element's text (a decimal past a double) as its decimal, a
+ * date element's `YYYY-MM-DD` as a date (stored as their JSON text, they were read back as text).
+ */
 function fixedValues(
   overrides: Readonly<Record<string, unknown>>,
   types: Readonly<Record<string, string>>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, v] of Object.entries(overrides))
-    out[name] = types[name] === 'decimal' && typeof v === 'string' ? (asDec(v) ?? v) : v;
+  for (const [name, v] of Object.entries(overrides)) {
+    if (typeof v !== 'string') out[name] = v;
+    else if (types[name] === 'decimal') out[name] = asDec(v) ?? v;
+    else if (types[name] === 'date') out[name] = parseIsoDate(v) ?? v;
+    else out[name] = v;
+  }
   return out;
 }
 

@@ -14,16 +14,32 @@ import { RESTRICTION_PARAM, restrictionOf } from '../../jobs/principal.ts';
 import { createJob, jobState, type JobRow } from '../../jobs/store.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import { inputValue, type InputType } from '../../logic/logic.ts';
-import { parseIsoDate, toJson } from '../../logic/values.ts';
+import {
+  MAX_LIST_CHARACTERS,
+  MAX_LIST_DEPTH,
+  MAX_LIST_VALUES,
+  listSize,
+  parseIsoDate,
+  toJson,
+  toValue,
+  type Value,
+} from '../../logic/values.ts';
 import { bulkLogic } from '../formulas/bulk.ts';
 import { checkInputs, targetDateOf } from '../formulas/service.ts';
-import { computeItems, itemOf, resultMetaOf, resultTypesOf } from './compute.ts';
+import {
+  computeItems,
+  itemOf,
+  overrideKindOf,
+  resultMetaOf,
+  resultTypesOf,
+  type OverrideKind,
+} from './compute.ts';
 import { CALCULATIONGRID, MAX_BATCH, type CalculationParams } from './job.ts';
 import { createResultIndexes, parseIndexedResults } from './indexes.ts';
 import { checkSources, parseSources, type KeySource } from './sources.ts';
 import * as store from './store.ts';
 import { checkVersion, checkVersionValue } from '../../engine/value-check.ts';
-import { isObj } from '../../engine/values.ts';
+import { isObj, unstorableIn } from '../../engine/values.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -70,14 +86,16 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
       throw validationError('targetDate', 'must be a date YYYY-MM-DD');
     targetDate = data.targetDate;
   }
-  const rawSources =
-    data.keySources ??
-    (data.productFilter === undefined
-      ? [{ type: 'products' }]
-      : [{ type: 'products', filter: data.productFilter }]);
-  if (data.keySources !== undefined && data.productFilter !== undefined)
+  // (null is "not given", as everywhere in request bodies.)
+  const given = (k: string): boolean => data[k] !== undefined && data[k] !== null;
+  if (given('keySources') && given('productFilter'))
     throw validationError('productFilter', 'give productFilter or keySources, not both');
-  const keyNumber = data.keyNumber ?? (Array.isArray(rawSources) ? rawSources.length : 1);
+  // productFilter is short for one products source: its errors name productFilter, as sent.
+  const productFilter = given('productFilter');
+  const rawSources = given('keySources')
+    ? data.keySources
+    : [productFilter ? { type: 'products', filter: data.productFilter } : { type: 'products' }];
+  const keyNumber = given('keyNumber') ? data.keyNumber : Array.isArray(rawSources) ? rawSources.length : 1;
   if (
     typeof keyNumber !== 'number' ||
     !Number.isInteger(keyNumber) ||
@@ -85,25 +103,30 @@ export async function addGrid(db: Db, principal: Principal, data: Obj): Promise<
     keyNumber > MAX_GRID_KEYS
   ) {
     // Without keyNumber, the number of key sources sent is at fault.
-    if (data.keyNumber === undefined || data.keyNumber === null)
+    if (!given('keyNumber'))
       throw validationError('keySources', `must have 1 to ${MAX_GRID_KEYS} key sources (one per key)`);
     throw validationError('keyNumber', `must be an integer from 1 to ${MAX_GRID_KEYS}`);
   }
+  if (!given('keySources') && keyNumber !== 1)
+    throw validationError(
+      'keySources',
+      `is required for a grid of ${keyNumber} keys, one source per key (${productFilter ? 'productFilter gives' : 'without it, the products give'} one key)`,
+    );
   if (data.inputs !== undefined && data.inputs !== null && !isObj(data.inputs))
     throw validationError('inputs', 'must be an object of input values by name');
   const inputs: Obj = isObj(data.inputs) ? data.inputs : {};
   return db.transaction(async (tx) => {
     const { logic } = await gridLogic(tx, principal, formulaName, targetDate);
-    const sources = parseSources(rawSources, keyNumber, logic.inputs);
+    const sources = parseSources(rawSources, keyNumber, logic.inputs, productFilter);
     // The grid's inputs against the declarations; those the sources give are checked per item.
-    const given = new Set(sources.flatMap((s) => ('input' in s ? [s.input] : [])));
+    const bySources = new Set(sources.flatMap((s) => ('input' in s ? [s.input] : [])));
     for (const name of Object.keys(inputs))
-      if (given.has(name)) throw validationError(`inputs.${name}`, 'is given by a key source');
+      if (bySources.has(name)) throw validationError(`inputs.${name}`, 'is given by a key source');
     checkInputs(
-      logic.inputs.filter((d) => !given.has(d.name)),
+      logic.inputs.filter((d) => !bySources.has(d.name)),
       inputs,
     );
-    await checkSources(tx, principal, sources);
+    await checkSources(tx, principal, sources, productFilter);
     const types = resultTypesOf(logic);
     const indexed = parseIndexedResults(data.indexedResults, types);
     const grid = {
@@ -180,6 +203,8 @@ export async function queueCalculation(
         throw new AppError(
           'CONFLICT',
           `Calculation grid ${grid.id} is being calculated (job ${grid.jst_id}.JST)`,
+          // The path parameter named the grid.
+          { field: 'id' },
         );
       // A calculation that did not finish is continued: its finished items are not recomputed.
       resume = job !== undefined && job.status !== 'FINISHED';
@@ -206,23 +231,74 @@ export async function queueCalculation(
   });
 }
 
-/** The input type whose checks an override of an element of this field type takes. */
-const OVERRIDE_INPUT: Readonly<Record<string, InputType>> = {
-  decimal: 'NUMBER',
-  boolean: 'BOOLEAN',
+/** The input type whose checks an override of a scalar element takes. */
+const OVERRIDE_INPUT: Readonly<Record<'number' | 'date' | 'boolean' | 'text', InputType>> = {
+  number: 'NUMBER',
   date: 'DATE',
+  boolean: 'BOOLEAN',
+  text: 'TEXT',
 };
 
+/** The kind of a JSON value given for an element whose type only its values tell (`any`). */
+function kindOfJson(v: unknown): Exclude<OverrideKind, 'any' | 'date'> {
+  if (Array.isArray(v)) return 'list';
+  if (isObj(v)) return 'record';
+  return typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : 'text';
+}
+
+const VALUES_ARE: Readonly<Record<OverrideKind, string>> = {
+  number: 'numbers',
+  date: 'dates',
+  boolean: 'true or false',
+  text: 'text',
+  list: 'lists',
+  record: 'records (objects)',
+  any: '',
+};
+/** Why a value is refused: the element's own type (an element typed by its values takes any). */
+const valuesAre = (kind: OverrideKind): string =>
+  kind === 'any' ? '' : ` (the element's values are ${VALUES_ARE[kind]})`;
+
 /**
- * An override value, checked as the logic's input of the element's type is (a number exact, as the
- * logic reads numbers; a date; a boolean; else text), in the form the element's results have
- * (toJson: a decimal past a double as its text).
+ * An override value, of the element's own kind (overrideKindOf): a scalar checked as the logic's
+ * input of that type is (a number exact, as the logic reads numbers; a date; a boolean; text) in the
+ * form the element's results have (toJson: a decimal past a double as its text); a list or record as
+ * given, a list within the sizes of the logic's lists. Text the database cannot hold (NUL) is named
+ * where it stands (`data.overrides.L.1`), not left to the database's refusal of the write.
  */
-function overrideValue(type: string, v: unknown, field: string): unknown {
+function overrideValue(kind: OverrideKind, v: unknown, field: string): unknown {
   if (v === null) return null;
-  const checked = inputValue({ name: field, type: OVERRIDE_INPUT[type] ?? 'TEXT' }, v);
-  if ('error' in checked) throw validationError(field, checked.error);
-  return toJson(checked.value);
+  const unstorable = unstorableIn(v, kind !== 'number');
+  if (unstorable !== undefined)
+    throw validationError(unstorable.path === '' ? field : `${field}.${unstorable.path}`, unstorable.problem);
+  const as = kind === 'any' ? kindOfJson(v) : kind;
+  switch (as) {
+    case 'list': {
+      if (!Array.isArray(v)) throw validationError(field, `must be a list${valuesAre(kind)}`);
+      const size = listSize(toValue(v) as readonly Value[]);
+      if (
+        size.values > MAX_LIST_VALUES ||
+        size.characters > MAX_LIST_CHARACTERS ||
+        size.depth > MAX_LIST_DEPTH
+      )
+        throw validationError(
+          field,
+          `holds more than a list may: ${MAX_LIST_VALUES} values, ${MAX_LIST_CHARACTERS} characters, ${MAX_LIST_DEPTH} lists deep`,
+        );
+      return v;
+    }
+    case 'record':
+      if (!isObj(v)) throw validationError(field, `must be an object${valuesAre(kind)}`);
+      return v;
+    case 'number':
+    case 'date':
+    case 'boolean':
+    case 'text': {
+      const checked = inputValue({ name: field, type: OVERRIDE_INPUT[as] }, v);
+      if ('error' in checked) throw validationError(field, `${checked.error}${valuesAre(kind)}`);
+      return toJson(checked.value);
+    }
+  }
 }
 
 interface ItemLock {
@@ -277,11 +353,11 @@ export async function overrideItem(
       throw new AppError(
         'CONFLICT',
         `Item ${item.id}.CGI${item.key_number} is waiting in a workflow: deny or withdraw it before overriding`,
+        { field: 'id' },
       );
     }
     const grid = (await store.gridById(tx, principal.partitionId, Number(item.grid_id)))!;
     const { logic, date } = await gridLogic(tx, principal, grid.formula_name, grid.target_date);
-    const types = resultTypesOf(logic);
     const overrides: Obj = { ...item.overrides };
     for (const [name, v] of Object.entries(given)) {
       const field = `data.overrides.${name}`;
@@ -293,7 +369,7 @@ export async function overrideItem(
       const el = logic.elements.find((e) => e.def.elementName === name);
       if (!el) throw validationError(field, `${grid.formula_name} has no element ${name}`);
       if (el.def.overridable !== true) throw validationError(field, `element ${name} is not overridable`);
-      const value = overrideValue(types[name] ?? 'string', v, field);
+      const value = overrideValue(overrideKindOf(el), v, field);
       if (value === null) delete overrides[name];
       else overrides[name] = value;
     }

@@ -19,8 +19,8 @@ import { loadTypeContext, rowScope } from '../../engine/context.ts';
 import { compileCriteria, parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { findType } from '../../engine/registry.ts';
 import { AppError, validationError } from '../../http/errors.ts';
-import type { InputDef } from '../../logic/logic.ts';
-import { isObj } from '../../engine/values.ts';
+import { inputValue, type InputDef } from '../../logic/logic.ts';
+import { isObj, unstorableText } from '../../engine/values.ts';
 
 export type KeySource =
   | { readonly type: 'products'; readonly filter?: unknown }
@@ -32,8 +32,28 @@ export type KeySource =
 export const MAX_INNER_KEYS = 100_000;
 const MAX_VALUES = 10_000;
 
-/** The sources of an addgrid request, checked against the key number and the logic's inputs. */
-export function parseSources(raw: unknown, keyNumber: number, inputs: readonly InputDef[]): KeySource[] {
+/** The longest key text: an item's keys are at most 255 characters (as `/add/CGI{k}` takes them). */
+export const MAX_KEY_LENGTH = 255;
+const NUMBER_INPUTS: ReadonlySet<string> = new Set(['NUMBER', 'MONEY', 'PERCENT']);
+
+/**
+ * The field a source's filter is named by in errors: `keySources[i].filter`, or `productFilter` for
+ * the first source when the request gave it so (addgrid's short form).
+ */
+export function filterField(i: number, productFilter: boolean): string {
+  return productFilter && i === 0 ? 'productFilter' : `keySources[${i}].filter`;
+}
+
+/**
+ * The sources of an addgrid request, checked against the key number and the logic's inputs.
+ * `productFilter`: the request gave the one products source as `productFilter` (errors name it).
+ */
+export function parseSources(
+  raw: unknown,
+  keyNumber: number,
+  inputs: readonly InputDef[],
+  productFilter = false,
+): KeySource[] {
   if (!Array.isArray(raw)) throw validationError('keySources', 'must be an array of key sources');
   if (raw.length !== keyNumber)
     throw validationError('keySources', `must have one source per key (keyNumber ${keyNumber})`);
@@ -46,20 +66,24 @@ export function parseSources(raw: unknown, keyNumber: number, inputs: readonly I
       for (const k of Object.keys(s))
         if (!names.includes(k)) throw validationError(`${at}.${k}`, 'is not a setting of this source type');
     };
-    const input = (): string => {
+    const input = (): InputDef => {
       const name = s.input;
-      if (typeof name !== 'string' || !inputs.some((d) => d.name === name))
-        throw validationError(`${at}.input`, 'must name an input the logic declares');
-      if (usedInputs.has(name))
-        throw validationError(`${at}.input`, `input ${name} is given by another source`);
-      usedInputs.add(name);
-      return name;
+      const def = typeof name === 'string' ? inputs.find((d) => d.name === name) : undefined;
+      if (def === undefined) throw validationError(`${at}.input`, 'must name an input the logic declares');
+      if (usedInputs.has(def.name))
+        throw validationError(`${at}.input`, `input ${def.name} is given by another source`);
+      // Keys are text, and an item's inputs are checked as given (formulamanager.execute's check):
+      // text is never a BOOLEAN input's value, so every item of such a grid would fail.
+      if (def.type === 'BOOLEAN')
+        throw validationError(`${at}.input`, `input ${def.name} is BOOLEAN: key sources give text keys`);
+      usedInputs.add(def.name);
+      return def;
     };
     switch (s.type) {
       case 'products':
         allowed(['type', 'filter']);
         if (i !== 0) throw validationError(`${at}.type`, 'products can only be the first key source');
-        checkFilter(s.filter, `${at}.filter`);
+        checkFilter(s.filter, filterField(i, productFilter));
         out.push(s.filter === undefined ? { type: 'products' } : { type: 'products', filter: s.filter });
         break;
       case 'customers':
@@ -74,21 +98,12 @@ export function parseSources(raw: unknown, keyNumber: number, inputs: readonly I
         // (NUL names no table: the database cannot take it as text.)
         if (typeof s.table !== 'string' || s.table === '' || s.table.includes('\u0000'))
           throw validationError(`${at}.table`, 'must name a lookup table');
-        out.push({ type: 'lookupTable', table: s.table, input: input() });
+        out.push({ type: 'lookupTable', table: s.table, input: input().name });
         break;
       case 'values': {
         allowed(['type', 'values', 'input']);
-        const values = s.values;
-        if (
-          !Array.isArray(values) ||
-          values.length === 0 ||
-          values.length > MAX_VALUES ||
-          !values.every((v) => typeof v === 'string' && v !== '' && v.length <= 255)
-        )
-          throw validationError(`${at}.values`, `must be 1 to ${MAX_VALUES} non-empty texts`);
-        if (new Set(values).size !== values.length)
-          throw validationError(`${at}.values`, 'must not repeat a value');
-        out.push({ type: 'values', values: values as string[], input: input() });
+        const def = input();
+        out.push({ type: 'values', values: keyValues(s.values, def, `${at}.values`), input: def.name });
         break;
       }
       default:
@@ -98,6 +113,46 @@ export function parseSources(raw: unknown, keyNumber: number, inputs: readonly I
   if (out[0]!.type !== 'products')
     throw validationError('keySources[0].type', 'the first key source must be products (the item product)');
   return out;
+}
+
+/**
+ * The keys of a values source, each named by its index when refused (`keySources[1].values.3`): a
+ * text of 1 to 255 characters — a JSON number where the input is a number, as its text — that the
+ * input takes (a number for a number, one of an OPTION's options, a date), none repeated.
+ */
+function keyValues(raw: unknown, def: InputDef, at: string): string[] {
+  if (!Array.isArray(raw)) throw validationError(at, `must be a list of 1 to ${MAX_VALUES} values`);
+  if (raw.length === 0 || raw.length > MAX_VALUES)
+    throw validationError(at, `must hold 1 to ${MAX_VALUES} values (it holds ${raw.length})`);
+  const numeric = NUMBER_INPUTS.has(def.type);
+  const seen = new Map<string, number>();
+  return raw.map((v: unknown, j) => {
+    const field = `${at}.${j}`;
+    let text: string;
+    if (typeof v === 'string') text = v;
+    else if (typeof v === 'number' && numeric) {
+      // 1e400 parses as Infinity: no number of the client's.
+      if (!Number.isFinite(v))
+        throw validationError(field, 'is a number beyond the range of a double: send it as text');
+      text = String(v);
+    } else
+      throw validationError(
+        field,
+        numeric ? 'must be a number or its text' : `must be text (input ${def.name} is ${def.type})`,
+      );
+    if (text === '') throw validationError(field, 'must not be empty');
+    if (text.length > MAX_KEY_LENGTH)
+      throw validationError(field, `is longer than ${MAX_KEY_LENGTH} characters (the most of a key)`);
+    const unstorable = unstorableText(text);
+    if (unstorable !== undefined) throw validationError(field, unstorable);
+    const checked = inputValue(def, text);
+    if ('error' in checked)
+      throw validationError(field, `${checked.error} (input ${def.name} is ${def.type})`);
+    const first = seen.get(text);
+    if (first !== undefined) throw validationError(field, `repeats ${JSON.stringify(text)} (${at}.${first})`);
+    seen.set(text, j);
+    return text;
+  });
 }
 
 function checkFilter(filter: unknown, at: string): void {
@@ -141,6 +196,7 @@ export async function checkSources(
   q: Queryable,
   principal: Principal,
   sources: readonly KeySource[],
+  productFilter = false,
 ): Promise<void> {
   for (const [i, s] of sources.entries()) {
     if (s.type === 'products' || s.type === 'customers')
@@ -149,7 +205,7 @@ export async function checkSources(
         principal,
         s.type === 'products' ? 'P' : 'C',
         s.filter,
-        `keySources[${i}].filter`,
+        filterField(i, productFilter),
         new Params(),
       );
     if (s.type === 'lookupTable') {
