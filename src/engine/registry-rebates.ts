@@ -12,6 +12,7 @@ import { AUTHENTICATED } from '../access/catalogue.ts';
 import type { Queryable } from '../db/db.ts';
 import { qualified } from '../db/sql.ts';
 import { AppError, validationError, type FieldErrors } from '../http/errors.ts';
+import { isForbiddenName } from '../logic/expression/parse.ts';
 import {
   ATTRIBUTE_TYPES,
   SYSTEM,
@@ -233,6 +234,11 @@ function groupRules(data: Readonly<Record<string, unknown>>): FieldErrors | unde
       inputs.forEach((x: unknown, i) => {
         if (!isObj(x) || typeof x.name !== 'string' || x.name === '')
           errors[`inputs[${i}].name`] ??= { errorMessage: 'must be the name of an input of the logic' };
+        // A name no logic may declare (logic.ts): stored, the group could never be calculated.
+        else if (isForbiddenName(x.name))
+          errors[`inputs[${i}].name`] ??= {
+            errorMessage: `no logic has an input ${x.name} (names starting with __, constructor and prototype are not allowed)`,
+          };
         else if (seen.has(x.name))
           errors[`inputs[${i}].name`] ??= {
             errorMessage: `repeats input ${x.name} (inputs[${seen.get(x.name)}]): give each input once`,

@@ -54,7 +54,16 @@ export async function deleteRecords(
       await requireEditable(tx, principal, tc, old, 'delete', addressField(type, address, data));
       refuseOtherKey(tc, data, old);
       checkVersion(versions.get(data), old, false);
-      await type.beforeChange?.(tx, principal, old, undefined);
+      try {
+        await type.beforeChange?.(tx, principal, old, undefined);
+      } catch (e) {
+        // A refusal of the record as a whole (its state: locked, in a workflow) names its address as
+        // the request gave it, as the edit-group refusal above does.
+        const field = addressField(type, address, data);
+        throw e instanceof AppError && e.errors === undefined
+          ? new AppError(e.code, e.message, { field, details: e.details })
+          : e;
+      }
       const params = new Params();
       const match = `t.partition_id = ${params.add(principal.partitionId)} AND t.id = ${params.add(old.id)}`;
       const stmt =

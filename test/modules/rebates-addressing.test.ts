@@ -96,7 +96,7 @@ describe('rebate record groups: inputs and path addressing', () => {
       }),
       400,
       -4,
-      'inputs[1].name',
+      'data.rebateRecordGroup.inputs[1].name',
     );
     const after = await byId(g.id);
     assert.deepEqual([after.version, after.inputs, after.calculationStatus], [g.version, g.inputs, 0]);
@@ -137,7 +137,7 @@ describe('rebate record groups: inputs and path addressing', () => {
     expectError(await call('/rebaterecordgroup.calculate/987654', {}), 400, -4, 'typedId');
   });
 
-  test('digits with blanks around them are a uniqueName, not an id; an input named __proto__ is no input', async () => {
+  test('digits with blanks around them are a uniqueName, not an id', async () => {
     const a = await newGroup();
     const b = await newGroup({ uniqueName: ` ${a.id}` });
     const [read] = okData(await call(`/fetch/RRG/%20${a.id}`));
@@ -145,11 +145,7 @@ describe('rebate record groups: inputs and path addressing', () => {
     const [c] = okData(await call(`/rebaterecordgroup.calculate/%20${a.id}`, {}));
     assert.equal(c.id, b.id);
     assert.equal((await byId(a.id)).calculationStatus, 0, 'the group of that id is left alone');
-    const r = await call(`/rebaterecordgroup.calculate/${a.typedId}`, {
-      data: { rebateRecordGroup: { inputs: [{ name: '__proto__', value: 5 }] } },
-    });
-    expectError(r, 400, -4, 'inputs.__proto__');
-    assert.equal((await byId(a.id)).version, a.version, 'nothing written');
+    // (An input named __proto__: rebates-input-names.test.ts.)
   });
 
   test('calculate and submit refuse a path naming one group by id and another by uniqueName', async () => {

@@ -429,25 +429,35 @@ describe('rebate record groups', () => {
       assert.equal(now.label, before.label);
       assert.equal(now.calculationStatus, 0);
     };
-    // A bad field value: the update part fails.
-    expectError(await calculate(g, { label: 'changed', attribute1: 'lots' }), 400, -4, 'attribute1');
+    // A bad field value: the update part fails, naming the field where the body gave it.
+    expectError(
+      await calculate(g, { label: 'changed', attribute1: 'lots' }),
+      400,
+      -4,
+      'data.rebateRecordGroup.attribute1',
+    );
     await unchanged();
     // A bad input value: the update ran in the transaction, the calculation refuses → all rolled back.
     expectError(
       await calculate(g, { label: 'changed', inputs: [{ name: 'Volume', value: 'many' }] }),
       400,
       -4,
-      'inputs.Volume',
+      'data.rebateRecordGroup.inputs.Volume',
     );
     await unchanged();
     expectError(
       await calculate(g, { label: 'changed', inputs: [{ name: 'Nope', value: 1 }] }),
       400,
       -4,
-      'inputs.Nope',
+      'data.rebateRecordGroup.inputs.Nope',
     );
     await unchanged();
-    expectError(await calculate(g, { label: 'changed', inputs: [] }), 400, -4, 'inputs.Volume');
+    expectError(
+      await calculate(g, { label: 'changed', inputs: [] }),
+      400,
+      -4,
+      'data.rebateRecordGroup.inputs.Volume',
+    );
     await unchanged();
     // Stale version: 409, nothing written.
     expectError(await calculate(g, { label: 'changed', version: before.version + 5 }), 409, -1);
@@ -490,7 +500,13 @@ describe('rebate record groups', () => {
         },
       }),
     );
-    expectError(await calculate(plain, { formulaName: 'NotRebate' }), 400, -4, 'formulaName');
+    // (Named where the body gave it.)
+    expectError(
+      await calculate(plain, { formulaName: 'NotRebate' }),
+      400,
+      -4,
+      'data.rebateRecordGroup.formulaName',
+    );
     expectError(await calculate(g, { targetDate: '2025-06-30' }), 400, -4, 'formulaName');
     await unchanged();
   });

@@ -5,7 +5,9 @@
 // one) — runs over the group: `input.<name>` from the group's `inputs` ([{name, value}]), `row.<field>`
 // the group itself (dates, attributes typed by the rebate type's RBTAM, every other field),
 // `targetDate` the group's. Results, alerts, warnings and the message fields are stored on the group;
-// the answer is the group. A logic stopped by a limit is a -4 and nothing is written.
+// the answer is the group. A logic stopped by a limit is a -4 and nothing is written. Errors name a
+// field the body gave by its path there (`data.rebateRecordGroup.attribute7`), a stored field of the
+// group it did not give by its name (`formulaName`), the group itself as the path named it.
 
 import type { Principal } from '../../access/access.ts';
 import type { Db } from '../../db/db.ts';
@@ -48,19 +50,28 @@ export function groupFieldsOf(body: unknown): Obj | undefined {
   return g;
 }
 
-const SENT_VERSION = 'data.rebateRecordGroup.version';
+/** Where the body holds the group's fields: errors about a field it gave name it there. */
+const SENT = 'data.rebateRecordGroup';
 
 /**
- * An error of the version check (`oldValues.version` of the general update) names the field the
- * client sent: the version in `data.rebateRecordGroup`.
+ * An error of the general update that step 1 runs, naming the fields as the request gave them: a
+ * field of `data.rebateRecordGroup` by its path in the body (`data.rebateRecordGroup.attribute7`,
+ * `data.rebateRecordGroup.inputs[1].name`), the version check's `oldValues.version` as the
+ * `data.rebateRecordGroup.version` it came from, and the group's address (the update is given its
+ * `id`) as the path named it (`pathField`).
  */
-function versionAsSent(err: unknown): unknown {
-  const named = err instanceof AppError ? err.errors?.['oldValues.version'] : undefined;
-  if (!(err instanceof AppError) || named === undefined) return err;
-  const errors = Object.fromEntries(
-    Object.entries(err.errors!).map(([k, v]) => [k === 'oldValues.version' ? SENT_VERSION : k, v]),
-  );
-  const message = err.message.replace(/^oldValues\.version: /, `${SENT_VERSION}: `);
+function asSent(err: unknown, pathField: string): unknown {
+  if (!(err instanceof AppError) || err.errors === undefined) return err;
+  const sent = (k: string): string =>
+    k === 'oldValues.version'
+      ? `${SENT}.version`
+      : k === 'id' || k === 'typedId'
+        ? pathField
+        : `${SENT}.${k}`;
+  const errors = Object.fromEntries(Object.entries(err.errors).map(([k, v]) => [sent(k), v]));
+  // A message that opens with the field's name (validationError's form) names it as sent too.
+  const first = Object.keys(err.errors).find((k) => err.message.startsWith(`${k}: `));
+  const message = first === undefined ? err.message : `${sent(first)}${err.message.slice(first.length)}`;
   return new AppError(err.code, message, { errors, details: err.details });
 }
 
@@ -120,8 +131,12 @@ export async function calculateGroup(
   limits: LogicLimits,
 ): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_EDIT');
-  const id = await store.groupIdOf(db, principal, idText);
+  const group = await store.groupOf(db, principal, idText);
+  const { id } = group;
   const given = groupFieldsOf(body);
+  // A field the body gave is named by its path there; one it did not (the stored group's) by its name.
+  const named = (field: string): string =>
+    given !== undefined && Object.hasOwn(given, field) ? `${SENT}.${field}` : field;
   let ended = false;
   try {
     return await db.transaction(async (tx) => {
@@ -132,12 +147,9 @@ export async function calculateGroup(
           if (
             fields[k] !== undefined &&
             fields[k] !== null &&
-            parseId(store.RRG, fields[k], `data.rebateRecordGroup.${k}`) !== id
+            parseId(store.RRG, fields[k], `${SENT}.${k}`) !== id
           )
-            throw validationError(
-              `data.rebateRecordGroup.${k}`,
-              `names another group than the path's (${id}.RRG)`,
-            );
+            throw validationError(`${SENT}.${k}`, `names another group than the path's (${id}.RRG)`);
           delete fields[k];
         }
         if (Object.keys(fields).length > 0 || version !== undefined) {
@@ -150,18 +162,22 @@ export async function calculateGroup(
             [{ data: { ...fields, id }, oldValues }],
             false,
           ).catch((err: unknown) => {
-            throw versionAsSent(err);
+            throw asSent(err, group.field);
           });
         }
       }
-      const row = await store.lockGroupOrFail(tx, principal, id);
-      store.requireEditGroup(principal, row);
+      const row = await store.lockGroupOrFail(tx, principal, group);
+      store.requireEditGroup(principal, row, group.field);
       const name = `${id}.RRG`;
-      if (row.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to calculate it`);
+      if (row.locked === true)
+        throw new AppError('CONFLICT', `${name} is locked: unlock it to calculate it`, {
+          field: group.field,
+        });
       if (row.workflow_status === 'SUBMITTED' || row.workflow_status === 'APPROVED') {
         throw new AppError(
           'CONFLICT',
           `${name} is ${String(row.workflow_status)}: its results are what its workflow decides on`,
+          { field: group.field },
         );
       }
       const rebateType =
@@ -170,13 +186,13 @@ export async function calculateGroup(
         typeof row.formula_name === 'string' && row.formula_name !== '' ? row.formula_name : null;
       if (formulaName === null && rebateType !== null) {
         if (row.rc_type_id === null)
-          throw validationError('rebateType', `there is no rebate type ${JSON.stringify(rebateType)}`);
+          throw validationError(named('rebateType'), `there is no rebate type ${JSON.stringify(rebateType)}`);
         formulaName =
           typeof row.rc_type_formula === 'string' && row.rc_type_formula !== '' ? row.rc_type_formula : null;
       }
       if (formulaName === null)
         throw validationError(
-          'formulaName',
+          named('formulaName'),
           'the group has no logic: set formulaName or a rebate type with one',
         );
       const targetDate = targetDateOf(
@@ -187,16 +203,19 @@ export async function calculateGroup(
         loaded = await loadLogic(tx, principal.partitionId, formulaName, targetDate);
       } catch (err) {
         if (err instanceof AppError && err.code === 'NOT_FOUND')
-          throw validationError('formulaName', `no logic ${formulaName} is valid at ${targetDate.iso}`);
+          throw validationError(
+            named('formulaName'),
+            `no logic ${formulaName} is valid at ${targetDate.iso}`,
+          );
         throw err;
       }
       const { row: logicRow, logic } = loaded;
       if (logicRow.nature !== 'REBATE')
         throw validationError(
-          'formulaName',
+          named('formulaName'),
           `logic ${formulaName} is a ${logicRow.nature} logic, not a REBATE logic`,
         );
-      const inputs = checkInputs(logic.inputs, inputValues(row.inputs));
+      const inputs = checkInputs(logic.inputs, inputValues(row.inputs), named('inputs'));
       const meta = await attributeTypesOf(tx, principal, 'RRG', rebateType ?? '');
       const roots: Record<string, Value> = Object.create(null) as Record<string, Value>;
       roots.row = recordOf('RRG', row, meta);

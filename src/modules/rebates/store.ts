@@ -5,7 +5,7 @@
 import { inUserGroup, type Principal } from '../../access/access.ts';
 import type { Queryable } from '../../db/db.ts';
 import { Params, ident } from '../../db/sql.ts';
-import { pathAddress, recordNotFound, selectOne } from '../../engine/addressing.ts';
+import { addressField, pathAddress, recordNotFound, selectOne } from '../../engine/addressing.ts';
 import { loadTypeContext, rowScope, selectList, toRecord, type TypeContext } from '../../engine/context.ts';
 import { withHistory } from '../../engine/history.ts';
 import { findType } from '../../engine/registry.ts';
@@ -19,11 +19,22 @@ const RRG_CONTEXT: TypeContext = { type: RRG, fields: new Map(RRG.fields.map((f)
 export const JST = findType('JST')!;
 
 /**
+ * A group as a request named it: its id, and the field that named it — `typedId` for an id or
+ * typedId (in a path, `/workflowsmanager.submit/{typedId}`, or a job's parameters), `uniqueName` for
+ * a business key in a path — which the errors about the group name (as the 404 of an unknown name).
+ */
+export interface GroupRef {
+  readonly id: number;
+  readonly field: string;
+}
+
+/**
  * The stored row (columns) of a group the principal may see, locked FOR UPDATE; 404 otherwise. With
  * its rebate type's logic in `rc_type_formula` and `rc_type_id` (null: no such type), read in the
  * same statement.
  */
-export async function lockGroupOrFail(q: Queryable, principal: Principal, id: number): Promise<Row> {
+export async function lockGroupOrFail(q: Queryable, principal: Principal, ref: GroupRef): Promise<Row> {
+  const { id } = ref;
   const tc = await loadTypeContext(q, principal, RRG);
   const params = new Params();
   const scope = rowScope(tc, principal, params);
@@ -35,7 +46,7 @@ export async function lockGroupOrFail(q: Queryable, principal: Principal, id: nu
     params.values,
   );
   const row = r.rows[0];
-  if (!row) throw notFound(`Rebate record group ${id}.RRG`, 'typedId');
+  if (!row) throw notFound(`Rebate record group ${id}.RRG`, ref.field);
   return row;
 }
 
@@ -53,12 +64,16 @@ export function answerReader(principal: Principal): Principal {
   };
 }
 
-/** The caller may change the group: no edit group, or one of theirs (admins always). */
-export function requireEditGroup(principal: Principal, row: Row): void {
+/**
+ * The caller may change the group: no edit group, or one of theirs (admins always). A 403 names the
+ * field that named the group (`field`), as the general update's refusal names its address.
+ */
+export function requireEditGroup(principal: Principal, row: Row, field: string): void {
   if (inUserGroup(principal, row.user_group_edit)) return;
   throw new AppError(
     'FORBIDDEN',
     `Not allowed to change ${String(row.id)}.RRG (user group ${String(row.user_group_edit)})`,
+    { field },
   );
 }
 
@@ -105,10 +120,12 @@ export async function setGroupState(
  * key — its `uniqueName`, as `/fetch/RRG/{key}` reads it (digits are an id, `<digits>.RRG` a
  * typedId). A name no group the caller sees has: 404 naming it as given. Digits (or a typedId)
  * that another group the caller sees has as its `uniqueName` name neither: a -4 naming the path's
- * `typedId` rather than an action on the group the caller may not mean.
+ * `typedId` rather than an action on the group the caller may not mean. Answers the group's id and
+ * the field its later errors name (`typedId`, or `uniqueName` for a name).
  */
-export async function groupIdOf(q: Queryable, principal: Principal, text: string): Promise<number> {
+export async function groupOf(q: Queryable, principal: Principal, text: string): Promise<GroupRef> {
   const address = pathAddress(RRG, text, 'typedId');
+  const field = addressField(RRG, address, {});
   const tc = await loadTypeContext(q, principal, RRG);
   if ('id' in address) {
     const named = await selectOne(q, tc, principal, { key: [text] }, false);
@@ -117,9 +134,9 @@ export async function groupIdOf(q: Queryable, principal: Principal, text: string
         'typedId',
         `${JSON.stringify(text)} is the uniqueName of ${String(named.id)}.RRG but reads as the id ${address.id}.RRG in a path: name the group meant by its typedId`,
       );
-    return address.id;
+    return { id: address.id, field };
   }
   const row = await selectOne(q, tc, principal, address, false);
   if (row === undefined) throw recordNotFound(RRG, address);
-  return Number(row.id);
+  return { id: Number(row.id), field };
 }

@@ -23,20 +23,23 @@ export const REBATERECORD = 'REBATERECORD';
 
 type Obj = Record<string, unknown>;
 
-/** A group that can go into a workflow now: not locked, calculated, not already submitted. */
-function checkSubmittable(row: store.Row): void {
+/**
+ * A group that can go into a workflow now: not locked, calculated, not already submitted. A 409
+ * names `field`, the field of the request that named the group.
+ */
+function checkSubmittable(row: store.Row, field: string): void {
   const name = `${String(row.id)}.RRG`;
-  if (row.locked === true) throw new AppError('CONFLICT', `${name} is locked: unlock it to submit it`);
-  if (row.workflow_status === 'SUBMITTED') throw new AppError('CONFLICT', `${name} is already submitted`);
-  if (row.workflow_status === 'APPROVED') throw new AppError('CONFLICT', `${name} is already approved`);
+  const conflict = (message: string) => new AppError('CONFLICT', message, { field });
+  if (row.locked === true) throw conflict(`${name} is locked: unlock it to submit it`);
+  if (row.workflow_status === 'SUBMITTED') throw conflict(`${name} is already submitted`);
+  if (row.workflow_status === 'APPROVED') throw conflict(`${name} is already approved`);
   if (row.calculation_status === CALCULATION_STATUS.NONE) {
     // A calculation date with status 0: the group changed since (registry-rebates.ts staleResults).
     if (row.calculation_date !== null && row.calculation_date !== undefined)
-      throw new AppError(
-        'CONFLICT',
+      throw conflict(
         `${name} changed since its last calculation, whose results are not current: calculate it again first`,
       );
-    throw new AppError('CONFLICT', `${name} was never calculated: calculate it before submitting it`);
+    throw conflict(`${name} was never calculated: calculate it before submitting it`);
   }
 }
 
@@ -128,8 +131,9 @@ export function registerRebateApprovable(): void {
         const sees =
           submitter.admin || typeof view !== 'string' || view === '' || submitter.groups.includes(view);
         if (!sees) return null;
-        store.requireEditGroup(submitter, row);
-        checkSubmittable(row);
+        // /workflowsmanager.submit/{typedId}: the path's typedId named the group.
+        store.requireEditGroup(submitter, row, 'typedId');
+        checkSubmittable(row, 'typedId');
       }
       return {
         label: (row.label as string | null) ?? (row.unique_name as string),
@@ -149,7 +153,7 @@ export function registerRebateApprovable(): void {
     },
     // The group's own submit rules (an async submit queued or running: 409 naming its job).
     async beforeSubmit(q, ref) {
-      await submittableGroup(q, ref.actor, ref.id);
+      await submittableGroup(q, ref.actor, { id: ref.id, field: 'typedId' });
     },
     onStatus,
   });
@@ -164,15 +168,16 @@ export function registerRebateApprovable(): void {
 async function submittableGroup(
   q: Queryable,
   principal: Principal,
-  id: number,
+  group: store.GroupRef,
   ownJob?: number,
 ): Promise<store.Row> {
-  const row = await store.lockGroupOrFail(q, principal, id);
-  store.requireEditGroup(principal, row);
-  checkSubmittable(row);
+  const { id, field } = group;
+  const row = await store.lockGroupOrFail(q, principal, group);
+  store.requireEditGroup(principal, row, field);
+  checkSubmittable(row, field);
   const job = row.job_id === null || row.job_id === undefined ? undefined : Number(row.job_id);
   if (job !== undefined && job !== ownJob && (await jobState(q, principal.partitionId, job))?.ended === false)
-    throw new AppError('CONFLICT', `${id}.RRG is already being submitted (job ${job}.JST)`);
+    throw new AppError('CONFLICT', `${id}.RRG is already being submitted (job ${job}.JST)`, { field });
   return row;
 }
 
@@ -187,12 +192,16 @@ export async function submitGroup(
   ownJob?: number,
 ): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
-  const id = typeof idText === 'number' ? idText : await store.groupIdOf(db, principal, idText);
+  // The job names the group by its id (its parameters): errors name `typedId`, as the path's would.
+  const group =
+    typeof idText === 'number'
+      ? { id: idText, field: 'typedId' }
+      : await store.groupOf(db, principal, idText);
   await db.transaction(async (tx) => {
-    await submittableGroup(tx, principal, id, ownJob);
-    await submitAs(tx, principal, id);
+    await submittableGroup(tx, principal, group, ownJob);
+    await submitAs(tx, principal, group.id);
   });
-  return fetchOne(db, store.answerReader(principal), store.RRG, String(id));
+  return fetchOne(db, store.answerReader(principal), store.RRG, String(group.id));
 }
 
 /**
@@ -201,9 +210,10 @@ export async function submitGroup(
  */
 export async function submitGroupAsync(db: Db, principal: Principal, idText: string): Promise<Obj> {
   requireAccess(principal, 'REBATERECORD_SUBMIT');
-  const id = await store.groupIdOf(db, principal, idText);
+  const group = await store.groupOf(db, principal, idText);
+  const { id } = group;
   const job = await db.transaction(async (tx) => {
-    const row = await submittableGroup(tx, principal, id);
+    const row = await submittableGroup(tx, principal, group);
     // The workflow's own refusals (a step with no active approver, a condition that fails) come at
     // once, as with the synchronous submit: the submit is tried here and rolled back.
     await inSavepoint(tx, 'rrg_submit_check', () => submitAs(tx, principal, id), false);
