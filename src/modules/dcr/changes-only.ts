@@ -9,13 +9,15 @@ import { validationError } from '../../http/errors.ts';
 import { findType } from '../../engine/registry.ts';
 import { readableDcr, scopeOf, visibleItems } from './service.ts';
 import { findTargets, sameValue, typedItem } from './target.ts';
+import { itemContexts } from './item-typing.ts';
+import type { TypeContext } from '../../engine/context.ts';
 
 type Obj = Record<string, unknown>;
 
 const DCRI = findType('DCRI')!;
 
-/** The item fields `changesOnly` compares. */
-const CHANGE_INPUTS = ['targetId', 'changeType', 'values'];
+/** The item fields `changesOnly` compares (`targetKey`: an extension row's table types its values). */
+const CHANGE_INPUTS = ['targetId', 'changeType', 'values', 'targetKey'];
 
 /**
  * The items with only the fields whose proposed value differs from the record's current one
@@ -72,8 +74,12 @@ export async function changesOnly(
   }
   const ids = items.flatMap((i) => (typeof i.targetId === 'number' ? [i.targetId] : []));
   const current = (await findTargets(db, principal, s.tc, { ids, keys: [] })).byId;
+  // Compared and answered by the item's table's types (PX, CX, SX: its meta), as the record is.
+  const contextOf = await itemContexts(db, principal, s.tc, items);
   const changed: Obj[] = [];
+  const typedBy = new Map<Obj, TypeContext>();
   for (const item of items) {
+    const tc = contextOf(item);
     const proposed = (item.values ?? {}) as Obj;
     const now = typeof item.targetId === 'number' ? current.get(item.targetId) : undefined;
     const changes: Record<string, { old: unknown; new: unknown }> = {};
@@ -88,14 +94,17 @@ export async function changesOnly(
     } else {
       for (const [k, v] of Object.entries(proposed)) {
         const old = now?.[k] ?? null;
-        if (item.changeType === 'ADD' || !sameValue(s.tc.fields.get(k), old, v)) changes[k] = { old, new: v };
+        if (item.changeType === 'ADD' || !sameValue(tc.fields.get(k), old, v)) changes[k] = { old, new: v };
       }
     }
-    if (Object.keys(changes).length > 0 || item.changeType !== 'UPDATE') changed.push({ ...item, changes });
+    if (Object.keys(changes).length === 0 && item.changeType === 'UPDATE') continue;
+    const row = { ...item, changes };
+    changed.push(row);
+    typedBy.set(row, tc);
   }
   // Typed as the target's records are answered (a NUMERIC attribute a number), after comparing.
   const project = (item: Obj): unknown => {
-    const typed = typedItem(s.tc, item) as Obj;
+    const typed = typedItem(typedBy.get(item) ?? s.tc, item) as Obj;
     if (asked === undefined) return typed;
     return valueFields !== undefined
       ? asked.map((n) => typed[n])

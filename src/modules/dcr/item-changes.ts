@@ -108,10 +108,9 @@ export async function updateItems(
             : 'names no field to change',
         );
       }
-      // Condition record items name their set first in their key (its attributes are typed per set).
-      const tc = isDelete
-        ? undefined
-        : await proposalContext(tx, principal, s, { conditionRecordSetId: item.target_key[0] }, contexts);
+      // The record's table is in its key (an extension row's `name`, a condition record item's set):
+      // its attribute meta types the values.
+      const tc = isDelete ? undefined : await proposalContext(tx, principal, s, key, contexts);
       const proposed =
         tc === undefined
           ? item.proposed

@@ -26,12 +26,12 @@ import {
   findTargets,
   hiddenTargetIds,
   keyFieldsOf,
-  typedItem,
   loadTypeContext,
   resolveTargetType,
   targetKeyOf,
 } from './target.ts';
 import { metaNameOf, type TypeContext } from '../../engine/context.ts';
+import { typedItems, withTargetKey } from './item-typing.ts';
 import { keyText } from '../../engine/addressing.ts';
 
 type Obj = Record<string, unknown>;
@@ -123,8 +123,10 @@ export async function addDcr(db: Db, principal: Principal, data: Obj): Promise<O
 // Items
 
 /**
- * A proposal's values checked against the target's fields. Condition record items: as their set
- * types its attributes (the set's CRCIAM meta), as the engine will when it writes them.
+ * A proposal's values checked against the target's fields. Types with attribute meta per table
+ * (`metaPerName`): as the table the record names types its attributes — an extension row (PX, CX,
+ * SX) by its `name`'s meta, a condition record item by its set's CRCIAM meta — as the engine will
+ * when it writes them (its `contextCache`), not only when the DCR is applied.
  */
 export async function proposalContext(
   q: Queryable,
@@ -133,7 +135,7 @@ export async function proposalContext(
   record: Readonly<Obj>,
   cache: Map<string, Promise<TypeContext>>,
 ): Promise<TypeContext> {
-  const name = isConditionRecordItemCode(s.type.code) ? metaNameOf(s.type, record) : undefined;
+  const name = metaNameOf(s.type, record);
   if (name === undefined) return s.tc;
   let tc = cache.get(name);
   if (!tc) {
@@ -291,7 +293,7 @@ export async function itemViews(
         { fieldName: 'id', operator: 'inSet', value: ids.slice(start, start + page) },
       ],
     });
-    out.push(...r.rows.map((row) => typedItem(s.tc, row) as Obj));
+    out.push(...((await typedItems(db, principal, s.tc, r.rows)) as Obj[]));
   }
   return out;
 }
@@ -334,8 +336,18 @@ export async function fetchItems(
   maxPageSize: number,
 ): Promise<FetchResult> {
   const s = await scopeOf(db, principal, await readableDcr(db, principal, idText));
-  const r = await fetchRecords(db, principal, DCRI, body, maxPageSize, await visibleItems(db, principal, s));
-  return { ...r, rows: r.rows.map((row) => typedItem(s.tc, row, body.valueFields)) };
+  // Items of an extension table are typed by their table, named by their targetKey: read it too.
+  const read = withTargetKey(s.type, body);
+  const r = await fetchRecords(
+    db,
+    principal,
+    DCRI,
+    read.body,
+    maxPageSize,
+    await visibleItems(db, principal, s),
+  );
+  const rows = await typedItems(db, principal, s.tc, r.rows, read.body.valueFields, read.added);
+  return { ...r, rows };
 }
 
 /** A target record as an item keeps it (`originalValues`): dates as ISO text. */

@@ -14,6 +14,7 @@ import { inTransaction } from '../../db/views.ts';
 import type { TypeContext } from '../../engine/context.ts';
 import { checkValue, canEdit, fetchRecords, requireAccess } from '../../engine/crud.ts';
 import { widthError } from '../../engine/loaddata.ts';
+import { contextCache } from '../../engine/write.ts';
 import { optionalText } from '../../engine/value-check.ts';
 import { DCR_TARGET_TYPES, isLookupValueCode } from '../../engine/registry-dcr.ts';
 import { findType, type TypeDef } from '../../engine/registry.ts';
@@ -266,8 +267,13 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
       if (changes.length === 0) throw validationError('typedId', `${im.unique_name} has no changes`);
       const invalid = new Map<number, string>();
       const records = new Map<string, RecordPlan>();
+      // An extension row's attributes are typed by its table's meta (PX, CX, SX: the `name` of its
+      // key), as the engine's writes type them (`contextCache`): else "abc" passed as VALID for a
+      // NUMERIC attribute and was refused only when written.
+      const contextOf = contextCache(tx, principal, type);
       for (const c of changes) {
-        const reason = checkChange(tc, c);
+        const ctx = type.metaPerName ? await contextOf(keyRecord(type, c.keys)) : tc;
+        const reason = checkChange(ctx, c);
         if (reason !== undefined) {
           invalid.set(c.id, reason);
           continue;
@@ -278,7 +284,7 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
         if (!rec) records.set(k, (rec = { changeType: c.change_type, keys, changes: [], values: {} }));
         rec.changes.push(c);
         if (c.change_type !== 'DELETE') {
-          const v = checkValue(tc.fields.get(c.target_column)!, c.value);
+          const v = checkValue(ctx.fields.get(c.target_column)!, c.value);
           rec.values[c.target_column] = typeof v === 'string' ? null : v.value;
         }
       }
@@ -353,6 +359,10 @@ export async function submitImport(db: Db, principal: Principal, idText: string)
   if (refused) throw refused;
   return importRecord(db, principal, s0.im.id);
 }
+
+/** A change's key as its record's key fields (`{name, sku}` of a PX row). */
+const keyRecord = (type: TypeDef, keys: readonly string[]): Obj =>
+  Object.fromEntries(type.businessKey.map((k, n) => [k, keys[n]]));
 
 function checkChange(tc: TypeContext, c: store.ChangeRow): string | undefined {
   for (const [n, k] of tc.type.businessKey.entries()) {
