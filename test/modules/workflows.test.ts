@@ -319,6 +319,10 @@ describe('workflows', () => {
       // A denied document may be submitted again.
       const again = await submit(docId);
       assert.equal(again.workflowStatus, 'SUBMITTED');
+      // Submitted twice: a 409 naming the typedId of the path.
+      const twice = await call(sub, `/workflowsmanager.submit/${docId}.TDOC`);
+      assertError(twice, 409, -1);
+      assert.ok(twice.body.response.errors.typedId, JSON.stringify(twice.body));
       assertOk(await act(sub, 'withdraw', again));
     });
 

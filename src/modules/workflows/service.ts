@@ -26,6 +26,7 @@ import {
   type WorkflowStatus,
 } from './approvables.ts';
 import { parseSteps } from './definitions.ts';
+import { requireParticipant } from './participants.ts';
 import { definitionApplies, stepHolds, textOf } from './inputs.ts';
 import {
   activeDelegates,
@@ -213,12 +214,15 @@ export async function submitApprovable(
   // A typedId names the document by its own type code (12.CGI2) or the approvable's (12.CGI).
   if (!record || (named !== undefined && named !== typeCode && named !== record.typeCode))
     throw notFound(`${approvable.label} ${id}`, 'typedId');
-  if (record.workflowStatus === 'APPROVED') {
-    throw new AppError('CONFLICT', `${approvable.label} ${id} is already approved`);
-  }
-  if ((await pendingWorkflowOf(q, actor.partitionId, typeCode, id)) !== undefined) {
-    throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
-  }
+  // (Named by the typedId of /workflowsmanager.submit; a module's own door names its own field.)
+  const already = (state: string) =>
+    new AppError(
+      'CONFLICT',
+      `${approvable.label} ${id} is already ${state}`,
+      named ? { field: 'typedId' } : {},
+    );
+  if (record.workflowStatus === 'APPROVED') throw already('approved');
+  if ((await pendingWorkflowOf(q, actor.partitionId, typeCode, id)) !== undefined) throw already('submitted');
   // The module's own submit checked its rules before calling; the generic one has them checked here.
   if (!ownSubmit) await approvable.beforeSubmit?.(q, { partitionId: actor.partitionId, id, actor });
   const definition = (await definitionsFor(q, actor.partitionId, typeCode)).find((d) =>
@@ -233,7 +237,7 @@ export async function submitApprovable(
     status: 'SUBMITTED',
     userId: actor.userId,
   });
-  if (wfId === undefined) throw new AppError('CONFLICT', `${approvable.label} ${id} is already submitted`);
+  if (wfId === undefined) throw already('submitted');
   await recordHistory(q, actor, [
     {
       typeCode: 'WF',
@@ -454,29 +458,6 @@ export async function withdrawWorkflow(
     await finish(q, runOf(principal, wf), 'WITHDRAWN', wf.submittedBy);
     return wf.id;
   });
-}
-
-/**
- * Whether the principal may see a workflow: a workflow administrator, or someone taking part. To
- * anyone else it does not exist (404, as its attachments): a 403 would tell which ids are taken.
- * Every operation on one workflow asks this first, before its version, state or the caller's role
- * in it are checked: those answers would tell a workflow's existence and state to anyone.
- */
-export async function requireParticipant(
-  q: Queryable,
-  principal: Principal,
-  wf: { id: number; submittedBy: number | null },
-) {
-  if (can(principal, 'WORKFLOW_ADMIN') || wf.submittedBy === principal.userId) return;
-  const pid = principal.partitionId;
-  const users = [principal.userId, ...(await activeDelegators(q, pid, principal.userId))];
-  const r = await q.query(
-    `SELECT 1 FROM workflow_assignees WHERE partition_id = $1 AND workflow_id = $2 AND user_id = ANY($3::bigint[])
-     UNION ALL SELECT 1 FROM workflow_events WHERE partition_id = $1 AND workflow_id = $2 AND user_id = $4 LIMIT 1`,
-    [pid, wf.id, users, principal.userId],
-  );
-  // The same answer as for an id no workflow has (lockOrFail, workflowRecord).
-  if (r.rows.length === 0) throw notFound(`Workflow ${wf.id}`, 'id');
 }
 
 export async function commentWorkflow(

@@ -12,7 +12,7 @@ import { loadTypeContext, selectList } from '../../engine/context.ts';
 import { fetchRecords, type FetchBody, type FetchResult } from '../../engine/crud.ts';
 import { WORKFLOW_TYPE } from '../../engine/registry-workflows.ts';
 import { notFound } from '../../http/errors.ts';
-import { requireParticipant } from './service.ts';
+import { requireParticipant } from './participants.ts';
 import { activeDelegators, participatingIds, pendingIds, userIdByLogin } from './store.ts';
 
 const idsIn = (ids: readonly number[]) => ({ fieldName: 'id', operator: 'inSet', value: ids });
