@@ -152,7 +152,7 @@ describe('drop-in for existing clients (BASE_PATH=/pricefx PRODUCT_TOKEN=PriceFx
     // The source is required: null there is not absent, it is refused naming the field.
     const noSource = await h.call('/queryapi.execute', { headers: jwt, body: { data: { source: null } } });
     assert.equal(noSource.status, 400, noSource.text);
-    assert.ok(noSource.body.response.errors['data.source'], noSource.text);
+    assert.ok(noSource.body.response.errors.source, noSource.text);
 
     // meta: pipeline null is the call without a pipeline (the source kinds); a pipeline nested two
     // levels down with null paging and sort is described like the same pipeline without them.

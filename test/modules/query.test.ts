@@ -43,7 +43,7 @@ describe('query API', () => {
   test('without credentials: 401; a source is required', async () => {
     assert.equal((await h.call('/queryapi.execute', { body: { data: { source: 'P' } } })).status, 401);
     assert.equal((await h.call('/queryapi.meta', {})).status, 401);
-    await refused({}, 400, -4, 'data.source');
+    await refused({}, 400, -4, 'source');
   });
 
   test('source, select (with as), filter, sortBy, paging; totalRows; typed values', async () => {
@@ -270,7 +270,7 @@ describe('query API', () => {
       { source: 'P', groupBy: ['attribute2'], having: { fieldName: 'sku', operator: 'equals', value: 1 } },
       400,
       -4,
-      'sku',
+      'having.sku',
     );
   });
 
@@ -402,12 +402,12 @@ describe('query API', () => {
     await refused({ source: 'LTV:Nope' }, 404, -1, 'source');
     await refused({ source: 'P', select: ['password'] }, 400, -4, 'select[0]');
     await refused({ source: 'P', select: [{ field: 'sku', as: 'a b' }] }, 400, -4, 'select[0].as');
-    await refused({ source: 'P', select: ['sku', 'sku'] }, 400, -4, 'select');
+    await refused({ source: 'P', select: ['sku', 'sku'] }, 400, -4, 'select[1]');
     await refused(
       { source: 'P', filter: { fieldName: 'px.attribute1', operator: 'equals', value: 1 } },
       400,
       -4,
-      'px.attribute1',
+      'filter.px.attribute1',
     );
     // typedId names a record of the main source, as on /fetch (sixth audit).
     const [[id, sku]] = await rows({ source: 'P', valueFields: ['id', 'sku'], sortBy: 'id', endRow: 1 });
@@ -415,16 +415,16 @@ describe('query API', () => {
       [sku],
     ]);
     for (const typedId of ['1.C', '1.NOPE', ['1.C', '3.SL']])
-      await refused({ source: 'P', filter: { typedId }, valueFields: ['sku'] }, 400, -4, 'typedId');
+      await refused({ source: 'P', filter: { typedId }, valueFields: ['sku'] }, 400, -4, 'filter.typedId');
     await refused(
       { source: 'C', filter: { fieldName: 'typedId', operator: 'notEqual', value: '1.P' } },
       400,
       -4,
-      'typedId',
+      'filter.typedId',
     );
     await refused({ source: 'P', sortBy: 'label', select: ['sku'] }, 400, -4, 'sortBy');
     await refused({ source: 'P', valueFields: ['label'], select: ['sku'] }, 400, -4, 'valueFields[0]');
-    await refused({ source: 'P', extra: 1 }, 400, -4, 'data.extra');
+    await refused({ source: 'P', extra: 1 }, 400, -4, 'extra');
     // Unknown members of an element are named too.
     await refused({ source: 'P', select: [{ field: 'sku', as: 's', bogus: 1 }] }, 400, -4, 'select[0].bogus');
     await refused({ source: 'P', aggregates: [{ fn: 'count', bogus: 1 }] }, 400, -4, 'aggregates[0].bogus');
@@ -738,7 +738,7 @@ describe('query API', () => {
       [{ sku: 'P-x' }],
     );
     // The source stays required.
-    await refused({ source: null }, 400, -4, 'data.source');
+    await refused({ source: null }, 400, -4, 'source');
     const meta = await h.call('/queryapi.meta', { basic: QUERY_ADMIN, body: { data: { pipeline: null } } });
     assert.equal(meta.status, 200, meta.text);
     assert.ok((meta.body.response.data as any[]).some((k) => k.kind === 'P'));

@@ -58,17 +58,34 @@ export function compileQuery(plan: Plan): CompiledQuery {
   const having = plan.having === undefined ? 'TRUE' : compileCriteria(plan.having, p, 'p');
   const limit = p.add(plan.end - plan.start);
   const offset = p.add(plan.start);
+  // The page's values as answered; the ORDER BY reads the typed ones ("r"."rN" names the column).
+  const answered = plan.outputs.map((o, i) => {
+    const col = qualified('r', `r${i}`);
+    return `${o.utcText === true ? utcTextSql(col) : col} AS ${ident(`r${i}`)}`;
+  });
   const sql =
     `WITH "g" AS (SELECT * FROM (${projected}) "p" WHERE ${having}) ` +
-    `SELECT "c"."n" AS "__total", "r".* FROM (SELECT count(*)::int AS "n" FROM "g") "c" ` +
+    `SELECT ${['"c"."n" AS "__total"', '"r"."__row"', ...answered].join(', ')} ` +
+    `FROM (SELECT count(*)::int AS "n" FROM "g") "c" ` +
     `LEFT JOIN LATERAL (SELECT "g".*, true AS "__row" FROM "g" ORDER BY ${orderBy(plan, 'g')} ` +
     `LIMIT ${limit}::bigint OFFSET ${offset}::bigint) "r" ON true ORDER BY ${orderBy(plan, 'r')}`;
   return { sql, params: p.values };
 }
 
+/**
+ * A timestamptz as the text a DATETIME attribute holds when written in UTC: `2024-01-15T10:00:00Z`,
+ * a fraction only when it has one, without its trailing zeros (`…:00.5Z`, as `…:00.500000` is not
+ * written). Microseconds kept: a JavaScript Date would drop them.
+ */
+function utcTextSql(expr: string): string {
+  return `(regexp_replace(to_char(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '\\.?0+$', '') || 'Z')`;
+}
+
 /** A value as the API answers it: typed as `/fetch` types a field (numbers exact, else their text). */
 function outputValue(o: Output, v: unknown): unknown {
   if (v === null || v === undefined) return null;
+  // As /fetch writes it (context.ts typedIdSql): the id, a dot, the type code.
+  if (o.typedId !== undefined) return `${v as number | string}.${o.typedId.of}`;
   return typeof v === 'string' && o.asText !== true ? typedOutput(o.type, v) : v;
 }
 

@@ -4,7 +4,9 @@
 // checks the limits; `compileQuery` (./compile.ts) turns the plan into SQL in which every identifier comes from the
 // registry or is generated (`s0`, `f3`, `r1`), and every value is a parameter. Names a client
 // chooses (aliases, output names) never reach the SQL text. Filters and havings go through the
-// criteria compiler of /fetch (every operator, typed custom attributes); sorting through its sort.
+// criteria compiler of /fetch (every operator, typed custom attributes); sorting through its sort;
+// joins, groups and aggregates read a typed attribute through that compiler's expression (`valueSql`).
+// Errors name the element by its path inside `data` (./paths.ts).
 //
 // Shape of the statement: the sources joined into one flat row (`q`, pulled up by PostgreSQL into
 // the outer query), filtered, projected or grouped (`g`, with the having), then one page plus the
@@ -18,11 +20,18 @@ import type { Principal } from '../../access/access.ts';
 import type { Config } from '../../config.ts';
 import type { Queryable } from '../../db/db.ts';
 import { qualified } from '../../db/sql.ts';
-import { parseCriteria, resolveCriteria, typedColumn, type ResolvedCriteria } from '../../engine/criteria.ts';
+import {
+  compileSort,
+  parseCriteria,
+  resolveCriteria,
+  typedColumn,
+  type ResolvedCriteria,
+} from '../../engine/criteria.ts';
 import type { FieldSpec, FieldType } from '../../engine/types.ts';
 import { validationError } from '../../http/errors.ts';
 import { resolveSource, type Source } from './sources.ts';
 import { isObj } from '../../engine/values.ts';
+import { criteriaKey, renaming } from './paths.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -68,6 +77,14 @@ export interface Output extends OutputColumn {
   readonly storedAsText: boolean;
   /** A decimal column of its own SQL type (`conditionValue`): its exact text, as `/fetch` answers it. */
   readonly asText?: boolean;
+  /** A record's `typedId`: the value is its id (sorted and compared as the id), answered `<id>.<of>`. */
+  readonly typedId?: { readonly of: string; readonly aliases?: readonly string[] };
+  /**
+   * A DATETIME attribute's typed value (a group's, a least or greatest): answered as the text such an
+   * attribute holds when written in UTC (`2024-01-15T10:00:00Z`), not as the driver's Date
+   * (`…00.000Z`), so that a group shows what `/fetch` and a select show for its records.
+   */
+  readonly utcText?: boolean;
 }
 
 /** Whether a field is a decimal column of its own SQL type (not a typed custom attribute). */
@@ -125,6 +142,10 @@ function outputName(v: unknown, field: string): string {
 
 function aggregateType(fn: AggregateFn, f: FlatField | undefined, field: string): FieldType {
   const type = f?.spec.type;
+  // A typedId names a record: it is counted, not added up or ordered as a number.
+  if (f?.spec.typedIdOf !== undefined && fn !== 'count' && fn !== 'countDistinct') {
+    throw validationError(field, `${fn} does not apply to typedId: use count or countDistinct`);
+  }
   switch (fn) {
     case 'count':
     case 'countDistinct':
@@ -169,23 +190,42 @@ function aggregateSql(fn: AggregateFn, expr: string | undefined): string {
   }
 }
 
-// A number kept as text, read without rc_try_numeric: that function's exception block costs a
-// subtransaction per row, which dominated grouped aggregates (and exhausted PGlite's memory at
-// 100,000 rows). The pattern admits only what `::numeric` can read (exponents up to 4 digits; the
-// engine writes at most 1000), anything else is NULL as with the safe cast. Filters keep
-// rc_try_numeric, which the attribute indexes are built on.
-const NUMBER_TEXT = String.raw`'^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d{1,4})?\s*$'`;
+// A number kept as text is read by the criteria compiler's own expression (`typedColumn`: the safe
+// cast rc_try_numeric, what /fetch filters and sorts by), so a value is a number here exactly where
+// it is one there (`1e00001` is 10). The cast's exception block costs a subtransaction per value,
+// which dominated grouped aggregates and exhausted PGlite's memory at 100,000 rows: the common forms
+// take `::numeric` inline first — blanks numeric input skips, ASCII digits, at most 1,000 characters,
+// an exponent of at most four digits after its zeros (so at most 11,000 digits either side of the
+// point: far within numeric's range, the cast cannot fail) — the same value the safe cast gives them.
+// Rejected: a pattern of our own alone, which read `1e00001` as NULL, so it was not counted, summed,
+// grouped or joined as /fetch compares it.
+const PLAIN_NUMBER = String.raw`'^[ \t\n\r\f\v]*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?0*[0-9]{1,4})?[ \t\n\r\f\v]*$'`;
 
-/** A field's typed value for joins, groups and aggregates. */
+/** A field's typed value for joins, groups and aggregates: as the criteria compiler reads it. */
 export function valueSql(spec: FieldSpec, alias: string): string {
+  const typed = typedColumn(spec, alias).sql;
   if (spec.storedAsText === true && (spec.type === 'decimal' || spec.type === 'integer')) {
     const col = qualified(alias, spec.column);
-    return `(CASE WHEN ${col} ~ ${NUMBER_TEXT} THEN ${col}::numeric END)`;
+    return `(CASE WHEN length(${col}) <= 1000 AND ${col} ~ ${PLAIN_NUMBER} THEN ${col}::numeric ELSE ${typed} END)`;
   }
-  return typedColumn(spec, alias).sql;
+  return typed;
 }
 
 function addSourceFields(flat: Map<string, FlatField>, source: Source, index: number, prefix: string): void {
+  // `typedId` first, as /fetch answers it: the id, filtered, sorted and grouped as the record it names.
+  const id = source.tc.fields.get('id');
+  if (id !== undefined) {
+    const { code, typedIdAliases } = source.tc.type;
+    const name = `${prefix}typedId`;
+    const spec: FieldSpec = {
+      name,
+      column: `f${flat.size}`,
+      type: id.type,
+      typedIdOf: code,
+      ...(typedIdAliases === undefined ? {} : { typedIdAliases }),
+    };
+    flat.set(name, { source: index, original: id, spec });
+  }
   for (const f of source.tc.fields.values()) {
     const name = prefix + f.name;
     const spec: FieldSpec = {
@@ -260,15 +300,26 @@ function rowRange(body: QueryBody, limits: QueryLimits): { start: number; end: n
   return { start, end };
 }
 
+/**
+ * `filter` or `having` (`at`) resolved against `fields`; its errors are named under `at`
+ * (`filter.nosuch`). `typedId` is a field of each source (`typedId`, `px.typedId`) that names a record
+ * of that source, as on /fetch: another type's typedId is a -4.
+ */
 function criteriaOf(
   input: unknown,
   fields: ReadonlyMap<string, FieldSpec>,
-  main?: Source,
+  at: 'filter' | 'having',
 ): ResolvedCriteria | undefined {
   if (input === undefined || input === null) return undefined;
-  // `typedId` names a record of the main source, as on /fetch: another type's typedId is a -4.
-  const typed = main && { typeCode: main.tc.type.code, typedIdAliases: main.tc.type.typedIdAliases };
-  return resolveCriteria(parseCriteria(input), fields, typed).criteria;
+  return renaming(
+    criteriaKey(at),
+    () => resolveCriteria(parseCriteria(input, { field: at }), fields).criteria,
+  );
+}
+
+/** A list that, given, names at least one field (as /fetch refuses `resultFields: []`). */
+function nonEmpty(v: unknown, field: string): void {
+  if (Array.isArray(v) && v.length === 0) throw validationError(field, 'must name at least one field');
 }
 
 /** Plans a pipeline: sources, permissions, names, types and limits are all checked here. */
@@ -294,7 +345,7 @@ export async function planQuery(
   addSourceFields(flat, sources[0]!, 0, '');
   const joins = planJoins(joinsRaw, sources, flat);
   const flatSpecs = new Map([...flat].map(([n, f]) => [n, f.spec]));
-  const filter = criteriaOf(body.filter, flatSpecs, sources[0]);
+  const filter = criteriaOf(body.filter, flatSpecs, 'filter');
 
   const groupBy = list(body.groupBy, 'groupBy').map((g, i) => fieldOf(flat, g, `groupBy[${i}]`));
   const aggRaw = list(body.aggregates, 'aggregates');
@@ -306,16 +357,19 @@ export async function planQuery(
     seen.add(o.name);
     outputs.push(o);
   };
+  nonEmpty(body.select, 'select');
   const selectRaw = list(body.select, 'select');
-  const selected = selectRaw.map((s, i): [string, string, FlatField] => {
+  // [output name, field name, field, where the request names it]
+  const selected = selectRaw.map((s, i): [string, string, FlatField, string] => {
     const at = `select[${i}]`;
     if (isObj(s)) {
       onlyMembers(s, ['field', 'as'], at);
       const [name, f] = fieldOf(flat, s.field, `${at}.field`);
-      return [s.as === undefined || s.as === null ? name : outputName(s.as, `${at}.as`), name, f];
+      if (s.as === undefined || s.as === null) return [name, name, f, at];
+      return [outputName(s.as, `${at}.as`), name, f, `${at}.as`];
     }
     const [name, f] = fieldOf(flat, s, at);
-    return [name, name, f];
+    return [name, name, f, at];
   });
   if (grouped) {
     const groupNames = new Set(groupBy.map(([n]) => n));
@@ -323,24 +377,13 @@ export async function planQuery(
       if (!groupNames.has(name)) throw validationError(`select[${i}]`, `${name} is not in groupBy`);
     });
     // Each group field under each name select gives it (`{field, as}` twice: two outputs), else its own.
-    for (const [name, f] of groupBy) {
-      const aliases = selected.filter(([, n]) => n === name).map(([alias]) => alias);
+    groupBy.forEach(([name, f], i) => {
+      const named = selected.filter(([, n]) => n === name).map(([alias, , , at]) => [alias, at] as const);
       const expr = valueSql(f.spec, 'q');
-      for (const alias of aliases.length > 0 ? aliases : [name]) {
-        push(
-          {
-            name: alias,
-            type: f.spec.type,
-            field: name,
-            expr,
-            raw: false,
-            storedAsText: false,
-            asText: nativeDecimal(f),
-          },
-          'groupBy',
-        );
+      for (const [alias, at] of named.length > 0 ? named : [[name, `groupBy[${i}]`] as const]) {
+        push({ ...fieldOutput(alias, name, f, expr), raw: false, storedAsText: false }, at);
       }
-    }
+    });
     aggRaw.forEach((a, i) => {
       const at = `aggregates[${i}]`;
       if (!isObj(a)) throw validationError(at, 'must be an object {fn, field?, as?}');
@@ -365,24 +408,28 @@ export async function planQuery(
       // The sum, average, least or greatest of a decimal column of its own SQL type (conditionValue)
       // is answered as that column is: its exact text ("1.10", not 1.1).
       const asText = f !== undefined && nativeDecimal(f) && agg !== 'count' && agg !== 'countDistinct';
-      push({ name, type, aggregate: agg, expr, raw: false, storedAsText: false, asText }, `${at}.as`);
+      // The least or greatest of a DATETIME attribute reads as its records do (see Output.utcText).
+      const utcText = f !== undefined && (agg === 'min' || agg === 'max') && datetimeText(f);
+      const o: Output = { name, type, aggregate: agg, expr, raw: false, storedAsText: false, asText };
+      push(utcText ? { ...o, utcText } : o, a.as === undefined || a.as === null ? at : `${at}.as`);
     });
   } else {
-    const shown: [string, string, FlatField][] =
-      selected.length > 0 ? selected : [...flat].map(([n, f]) => [n, n, f]);
-    for (const [name, field, f] of shown) {
-      const expr = qualified('q', f.spec.column);
+    const shown: [string, string, FlatField, string][] =
+      selected.length > 0 ? selected : [...flat].map(([n, f]) => [n, n, f, 'select']);
+    for (const [name, field, f, at] of shown) {
       const text = f.spec.storedAsText === true;
-      push(
-        { name, type: f.spec.type, field, expr, raw: text, storedAsText: text, asText: nativeDecimal(f) },
-        'select',
-      );
+      const o = fieldOutput(name, field, f, qualified('q', f.spec.column));
+      // A selected DATETIME attribute is its stored text already (no utcText).
+      push({ ...o, raw: text, storedAsText: text, utcText: false }, at);
     }
   }
   if (body.having !== undefined && body.having !== null && !grouped) {
     throw validationError('having', 'needs groupBy or aggregates');
   }
-  const having = criteriaOf(body.having, outputFields(outputs));
+  const having = criteriaOf(body.having, outputFields(outputs), 'having');
+  // The sort is checked here too, so that /queryapi.meta, which plans without compiling, refuses it.
+  compileSort(body.sortBy, outputFields(outputs), 'g', 'r0');
+  nonEmpty(body.valueFields, 'valueFields');
   const valueFields =
     body.valueFields === undefined || body.valueFields === null
       ? undefined
@@ -406,12 +453,43 @@ export async function planQuery(
   };
 }
 
+/** Whether a field is a DATETIME attribute kept as text (see Output.utcText). */
+const datetimeText = (f: FlatField): boolean => f.spec.type === 'datetime' && f.spec.storedAsText === true;
+
+/** The output of a field (selected or grouped) over `expr`, typed as /fetch answers that field. */
+function fieldOutput(
+  name: string,
+  field: string,
+  f: FlatField,
+  expr: string,
+): Omit<Output, 'raw' | 'storedAsText'> {
+  const base = { name, field, expr, asText: nativeDecimal(f), utcText: datetimeText(f) };
+  const of = f.spec.typedIdOf;
+  if (of === undefined) return { ...base, type: f.spec.type };
+  const aliases = f.spec.typedIdAliases;
+  return { ...base, type: 'string', typedId: { of, ...(aliases === undefined ? {} : { aliases }) } };
+}
+
 /** The outputs as fields of the projected row (`rN`), for the having, the sort and the page. */
 export function outputFields(outputs: readonly Output[]): Map<string, FieldSpec> {
   return new Map(
-    outputs.map((o, i) => [
-      o.name,
-      { name: o.name, column: `r${i}`, type: o.type, ...(o.storedAsText ? { storedAsText: true } : {}) },
-    ]),
+    outputs.map((o, i): [string, FieldSpec] => {
+      const spec: FieldSpec = { name: o.name, column: `r${i}`, type: o.type };
+      if (o.storedAsText) return [o.name, { ...spec, storedAsText: true }];
+      // A typedId is the id it names: sorted as the id, compared with `<id>.<TC>` or plain ids.
+      if (o.typedId !== undefined) {
+        const { of, aliases } = o.typedId;
+        return [
+          o.name,
+          {
+            ...spec,
+            type: 'integer',
+            typedIdOf: of,
+            ...(aliases === undefined ? {} : { typedIdAliases: aliases }),
+          },
+        ];
+      }
+      return [o.name, spec];
+    }),
   );
 }

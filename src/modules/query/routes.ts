@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { AUTHENTICATED } from '../../access/catalogue.ts';
 import { envelopeSchema, ok } from '../../http/envelope.ts';
 import type { QueryBody } from './pipeline.ts';
+import { querySchemaError } from './paths.ts';
 import { describePipeline, describeSources, executeQuery } from './service.ts';
 
 const pipelineSchema = {
@@ -81,6 +82,8 @@ export function queryRoutes(app: FastifyInstance): void {
         body: executeBody,
         response: { 200: executeEnvelope },
       },
+      // Named by their paths inside `data`, as the pipeline's own checks name them (./paths.ts).
+      schemaErrorFormatter: querySchemaError,
     },
     async (req) => {
       const body = (req.body as { data: QueryBody }).data;
@@ -100,6 +103,7 @@ export function queryRoutes(app: FastifyInstance): void {
         body: metaBody,
         response: { 200: envelopeSchema() },
       },
+      schemaErrorFormatter: querySchemaError,
     },
     async (req) => {
       const pipeline = (req.body as { data?: { pipeline?: QueryBody } | null } | null)?.data?.pipeline;

@@ -12,8 +12,9 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { remainingMs } from '../../db/deadline.ts';
 import { findType } from '../../engine/registry.ts';
 import type { FieldType } from '../../engine/types.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, validationError } from '../../http/errors.ts';
 import { compileQuery, resultColumns, toRows } from './compile.ts';
+import { renamingAsync } from './paths.ts';
 import { planQuery, type OutputColumn, type QueryBody } from './pipeline.ts';
 import { SOURCE_KINDS, listTables, resolveSource, visibleSets, type Source } from './sources.ts';
 
@@ -56,8 +57,12 @@ export async function executeQuery(
         throw new AppError(
           'VALIDATION',
           `The pipeline ran longer than ${settings.queryTimeoutSeconds} s (setting QUERY_TIMEOUT_SECONDS)`,
-          { field: 'pipeline' },
+          { field: 'data' },
         );
+      }
+      // Only a sum or an average can leave numeric's range (values read as numbers are within it).
+      if ((err as PgError).code === '22003') {
+        throw validationError('aggregates', 'a sum or average is beyond the range of numbers');
       }
       throw err;
     }
@@ -116,6 +121,17 @@ async function describeSource(
     source.kind === 'LTV'
       ? new Map<string, string>()
       : await labelsOf(q, principal.partitionId, meta.owner, meta.name);
+  // `typedId` first, as a select of every field answers it (pipeline.ts addSourceFields).
+  const typedId: ColumnMeta[] = source.tc.fields.has('id')
+    ? [
+        {
+          name: 'typedId',
+          type: 'string',
+          label: null,
+          description: `${source.tc.type.label}: typedId (<id>.${source.tc.type.code}, maintained by the server)`,
+        },
+      ]
+    : [];
   const columns = [...source.tc.fields.values()].map((f) => ({
     name: f.name,
     type: f.type,
@@ -126,7 +142,7 @@ async function describeSource(
       (f.key ? ' (business key)' : '') +
       (f.system ? ' (maintained by the server)' : ''),
   }));
-  return { name: source.code, label, columns };
+  return { name: source.code, label, columns: [...typedId, ...columns] };
 }
 
 function mayFetch(principal: Principal, code: string): boolean {
@@ -174,12 +190,19 @@ export async function describeSources(db: Db, principal: Principal): Promise<Kin
   return out;
 }
 
-/** The result columns of a pipeline, planned (every check made) but not run. */
+/**
+ * The result columns of a pipeline, planned (every check made) but not run. It is `data.pipeline`:
+ * its errors are named `pipeline.<path>` (`pipeline.source`), as the route schema's are.
+ */
 export async function describePipeline(
   db: Db,
   principal: Principal,
   body: QueryBody,
   settings: QuerySettings,
 ): Promise<OutputColumn[]> {
-  return resultColumns(await planQuery(db, principal, body, settings));
+  const plan = await renamingAsync(
+    (key) => `pipeline.${key}`,
+    () => planQuery(db, principal, body, settings),
+  );
+  return resultColumns(plan);
 }
