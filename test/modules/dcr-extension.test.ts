@@ -54,6 +54,27 @@ describe('data change requests: extension tables typed by their meta, overlaps n
     await h.close();
   });
 
+  test('PX mass changes: typed by the table the filter names, when stored', async () => {
+    const dcr = await newDcr('pxd');
+    const massop = (name: string, fieldValue: unknown) =>
+      call(`/dcrmanager.addmassop/${dcr.id}`, {
+        data: {
+          filterCriteria: {
+            _constructor: 'AdvancedCriteria',
+            operator: 'and',
+            criteria: [{ fieldName: 'name', operator: 'equals', value: name }],
+          },
+          massEditRecords: [{ fieldName: 'attribute1', massEditOperator: '=', fieldValue }],
+        },
+      });
+    const bad = await massop('Costs', 'abc');
+    expectError(bad, 400, -4);
+    assert.match(JSON.stringify(bad.body.response.errors), /not a number/);
+    okData(await massop('Costs', 4.5));
+    // Another table's attributes are text.
+    okData(await massop('Other', 'abc'));
+  });
+
   test('PX items: checked when proposed by their table meta, answered typed', async () => {
     const dcr = await newDcr('pxd');
     const propose = (data: unknown) => call(`/dcrmanager.add/${dcr.id}`, { data });

@@ -4,8 +4,10 @@
 
 import type { Principal } from '../../access/access.ts';
 import type { Db, Queryable } from '../../db/db.ts';
+import { loadTypeContext } from '../../engine/context.ts';
 import { parseCriteria, resolveCriteria } from '../../engine/criteria.ts';
 import { fetchRecords, planEdits, type FetchBody, type FetchResult } from '../../engine/crud.ts';
+import { filterMetaName } from '../../engine/meta-name.ts';
 import { findType } from '../../engine/registry.ts';
 import { checkVersionValue, refuseUnknownFields } from '../../engine/value-check.ts';
 import { AppError, validationError } from '../../http/errors.ts';
@@ -19,11 +21,13 @@ type Obj = Record<string, unknown>;
 const DCRM = findType('DCRM')!;
 
 /** Checks a mass change against the target type now (the engine checks it again when applied). */
-function checkMassOp(
+async function checkMassOp(
+  q: Queryable,
+  principal: Principal,
   s: DcrScope,
   data: Obj,
   prefix: string,
-): { label: string | null; filter: unknown; operations: Obj[] } {
+): Promise<{ label: string | null; filter: unknown; operations: Obj[] }> {
   for (const k of Object.keys(data))
     if (!['label', 'filterCriteria', 'massEditRecords'].includes(k))
       throw validationError(prefix + k, 'unknown field (label, filterCriteria, massEditRecords)');
@@ -31,7 +35,11 @@ function checkMassOp(
   const filter = data.filterCriteria;
   if (filter === undefined || filter === null)
     throw validationError(prefix + 'filterCriteria', 'is required ({} changes every record)');
-  resolveCriteria(parseCriteria(filter), s.tc.fields);
+  // Extension rows and condition record items: typed by the table (set) the filter names, as
+  // /massedit types them (a value of the wrong type is refused now, not when the DCR is applied).
+  const name = await filterMetaName(q, principal, s.type, filter);
+  const tc = name === undefined ? s.tc : await loadTypeContext(q, principal, s.type, name);
+  resolveCriteria(parseCriteria(filter), tc.fields);
   const ops = data.massEditRecords;
   if (!Array.isArray(ops) || ops.length === 0)
     throw validationError(prefix + 'massEditRecords', 'must name at least one change');
@@ -46,7 +54,7 @@ function checkMassOp(
       throw validationError(`${at}.fieldName`, `unknown field ${JSON.stringify(name)}`);
     if (!s.allowed.has(name))
       throw validationError(`${at}.fieldName`, `${name} may not be changed by this DCR type`);
-    if (op.massEditOperator === '=') checkProposal(s.tc, s.allowed, { [name]: op.fieldValue }, `${at}.`);
+    if (op.massEditOperator === '=') checkProposal(tc, s.allowed, { [name]: op.fieldValue }, `${at}.`);
     // The operator is checked with the rest by /massedit's own checks (planEdits) below.
     const massEditOperator = typeof op.massEditOperator === 'string' ? op.massEditOperator : '';
     return { fieldName: name, massEditOperator, fieldValue: op.fieldValue ?? null };
@@ -54,7 +62,7 @@ function checkMassOp(
   // The checks of /massedit itself (numeric fields for arithmetic, operands, division by zero, keys):
   // a mass change that could never apply is refused now, not when the DCR is submitted.
   try {
-    planEdits(s.tc, { massEditRecords: operations });
+    planEdits(tc, { massEditRecords: operations });
   } catch (err) {
     if (!(err instanceof AppError) || err.errors === undefined || prefix === '') throw err;
     const errors = Object.fromEntries(Object.entries(err.errors).map(([k, v]) => [prefix + k, v]));
@@ -87,7 +95,7 @@ export async function addMassOps(
     const s = await editableDcr(tx, principal, idText);
     const ids: number[] = [];
     for (const [i, d] of list.entries()) {
-      const m = checkMassOp(s, d, list.length > 1 ? `${i}.` : '');
+      const m = await checkMassOp(tx, principal, s, d, list.length > 1 ? `${i}.` : '');
       ids.push(await store.insertMassOp(tx, principal.partitionId, s.dcr.id, principal.userId, m));
     }
     return massOpViews(tx, principal, s.dcr.id, ids);
@@ -147,7 +155,7 @@ export async function updateMassOps(
         principal.partitionId,
         id,
         principal.userId,
-        checkMassOp(s, merged, prefix),
+        await checkMassOp(tx, principal, s, merged, prefix),
       );
       ids.push(id);
     }
