@@ -372,6 +372,31 @@ describe('OAuth 2.0', () => {
     });
   });
 
+  test("another client's try does not spend a code: its own client exchanges it after", async () => {
+    const a = await authorize({ clientId: 'secret-app', secret: 's3cret value' });
+    const thief = { client_id: 'scoped-app' };
+    const stolen = await oauth.authorizationCodeGrantRequest(
+      as,
+      thief,
+      oauth.None(),
+      a.callback,
+      REDIRECT,
+      oauth.generateRandomCodeVerifier(),
+      insecure,
+    );
+    const refused = await tokenError(stolen, thief);
+    assert.equal(refused.error, 'invalid_grant');
+    assert.match(String(refused.description), /issued to another client/);
+    const t = await oauth.processAuthorizationCodeResponse(as, a.client, await a.exchange());
+    assert.ok(t.access_token);
+    // Its own client's refused exchange spends it, and says no more than that.
+    const b = await authorize();
+    assert.equal((await tokenError(await b.exchange(OTHER_REDIRECT))).error, 'invalid_grant');
+    const spent = await tokenError(await b.exchange());
+    assert.equal(spent.error, 'invalid_grant');
+    assert.equal(spent.description, 'authorization code already used');
+  });
+
   test('an expired code is invalid_grant', async () => {
     const a = await authorize();
     const code = a.callback.get('code')!;

@@ -132,19 +132,24 @@ async function codeGrant(
   const codeHash = hashOf(p.code);
   const result = await ctx.db.transaction(async (tx): Promise<Grant> => {
     const failed = (o: TokenOutcome): Grant => ({ ok: false, outcome: o });
+    // Spent only by the client it was issued to: another one (anyone may name a public client) learns
+    // it is not his and cannot throw the code away before its client exchanges it.
     const used = await tx.query<CodeRow>(
       `UPDATE oauth_codes SET used_at = now()
-        WHERE partition_id = $1 AND code_hash = $2 AND used_at IS NULL AND expires_at > now()
+        WHERE partition_id = $1 AND code_hash = $2 AND used_at IS NULL AND expires_at > now() AND client_id = $3
         RETURNING client_id, redirect_uri, user_id, scope, code_challenge, code_challenge_method, token_epoch`,
-      [ctx.partitionId, codeHash],
+      [ctx.partitionId, codeHash, client.clientId],
     );
     const row = used.rows[0];
     if (row === undefined) {
-      const seen = await tx.query<{ used: boolean; grant_id: number | null; user_id: number }>(
-        'SELECT used_at IS NOT NULL AS used, grant_id, user_id FROM oauth_codes WHERE partition_id = $1 AND code_hash = $2',
+      const seen = await tx.query<{ used: boolean; live: boolean; grant_id: number | null; user_id: number }>(
+        `SELECT used_at IS NOT NULL AS used, expires_at > now() AS live, grant_id, user_id
+           FROM oauth_codes WHERE partition_id = $1 AND code_hash = $2`,
         [ctx.partitionId, codeHash],
       );
       const old = seen.rows[0];
+      if (old?.used === false && old.live)
+        return failed(tokenError('invalid_grant', 'authorization code issued to another client'));
       if (old?.used === true) {
         // RFC 6749 §4.1.2: a code used twice revokes the tokens issued for it. revoked_by names
         // the grant's own user: nobody revoked it by hand.
@@ -153,18 +158,19 @@ async function codeGrant(
           { partition: ctx.partition, client: client.clientId, grant: old.grant_id },
           'OAuth code replayed',
         );
+        // (A code spent by a refused exchange issued no tokens: nothing to revoke, nothing to say.)
         return failed(
           tokenError(
             'invalid_grant',
-            'authorization code already used; the tokens issued for it are revoked',
+            old.grant_id === null
+              ? 'authorization code already used'
+              : 'authorization code already used; the tokens issued for it are revoked',
           ),
         );
       }
       return failed(tokenError('invalid_grant', 'authorization code unknown or expired'));
     }
-    // The code is spent from here on, whatever follows: a failed exchange is not retried.
-    if (row.client_id !== client.clientId)
-      return failed(tokenError('invalid_grant', 'authorization code issued to another client'));
+    // The code is spent from here on, whatever follows: its client's failed exchange is not retried.
     const expected = row.redirect_uri === '' ? client.redirectUri : row.redirect_uri;
     if (row.redirect_uri !== '' && p.redirect_uri === undefined)
       return failed(
