@@ -120,9 +120,10 @@ describe('api tokens and one-time tokens', () => {
     assert.deepEqual(await addWith(await oneTime({ basic: admin })), [200, 0]);
     const bad = await h.call('/accountmanager.getjsonwebtoken', {
       basic: admin,
-      body: { data: { permissions: ['NO_SUCH'] } },
+      body: { data: { permissions: ['USER_FETCH', 'NO_SUCH'] } },
     });
     assert.deepEqual(status(bad), [400, -4]);
+    assert.deepEqual(Object.keys(bad.body.response.errors), ['data.permissions.1'], 'names the entry');
     // Bodies that are no permission list: -4 naming the field at fault, and only it.
     const unknown = await h.call('/accountmanager.getjsonwebtoken', {
       basic: admin,
@@ -140,6 +141,7 @@ describe('api tokens and one-time tokens', () => {
       body: { data: { permissions: ['PRODUCT_EDIT'] } },
     });
     assert.deepEqual(status(beyond), [403, -3]);
+    assert.deepEqual(Object.keys(beyond.body.response.errors), ['data.permissions.0']);
   });
 
   test('a password change revokes api tokens too', async () => {

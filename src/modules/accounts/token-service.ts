@@ -39,10 +39,14 @@ export async function getJsonWebToken(
     throw validationError('minutes', 'must be between 1 and 525600 (a year)');
   }
   const list = permissions === null || permissions === undefined ? null : [...new Set(permissions)];
-  for (const p of list ?? []) {
+  // Each refusal names the entry as sent (`data.permissions.1`), as a malformed one is named.
+  for (const [i, p] of (permissions ?? []).entries()) {
     if (!isKnownPermission(p))
-      throw validationError('data.permissions', `unknown permission ${JSON.stringify(p)}`);
-    if (!can(principal, p)) throw new AppError('FORBIDDEN', `You do not hold ${p}: a token cannot grant it`);
+      throw validationError(`data.permissions.${i}`, `unknown permission ${JSON.stringify(p)}`);
+    if (!can(principal, p))
+      throw new AppError('FORBIDDEN', `You do not hold ${p}: a token cannot grant it`, {
+        field: `data.permissions.${i}`,
+      });
   }
   const { secret, epoch } = await accountOf(app.db, principal);
   const row = await createApiToken(app.db, principal.partitionId, principal.userId, list, minutes);
