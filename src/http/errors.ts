@@ -109,6 +109,19 @@ export function elementError(prefix: string, e: AppError, rename = (text: string
 }
 
 /**
+ * `e` with each field it names renamed by `rename` (a module naming fields as its request sent them:
+ * `data.rebateRecordGroup.endDate`, `filter.nosuch`), its message too where it opens with a field's
+ * name (validationError's form). An error naming no field is `e`.
+ */
+export function renamedFields(e: AppError, rename: (field: string) => string): AppError {
+  if (e.errors === undefined) return e;
+  const errors: FieldErrors = Object.fromEntries(Object.entries(e.errors).map(([k, v]) => [rename(k), v]));
+  const first = Object.keys(e.errors).find((k) => e.message.startsWith(`${k}: `));
+  const message = first === undefined ? e.message : `${rename(first)}${e.message.slice(first.length)}`;
+  return new AppError(e.code, message, { errors, details: e.details });
+}
+
+/**
  * Runs a check of one element of a batch whose errors name bare fields, naming them with the
  * element's prefix (`elementError`); no prefix, no change.
  */

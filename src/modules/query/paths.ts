@@ -7,27 +7,14 @@
 // names a criterion's field alone) are renamed into that form here.
 
 import type { FastifySchemaValidationError } from 'fastify';
-import { AppError, type FieldErrors } from '../../http/errors.ts';
-
-/** `e` with each field it names renamed by `rename`, its message too where it starts with that name. */
-export function renamed(e: AppError, rename: (key: string) => string): AppError {
-  if (e.errors === undefined) return e;
-  const keys = Object.keys(e.errors);
-  const errors: FieldErrors = Object.fromEntries(keys.map((k) => [rename(k), e.errors![k]!]));
-  const first = keys[0];
-  const message =
-    first !== undefined && e.message.startsWith(`${first}: `)
-      ? `${rename(first)}${e.message.slice(first.length)}`
-      : e.message;
-  return new AppError(e.code, message, { errors, details: e.details });
-}
+import { AppError, renamedFields, type FieldErrors } from '../../http/errors.ts';
 
 /** Runs `check`, its errors renamed by `rename` (errors of other kinds pass through unchanged). */
 export function renaming<T>(rename: (key: string) => string, check: () => T): T {
   try {
     return check();
   } catch (err) {
-    throw err instanceof AppError ? renamed(err, rename) : err;
+    throw err instanceof AppError ? renamedFields(err, rename) : err;
   }
 }
 
@@ -36,7 +23,7 @@ export async function renamingAsync<T>(rename: (key: string) => string, check: (
   try {
     return await check();
   } catch (err) {
-    throw err instanceof AppError ? renamed(err, rename) : err;
+    throw err instanceof AppError ? renamedFields(err, rename) : err;
   }
 }
 

@@ -14,7 +14,7 @@ import type { Db } from '../../db/db.ts';
 import { inTransaction } from '../../db/views.ts';
 import { parseId, requireAccess, updateRecords } from '../../engine/crud.ts';
 import { loadTypeContext } from '../../engine/context.ts';
-import { AppError, validationError } from '../../http/errors.ts';
+import { AppError, renamedFields, validationError } from '../../http/errors.ts';
 import type { LogicLimits } from '../../logic/env.ts';
 import { LimitError } from '../../logic/failures.ts';
 import type { ElementOutcome } from '../../logic/evaluate.ts';
@@ -68,11 +68,7 @@ function asSent(err: unknown, pathField: string): unknown {
       : k === 'id' || k === 'typedId'
         ? pathField
         : `${SENT}.${k}`;
-  const errors = Object.fromEntries(Object.entries(err.errors).map(([k, v]) => [sent(k), v]));
-  // A message that opens with the field's name (validationError's form) names it as sent too.
-  const first = Object.keys(err.errors).find((k) => err.message.startsWith(`${k}: `));
-  const message = first === undefined ? err.message : `${sent(first)}${err.message.slice(first.length)}`;
-  return new AppError(err.code, message, { errors, details: err.details });
+  return renamedFields(err, sent);
 }
 
 /** The group's stored `inputs` ([{name, value}]) as values by name. */
